@@ -1,0 +1,53 @@
+# The two commands of the README:
+#   make demo   set everything up, run the platform on its embedded defaults (SQLite, this machine, local runner)
+#   make test   set everything up and run the linters and the tests
+# Everything the project needs is installed from here; nothing relies on what a machine happens to have.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# PyTorch CPU build (lies on disk on our dev/CI machines; a plain `torch` would download a CUDA build of several GB).
+TORCH_SPEC ?= torch==2.13.0
+TRITON_SPEC ?= triton==3.7.1
+STAMP := $(VENV)/.kernelcup-installed
+
+.PHONY: setup system-deps demo test lint clean
+
+setup: system-deps $(STAMP)
+
+# bubblewrap sandboxes submissions on Linux; installed from Debian's packages where we can.
+system-deps:
+	@if [ "$$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing bubblewrap (submission sandbox)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null \
+	      || echo "warning: could not install bubblewrap; runs will be reported as not sandboxed"; \
+	  elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1; then \
+	    sudo apt-get install -y -qq bubblewrap || echo "warning: could not install bubblewrap"; \
+	  else \
+	    echo "warning: bubblewrap (bwrap) not found; install it to sandbox submissions"; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kernelcup needs Python 3.11 or newer (PYTHON=$(PYTHON))")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -c 'import triton' 2>/dev/null || $(BIN)/python -m pip install -q "$(TRITON_SPEC)" \
+	  || echo "warning: triton not installed; Triton submissions will not run on this machine"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/kernelcup demo
+
+lint: setup
+	$(BIN)/ruff check .
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,34 @@
+"""The ``kernelcup`` console script: one Typer app, one module per command family under ``commands/``.
+
+Each command module exposes ``register(app)``; nothing runs at import time. Settings are read inside
+each command (``kernelcup.settings``), so ``--help`` works with no configuration at all.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from kernelcup.commands import bot, db, demo, leaderboard, problems, run, runners, submit, worker
+
+COMMAND_MODULES = (run, problems, db, submit, leaderboard, worker, bot, runners, demo)
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="kernelcup",
+        help="kernelcup: GPU kernel competitions. Submit kernels, check and time them, rank them per device.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for module in COMMAND_MODULES:
+        module.register(app)
+    return app
+
+
+def main() -> None:
+    build_app()()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+"""The run contract: one JSON request in, one JSON result out.
+
+Every launcher (local subprocess, Modal, GitHub Actions) carries exactly these two models, so a
+runner knows nothing about databases, Discord or queues. The contract is versioned: a runner that
+receives a request with a newer major version refuses it with an infrastructure error instead of
+guessing, and unknown fields are rejected (``extra="forbid"``) so that a field a runner does not
+understand never gets silently dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+CONTRACT_VERSION = 1
+"""Bump when a field changes meaning or a required field is added; runners refuse other versions."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
+
+class Mode(enum.StrEnum):
+    TEST = "test"
+    BENCHMARK = "benchmark"
+    RANKED = "ranked"
+    PROFILE = "profile"
+
+
+class Language(enum.StrEnum):
+    PYTHON = "py"
+    CUDA = "cu"
+
+
+class RankingRule(enum.StrEnum):
+    """How the per-benchmark medians become one score (lower is better)."""
+
+    LAST = "last"
+    MEAN = "mean"
+    GEOMEAN = "geom"
+
+
+class Verdict(enum.StrEnum):
+    """The overall outcome of a run. ``ACCEPTED`` is the only passing verdict.
+
+    The order of the members is the display priority: when several things went wrong, the first one
+    in this list is what the user is told about (a compile error hides everything after it).
+    """
+
+    INFRASTRUCTURE_ERROR = "infrastructure_error"
+    REJECTED = "rejected"
+    NEEDS_CUDA = "needs_cuda"
+    COMPILE_ERROR = "compile_error"
+    TIMEOUT = "timeout"
+    OUT_OF_MEMORY = "out_of_memory"
+    RUNTIME_ERROR = "runtime_error"
+    WRONG_ANSWER = "wrong_answer"
+    ACCEPTED = "accepted"
+
+    @property
+    def passed(self) -> bool:
+        return self is Verdict.ACCEPTED
+
+    @property
+    def user_fault(self) -> bool:
+        """False only for failures that are the platform's, which workers may retry."""
+        return self is not Verdict.INFRASTRUCTURE_ERROR
+
+    @property
+    def label(self) -> str:
+        return _VERDICT_LABELS[self]
+
+
+_VERDICT_LABELS = {
+    Verdict.INFRASTRUCTURE_ERROR: "infrastructure error (not your fault)",
+    Verdict.REJECTED: "submission rejected",
+    Verdict.NEEDS_CUDA: "this submission needs a CUDA device",
+    Verdict.COMPILE_ERROR: "compile error",
+    Verdict.TIMEOUT: "time limit exceeded",
+    Verdict.OUT_OF_MEMORY: "out of memory",
+    Verdict.RUNTIME_ERROR: "runtime error",
+    Verdict.WRONG_ANSWER: "wrong answer",
+    Verdict.ACCEPTED: "accepted",
+}
+
+
+def worst(verdicts: list[Verdict]) -> Verdict:
+    """The verdict to show for several outcomes: the one with the highest display priority."""
+    order = list(Verdict)
+    return min(verdicts, key=order.index, default=Verdict.ACCEPTED)
+
+
+class Phase(enum.StrEnum):
+    """Progress phases a launcher reports while a run is under way."""
+
+    QUEUED = "queued"
+    STARTING = "starting"
+    COMPILING = "compiling"
+    TESTING = "testing"
+    BENCHMARKING = "benchmarking"
+    PROFILING = "profiling"
+    DONE = "done"
+
+
+class ProgressEvent(_Model):
+    phase: Phase
+    detail: str = ""
+
+
+class SubmissionFile(_Model):
+    name: str = Field(description="The file name the user uploaded, e.g. 'submission.py' or 'kernel.cu'.")
+    content: bytes = Field(description="The raw bytes of the file (base64 in JSON).")
+
+
+class Limits(_Model):
+    """Bounds on one run. Every wait in the runner is bounded by one of these."""
+
+    compile_timeout_s: float = Field(default=300.0, gt=0)
+    run_timeout_s: float = Field(default=300.0, gt=0, description="Wall time for tests + benchmarks, per run.")
+    output_cap_bytes: int = Field(default=16 * 1024, gt=0, description="Kept bytes of stdout and of stderr each.")
+    host_memory_mb: int = Field(default=16 * 1024, gt=0, description="Resident memory cap of the submission.")
+    max_submission_bytes: int = Field(default=1024 * 1024, gt=0)
+
+
+class TimingSettings(_Model):
+    """How benchmarks are timed; see docs/measurement.md."""
+
+    warmup_ms: float = Field(default=100.0, ge=0)
+    warmup_min_calls: int = Field(default=3, ge=0)
+    min_samples: int = Field(default=10, ge=2)
+    max_samples: int = Field(default=1000, ge=2)
+    max_time_s: float = Field(default=2.0, gt=0, description="Per benchmark case, timed loop only.")
+    target_rel_error: float = Field(default=0.001, gt=0, description="Stop when stderr/mean falls below this.")
+
+
+class RunRequest(_Model):
+    version: int = CONTRACT_VERSION
+    problem: str = Field(description="The leaderboard/problem name, for logs and reports.")
+    lang: Language
+    mode: Mode
+    files: dict[str, str] = Field(description="The problem's files (reference.py, harness sources), by path.")
+    submission: SubmissionFile
+    tests: list[dict[str, Any]] = Field(default_factory=list)
+    benchmarks: list[dict[str, Any]] = Field(default_factory=list)
+    seed: int | None = Field(default=None, description="The secret seed of a ranked run; None for public runs.")
+    device: str = Field(default="cuda", description="Where the harness runs kernels: 'cuda' or 'cpu'.")
+    device_name: str = Field(default="", description="The leaderboard's device name (H100, cpu, ...).")
+    ranking_by: RankingRule = RankingRule.GEOMEAN
+    limits: Limits = Field(default_factory=Limits)
+    timing: TimingSettings = Field(default_factory=TimingSettings)
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        if v != CONTRACT_VERSION:
+            raise ValueError(f"run contract version {v} is not supported by this runner (it speaks {CONTRACT_VERSION})")
+        return v
+
+
+class TimingStats(_Model):
+    """Statistics of one benchmark case's timed calls, all in nanoseconds."""
+
+    samples: int
+    median_ns: float
+    mean_ns: float
+    std_ns: float
+    stderr_ns: float
+    min_ns: float
+    max_ns: float
+
+
+class TestResult(_Model):
+    __test__ = False  # not a pytest class
+
+    index: int
+    case: dict[str, Any]
+    verdict: Verdict
+    message: str = Field(default="", description="Where the output differs, or what went wrong.")
+    duration_s: float = 0.0
+
+
+class BenchmarkResult(_Model):
+    index: int
+    case: dict[str, Any]
+    verdict: Verdict
+    message: str = ""
+    stats: TimingStats | None = None
+    bytes_moved: int | None = Field(default=None, description="Speed of light: the bytes a kernel must move.")
+    flops: int | None = Field(default=None, description="Speed of light: the operations a kernel must do.")
+
+
+class SystemInfo(_Model):
+    hostname: str = ""
+    platform: str = ""
+    python: str = ""
+    device: str = ""
+    gpu_name: str | None = None
+    gpu_count: int = 0
+    driver: str | None = None
+    cuda: str | None = None
+    torch: str | None = None
+    triton: str | None = None
+    nvcc: str | None = None
+    sm_clock_start_mhz: int | None = None
+    sm_clock_end_mhz: int | None = None
+    sandboxed: bool = False
+    sandbox_note: str = ""
+
+
+class RunResult(_Model):
+    version: int = CONTRACT_VERSION
+    verdict: Verdict
+    message: str = Field(default="", description="One or two sentences for the user about the verdict.")
+    mode: Mode
+    tests: list[TestResult] = Field(default_factory=list)
+    benchmarks: list[BenchmarkResult] = Field(default_factory=list)
+    score_ns: float | None = Field(default=None, description="The ranking score (lower is better), if timed.")
+    compile_output: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    profile: str | None = Field(default=None, description="Nsight Compute or torch profiler summary, profile mode.")
+    system: SystemInfo = Field(default_factory=SystemInfo)
+    wall_time_s: float = 0.0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    @classmethod
+    def infrastructure_error(cls, mode: Mode, message: str, **kwargs: Any) -> RunResult:
+        return cls(verdict=Verdict.INFRASTRUCTURE_ERROR, mode=mode, message=message, **kwargs)

@@ -1,0 +1,77 @@
+"""The launcher interface: how the core hands a run request to some machine and gets a result back.
+
+The core (``leaderboards/``) knows only this protocol. A launcher must:
+
+- never block the event loop (blocking clients go through ``asyncio.to_thread``);
+- bound every wait (``request.limits`` plus its own start-up/transfer margins);
+- report a remote reference through ``job.set_remote_ref`` as soon as it has one, and, when
+  ``job.remote_ref`` is already set (a restarted worker), re-attach to that run instead of starting
+  another one;
+- return an ``infrastructure_error`` result (or raise ``LauncherError``) for failures that are not the
+  submission's fault, so the worker can retry them; never mark a job itself.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from runners.contract import ProgressEvent, RunRequest, RunResult
+
+
+class LauncherError(Exception):
+    """An infrastructure failure of the launcher (outage, lost runner, malformed result). Retried by workers."""
+
+
+@runtime_checkable
+class JobHandle(Protocol):
+    """What a launcher may know and say about the job it serves."""
+
+    @property
+    def remote_ref(self) -> str | None:
+        """The remote run reference stored on the job by an earlier attempt, if any."""
+        ...
+
+    async def set_remote_ref(self, ref: str) -> None:
+        """Store the remote run reference durably (before waiting on the remote run)."""
+        ...
+
+    async def progress(self, event: ProgressEvent) -> None:
+        """Report progress; must be cheap and never raise."""
+        ...
+
+
+@runtime_checkable
+class Launcher(Protocol):
+    name: str
+
+    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
+        """Run the request to completion (or re-attach to ``job.remote_ref``) and return its result."""
+        ...
+
+    async def check(self) -> str:
+        """Check configuration and credentials without running a job; return a one-line status.
+
+        Raises ``LauncherError`` with a message naming the setting to fix when something is wrong.
+        """
+        ...
+
+
+class DetachedJob:
+    """A ``JobHandle`` for runs outside the queue (``kernelcup run``, tests): nothing is persisted."""
+
+    def __init__(self, on_progress: object | None = None) -> None:
+        self._ref: str | None = None
+        self._on_progress = on_progress
+        self.events: list[ProgressEvent] = []
+
+    @property
+    def remote_ref(self) -> str | None:
+        return self._ref
+
+    async def set_remote_ref(self, ref: str) -> None:
+        self._ref = ref
+
+    async def progress(self, event: ProgressEvent) -> None:
+        self.events.append(event)
+        if callable(self._on_progress):
+            self._on_progress(event)
