@@ -23,6 +23,16 @@ def build_app() -> typer.Typer:
     )
     for module in COMMAND_MODULES:
         module.register(app)
+
+    @app.command()
+    def version() -> None:
+        """Print the kernelcup version and the run-contract version."""
+        from importlib.metadata import version as dist_version
+
+        from runners.contract import CONTRACT_VERSION
+
+        typer.echo(f"kernelcup {dist_version('kernelcup')} (run contract v{CONTRACT_VERSION})")
+
     return app
 
 

@@ -45,4 +45,6 @@ def load(model: type[S], **overrides: object) -> S:
             field = str(err["loc"][0]) if err["loc"] else ""
             what = "is required but not set" if err["type"] == "missing" else f"is invalid: {err['msg']}"
             lines.append(f"setting {env_name(model, field)} {what}")
-        raise SettingsError("; ".join(lines) + " (set it in the environment or in .env; see README 'Settings')") from None
+        raise SettingsError(
+            "; ".join(lines) + " (set it in the environment or in .env; see README 'Settings')"
+        ) from None

@@ -27,7 +27,9 @@ def _problem(root: Path, task: str, reference: str = REFERENCE) -> Path:
 
 
 def test_valid_problem_builds_a_request(tmp_path: Path) -> None:
-    path = _problem(tmp_path / "add", "description: add\ntests: [{size: 3, seed: 1}]\nbenchmarks: [{size: 9, seed: 2}]\n")
+    path = _problem(
+        tmp_path / "add", "description: add\ntests: [{size: 3, seed: 1}]\nbenchmarks: [{size: 9, seed: 2}]\n"
+    )
     problem = load_problem(path)
     req = problem.request("s.py", b"def custom_kernel(d): return d", Mode.RANKED, device="cpu", seed=42)
     assert req.problem == "add" and req.seed == 42 and req.files["reference.py"] == REFERENCE
@@ -45,7 +47,9 @@ def test_every_error_is_reported_with_file_and_field(tmp_path: Path) -> None:
 
 
 def test_reference_must_define_the_three_functions(tmp_path: Path) -> None:
-    path = _problem(tmp_path / "p", "description: d\ntests: [{n: 1}]\nbenchmarks: [{n: 2}]\n", "def ref_kernel(d): pass\n")
+    path = _problem(
+        tmp_path / "p", "description: d\ntests: [{n: 1}]\nbenchmarks: [{n: 2}]\n", "def ref_kernel(d): pass\n"
+    )
     with pytest.raises(ProblemFormatError) as exc:
         load_problem(path)
     assert {e.field for e in exc.value.errors} == {"generate_input", "check_implementation"}
