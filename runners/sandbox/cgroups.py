@@ -1,0 +1,215 @@
+"""Per-run cgroups: a memory cap the kernel enforces and a task cap against fork bombs, where we may create them.
+
+Works with cgroup v2 (``memory.max``, ``pids.max``) and v1 (``memory.limit_in_bytes``, ``pids.max``). Creating a
+cgroup needs write access to our own cgroup directory (root, or a systemd unit with ``Delegate=yes``); where that is
+not the case, :func:`create_run_cgroups` returns an object with no directories and the runner falls back to its
+RSS watchdog and ``RLIMIT_NPROC`` (see docs/sandbox.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class _Mount:
+    point: Path
+    root: str
+    version: int
+    controllers: frozenset[str]
+
+
+def _mounts() -> list[_Mount]:
+    mounts: list[_Mount] = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return mounts
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or len(rfields) < 3 or rfields[0] not in ("cgroup", "cgroup2"):
+            continue
+        version = 2 if rfields[0] == "cgroup2" else 1
+        opts = frozenset(rfields[2].split(",")) if version == 1 else frozenset()
+        mounts.append(_Mount(Path(fields[4]), fields[3], version, opts))
+    return mounts
+
+
+def _own_paths() -> dict[str, str]:
+    """Controller name (or '' for v2) -> our cgroup path, from /proc/self/cgroup."""
+    paths: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return paths
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        for controller in parts[1].split(",") if parts[1] else [""]:
+            paths[controller] = parts[2]
+    return paths
+
+
+def _dir_for(mount: _Mount, own: str | None) -> Path:
+    """Our cgroup's directory under ``mount``, or the mount itself if our path is not visible there."""
+    if own is not None:
+        rel = own[len(mount.root) :] if own.startswith(mount.root) else own
+        candidate = mount.point / rel.lstrip("/")
+        if candidate.is_dir():
+            return candidate
+    return mount.point
+
+
+def _write(path: Path, value: str) -> bool:
+    try:
+        path.write_text(value)
+    except OSError:
+        return False
+    return True
+
+
+def _read_key(path: Path, key: str) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    return 0
+
+
+@dataclass
+class RunCgroups:
+    """The cgroups of one run; every method is safe to call when nothing could be created."""
+
+    dirs: list[Path] = field(default_factory=list)
+    memory_dir: Path | None = None
+    memory_version: int = 0
+    pids_dir: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    @property
+    def limits_memory(self) -> bool:
+        return self.memory_dir is not None
+
+    @property
+    def limits_tasks(self) -> bool:
+        return self.pids_dir is not None
+
+    def memory_bytes(self) -> int | None:
+        if self.memory_dir is None:
+            return None
+        name = "memory.current" if self.memory_version == 2 else "memory.usage_in_bytes"
+        try:
+            return int((self.memory_dir / name).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def oom_kills(self) -> int:
+        if self.memory_dir is None:
+            return 0
+        if self.memory_version == 2:
+            return _read_key(self.memory_dir / "memory.events", "oom_kill")
+        return _read_key(self.memory_dir / "memory.oom_control", "oom_kill")
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for d in self.dirs:
+            with contextlib.suppress(OSError, ValueError):
+                found.update(int(x) for x in (d / "cgroup.procs").read_text().split())
+        return found
+
+    def kill_all(self) -> None:
+        for d in self.dirs:
+            if (d / "cgroup.kill").exists() and _write(d / "cgroup.kill", "1"):
+                continue
+        for _ in range(100):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs:
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+        self.dirs.clear()
+
+
+def create_run_cgroups(memory_bytes: int, max_tasks: int) -> RunCgroups:
+    """Create a memory and a pids cgroup for one run where possible; never raises."""
+    run = RunCgroups()
+    mounts, own = _mounts(), _own_paths()
+    name = f"kernelcup-{uuid.uuid4().hex[:12]}"
+    v2 = next((m for m in mounts if m.version == 2), None)
+    v1 = {c: m for m in mounts if m.version == 1 for c in m.controllers & {"memory", "pids"}}
+
+    if v2 is not None and "memory" not in v1:
+        base = _dir_for(v2, own.get(""))
+        controllers = set()
+        with contextlib.suppress(OSError):
+            controllers = set((base / "cgroup.controllers").read_text().split())
+        if "memory" in controllers:
+            d = base / name
+            try:
+                d.mkdir()
+            except OSError as exc:
+                run.notes.append(f"cgroup v2 not writable ({exc.strerror})")
+            else:
+                run.dirs.append(d)
+                have = set()
+                with contextlib.suppress(OSError):
+                    have = set((d / "cgroup.controllers").read_text().split())
+                if "memory" not in have:
+                    # Enabling controllers for children fails while our own cgroup holds processes; then give up.
+                    _write(base / "cgroup.subtree_control", "+memory +pids")
+                    with contextlib.suppress(OSError):
+                        have = set((d / "cgroup.controllers").read_text().split())
+                if "memory" in have and _write(d / "memory.max", str(memory_bytes)):
+                    _write(d / "memory.swap.max", "0")
+                    run.memory_dir, run.memory_version = d, 2
+                if "pids" in have and _write(d / "pids.max", str(max_tasks)):
+                    run.pids_dir = d
+                if run.memory_dir is None and run.pids_dir is None:
+                    run.remove()
+                    run.notes.append("cgroup v2 controllers not delegated")
+        return run
+
+    for controller in ("memory", "pids"):
+        mount = v1.get(controller)
+        if mount is None:
+            continue
+        d = _dir_for(mount, own.get(controller)) / name
+        try:
+            d.mkdir()
+        except OSError as exc:
+            run.notes.append(f"cgroup v1 {controller} not writable ({exc.strerror})")
+            continue
+        run.dirs.append(d)
+        if controller == "memory" and _write(d / "memory.limit_in_bytes", str(memory_bytes)):
+            _write(d / "memory.memsw.limit_in_bytes", str(memory_bytes))
+            run.memory_dir, run.memory_version = d, 1
+        elif controller == "pids" and _write(d / "pids.max", str(max_tasks)):
+            run.pids_dir = d
+    return run

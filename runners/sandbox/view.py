@@ -1,0 +1,143 @@
+"""What the evaluation process sees: its environment and, under bubblewrap, its filesystem."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ALLOW_UNSANDBOXED_SETTING = "KERNELCUP_ALLOW_UNSANDBOXED"
+"""The setting (runners/settings.py) that lets a runner evaluate submissions without bubblewrap."""
+
+# Host variables the evaluation process may see. Everything else (tokens, DATABASE_URL, cloud credentials,
+# KERNELCUP_* settings) is dropped. Prefixes are matched on the name.
+_ENV_ALLOW = frozenset(
+    {
+        "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "TZ",
+        "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_MODULE_LOADING",
+        "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH",
+        "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_PATH", "ROCM_PATH", "HSA_OVERRIDE_GFX_VERSION",
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCH_CUDA_ARCH_LIST", "CC", "CXX",
+    }
+)  # fmt: skip
+_ENV_ALLOW_PREFIXES = ("TRITON_",)
+# Names that must never reach the submission, not even through SandboxSpec.env (a programming error there).
+_ENV_DENY_MARKERS = (
+    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "PRIVATE_KEY", "DATABASE_URL",
+    "DISCORD", "GITHUB_", "MODAL_", "AWS_", "SEED",
+)  # fmt: skip
+
+_SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/rocm", "/opt/nvidia")
+_ETC_RO = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime", "timezone",
+    "alternatives", "hosts", "os-release", "mime.types", "OpenCL", "vulkan", "nvidia",
+)  # fmt: skip
+_GPU_DEVICE_GLOBS = ("nvidia*", "dri", "kfd")
+
+
+def scrubbed_env(workdir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the evaluation process: allowlisted host variables, job-local homes, then ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIXES)}
+    env = {k: v for k, v in env.items() if not _denied(k)}
+    interp_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([interp_bin, env.get("PATH") or "/usr/local/bin:/usr/bin:/bin"])
+    tmp = workdir / "tmp"
+    env.update(
+        HOME=str(workdir),
+        TMPDIR=str(tmp),
+        TEMP=str(tmp),
+        TMP=str(tmp),
+        XDG_CACHE_HOME=str(workdir / ".cache"),
+        XDG_CONFIG_HOME=str(workdir / ".config"),
+        MPLCONFIGDIR=str(workdir / ".config" / "matplotlib"),
+        TRITON_HOME=str(workdir),
+        TRITON_CACHE_DIR=str(workdir / ".triton" / "cache"),
+        TORCH_EXTENSIONS_DIR=str(workdir / "torch_extensions"),
+        CUDA_CACHE_PATH=str(workdir / ".nv" / "ComputeCache"),
+        PYTHONNOUSERSITE="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    for key, value in (extra or {}).items():
+        if _denied(key):
+            raise ValueError(f"SandboxSpec.env must not carry {key!r}: the submission can read its environment")
+        env[key] = value
+    return env
+
+
+def _denied(name: str) -> bool:
+    upper = name.upper()
+    return any(marker in upper for marker in _ENV_DENY_MARKERS)
+
+
+def python_ro_paths() -> tuple[Path, ...]:
+    """Where this interpreter and its packages live (added read-only to every sandbox)."""
+    import site
+    import sysconfig
+
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent.parent)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            candidates.add(sysconfig.get_paths()[key])
+    with contextlib.suppress(AttributeError):
+        candidates.update(site.getsitepackages())
+    return tuple(sorted(Path(p) for p in candidates if p and Path(p).exists()))
+
+
+def sandbox_argv(bwrap: str, workdir: Path, ro_paths: tuple[Path, ...], allow_gpu: bool, hardened: bool) -> list[str]:
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc"]
+    args += ["--unshare-uts", "--unshare-cgroup-try", "--hostname", "kernelcup-sandbox"]
+    if hardened:
+        # A user namespace of our own, and none nested inside it: the submission cannot gain capabilities anywhere.
+        args += ["--unshare-user", "--disable-userns"]
+    if os.geteuid() == 0:
+        args += ["--cap-drop", "ALL"]
+    for p in _SYSTEM_RO:
+        if os.path.islink(p):
+            args += ["--symlink", os.readlink(p), p]
+        elif os.path.isdir(p):
+            args += ["--ro-bind", p, p]
+    for name in _ETC_RO:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind-try", "/sys", "/sys"]
+    if allow_gpu:
+        for pattern in _GPU_DEVICE_GLOBS:
+            for node in sorted(Path("/dev").glob(pattern)):
+                args += ["--dev-bind", str(node), str(node)]
+    for p in ro_paths:
+        args += ["--ro-bind", str(p), str(p)]
+    # /tmp: an empty tmpfs made read-only after the job dir is mounted (which may live below /tmp).
+    work = str(workdir)
+    args += ["--tmpfs", "/tmp", "--bind", work, work]
+    if work != "/tmp":
+        args += ["--remount-ro", "/tmp"]
+    args += ["--chdir", work]
+    return args
+
+
+@functools.lru_cache(maxsize=4)
+def probe_sandbox(bwrap: str | None = None) -> tuple[str | None, bool, str]:
+    """Whether bubblewrap can run here: (bwrap path or None, hardened flags usable, note). Cached per process."""
+    if not sys.platform.startswith("linux"):
+        return None, False, f"no sandbox on {sys.platform} (bubblewrap is Linux only)"
+    bwrap = bwrap or shutil.which("bwrap")
+    if bwrap is None:
+        return None, False, "bubblewrap (bwrap) is not installed; `make setup` installs it"
+    with tempfile.TemporaryDirectory(prefix="kernelcup-probe-") as tmp:
+        err = ""
+        for hardened in (True, False):
+            argv = [*sandbox_argv(bwrap, Path(tmp), (), False, hardened), "--", "/bin/sh", "-c", "exit 0"]
+            try:
+                res = subprocess.run(argv, capture_output=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                err = str(exc)
+                continue
+            if res.returncode == 0:
+                return bwrap, hardened, "sandboxed with bubblewrap" + ("" if hardened else " (no user namespace)")
+            err = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+            err = err[0]
+    return None, False, f"bubblewrap cannot run here ({err}); namespaces are probably forbidden in this container"
