@@ -1,0 +1,151 @@
+"""Engine and sessions; schema migrations (Alembic, configured in code so it works from any directory).
+
+``open_database(settings)`` is the one entry point: it builds the engine for ``DATABASE_URL`` (or the embedded
+SQLite file in the data directory), migrates the embedded SQLite database on first use, and checks that a
+PostgreSQL database is at the latest revision (``kernelcup db upgrade`` migrates it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from leaderboards.errors import DatabaseNotReady
+from leaderboards.settings import CoreSettings
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Foreign keys are off by default in SQLite (cascades need them); WAL lets readers run beside the one writer;
+    # busy_timeout makes a second writer wait instead of failing at once. pysqlite's own BEGIN handling is turned
+    # off so that ``_sqlite_begin`` decides how a transaction starts (and SAVEPOINT works).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _sqlite_begin(conn: Any) -> None:
+    # Every transaction takes the write lock up front: SQLite has one writer, and a deferred transaction that
+    # reads and then writes fails with "database is locked" when another wrote in between, instead of waiting.
+    # Correct rather than fast; PostgreSQL is the database for concurrency.
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
+    """An engine for ``url`` with the per-dialect settings the platform relies on. No I/O happens here."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        kwargs.setdefault("connect_args", {}).setdefault("timeout", 30)
+        engine = create_engine(url, echo=echo, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, echo=echo, **kwargs)
+
+
+def alembic_config(engine: Engine) -> Any:
+    """An Alembic config for this engine; the migrations are found next to this package, not via the cwd."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    cfg = alembic_config(None)  # type: ignore[arg-type]
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(engine), revision)
+
+
+class Database:
+    """The engine and a session factory. Build with ``open_database``; sessions expire nothing on commit."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.sessionmaker = sessionmaker(engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    def session(self) -> Session:
+        return self.sessionmaker()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A session in one transaction: committed on success, rolled back on any exception."""
+        with self.sessionmaker.begin() as session:
+            yield session
+
+    def ensure_schema(self, *, migrate: bool | None = None) -> None:
+        """Bring the schema to the latest revision (SQLite by default) or check that it is there.
+
+        ``migrate=None`` migrates SQLite automatically and only checks other databases, whose migration is an
+        operator's step (``kernelcup db upgrade``).
+        """
+        migrate = self.is_sqlite if migrate is None else migrate
+        try:
+            current = current_revision(self.engine)
+        except OperationalError as exc:
+            raise DatabaseNotReady(
+                f"Cannot reach the database at {self.engine.url.render_as_string(hide_password=True)}: "
+                f"{exc.orig}. Check DATABASE_URL."
+            ) from None
+        head = head_revision()
+        if current == head:
+            return
+        if migrate:
+            upgrade(self.engine)
+            return
+        state = "has no kernelcup tables" if current is None else f"is at revision {current}, not {head}"
+        if current is None and inspect(self.engine).get_table_names():
+            state = "has tables but no migration record"
+        raise DatabaseNotReady(f"The database {state}. Run `kernelcup db upgrade` to migrate it.")
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_database(settings: CoreSettings, *, migrate: bool | None = None) -> Database:
+    """Build the engine from settings and make sure the schema is current (see ``Database.ensure_schema``)."""
+    url = settings.resolved_database_url()
+    if make_url(url).get_backend_name() == "sqlite" and settings.database_url is None:
+        settings.resolved_data_dir().mkdir(parents=True, exist_ok=True)
+    db = Database(make_engine(url, echo=settings.db_echo))
+    db.ensure_schema(migrate=migrate)
+    return db

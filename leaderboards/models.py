@@ -1,0 +1,304 @@
+"""The database schema: SQLAlchemy 2 declarative models, the same on SQLite and PostgreSQL.
+
+Portability choices (each one is a difference between the two dialects):
+
+- ids are ``BigInteger`` (Discord snowflakes need 64 bits) but plain ``INTEGER`` on SQLite, where only
+  ``INTEGER PRIMARY KEY`` auto-increments;
+- JSON columns are ``JSONB`` on PostgreSQL and ``JSON`` elsewhere;
+- timestamps are ``timestamptz`` on PostgreSQL; SQLite keeps no zone, so ``UTCDateTime`` stores UTC and hands
+  back aware UTC datetimes on both.
+
+The migrations in ``migrations/versions`` must describe exactly these tables; ``tests/leaderboards/test_db.py``
+checks that with Alembic's ``compare_metadata`` on both dialects.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+    func,
+    true,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+Id = BigInteger().with_variant(Integer(), "sqlite")
+"""Primary and foreign keys: 64-bit on PostgreSQL, the auto-incrementing rowid alias on SQLite."""
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime on every dialect (SQLite stores naive text, so the zone is restored on read)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column; use datetime.now(UTC)")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class JobStatus(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self not in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(UTCDateTime(), default=utcnow, server_default=func.current_timestamp(), nullable=False)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    identity: Mapped[str] = mapped_column(
+        String(200), unique=True, comment="'discord:<snowflake>' or 'local:<name>'; other identities later"
+    )
+    discord_id: Mapped[int | None] = mapped_column(BigInteger(), unique=True)
+    name: Mapped[str] = mapped_column(String(100))
+    is_banned: Mapped[bool] = mapped_column(Boolean(), default=False, server_default=false())
+    ban_reason: Mapped[str | None] = mapped_column(Text())
+    created_at: Mapped[datetime] = _created()
+
+
+class Leaderboard(Base):
+    __tablename__ = "leaderboards"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    description: Mapped[str] = mapped_column(Text(), default="")
+    deadline: Mapped[datetime] = mapped_column(UTCDateTime())
+    task: Mapped[dict[str, Any]] = mapped_column(
+        JSONType, comment="snapshot: {'problem', 'task' (task.yml as JSON), 'files', 'templates'}"
+    )
+    lang: Mapped[str] = mapped_column(String(8))
+    devices: Mapped[list[str]] = mapped_column(JSONType)
+    ranking_by: Mapped[str] = mapped_column(String(8))
+    secret_seed: Mapped[int] = mapped_column(BigInteger(), comment="server side only; never in a service result")
+    creator: Mapped[str] = mapped_column(String(100), default="")
+    visible: Mapped[bool] = mapped_column(Boolean(), default=True, server_default=true())
+    paused: Mapped[bool] = mapped_column(Boolean(), default=False, server_default=false())
+    rate_limit_per_hour: Mapped[int | None] = mapped_column(Integer())
+    fingerprint: Mapped[str] = mapped_column(String(64), comment="hash of what makes scores comparable")
+    problem_set: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+
+
+class SubmissionCode(Base):
+    __tablename__ = "submission_code"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    content: Mapped[bytes] = mapped_column(LargeBinary())
+    created_at: Mapped[datetime] = _created()
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    __table_args__ = (Index(None, "leaderboard_id", "user_id", "created_at"), Index(None, "user_id", "created_at"))
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    code_id: Mapped[int] = mapped_column(Id, ForeignKey("submission_code.id"), index=True)
+    file_name: Mapped[str] = mapped_column(String(255))
+    mode: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = _created()
+    deleted: Mapped[bool] = mapped_column(Boolean(), default=False, server_default=false())
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    user: Mapped[User] = relationship(lazy="joined")
+    leaderboard: Mapped[Leaderboard] = relationship()
+    code: Mapped[SubmissionCode] = relationship()
+    jobs: Mapped[list[Job]] = relationship(back_populates="submission", order_by="Job.id", passive_deletes=True)
+
+
+class Job(Base):
+    """One run of one submission on one device. The job rows are the queue (``leaderboards/queue.py``)."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index(None, "status", "device", "next_attempt_at"), Index(None, "status", "lease_expires_at"))
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    device: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED.value)
+    verdict: Mapped[str | None] = mapped_column(String(32), comment="the worst verdict of the job's runs")
+    attempts: Mapped[int] = mapped_column(Integer(), default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer(), default=3)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    remote_ref: Mapped[str | None] = mapped_column(String(500))
+    error: Mapped[str | None] = mapped_column(Text(), comment="user-readable")
+    created_at: Mapped[datetime] = _created()
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    submission: Mapped[Submission] = relationship(back_populates="jobs")
+    runs: Mapped[list[Run]] = relationship(back_populates="job", order_by="Run.id", passive_deletes=True)
+
+
+class Run(Base):
+    """One result of a job: the public run, and for ranked jobs the secret-seed run too."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("job_id", "secret"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    job_id: Mapped[int] = mapped_column(Id, ForeignKey("jobs.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    device: Mapped[str] = mapped_column(String(32))
+    mode: Mapped[str] = mapped_column(String(16))
+    secret: Mapped[bool] = mapped_column(Boolean())
+    passed: Mapped[bool] = mapped_column(Boolean())
+    verdict: Mapped[str] = mapped_column(String(32))
+    score: Mapped[float | None] = mapped_column(Float(), comment="ns, lower is better")
+    fingerprint: Mapped[str] = mapped_column(String(64), comment="the leaderboard's fingerprint when recorded")
+    result: Mapped[dict[str, Any]] = mapped_column(JSONType, comment="the RunResult")
+    system: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = _created()
+
+    job: Mapped[Job] = relationship(back_populates="runs")
+
+
+class JobEvent(Base):
+    __tablename__ = "job_events"
+    __table_args__ = (Index(None, "job_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    job_id: Mapped[int] = mapped_column(Id, ForeignKey("jobs.id", ondelete="CASCADE"))
+    phase: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[str] = mapped_column(Text(), default="")
+    created_at: Mapped[datetime] = _created()
+
+
+class Worker(Base):
+    """A live worker process (heartbeats), so ``kernelcup submit`` can tell whether anyone serves the queue."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(200), default="")
+    pid: Mapped[int | None] = mapped_column(Integer())
+    devices: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    started_at: Mapped[datetime] = _created()
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class BestScore(Base):
+    """Each user's best eligible ranked submission per leaderboard and device (the ranking, kept up to date).
+
+    Written in the same transaction as the run that makes a submission eligible (public and secret runs
+    passed, fingerprint current); rebuilt for one user from ``runs`` when a submission is deleted, and for a
+    whole leaderboard by ``LeaderboardService.rebuild_rankings``. Banned users stay here and are filtered out
+    when read, so unbanning restores them.
+    """
+
+    __tablename__ = "best_scores"
+    __table_args__ = (
+        UniqueConstraint("leaderboard_id", "device", "user_id"),
+        Index("ix_best_scores_ranking", "leaderboard_id", "device", "score", "submitted_at", "submission_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    score: Mapped[float] = mapped_column(Float())
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class RankChange(Base):
+    """A user reaching a top rank (``KERNELCUP_ANNOUNCE_TOP``) on a leaderboard/device; announced at most once.
+
+    ``announced_at`` is set by ``claim_announcements`` in the same statement that hands the row out, so two bot
+    processes or a restarted bot never announce one change twice.
+    """
+
+    __tablename__ = "rank_changes"
+    __table_args__ = (Index(None, "announced_at", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"), index=True)
+    device: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"))
+    old_rank: Mapped[int | None] = mapped_column(Integer())
+    new_rank: Mapped[int] = mapped_column(Integer())
+    score: Mapped[float] = mapped_column(Float())
+    previous_score: Mapped[float | None] = mapped_column(Float(), comment="the user's own previous best")
+    created_at: Mapped[datetime] = _created()
+    announced_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    announced_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class AuditLog(Base):
+    """Admin actions (create/update/delete leaderboard, ban, pause, ...): who did what, when."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    actor: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(200))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = _created()

@@ -1,0 +1,277 @@
+"""The service's answers: frozen dataclasses of plain values that every surface renders its own way.
+
+Nothing here carries a secret seed or a secret run's result; the only thing said about a secret run is whether
+it passed (a competitor needs to know why a submission is not ranked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runners.contract import RunRequest, RunResult
+
+
+@dataclass(frozen=True)
+class UserRef:
+    """Who is acting, as a surface knows them: a Discord user (``discord_id``) or a local/CLI name."""
+
+    name: str
+    discord_id: int | None = None
+
+    @property
+    def identity(self) -> str:
+        return f"discord:{self.discord_id}" if self.discord_id is not None else f"local:{self.name}"
+
+
+@dataclass(frozen=True)
+class JobReceipt:
+    job_id: int
+    device: str
+    queue_position: int | None
+
+
+@dataclass(frozen=True)
+class SubmissionReceipt:
+    submission_id: int
+    leaderboard: str
+    user_name: str
+    file_name: str
+    mode: str
+    created_at: datetime
+    jobs: tuple[JobReceipt, ...]
+
+
+@dataclass(frozen=True)
+class JobEventView:
+    phase: str
+    detail: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class JobView:
+    job_id: int
+    device: str
+    status: str
+    verdict: str | None
+    attempts: int
+    max_attempts: int
+    error: str | None
+    queue_position: int | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    score_ns: float | None
+    """The public run's score (timed modes), or None."""
+    public_passed: bool | None
+    secret_passed: bool | None
+    """Only for ranked jobs: whether the secret-seed run passed (its results are never shown)."""
+    rank: int | None
+    """The submission's current rank on this device if it is the user's ranked best, else None."""
+    events: tuple[JobEventView, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in ("queued", "running")
+
+
+@dataclass(frozen=True)
+class SubmissionStatus:
+    submission_id: int
+    leaderboard: str
+    user_name: str
+    file_name: str
+    mode: str
+    created_at: datetime
+    deleted: bool
+    jobs: tuple[JobView, ...]
+
+    @property
+    def done(self) -> bool:
+        return all(j.finished for j in self.jobs)
+
+
+@dataclass(frozen=True)
+class PublicResult:
+    device: str
+    result: RunResult
+
+
+@dataclass(frozen=True)
+class SubmissionDetails:
+    """Everything the owner may see: status, their code and the results of the public runs."""
+
+    status: SubmissionStatus
+    code: str
+    code_sha256: str
+    results: tuple[PublicResult, ...]
+
+
+@dataclass(frozen=True)
+class SubmissionSummary:
+    submission_id: int
+    leaderboard: str
+    file_name: str
+    mode: str
+    created_at: datetime
+    jobs: tuple[JobView, ...]
+
+
+@dataclass(frozen=True)
+class LeaderboardSummary:
+    name: str
+    description: str
+    lang: str
+    deadline: datetime
+    devices: tuple[str, ...]
+    ranking_by: str
+    is_open: bool
+    paused: bool
+    visible: bool
+    rate_limit_per_hour: int | None
+    submissions: int
+    created_at: datetime
+    creator: str = ""
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class RankingEntry:
+    rank: int
+    user_id: int
+    user_name: str
+    submission_id: int
+    file_name: str
+    score_ns: float
+    submitted_at: datetime
+
+
+@dataclass(frozen=True)
+class Ranking:
+    leaderboard: str
+    device: str
+    ranking_by: str
+    entries: tuple[RankingEntry, ...]
+    total: int
+    """How many users are ranked (``entries`` may be cut by ``limit``)."""
+
+
+@dataclass(frozen=True)
+class TaskView:
+    name: str
+    description: str
+    lang: str
+    devices: tuple[str, ...]
+    deadline: datetime
+    ranking_by: str
+    files: dict[str, str]
+    templates: dict[str, str]
+    """Template content by language label (pytorch, triton, cuda-inline, cuda)."""
+    template_files: dict[str, str]
+    """The file name of each template, by language label."""
+    tests: tuple[dict[str, Any], ...]
+    benchmarks: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class TemplateFile:
+    leaderboard: str
+    language: str
+    file_name: str
+    content: str
+
+
+@dataclass(frozen=True)
+class LeaderboardUpdate:
+    leaderboard: LeaderboardSummary
+    changed: tuple[str, ...]
+    """Names of the fields that changed (empty: nothing to do)."""
+    ranking_reset: bool
+    """True when a forced change made old scores incomparable and the ranking started over."""
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class UserView:
+    user_id: int
+    name: str
+    identity: str
+    discord_id: int | None
+    is_banned: bool
+    ban_reason: str | None
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    worker_id: str
+    hostname: str
+    devices: tuple[str, ...]
+    heartbeat_at: datetime
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    jobs: dict[str, dict[str, int]]
+    """Job counts by device, then by status."""
+    oldest_queued_at: datetime | None
+    workers: tuple[WorkerView, ...]
+    """Workers whose heartbeat is recent."""
+
+
+@dataclass(frozen=True)
+class UsageStats:
+    since: datetime | None
+    submissions: int
+    users: int
+    by_leaderboard: dict[str, int]
+    by_mode: dict[str, int]
+    runs_seconds: float
+    """Wall time the runners spent on runs recorded since ``since``."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run a worker must make for a job: the public run, or (ranked) the secret-seed run."""
+
+    job_id: int
+    secret: bool
+    request: RunRequest
+    recorded: bool
+    """Already stored by an earlier attempt: skip it."""
+
+
+@dataclass(frozen=True)
+class RankChangeView:
+    change_id: int
+    leaderboard: str
+    device: str
+    user_id: int
+    user_name: str
+    user_discord_id: int | None
+    submission_id: int
+    old_rank: int | None
+    new_rank: int
+    score_ns: float
+    previous_score_ns: float | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    run_id: int
+    job_id: int
+    submission_id: int
+    device: str
+    secret: bool
+    passed: bool
+    verdict: str
+    score_ns: float | None
+    created: bool
+    """False when this job already had a result of this kind (nothing was overwritten)."""
+    eligible: bool = False
+    """True when this run completed a ranked job whose public and secret runs both passed."""
+    rank: int | None = None
+    personal_best: bool = False
+    rank_change: RankChangeView | None = None

@@ -1,0 +1,50 @@
+"""Settings of the core: where the database is, and the submission rules that are not per leaderboard.
+
+Read from the environment (prefix ``KERNELCUP_``, except ``DATABASE_URL``) and an optional ``.env``; built by the
+composition root (``kernelcup.settings.load(CoreSettings)``) and passed down, never read at import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class CoreSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "KERNELCUP_DATABASE_URL"),
+        description="SQLAlchemy URL, e.g. postgresql+psycopg2://user@host/db; unset: SQLite in the data dir.",
+    )
+    data_dir: Path | None = Field(
+        default=None, description="Where the embedded SQLite database lives; unset: the user's data directory."
+    )
+    db_echo: bool = Field(default=False, description="Log every SQL statement (debugging).")
+    max_submission_bytes: int = Field(default=1024 * 1024, gt=0, description="Largest accepted submission file.")
+    rate_limit_per_hour: int | None = Field(
+        default=None, ge=1, description="Submissions per user per leaderboard per hour where a leaderboard sets none."
+    )
+    max_attempts: int = Field(default=3, ge=1, description="Tries of a job before an infrastructure failure sticks.")
+    announce_top: int = Field(default=3, ge=1, description="Rank changes into this top-N are recorded to announce.")
+    max_pending_jobs_per_user: int = Field(
+        default=50, ge=1, description="Queued or running jobs one user may have at once."
+    )
+
+    def resolved_database_url(self) -> str:
+        """``DATABASE_URL``, or the embedded SQLite file in the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.resolved_data_dir() / 'kernelcup.sqlite3'}"
+
+    def resolved_data_dir(self) -> Path:
+        if self.data_dir is not None:
+            return self.data_dir.expanduser()
+        from platformdirs import user_data_path
+
+        return user_data_path("kernelcup", appauthor=False)

@@ -1,0 +1,32 @@
+"""Alembic environment. The engine comes from ``leaderboards.db.alembic_config`` (config built in code), or
+from ``DATABASE_URL``/the default SQLite file when the ``alembic`` command is run by hand."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from leaderboards.db import make_engine
+from leaderboards.models import Base
+from leaderboards.settings import CoreSettings
+
+target_metadata = Base.metadata
+
+
+def run_migrations_online() -> None:
+    engine = context.config.attributes.get("engine")
+    if engine is None:
+        engine = make_engine(CoreSettings().resolved_database_url())
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+            compare_type=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+if context.is_offline_mode():
+    raise SystemExit("offline (--sql) migrations are not supported; run against a database")
+run_migrations_online()
