@@ -1,0 +1,37 @@
+"""Timing statistics and the ranking score, computed in the trusted parent from raw samples."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from runners.contract import RankingRule, TimingStats
+
+
+def timing_stats(samples_ns: Sequence[float]) -> TimingStats:
+    """Median, mean, sample std, standard error of the mean, min and max, all in ns."""
+    xs = sorted(float(x) for x in samples_ns)
+    n = len(xs)
+    if n == 0:
+        raise ValueError("no samples")
+    if any(not math.isfinite(x) or x < 0 for x in xs):
+        raise ValueError("samples must be finite and non-negative")
+    mid = n // 2
+    median = xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
+    mean = math.fsum(xs) / n
+    std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    return TimingStats(
+        samples=n, median_ns=median, mean_ns=mean, std_ns=std, stderr_ns=std / math.sqrt(n), min_ns=xs[0], max_ns=xs[-1]
+    )
+
+
+def score(medians_ns: Sequence[float], rule: RankingRule) -> float | None:
+    """One number per run (lower is better) from the per-benchmark medians, under the problem's rule."""
+    if not medians_ns:
+        return None
+    if rule is RankingRule.LAST:
+        return float(medians_ns[-1])
+    if rule is RankingRule.MEAN:
+        return math.fsum(medians_ns) / len(medians_ns)
+    return math.exp(math.fsum(math.log(max(m, 1e-9)) for m in medians_ns) / len(medians_ns))
+

@@ -1,0 +1,103 @@
+"""System information gathered by the trusted parent (nvidia-smi / pynvml, package metadata, nvcc)."""
+
+from __future__ import annotations
+
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from importlib import metadata
+
+from runners.contract import SystemInfo
+
+_SMI_TIMEOUT_S = 10.0
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def nvcc_version() -> str | None:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=_SMI_TIMEOUT_S).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"release ([\d.]+)", out)
+    return m.group(1) if m else None
+
+
+def gpu_query() -> dict[str, str | int] | None:
+    """Name, driver, count and current SM clock of GPU 0 via pynvml, else nvidia-smi; None without either."""
+    try:
+        import pynvml  # nvidia-ml-py, where installed
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            name = pynvml.nvmlDeviceGetName(handle)
+            return {
+                "name": name.decode() if isinstance(name, bytes) else name,
+                "driver": _text(pynvml.nvmlSystemGetDriverVersion()),
+                "count": int(pynvml.nvmlDeviceGetCount()),
+                "sm_clock": int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+            }
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [smi, "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=_SMI_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rows = [r.split(", ") for r in proc.stdout.strip().splitlines() if r.strip()]
+    if proc.returncode != 0 or not rows or len(rows[0]) < 3:
+        return None
+    try:
+        clock = int(float(rows[0][2]))
+    except ValueError:
+        clock = 0
+    return {"name": rows[0][0], "driver": rows[0][1], "count": len(rows), "sm_clock": clock}
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def sm_clock_mhz() -> int | None:
+    q = gpu_query()
+    return int(q["sm_clock"]) if q and q.get("sm_clock") else None
+
+
+def collect(device: str) -> SystemInfo:
+    """Everything the parent can learn without importing PyTorch (the evaluation process adds the rest)."""
+    info = SystemInfo(
+        hostname=socket.gethostname(),
+        platform=platform.platform(),
+        python=sys.version.split()[0],
+        device=device,
+        torch=_version("torch"),
+        triton=_version("triton") or _version("pytorch-triton"),
+        nvcc=nvcc_version(),
+    )
+    if device != "cpu":
+        q = gpu_query()
+        if q:
+            info.gpu_name = str(q["name"])
+            info.driver = str(q["driver"])
+            info.gpu_count = int(q["count"])
+            info.sm_clock_start_mhz = int(q["sm_clock"]) or None
+    return info

@@ -1,0 +1,29 @@
+"""Settings of a runner (the machine that evaluates submissions), read from ``KERNELCUP_*`` variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class RunnerSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    allow_unsandboxed: bool = Field(
+        default=False,
+        description=(
+            "Let the local launcher (what a worker uses) run submissions where bubblewrap cannot sandbox them. "
+            "Off by default: a worker serving other people's submissions refuses unsandboxed runs. `kernelcup run` "
+            "(your own code) and `python -m runners.entry` on a dedicated remote machine never require the sandbox; "
+            "either way the result's system info says whether the run was sandboxed."
+        ),
+    )
+    job_root: Path | None = Field(default=None, description="Where job folders are made (default: the system temp).")
+    keep_job_dirs: bool = Field(default=False, description="Keep job folders after a run, for debugging.")
+    python: str | None = Field(default=None, description="The interpreter of the evaluation process (default: ours).")
+    ncu: bool = Field(default=True, description="Use Nsight Compute for profile mode where `ncu` is on PATH.")
+    reader_grace_s: float = Field(default=5.0, gt=0, description="How long to wait for the last result frames.")
