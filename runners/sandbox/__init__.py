@@ -91,7 +91,7 @@ class ProcessOutcome:
     output_limit_exceeded: bool = False
     disk_limit_exceeded: bool = False
     killed_reason: str = ""
-    """Why the runner killed the process, in words for the user ('' when it ended by itself)."""
+    """The limit that ended the process, in words for the user ('' when it ended by itself)."""
     stdout_bytes: int = 0
     stderr_bytes: int = 0
     peak_memory_mb: float = 0.0
@@ -143,7 +143,8 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
     argv = list(spec.argv)
     if bwrap is not None:
         ro = tuple(dict.fromkeys([*python_ro_paths(), *(Path(p).resolve() for p in spec.ro_paths)]))
-        argv = [*sandbox_argv(bwrap, workdir, ro, spec.allow_gpu, hardened), "--", *argv]
+        shm = min(spec.memory_mb * _MIB // 4, 1024 * _MIB)
+        argv = [*sandbox_argv(bwrap, workdir, ro, spec.allow_gpu, hardened, shm), "--", *argv]
 
     memory_bytes = spec.memory_mb * _MIB
     cgroups = create_run_cgroups(memory_bytes, spec.max_tasks)
@@ -188,14 +189,22 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
             for fd in (out_r, err_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
+        else:
+            pump.finish(grace_s=0.0)
         cgroups.remove()
         raise
+    killed = bool(watch.reason)
+    fsize_limit = spec.disk_mb * _MIB
+    if not killed and proc.returncode != 0 and _disk_usage(workdir, fsize_limit)[1] >= fsize_limit:
+        # RLIMIT_FSIZE stopped a write (Python ignores SIGXFSZ, so the process saw EFBIG and failed by itself).
+        watch.disk_limit_exceeded = True
+        watch.reason = f"wrote a file of {spec.disk_mb} MB, the largest allowed"
     if cgroups.oom_kills() > 0:
         watch.out_of_memory = True
         watch.reason = watch.reason or f"memory limit of {spec.memory_mb} MB exceeded"
     cgroups.remove()
 
-    returncode, sig = _exit_status(proc.returncode, sandboxed=bwrap is not None, killed=bool(watch.reason))
+    returncode, sig = _exit_status(proc.returncode, sandboxed=bwrap is not None, killed=killed)
     if sig == signal.SIGKILL and not watch.reason:
         watch.notes.append("killed by SIGKILL from outside the sandbox (possibly the system's out-of-memory killer)")
     return ProcessOutcome(
@@ -278,26 +287,26 @@ def _watch(
             watch.reason = f"printed more than {spec.max_output_bytes // _MIB} MiB of output"
             return
         tree = _tree(root)
+        if not cgroups.limits_tasks and len(tree) > spec.max_tasks:
+            watch.too_many_processes = True
+            watch.reason = f"started more than {spec.max_tasks} processes"
+            return
         used = cgroups.memory_bytes()
         if used is None:
-            used = _rss(tree)
+            used = _resident(tree)
             if used > memory_limit:
                 watch.peak_bytes = max(watch.peak_bytes, used)
                 watch.out_of_memory = True
                 watch.reason = f"memory limit of {spec.memory_mb} MB exceeded"
                 return
         watch.peak_bytes = max(watch.peak_bytes, used)
-        if not cgroups.limits_tasks and len(tree) > spec.max_tasks:
-            watch.too_many_processes = True
-            watch.reason = f"started more than {spec.max_tasks} processes"
-            return
         if cgroups.limits_tasks and cgroups.oom_kills() == 0 and _pids_limit_hit(cgroups):
             watch.too_many_processes = True
             watch.reason = f"started more than {spec.max_tasks} processes and threads"
             return
         if now >= next_disk:
             next_disk = now + 0.5
-            if _disk_usage(workdir, spec.disk_mb * _MIB) > spec.disk_mb * _MIB:
+            if _disk_usage(workdir, spec.disk_mb * _MIB)[0] > spec.disk_mb * _MIB:
                 watch.disk_limit_exceeded = True
                 watch.reason = f"wrote more than {spec.disk_mb} MB to the job directory"
                 return
@@ -323,19 +332,23 @@ def _tree(root: object) -> list[object]:
         return []
 
 
-def _rss(tree: list[object]) -> int:
+def _resident(tree: list[object]) -> int:
+    """Resident memory of a process tree: private pages of each process, plus shared pages once (forked
+    children share their parent's pages; summing RSS would count a fork bomb's interpreter many times)."""
     import psutil
 
-    total = 0
+    private, shared = 0, 0
     for p in tree:
         with contextlib.suppress(psutil.Error):
-            total += p.memory_info().rss  # type: ignore[attr-defined]
-    return total
+            info = p.memory_info()  # type: ignore[attr-defined]
+            private += info.rss - getattr(info, "shared", 0)
+            shared = max(shared, getattr(info, "shared", 0))
+    return private + shared
 
 
-def _disk_usage(root: Path, stop_above: int) -> int:
-    """Bytes under ``root`` (allocated blocks, so sparse files count for what they occupy)."""
-    total, stack, seen = 0, [str(root)], 0
+def _disk_usage(root: Path, stop_above: int) -> tuple[int, int]:
+    """(bytes allocated under ``root``, size of the largest file); stops counting past ``stop_above``."""
+    total, largest, stack, seen = 0, 0, [str(root)], 0
     while stack and total <= stop_above and seen < 200_000:
         with contextlib.suppress(OSError), os.scandir(stack.pop()) as it:
             for entry in it:
@@ -344,8 +357,10 @@ def _disk_usage(root: Path, stop_above: int) -> int:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_blocks * 512
-    return total
+                        st = entry.stat(follow_symlinks=False)
+                        total += st.st_blocks * 512
+                        largest = max(largest, st.st_size)
+    return total, largest
 
 
 def _kill_tree(proc: subprocess.Popen[bytes], cgroups: RunCgroups) -> None:

@@ -88,7 +88,15 @@ def python_ro_paths() -> tuple[Path, ...]:
     return tuple(sorted(Path(p) for p in candidates if p and Path(p).exists()))
 
 
-def sandbox_argv(bwrap: str, workdir: Path, ro_paths: tuple[Path, ...], allow_gpu: bool, hardened: bool) -> list[str]:
+def sandbox_argv(
+    bwrap: str,
+    workdir: Path,
+    ro_paths: tuple[Path, ...],
+    allow_gpu: bool,
+    hardened: bool,
+    shm_bytes: int = 256 * 1024 * 1024,
+) -> list[str]:
+    """bubblewrap's arguments up to (not including) the ``--`` before the command."""
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc"]
     args += ["--unshare-uts", "--unshare-cgroup-try", "--hostname", "kernelcup-sandbox"]
     if hardened:
@@ -103,7 +111,9 @@ def sandbox_argv(bwrap: str, workdir: Path, ro_paths: tuple[Path, ...], allow_gp
             args += ["--ro-bind", p, p]
     for name in _ETC_RO:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind-try", "/sys", "/sys"]
+    # A fresh /dev with the usual nodes; /dev/shm (PyTorch's shared memory) a tmpfs of bounded size.
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
+    args += ["--ro-bind-try", "/sys", "/sys"]
     if allow_gpu:
         for pattern in _GPU_DEVICE_GLOBS:
             for node in sorted(Path("/dev").glob(pattern)):
@@ -115,6 +125,9 @@ def sandbox_argv(bwrap: str, workdir: Path, ro_paths: tuple[Path, ...], allow_gp
     args += ["--tmpfs", "/tmp", "--bind", work, work]
     if work != "/tmp":
         args += ["--remount-ro", "/tmp"]
+    # bubblewrap builds the new root and /dev on tmpfs: make them read-only too (the device binds stay rw),
+    # so that the job dir is the only writable place.
+    args += ["--remount-ro", "/dev", "--remount-ro", "/"]
     args += ["--chdir", work]
     return args
 
