@@ -1,0 +1,439 @@
+"""The job rows are the queue: claim, lease, heartbeat, complete, retry, release.
+
+Every state change of a job a worker makes goes through here, in short transactions:
+
+- **claim**: the oldest runnable job (queued and due, or running with an expired lease) becomes ``running`` under a
+  fresh lease token. PostgreSQL picks the row with ``SELECT … FOR UPDATE SKIP LOCKED``, so concurrent workers never
+  wait on each other nor take the same row; SQLite has a single writer (every transaction starts with
+  ``BEGIN IMMEDIATE``, see ``leaderboards.db``), so its claims are simply serialised.
+- **lease**: ``lease_owner`` holds a token unique to this claim (worker id + a nonce), ``lease_expires_at`` its
+  expiry, renewed by ``heartbeat``. Any worker reclaims a job whose lease expired. Every later write of the
+  holder (heartbeat, remote reference, result, retry) checks the token on the locked row in the same transaction,
+  so a worker that lost its lease never stores anything: exactly one result per run kind, whoever finishes.
+- **retry**: an infrastructure failure puts the job back to ``queued`` with ``next_attempt_at`` (exponential
+  backoff) until ``max_attempts`` claims were made; then it fails with a message that says it is not the
+  user's fault. A lease that expires on the last attempt fails the job the same way.
+
+All functions are blocking (SQLAlchemy); the worker calls them through ``asyncio.to_thread``. Each one retries
+its whole transaction when the database connection drops (``with_db_retry``), bounded in time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.orm import Session
+
+from leaderboards.db import Database
+from leaderboards.errors import LeaseLost
+from leaderboards.models import Job, JobEvent, JobStatus, Run, utcnow
+from leaderboards.models import Worker as WorkerRow
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+NOT_YOUR_FAULT = "not your fault"
+MAX_DETAIL = 2000
+"""Longest event detail / job error stored (launcher messages can be long)."""
+
+
+def new_worker_id() -> str:
+    """A worker id unique across hosts and restarts: host, pid and a nonce."""
+    return f"{socket.gethostname()[:120]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _clip(text: str, limit: int = MAX_DETAIL) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _transient(exc: BaseException) -> bool:
+    """A database error worth retrying: a dropped connection, or SQLite's writer lock being busy."""
+    # OperationalError: lost connection, server restart, 'database is locked'
+    return (isinstance(exc, DBAPIError) and exc.connection_invalidated) or isinstance(exc, OperationalError)
+
+
+def with_db_retry(fn: Callable[[], T], *, budget_s: float = 60.0, what: str = "database call") -> T:
+    """Run ``fn`` (one whole transaction), retrying it while the database is unreachable, for at most ``budget_s``.
+
+    A dropped connection is invalidated by SQLAlchemy and replaced from the pool on the next try, so a killed
+    backend (``pg_terminate_backend``) or a restarted server costs a retry, not a job.
+    """
+    deadline = time.monotonic() + budget_s
+    delay = 0.05
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            if not _transient(exc) or time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s failed (%s); retrying in %.2fs", what, type(exc).__name__, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A job held by a worker: ``owner`` is this claim's lease token (unique per claim, never reused)."""
+
+    job_id: int
+    submission_id: int
+    device: str
+    attempt: int
+    max_attempts: int
+    owner: str
+    remote_ref: str | None
+    claimed_at: datetime
+    queued_at: datetime
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a job after a failure: its new status, and when it runs again (if it does)."""
+
+    status: str
+    next_attempt_at: datetime | None
+    message: str
+
+
+def backoff_s(attempt: int, base_s: float, max_s: float) -> float:
+    """Exponential backoff after the ``attempt``-th try (1-based): base, 2·base, 4·base, … capped at ``max_s``."""
+    return float(min(max_s, base_s * (2 ** max(0, attempt - 1))))
+
+
+class JobQueue:
+    """Queue operations on the ``jobs`` table of one database. Blocking; thread-safe (a session per call)."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow, db_retry_s: float = 60.0) -> None:
+        self.db = db
+        self.clock = clock
+        self.db_retry_s = db_retry_s
+
+    def _retry(self, fn: Callable[[], T], what: str) -> T:
+        return with_db_retry(fn, budget_s=self.db_retry_s, what=what)
+
+    # -- claiming -------------------------------------------------------------------------------------------
+
+    def _runnable(self, now: datetime, devices: Sequence[str] | None, submission_id: int | None) -> list:
+        due = and_(
+            Job.status == JobStatus.QUEUED.value,
+            or_(Job.next_attempt_at.is_(None), Job.next_attempt_at <= now),
+        )
+        expired = and_(
+            Job.status == JobStatus.RUNNING.value,
+            Job.lease_expires_at < now,
+            Job.attempts < Job.max_attempts,
+        )
+        conds = [or_(due, expired)]
+        if devices:
+            conds.append(Job.device.in_(list(devices)))
+        if submission_id is not None:
+            conds.append(Job.submission_id == submission_id)
+        return conds
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        lease_s: float,
+        devices: Sequence[str] | None = None,
+        submission_id: int | None = None,
+    ) -> Claim | None:
+        """Take the oldest runnable job for ``devices`` (all when empty) under a new lease, or None."""
+
+        def tx() -> Claim | None:
+            now = self.clock()
+            with self.db.transaction() as s:
+                self._fail_exhausted(s, now, devices)
+                job = s.scalar(
+                    select(Job)
+                    .where(*self._runnable(now, devices, submission_id))
+                    .order_by(Job.id)
+                    .limit(1)
+                    .with_for_update(skip_locked=True)
+                )
+                if job is None:
+                    return None
+                reclaimed = job.status == JobStatus.RUNNING.value
+                previous = job.lease_owner
+                owner = f"{worker_id}#{uuid.uuid4().hex[:12]}"
+                job.status = JobStatus.RUNNING.value
+                job.attempts += 1
+                job.lease_owner = owner
+                job.lease_expires_at = now + timedelta(seconds=lease_s)
+                job.heartbeat_at = now
+                job.next_attempt_at = None
+                job.started_at = job.started_at or now
+                detail = f"attempt {job.attempts}/{job.max_attempts} by worker {worker_id}"
+                if reclaimed:
+                    detail += f" (the lease of {previous} expired)"
+                s.add(JobEvent(job_id=job.id, phase="started", detail=_clip(detail), created_at=now))
+                return Claim(
+                    job_id=job.id,
+                    submission_id=job.submission_id,
+                    device=job.device,
+                    attempt=job.attempts,
+                    max_attempts=job.max_attempts,
+                    owner=owner,
+                    remote_ref=job.remote_ref,
+                    claimed_at=now,
+                    queued_at=job.created_at,
+                )
+
+        return self._retry(tx, "claim")
+
+    def _fail_exhausted(self, s: Session, now: datetime, devices: Sequence[str] | None) -> None:
+        """Fail running jobs whose lease expired on their last attempt (their worker died every time)."""
+        conds = [
+            Job.status == JobStatus.RUNNING.value,
+            Job.lease_expires_at < now,
+            Job.attempts >= Job.max_attempts,
+        ]
+        if devices:
+            conds.append(Job.device.in_(list(devices)))
+        jobs = s.scalars(select(Job).where(*conds).order_by(Job.id).limit(20).with_for_update(skip_locked=True)).all()
+        for job in jobs:
+            message = (
+                f"The runner stopped responding on each of {job.attempts} attempts; the job was given up "
+                f"(infrastructure error, {NOT_YOUR_FAULT}). Please submit again later."
+            )
+            self._finish(s, job, JobStatus.FAILED, now, error=message, phase="failed")
+
+    # -- while holding a lease ----------------------------------------------------------------------------------
+
+    def _held(self, s: Session, claim: Claim) -> Job:
+        """The job row, locked, if ``claim`` still holds it; else ``LeaseLost``."""
+        job = s.scalar(select(Job).where(Job.id == claim.job_id).with_for_update())
+        if job is None or job.lease_owner != claim.owner or job.status != JobStatus.RUNNING.value:
+            raise LeaseLost(claim.job_id, claim.owner)
+        return job
+
+    def heartbeat(self, claim: Claim, *, lease_s: float) -> bool:
+        """Renew the lease; False when it was lost (expired and taken over, or the job was cancelled)."""
+
+        def tx() -> bool:
+            now = self.clock()
+            with self.db.transaction() as s:
+                res = s.execute(
+                    update(Job)
+                    .where(
+                        Job.id == claim.job_id,
+                        Job.lease_owner == claim.owner,
+                        Job.status == JobStatus.RUNNING.value,
+                    )
+                    .values(heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_s))
+                    .execution_options(synchronize_session=False)
+                )
+                return bool(res.rowcount)
+
+        return self._retry(tx, "heartbeat")
+
+    def set_remote_ref(self, claim: Claim, ref: str) -> None:
+        """Store the remote run reference of the run in flight (``LeaseLost`` if the job is no longer held)."""
+
+        def tx() -> None:
+            with self.db.transaction() as s:
+                job = self._held(s, claim)
+                job.remote_ref = ref[:500]
+
+        self._retry(tx, "set_remote_ref")
+
+    def add_event(self, job_id: int, phase: str, detail: str = "") -> None:
+        """Record a progress event (informational: not fenced, a late event of a lost lease is harmless)."""
+
+        def tx() -> None:
+            with self.db.transaction() as s:
+                s.add(JobEvent(job_id=job_id, phase=phase[:32], detail=_clip(detail), created_at=self.clock()))
+
+        self._retry(tx, "add_event")
+
+    # -- ending an attempt ----------------------------------------------------------------------------------------
+
+    def _finish(
+        self, s: Session, job: Job, status: JobStatus, now: datetime, *, error: str | None, phase: str, detail: str = ""
+    ) -> None:
+        job.status = status.value
+        job.finished_at = now
+        job.lease_expires_at = None
+        job.next_attempt_at = None
+        job.remote_ref = None
+        job.error = _clip(error) if error else None
+        s.add(JobEvent(job_id=job.id, phase=phase, detail=_clip(detail or error or ""), created_at=now))
+
+    def complete(self, s: Session, claim: Claim, *, detail: str = "") -> None:
+        """Mark the held job succeeded inside the caller's transaction (the one that stored its last run).
+
+        The lease owner is kept on the finished row: it records who ran it, and lets a retried commit recognise
+        its own earlier success (``finished_by``).
+        """
+        job = self._held(s, claim)
+        self._finish(s, job, JobStatus.SUCCEEDED, self.clock(), error=None, phase="done", detail=detail)
+
+    def finished_by(self, claim: Claim) -> bool:
+        """Whether this claim already finished its job (a commit that succeeded although the call failed)."""
+
+        def tx() -> bool:
+            with self.db.transaction() as s:
+                job = s.get(Job, claim.job_id)
+                return job is not None and job.lease_owner == claim.owner and job.status != JobStatus.RUNNING.value
+
+        return self._retry(tx, "finished_by")
+
+    def clear_remote_ref(self, s: Session, claim: Claim) -> None:
+        """Forget the reference of a run whose result was stored (inside the caller's transaction)."""
+        self._held(s, claim).remote_ref = None
+
+    def retry_or_fail(
+        self,
+        claim: Claim,
+        reason: str,
+        *,
+        backoff_base_s: float,
+        backoff_max_s: float,
+        final_status: JobStatus = JobStatus.FAILED,
+    ) -> Outcome:
+        """After an infrastructure failure: back to the queue after a backoff, or failed after the last attempt.
+
+        Raises ``LeaseLost`` if the job is no longer held (nothing is changed then).
+        """
+
+        def tx() -> Outcome:
+            now = self.clock()
+            with self.db.transaction() as s:
+                job = self._held(s, claim)
+                if job.attempts >= job.max_attempts:
+                    message = (
+                        f"The platform could not run this submission ({NOT_YOUR_FAULT}): {reason} "
+                        f"(tried {job.attempts} times). Please submit again later."
+                    )
+                    self._finish(s, job, final_status, now, error=message, phase="failed")
+                    return Outcome(final_status.value, None, message)
+                delay = backoff_s(job.attempts, backoff_base_s, backoff_max_s)
+                job.status = JobStatus.QUEUED.value
+                job.lease_owner = None
+                job.lease_expires_at = None
+                job.next_attempt_at = now + timedelta(seconds=delay)
+                job.remote_ref = None  # that remote run failed; the next attempt starts a fresh one
+                job.error = _clip(f"infrastructure error ({NOT_YOUR_FAULT}): {reason}")
+                message = (
+                    f"infrastructure error ({NOT_YOUR_FAULT}): {reason}; "
+                    f"retry {job.attempts + 1}/{job.max_attempts} in {delay:.0f} s"
+                )
+                s.add(JobEvent(job_id=job.id, phase="retrying", detail=_clip(message), created_at=now))
+                return Outcome(JobStatus.QUEUED.value, job.next_attempt_at, message)
+
+        return self._retry(tx, "retry_or_fail")
+
+    def release(self, claim: Claim, *, reason: str = "the worker stopped") -> bool:
+        """Give a held job back to the queue at once, not counting the attempt (graceful worker stop)."""
+
+        def tx() -> bool:
+            now = self.clock()
+            with self.db.transaction() as s:
+                try:
+                    job = self._held(s, claim)
+                except LeaseLost:
+                    return False
+                job.status = JobStatus.QUEUED.value
+                job.attempts = max(0, job.attempts - 1)
+                job.lease_owner = None
+                job.lease_expires_at = None
+                job.next_attempt_at = None
+                s.add(JobEvent(job_id=job.id, phase="queued", detail=_clip(f"requeued: {reason}"), created_at=now))
+                return True
+
+        return self._retry(tx, "release")
+
+    # -- workers --------------------------------------------------------------------------------------------------
+
+    def register_worker(self, worker_id: str, devices: Sequence[str]) -> None:
+        def tx() -> None:
+            now = self.clock()
+            with self.db.transaction() as s:
+                row = s.get(WorkerRow, worker_id)
+                if row is None:
+                    s.add(
+                        WorkerRow(
+                            id=worker_id,
+                            hostname=socket.gethostname()[:200],
+                            pid=os.getpid(),
+                            devices=list(devices),
+                            started_at=now,
+                            heartbeat_at=now,
+                        )
+                    )
+                else:
+                    row.heartbeat_at, row.stopped_at, row.devices = now, None, list(devices)
+
+        self._retry(tx, "register_worker")
+
+    def worker_heartbeat(self, worker_id: str) -> None:
+        def tx() -> None:
+            with self.db.transaction() as s:
+                s.execute(
+                    update(WorkerRow)
+                    .where(WorkerRow.id == worker_id)
+                    .values(heartbeat_at=self.clock())
+                    .execution_options(synchronize_session=False)
+                )
+
+        self._retry(tx, "worker_heartbeat")
+
+    def stop_worker(self, worker_id: str) -> None:
+        def tx() -> None:
+            with self.db.transaction() as s:
+                s.execute(
+                    update(WorkerRow)
+                    .where(WorkerRow.id == worker_id)
+                    .values(stopped_at=self.clock())
+                    .execution_options(synchronize_session=False)
+                )
+
+        self._retry(tx, "stop_worker")
+
+    def alive_workers(self, *, device: str | None = None, within_s: float = 60.0) -> list[str]:
+        """Ids of workers that heartbeated within ``within_s`` and serve ``device`` (a worker with no devices
+        serves every device)."""
+
+        def tx() -> list[str]:
+            since = self.clock() - timedelta(seconds=within_s)
+            with self.db.transaction() as s:
+                rows = s.scalars(
+                    select(WorkerRow).where(WorkerRow.heartbeat_at >= since, WorkerRow.stopped_at.is_(None))
+                ).all()
+                return [
+                    w.id
+                    for w in rows
+                    if device is None or not w.devices or device.casefold() in {d.casefold() for d in w.devices}
+                ]
+
+        return self._retry(tx, "alive_workers")
+
+    def prune_workers(self, *, older_than_s: float = 7 * 24 * 3600) -> int:
+        """Delete worker rows that stopped heartbeating long ago (housekeeping)."""
+
+        def tx() -> int:
+            since = self.clock() - timedelta(seconds=older_than_s)
+            with self.db.transaction() as s:
+                return int(s.execute(delete(WorkerRow).where(WorkerRow.heartbeat_at < since)).rowcount or 0)
+
+        return self._retry(tx, "prune_workers")
+
+    # -- reading ----------------------------------------------------------------------------------------------------
+
+    def recorded_kinds(self, job_id: int) -> set[bool]:
+        def tx() -> set[bool]:
+            with self.db.transaction() as s:
+                return set(s.scalars(select(Run.secret).where(Run.job_id == job_id)))
+
+        return self._retry(tx, "recorded_kinds")

@@ -1,0 +1,422 @@
+"""The worker loop: claim a job, run it through its device's launcher, store exactly one result per run kind.
+
+One ``Worker`` serves ``concurrency`` jobs at a time on one event loop. For each job it
+
+1. claims it (``JobQueue.claim``: a lease with a token unique to this claim);
+2. asks the service for the job's run requests (``LeaderboardService.run_requests``: the public run, and for ranked
+   jobs the secret-seed run; kinds an earlier attempt already stored are skipped);
+3. hands each request to the launcher for the job's device with a ``QueueJobHandle`` (progress events go to
+   ``job_events``, the remote reference is stored on the job so a later attempt re-attaches to it), bounded by the
+   request's own limits plus a margin;
+4. stores each result with ``LeaderboardService.record_run(owner=token)`` — the lease is checked on the locked row in
+   the same transaction — and completes the job in the transaction of its last run.
+
+Heartbeats renew every held lease; a lease found lost (expired and taken over, or the job cancelled) aborts the
+job at once and nothing of it is stored. Infrastructure failures (``LauncherError``, an ``infrastructure_error``
+verdict, a launcher that crashed or overran its bound) go back to the queue with exponential backoff until the
+job's ``max_attempts``; a user's failure (compile error, wrong answer, timeout, …) is a stored result and is never
+retried. In ranked mode the secret run is skipped when the public run failed: it could not make the submission
+eligible.
+
+Blocking database calls run on the worker's own small thread pool, never on the event loop and never on the
+default executor that launchers use for their own blocking work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from leaderboards.errors import LeaseLost
+from leaderboards.models import JobStatus
+from leaderboards.queue import Claim, JobQueue, new_worker_id, with_db_retry
+from leaderboards.results import PlannedRun, RecordedRun
+from leaderboards.service import LeaderboardService
+from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
+from runners.launchers.base import Launcher, LauncherError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LauncherFor = Callable[[str], Launcher]
+"""Device name -> its launcher (``runners.routing.Router.launcher_for``); may raise ``LauncherError``."""
+
+MAX_EVENTS_PER_RUN = 200
+"""Progress events stored per run; a chatty launcher cannot flood ``job_events``."""
+
+
+class WorkerSettings(BaseSettings):
+    """How a worker serves the queue (env prefix ``KERNELCUP_WORKER_``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="KERNELCUP_WORKER_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    concurrency: int = Field(default=1, ge=1, le=256, description="Jobs served at once by one worker process.")
+    lease_s: float = Field(default=60.0, gt=0, description="Lease of a claimed job; renewed by heartbeats.")
+    heartbeat_s: float = Field(default=10.0, gt=0, description="Interval of lease and liveness heartbeats.")
+    poll_s: float = Field(default=0.1, gt=0, description="How often an idle worker looks for a job.")
+    backoff_base_s: float = Field(default=5.0, ge=0, description="First retry delay after an infrastructure failure.")
+    backoff_max_s: float = Field(default=300.0, ge=0, description="Longest retry delay (the backoff doubles up to it).")
+    launch_margin_s: float = Field(
+        default=120.0, gt=0, description="Added to a request's compile + run limits to bound one launcher call."
+    )
+    stop_grace_s: float = Field(
+        default=30.0, ge=0, description="On SIGTERM/SIGINT, how long running jobs may finish before they are requeued."
+    )
+    db_retry_s: float = Field(default=60.0, gt=0, description="How long a database call is retried while unreachable.")
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> WorkerSettings:
+        if self.heartbeat_s >= self.lease_s / 2:
+            raise ValueError(
+                f"heartbeat_s ({self.heartbeat_s:g}) must be under half of lease_s ({self.lease_s:g}) so a live "
+                "worker renews its lease before it expires (set KERNELCUP_WORKER_HEARTBEAT_S or _LEASE_S)"
+            )
+        return self
+
+
+class InfrastructureFailure(Exception):
+    """A failure that is not the submission's fault: the job is retried (bounded) or failed as not your fault."""
+
+    def __init__(self, reason: str, *, timed_out: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.timed_out = timed_out
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What one claimed job came to, for logs, tests and benchmarks."""
+
+    job_id: int
+    status: str
+    recorded: tuple[RecordedRun, ...] = ()
+    message: str = ""
+
+
+def launch_timeout_s(request: RunRequest, margin_s: float) -> float:
+    """The bound of one launcher call: the runner's own compile and run limits, plus a start-up/transfer margin."""
+    return request.limits.compile_timeout_s + request.limits.run_timeout_s + margin_s
+
+
+class QueueJobHandle:
+    """The ``JobHandle`` a launcher gets: remote reference and progress go to the job's row and events."""
+
+    def __init__(self, worker: Worker, claim: Claim, remote_ref: str | None) -> None:
+        self._worker = worker
+        self._claim = claim
+        self._ref = remote_ref
+        self._events = 0
+        self._last: tuple[str, str] | None = None
+
+    @property
+    def remote_ref(self) -> str | None:
+        return self._ref
+
+    async def set_remote_ref(self, ref: str) -> None:
+        await self._worker._db(self._worker.queue.set_remote_ref, self._claim, ref)
+        self._ref = ref
+
+    async def progress(self, event: ProgressEvent) -> None:
+        key = (event.phase.value, event.detail)
+        if key == self._last or self._events >= MAX_EVENTS_PER_RUN or event.phase is Phase.DONE:
+            return  # the worker writes "done" itself, once the result is stored
+        self._last = key
+        self._events += 1
+        try:
+            await self._worker._db(self._worker.queue.add_event, self._claim.job_id, event.phase.value, event.detail)
+        except Exception:  # progress must never break a run
+            log.exception("could not store a progress event of job %s", self._claim.job_id)
+
+
+class Worker:
+    """Serves jobs from the queue. Build it with the service and a device->launcher function; ``run`` it."""
+
+    def __init__(
+        self,
+        service: LeaderboardService,
+        launcher_for: LauncherFor,
+        settings: WorkerSettings | None = None,
+        *,
+        devices: Sequence[str] = (),
+        worker_id: str | None = None,
+        submission_id: int | None = None,
+        queue: JobQueue | None = None,
+    ) -> None:
+        self.service = service
+        self.launcher_for = launcher_for
+        self.settings = settings or WorkerSettings()
+        self.devices = tuple(devices)
+        self.worker_id = worker_id or new_worker_id()
+        self.submission_id = submission_id
+        self.queue = queue or JobQueue(service.db, clock=service.clock, db_retry_s=self.settings.db_retry_s)
+        self.reports: list[JobReport] = []
+        self._held: dict[int, tuple[Claim, asyncio.Task[Any]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._wake = asyncio.Event()
+
+    # -- plumbing ---------------------------------------------------------------------------------------------------
+
+    async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.settings.concurrency + 2, thread_name_prefix="kc-db")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+
+    def wake(self) -> None:
+        """Look for a job now instead of at the next poll (same event loop only)."""
+        self._wake.set()
+
+    # -- the loop ---------------------------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        stop: asyncio.Event | None = None,
+        *,
+        once: bool = False,
+        until: Callable[[], bool] | None = None,
+    ) -> list[JobReport]:
+        """Serve jobs until ``stop`` is set (or, with ``once``, until the queue has nothing for us; or until
+        ``until()`` is true). On stop, running jobs get ``stop_grace_s`` to finish, then go back to the queue."""
+        stop = stop or asyncio.Event()
+        await self._db(self.queue.register_worker, self.worker_id, self.devices)
+        heartbeat = asyncio.create_task(self._heartbeats(stop), name="kc-heartbeat")
+        slots = [
+            asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{i}")
+            for i in range(self.settings.concurrency)
+        ]
+        try:
+            await asyncio.gather(*slots)
+        finally:
+            for task in slots:
+                task.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await self._db(self.queue.stop_worker, self.worker_id)
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+        return self.reports
+
+    async def _slot(self, stop: asyncio.Event, once: bool, until: Callable[[], bool] | None) -> None:
+        while not stop.is_set() and not (until is not None and until()):
+            try:
+                claim = await self._db(
+                    self.queue.claim,
+                    self.worker_id,
+                    lease_s=self.settings.lease_s,
+                    devices=self.devices,
+                    submission_id=self.submission_id,
+                )
+            except Exception:
+                log.exception("claiming a job failed; trying again shortly")
+                claim = None
+            if claim is None:
+                if once:
+                    return
+                await self._idle(stop)
+                continue
+            task = asyncio.create_task(self.process(claim), name=f"kc-job-{claim.job_id}")
+            self._held[claim.job_id] = (claim, task)
+            try:
+                await self._until_done_or_stopped(task, stop)
+            finally:
+                self._held.pop(claim.job_id, None)
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        self._wake.clear()
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=self.settings.poll_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+
+    async def _until_done_or_stopped(self, task: asyncio.Task[Any], stop: asyncio.Event) -> None:
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if not task.done():  # asked to stop: let the job finish within the grace period, then requeue it
+            done, _ = await asyncio.wait([task], timeout=self.settings.stop_grace_s)
+            if not done:
+                task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def _heartbeats(self, stop: asyncio.Event) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_s)
+            try:
+                await self._db(self.queue.worker_heartbeat, self.worker_id)
+            except Exception:
+                log.exception("worker heartbeat failed")
+            for job_id, (claim, task) in list(self._held.items()):
+                try:
+                    held = await self._db(self.queue.heartbeat, claim, lease_s=self.settings.lease_s)
+                except Exception:
+                    log.exception("lease heartbeat of job %s failed; trying again next beat", job_id)
+                    continue
+                if not held and not task.done():
+                    log.warning("lost the lease of job %s (expired or cancelled); abandoning it", job_id)
+                    task.cancel(msg="lease lost")
+
+    # -- one job ----------------------------------------------------------------------------------------------------
+
+    async def process(self, claim: Claim) -> JobReport:
+        """Run one claimed job to an end: stored, requeued for a retry, failed, or abandoned (lease lost)."""
+        try:
+            report = await self._process(claim)
+        except asyncio.CancelledError:
+            released = await asyncio.shield(self._release_quietly(claim))
+            report = JobReport(claim.job_id, "released" if released else "abandoned", message="stopped")
+            self.reports.append(report)
+            raise
+        self.reports.append(report)
+        return report
+
+    async def _release_quietly(self, claim: Claim) -> bool:
+        try:
+            return await self._db(self.queue.release, claim)
+        except Exception:
+            log.exception("could not requeue job %s; its lease will expire instead", claim.job_id)
+            return False
+
+    async def _process(self, claim: Claim) -> JobReport:
+        recorded: list[RecordedRun] = []
+        try:
+            planned = await self._db(self.service.run_requests, claim.job_id)
+            todo = [p for p in planned if not p.recorded]
+            earlier = await self._earlier_failure(claim, planned)
+            if earlier is not None or not todo:  # a crash right after storing the last run: just complete
+                await self._db(self._complete_only, claim, earlier or "")
+                return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, message="completed stored runs")
+            launcher = self.launcher_for(claim.device)
+            ref = claim.remote_ref
+            for i, run in enumerate(todo):
+                result = await self._launch(launcher, claim, run.request, ref)
+                ref = None  # a stored reference belongs to the first run still to do
+                final = i == len(todo) - 1 or not result.passed
+                rec = await self._db(self._record, claim, run, result, final)
+                recorded.append(rec)
+                if final:
+                    break
+            return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, tuple(recorded))
+        except LeaseLost as exc:
+            log.warning("%s", exc)
+            return JobReport(claim.job_id, "lease_lost", tuple(recorded), str(exc))
+        except InfrastructureFailure as exc:
+            return await self._failed(claim, exc.reason, exc.timed_out, recorded)
+        except LauncherError as exc:  # raised before a launch started (e.g. an unrouted device)
+            return await self._failed(claim, str(exc) or type(exc).__name__, False, recorded)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug of ours or of a launcher: not the user's fault either
+            log.exception("job %s failed unexpectedly", claim.job_id)
+            return await self._failed(claim, f"internal error ({type(exc).__name__})", False, recorded)
+
+    async def _earlier_failure(self, claim: Claim, planned: Sequence[PlannedRun]) -> str | None:
+        """If an earlier attempt stored a failing public run, the job is done: the secret run cannot help."""
+        if not any(p.recorded and not p.secret for p in planned):
+            return None
+        status = await self._db(self.service.submission_status, claim.submission_id)
+        job = next((j for j in status.jobs if j.job_id == claim.job_id), None)
+        if job is not None and job.public_passed is False:
+            return job.verdict or ""
+        return None
+
+    async def _failed(self, claim: Claim, reason: str, timed_out: bool, recorded: list[RecordedRun]) -> JobReport:
+        final = JobStatus.TIMED_OUT if timed_out else JobStatus.FAILED
+        try:
+            outcome = await self._db(
+                self.queue.retry_or_fail,
+                claim,
+                reason,
+                backoff_base_s=self.settings.backoff_base_s,
+                backoff_max_s=self.settings.backoff_max_s,
+                final_status=final,
+            )
+        except LeaseLost as exc:
+            return JobReport(claim.job_id, "lease_lost", tuple(recorded), str(exc))
+        log.warning("job %s: %s", claim.job_id, outcome.message)
+        return JobReport(claim.job_id, outcome.status, tuple(recorded), outcome.message)
+
+    async def _launch(self, launcher: Launcher, claim: Claim, request: RunRequest, ref: str | None) -> RunResult:
+        handle = QueueJobHandle(self, claim, ref)
+        bound = launch_timeout_s(request, self.settings.launch_margin_s)
+        try:
+            result = await asyncio.wait_for(launcher.run(request, handle), bound)
+        except TimeoutError:
+            raise InfrastructureFailure(
+                f"the {launcher.name} runner gave no result within {bound:.0f} s", timed_out=True
+            ) from None
+        except LauncherError as exc:
+            raise InfrastructureFailure(f"{launcher.name} launcher: {exc}") from exc
+        except LeaseLost:
+            raise
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("launcher %s crashed on job %s", launcher.name, claim.job_id)
+            raise InfrastructureFailure(f"the {launcher.name} launcher crashed ({type(exc).__name__})") from exc
+        if not isinstance(result, RunResult):
+            raise InfrastructureFailure(f"the {launcher.name} launcher returned no run result")
+        if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
+            raise InfrastructureFailure(result.message or "the runner reported an infrastructure error")
+        return result
+
+    def _record(self, claim: Claim, run: PlannedRun, result: RunResult, final: bool) -> RecordedRun:
+        """Store one run (fenced by the lease) and, for the last one, complete the job: one transaction."""
+        db = self.service.db
+
+        def tx() -> RecordedRun:
+            with db.transaction() as s:
+                rec = self.service.record_run(claim.job_id, result, secret=run.secret, owner=claim.owner, session=s)
+                self.queue.clear_remote_ref(s, claim)
+                if final:
+                    self.queue.complete(s, claim, detail=_done_detail(rec, result))
+                return rec
+
+        try:
+            return with_db_retry(tx, budget_s=self.settings.db_retry_s, what="record_run")
+        except LeaseLost:
+            # The commit may have gone through although the connection dropped before we heard of it.
+            if final and self.queue.finished_by(claim):
+                return RecordedRun(
+                    0,
+                    claim.job_id,
+                    claim.submission_id,
+                    claim.device,
+                    run.secret,
+                    result.passed,
+                    result.verdict.value,
+                    result.score_ns,
+                    created=False,
+                )
+            raise
+
+    def _complete_only(self, claim: Claim, verdict: str) -> None:
+        with self.service.db.transaction() as s:
+            self.queue.complete(s, claim, detail=verdict)
+
+
+def _done_detail(rec: RecordedRun, result: RunResult) -> str:
+    parts = [result.verdict.value]
+    if rec.score_ns is not None:
+        parts.append(f"score {rec.score_ns:.0f} ns")
+    if rec.rank is not None:
+        parts.append(f"rank {rec.rank}")
+    return ", ".join(parts)

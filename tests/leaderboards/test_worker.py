@@ -1,0 +1,340 @@
+"""The worker loop on SQLite and PostgreSQL: results stored once, retries, timeouts, re-attach, cancel, lost leases."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import future, make_problem, run_result
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
+
+from leaderboards import worker as worker_mod
+from leaderboards.models import Job, JobEvent, JobStatus, Run
+from leaderboards.queue import JobQueue
+from leaderboards.results import UserRef
+from leaderboards.service import LeaderboardService
+from leaderboards.worker import Worker, WorkerSettings
+from runners.contract import Mode, Phase, ProgressEvent, RunRequest, RunResult, Verdict
+from runners.launchers.base import JobHandle, LauncherError
+
+FAST = WorkerSettings(
+    _env_file=None, lease_s=5, heartbeat_s=0.1, poll_s=0.01, backoff_base_s=0, backoff_max_s=0, stop_grace_s=0.5
+)
+
+
+class ScriptedLauncher:
+    """A launcher whose answer per call comes from a script: a RunResult, an exception, or a coroutine function."""
+
+    name = "scripted"
+
+    def __init__(self, *steps: Any, default: Callable[[RunRequest], RunResult] | None = None) -> None:
+        self.steps = list(steps)
+        self.default = default or (lambda req: run_result(mode=req.mode))
+        self.requests: list[RunRequest] = []
+        self.refs_seen: list[str | None] = []
+
+    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
+        self.requests.append(request)
+        self.refs_seen.append(job.remote_ref)
+        await job.progress(ProgressEvent(phase=Phase.COMPILING))
+        await job.progress(ProgressEvent(phase=Phase.TESTING, detail="test 1/1"))
+        step = self.steps.pop(0) if self.steps else None
+        if isinstance(step, BaseException):
+            raise step
+        if callable(step):
+            return await step(request, job)
+        if isinstance(step, RunResult):
+            return step
+        return self.default(request)
+
+    async def check(self) -> str:
+        return "ok"
+
+
+@pytest.fixture
+def svc(service: LeaderboardService, tmp_path: Path) -> LeaderboardService:
+    service.create_leaderboard(make_problem(tmp_path), name="add", deadline=future(), devices=["cpu", "H100"])
+    return service
+
+
+def submit(
+    svc: LeaderboardService, user: str = "ann", mode: str = "ranked", devices: tuple[str, ...] = ("cpu",)
+) -> int:
+    code = f"def custom_kernel(d):  # {user}\n    return d\n".encode()
+    return svc.submit(UserRef(user), "s.py", code, "add", list(devices), mode).submission_id
+
+
+def serve(svc: LeaderboardService, launcher: Any, settings: WorkerSettings = FAST, **kw: Any) -> Worker:
+    w = Worker(svc, lambda device: launcher, settings, **kw)
+    asyncio.run(asyncio.wait_for(w.run(once=True), 60))
+    return w
+
+
+def jobs_of(svc: LeaderboardService, submission_id: int) -> list[Job]:
+    with svc.db.transaction() as s:
+        jobs = s.scalars(select(Job).where(Job.submission_id == submission_id)).all()
+        for j in jobs:
+            s.expunge(j)
+        return list(jobs)
+
+
+def runs_of(svc: LeaderboardService, job_id: int) -> list[Run]:
+    with svc.db.transaction() as s:
+        runs = s.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.id)).all()
+        for r in runs:
+            s.expunge(r)
+        return list(runs)
+
+
+def phases(svc: LeaderboardService, job_id: int) -> list[str]:
+    with svc.db.transaction() as s:
+        return list(s.scalars(select(JobEvent.phase).where(JobEvent.job_id == job_id).order_by(JobEvent.id)))
+
+
+def test_ranked_job_stores_public_and_secret_runs_and_ranks(svc: LeaderboardService) -> None:
+    sub = submit(svc)
+    launcher = ScriptedLauncher()
+    serve(svc, launcher)
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.SUCCEEDED and job.verdict == Verdict.ACCEPTED and job.attempts == 1
+    runs = runs_of(svc, job.id)
+    assert [r.secret for r in runs] == [False, True]
+    assert [r.seed is not None for r in launcher.requests] == [False, True]
+    assert all(r.device == "cpu" and r.device_name == "cpu" for r in launcher.requests)
+    assert phases(svc, job.id) == ["queued", "started", "compiling", "testing", "compiling", "testing", "done"]
+    ranking = svc.ranking("add", "cpu")
+    assert [e.submission_id for e in ranking.entries] == [sub]
+
+
+def test_failed_public_run_is_stored_not_retried_and_skips_secret(svc: LeaderboardService) -> None:
+    sub = submit(svc)
+    launcher = ScriptedLauncher(run_result(verdict=Verdict.WRONG_ANSWER, message="mismatch at index 3"))
+    serve(svc, launcher)
+    [job] = jobs_of(svc, sub)
+    assert len(launcher.requests) == 1
+    assert job.status == JobStatus.SUCCEEDED and job.verdict == Verdict.WRONG_ANSWER and job.attempts == 1
+    assert [r.passed for r in runs_of(svc, job.id)] == [False]
+    assert svc.ranking("add", "cpu").entries == ()
+
+
+@pytest.mark.parametrize("failure", ["raise", "verdict", "crash"])
+def test_infrastructure_failures_retry_then_fail_as_not_your_fault(svc: LeaderboardService, failure: str) -> None:
+    sub = submit(svc, mode="test")
+    step = {
+        "raise": LauncherError("modal outage"),
+        "verdict": RunResult.infrastructure_error(Mode.TEST, "runner lost its GPU"),
+        "crash": RuntimeError("bug in launcher"),
+    }[failure]
+    launcher = ScriptedLauncher(step, step, step, step)
+    serve(svc, launcher)
+    [job] = jobs_of(svc, sub)
+    assert len(launcher.requests) == 3  # max_attempts, then it sticks
+    assert job.status == JobStatus.FAILED and job.attempts == 3
+    assert "not your fault" in (job.error or "")
+    assert runs_of(svc, job.id) == []
+    assert phases(svc, job.id).count("retrying") == 2 and phases(svc, job.id)[-1] == "failed"
+    status = svc.submission_status(sub)
+    assert "not your fault" in (status.jobs[0].error or "")
+
+
+def test_infrastructure_failure_then_success_stores_once(svc: LeaderboardService) -> None:
+    sub = submit(svc)
+    launcher = ScriptedLauncher(LauncherError("runner vanished"))
+    serve(svc, launcher)
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.SUCCEEDED and job.attempts == 2
+    assert [r.secret for r in runs_of(svc, job.id)] == [False, True]
+
+
+def test_launcher_that_hangs_is_bounded_and_times_out(svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_mod, "launch_timeout_s", lambda request, margin: 0.2)
+    sub = submit(svc, mode="test")
+
+    async def hang(request: RunRequest, job: JobHandle) -> RunResult:
+        await asyncio.sleep(3600)
+        raise AssertionError
+
+    launcher = ScriptedLauncher(hang, hang, hang)
+    serve(svc, launcher)
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.TIMED_OUT and "not your fault" in (job.error or "")
+    assert "within" in (job.error or "")
+
+
+def test_reattach_hands_remote_ref_to_the_next_attempt(svc: LeaderboardService) -> None:
+    sub = submit(svc, mode="test")
+    queue = JobQueue(svc.db)
+    claim = queue.claim("dead-worker", lease_s=0.01)  # a worker that started a remote run, then died
+    assert claim is not None
+    queue.set_remote_ref(claim, "call-42")
+    launcher = ScriptedLauncher()
+    import time
+
+    time.sleep(0.05)
+    serve(svc, launcher)
+    assert launcher.refs_seen == ["call-42"]
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.SUCCEEDED and job.attempts == 2 and job.remote_ref is None
+
+
+def test_remote_ref_is_stored_before_the_result(svc: LeaderboardService) -> None:
+    sub = submit(svc, mode="test")
+    seen: list[str | None] = []
+
+    async def remote(request: RunRequest, job: JobHandle) -> RunResult:
+        await job.set_remote_ref("gh-run-7")
+        with svc.db.transaction() as s:
+            seen.append(s.scalar(select(Job.remote_ref).where(Job.submission_id == sub)))
+        return run_result(mode=request.mode)
+
+    serve(svc, ScriptedLauncher(remote))
+    assert seen == ["gh-run-7"]
+    assert jobs_of(svc, sub)[0].remote_ref is None
+
+
+def test_cancel_during_run_stores_nothing(svc: LeaderboardService) -> None:
+    sub = submit(svc)
+
+    async def slow(request: RunRequest, job: JobHandle) -> RunResult:
+        await asyncio.to_thread(svc.cancel, sub, UserRef("ann"))
+        await asyncio.sleep(5)  # the next heartbeat sees the lease gone and aborts us
+        return run_result(mode=request.mode)
+
+    w = serve(svc, ScriptedLauncher(slow))
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.CANCELLED
+    assert runs_of(svc, job.id) == []
+    assert w.reports[0].status == "abandoned"
+
+
+def test_lease_lost_before_storing_stores_nothing(svc: LeaderboardService) -> None:
+    sub = submit(svc, mode="test")
+
+    async def overtaken(request: RunRequest, job: JobHandle) -> RunResult:
+        with svc.db.transaction() as s:  # another worker took the job over meanwhile
+            s.execute(Job.__table__.update().where(Job.submission_id == sub).values(lease_owner="someone-else"))
+        return run_result(mode=request.mode)
+
+    w = serve(
+        svc, ScriptedLauncher(overtaken), WorkerSettings(_env_file=None, heartbeat_s=30, lease_s=120, poll_s=0.01)
+    )
+    [job] = jobs_of(svc, sub)
+    assert runs_of(svc, job.id) == []
+    assert w.reports[0].status == "lease_lost"
+
+
+def test_database_error_while_storing_is_retried(svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch) -> None:
+    sub = submit(svc)
+    real = svc.record_run
+    calls: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("INSERT", {}, Exception("server closed the connection unexpectedly"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(svc, "record_run", flaky)
+    serve(svc, ScriptedLauncher())
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.SUCCEEDED
+    assert [r.secret for r in runs_of(svc, job.id)] == [False, True]
+
+
+def test_crash_after_public_run_resumes_with_secret_only(svc: LeaderboardService) -> None:
+    sub = submit(svc)
+    queue = JobQueue(svc.db)
+    claim = queue.claim("dead", lease_s=0.01)
+    assert claim is not None
+    svc.record_run(claim.job_id, run_result(), secret=False, owner=claim.owner)  # then the worker died
+    import time
+
+    time.sleep(0.05)
+    launcher = ScriptedLauncher()
+    serve(svc, launcher)
+    assert [r.seed is not None for r in launcher.requests] == [True]
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.SUCCEEDED
+    assert [r.secret for r in runs_of(svc, job.id)] == [False, True]
+
+
+def test_unrouted_device_fails_with_the_routing_message(svc: LeaderboardService) -> None:
+    sub = submit(svc, mode="test", devices=("H100",))
+
+    def nowhere(device: str) -> Any:
+        raise LauncherError(f"no launcher is routed for device {device!r}; add it to KERNELCUP_ROUTES")
+
+    w = Worker(svc, nowhere, FAST)
+    asyncio.run(asyncio.wait_for(w.run(once=True), 60))
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.FAILED and "KERNELCUP_ROUTES" in (job.error or "")
+
+
+def test_concurrency_serves_jobs_in_parallel(svc: LeaderboardService) -> None:
+    subs = [submit(svc, user=f"u{i}", mode="test") for i in range(4)]
+    running = 0
+    peak = 0
+
+    async def slowish(request: RunRequest, job: JobHandle) -> RunResult:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.3)
+        running -= 1
+        return run_result(mode=request.mode)
+
+    settings = FAST.model_copy(update={"concurrency": 4})
+    serve(svc, ScriptedLauncher(slowish, slowish, slowish, slowish), settings)
+    assert peak > 1
+    for sub in subs:
+        assert jobs_of(svc, sub)[0].status == JobStatus.SUCCEEDED
+
+
+def test_graceful_stop_requeues_running_job(svc: LeaderboardService) -> None:
+    sub = submit(svc, mode="test")
+
+    async def forever(request: RunRequest, job: JobHandle) -> RunResult:
+        await asyncio.sleep(3600)
+        raise AssertionError
+
+    async def main() -> Worker:
+        w = Worker(svc, lambda d: ScriptedLauncher(forever), FAST)
+        stop = asyncio.Event()
+        task = asyncio.create_task(w.run(stop))
+        for _ in range(200):
+            await asyncio.sleep(0.02)
+            if w._held:
+                break
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        return w
+
+    w = asyncio.run(main())
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.QUEUED and job.attempts == 0 and job.lease_owner is None
+    assert w.reports[0].status == "released"
+    assert JobQueue(svc.db).alive_workers() == []  # it said goodbye
+
+
+def test_progress_events_are_capped(svc: LeaderboardService) -> None:
+    sub = submit(svc, mode="test")
+
+    async def chatty(request: RunRequest, job: JobHandle) -> RunResult:
+        for i in range(worker_mod.MAX_EVENTS_PER_RUN + 50):
+            await job.progress(ProgressEvent(phase=Phase.BENCHMARKING, detail=f"sample {i}"))
+        return run_result(mode=request.mode)
+
+    serve(svc, ScriptedLauncher(chatty))
+    [job] = jobs_of(svc, sub)
+    with svc.db.transaction() as s:
+        n = s.scalar(select(func.count()).select_from(JobEvent).where(JobEvent.job_id == job.id))
+    assert n is not None and n <= worker_mod.MAX_EVENTS_PER_RUN + 5
+
+
+def test_settings_refuse_heartbeat_slower_than_lease() -> None:
+    with pytest.raises(ValueError, match="HEARTBEAT_S"):
+        WorkerSettings(_env_file=None, lease_s=10, heartbeat_s=6)
