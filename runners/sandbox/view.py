@@ -118,17 +118,48 @@ def sandbox_argv(
         for pattern in _GPU_DEVICE_GLOBS:
             for node in sorted(Path("/dev").glob(pattern)):
                 args += ["--dev-bind", str(node), str(node)]
+    # /tmp: an empty tmpfs, mounted before the paths that may live below it, made read-only at the end.
+    args += ["--tmpfs", "/tmp"]
     for p in ro_paths:
         args += ["--ro-bind", str(p), str(p)]
-    # /tmp: an empty tmpfs made read-only after the job dir is mounted (which may live below /tmp).
+    for p in ro_paths:
+        args += _masks(p)
     work = str(workdir)
-    args += ["--tmpfs", "/tmp", "--bind", work, work]
+    args += ["--bind", work, work]
     if work != "/tmp":
         args += ["--remount-ro", "/tmp"]
     # bubblewrap builds the new root and /dev on tmpfs: make them read-only too (the device binds stay rw),
     # so that the job dir is the only writable place.
     args += ["--remount-ro", "/dev", "--remount-ro", "/"]
     args += ["--chdir", work]
+    return args
+
+
+# Files a read-only path (the repo, a virtualenv) may hold that the submission must never read: settings files with
+# tokens, the git history, local databases. Matched at the top of each read-only path.
+_MASK_NAMES = (".env", ".git", ".netrc", ".pgpass", ".aws", ".ssh", ".modal.toml", ".kernelcup")
+_MASK_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".pem", ".key")
+
+
+def _masks(root: Path) -> list[str]:
+    """bubblewrap arguments that hide secret-looking entries at the top of ``root`` behind empty read-only ones."""
+    args: list[str] = []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return args
+    for entry in entries:
+        name = entry.name
+        if not (name in _MASK_NAMES or name.startswith(".env.") or name.endswith(_MASK_SUFFIXES)):
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir:
+            args += ["--tmpfs", entry.path, "--remount-ro", entry.path]
+        elif entry.is_file(follow_symlinks=False):
+            args += ["--ro-bind", "/dev/null", entry.path]
     return args
 
 

@@ -205,3 +205,30 @@ def test_sandboxed_run_reports_it(run_py, sandboxed: None) -> None:
     out = run_py("print(1)", require_sandbox=True)
     assert out.sandboxed is True
     assert "bubblewrap" in out.sandbox_note
+
+
+def test_repo_secrets_masked_in_read_only_paths(run_py, sandboxed: None, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "runners").mkdir(parents=True)
+    (repo / "runners" / "harness.py").write_text("HARNESS = 1\n")
+    (repo / ".env").write_text("DISCORD_TOKEN=in-dotenv\n")
+    (repo / ".env.production").write_text("DATABASE_URL=in-dotenv-prod\n")
+    (repo / ".git").mkdir()
+    (repo / ".git" / "config").write_text("token=in-git-config\n")
+    (repo / "kernelcup.db").write_text("expected outputs\n")
+    out = run_py(
+        f"""
+        import os
+        root = {str(repo)!r}
+        print('harness', open(os.path.join(root, 'runners', 'harness.py')).read().strip())
+        for name in ['.env', '.env.production', '.git/config', 'kernelcup.db']:
+            try:
+                print(name, repr(open(os.path.join(root, name)).read()))
+            except OSError as exc:
+                print(name, 'denied', type(exc).__name__)
+        """,
+        ro_paths=(repo,),
+    )
+    assert "harness HARNESS = 1" in out.stdout  # the read-only path itself is visible
+    for secret in ("in-dotenv", "in-dotenv-prod", "in-git-config", "expected outputs"):
+        assert secret not in out.stdout, out.stdout
