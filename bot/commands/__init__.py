@@ -1,0 +1,1 @@
+"""The slash-command groups: ``/leaderboard`` for competitors, ``/admin`` for the admins."""

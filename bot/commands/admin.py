@@ -1,0 +1,251 @@
+"""``/admin …``: problem sync, leaderboard changes, bans, rate limits, statistics. Admins only.
+
+The guard is one check on the whole group (``is_admin``): members with the configured role
+(``DISCORD_ADMIN_ROLE``, a role name or id) may use it; everyone else gets a polite refusal and nothing
+happens. Each command then makes one service call and says what changed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import discord
+from discord import app_commands
+
+from bot.calls import bot_of, call, user_ref
+from bot.commands.leaderboard import leaderboard_autocomplete, parse_devices
+from bot.limits import Reply
+from bot.replies import Refused, defer, send
+from bot.reports import queue_text, timestamp, usage_text
+from leaderboards.errors import InvalidChange
+from leaderboards.problems import ProblemFormatError, load_problem
+from leaderboards.sync import SyncAction, sync_problem_set
+
+
+def has_admin_role(member: discord.abc.User, role: str) -> bool:
+    """Whether ``member`` holds the admin role, given by name (case-insensitive) or by id."""
+    roles = getattr(member, "roles", None) or []
+    return any(r.name.lower() == role.lower() or str(r.id) == role for r in roles)
+
+
+async def is_admin(interaction: discord.Interaction) -> bool:
+    role = bot_of(interaction).settings.admin_role
+    allowed = interaction.guild is not None and has_admin_role(interaction.user, role)
+    if interaction.type is discord.InteractionType.autocomplete:
+        return allowed  # no suggestions for others; a refusal message is for the command itself
+    if interaction.guild is None:
+        raise Refused("Admin commands work in the server, not in direct messages.")
+    if not has_admin_role(interaction.user, role):
+        raise Refused(f"Sorry, only members with the **{role}** role can use admin commands. Nothing was changed.")
+    return True
+
+
+def actor(interaction: discord.Interaction) -> str:
+    return f"discord:{interaction.user.id} ({interaction.user.name})"
+
+
+def parse_deadline(text: str) -> datetime:
+    """'2026-12-31' or '2026-12-31 18:00' (UTC unless a zone is given)."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidChange(f"{text!r} is not a date; write it like 2026-12-31 or 2026-12-31 18:00 (UTC).") from None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
+
+
+def inside(root: Path, text: str) -> Path:
+    """A path an admin typed, refused unless it lies inside the problems folder of this server."""
+    root = root.resolve()
+    path = (root / text).resolve() if not Path(text).is_absolute() else Path(text).resolve()
+    if path != root and root not in path.parents:
+        raise InvalidChange(f"{text!r} is outside the problems folder ({root}); give a path inside it.")
+    if not path.exists():
+        raise InvalidChange(f"{text!r} does not exist in the problems folder ({root}).")
+    return path
+
+
+def _load(root: Path, text: str):
+    try:
+        return load_problem(inside(root, text))
+    except ProblemFormatError as exc:
+        raise InvalidChange(f"The problem folder has errors:\n{exc}") from None
+
+
+def sync_text(items) -> str:
+    lines = ["**Problem sync**"]
+    for item in items:
+        line = f"**{item.leaderboard}**: {item.action.value}"
+        if item.changed:
+            line += f" ({', '.join(item.changed)})"
+        if item.ranking_reset:
+            line += ", ranking started over"
+        if item.action is SyncAction.NEEDS_FORCE:
+            line += f": {'; '.join(item.reasons)}. Run again with force:True to apply it and reset its ranking."
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _sync(bot, path: str | None, force: bool, who: str) -> str:
+    root = bot.settings.problems_dir
+    target = inside(root, path or bot.settings.problem_set)
+    try:
+        return sync_text(sync_problem_set(bot.service, target, force=force, actor=who))
+    except ProblemFormatError as exc:
+        raise InvalidChange(f"The problem set has errors, nothing was synced:\n{exc}") from None
+
+
+@app_commands.guild_only()
+class AdminCommands(app_commands.Group):
+    def __init__(self) -> None:
+        super().__init__(name="admin", description="Run the competition (admins only)")
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        return await is_admin(interaction)
+
+    @app_commands.command(name="sync", description="Create/update leaderboards from a problem set")
+    @app_commands.describe(
+        path="A problem-set file inside the problems folder (default: the configured one)",
+        force="Apply changes that make old scores incomparable (their ranking starts over)",
+    )
+    async def sync(self, interaction: discord.Interaction, path: str | None = None, force: bool = False) -> None:
+        await defer(interaction)
+        text = await call(_sync, bot_of(interaction), path, force, actor(interaction))
+        await send(interaction, Reply(content=text))
+
+    @app_commands.command(name="create", description="Create a leaderboard from a problem folder")
+    @app_commands.describe(
+        problem="The problem folder, inside the problems folder (e.g. vectoradd)",
+        deadline="UTC, like 2026-12-31 or 2026-12-31 18:00",
+        devices="Device names, separated by commas (e.g. H100,cpu)",
+        name="The leaderboard's name (default: the folder's name)",
+    )
+    async def create(
+        self, interaction: discord.Interaction, problem: str, deadline: str, devices: str, name: str | None = None
+    ) -> None:
+        await defer(interaction)
+        bot = bot_of(interaction)
+        loaded = await call(_load, bot.settings.problems_dir, problem)
+        summary = await call(
+            bot.service.create_leaderboard,
+            loaded,
+            name=name,
+            deadline=parse_deadline(deadline),
+            devices=parse_devices(devices) or [],
+            creator=actor(interaction),
+        )
+        await send(
+            interaction,
+            Reply(
+                content=f"Created **{summary.name}** on {', '.join(summary.devices)}, "
+                f"open until {timestamp(summary.deadline, 'f')}."
+            ),
+        )
+
+    @app_commands.command(name="update", description="Change a leaderboard's deadline, devices, visibility or problem")
+    @app_commands.describe(
+        problem="Reload the problem from this folder (inside the problems folder)",
+        deadline="UTC, like 2026-12-31 18:00",
+        devices="Device names, separated by commas",
+        visible="Show it in /leaderboard list",
+        force="Apply a problem change that makes old scores incomparable (the ranking starts over)",
+    )
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    async def update(
+        self,
+        interaction: discord.Interaction,
+        leaderboard: str,
+        problem: str | None = None,
+        deadline: str | None = None,
+        devices: str | None = None,
+        visible: bool | None = None,
+        force: bool = False,
+    ) -> None:
+        await defer(interaction)
+        bot = bot_of(interaction)
+        loaded = await call(_load, bot.settings.problems_dir, problem) if problem else None
+        result = await call(
+            bot.service.update_leaderboard,
+            leaderboard,
+            problem=loaded,
+            deadline=parse_deadline(deadline) if deadline else None,
+            devices=parse_devices(devices),
+            visible=visible,
+            force=force,
+            actor=actor(interaction),
+        )
+        if not result.changed:
+            text = f"**{leaderboard}**: nothing to change."
+        else:
+            text = f"**{leaderboard}** updated: {', '.join(result.changed)}."
+            if result.ranking_reset:
+                text += " Its ranking started over (old scores are not comparable)."
+        await send(interaction, Reply(content=text))
+
+    @app_commands.command(name="delete", description="Delete a leaderboard with all its submissions")
+    @app_commands.describe(confirm="Type the leaderboard's name again to confirm")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    async def delete(self, interaction: discord.Interaction, leaderboard: str, confirm: str) -> None:
+        await defer(interaction)
+        if confirm != leaderboard:
+            raise InvalidChange(f"Not deleted: type the name {leaderboard!r} exactly in 'confirm' to delete it.")
+        await call(bot_of(interaction).service.delete_leaderboard, leaderboard, actor=actor(interaction))
+        await send(interaction, Reply(content=f"Deleted **{leaderboard}** and all its submissions."))
+
+    @app_commands.command(name="pause", description="Stop accepting submissions to a leaderboard")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    async def pause(self, interaction: discord.Interaction, leaderboard: str) -> None:
+        await defer(interaction)
+        await call(bot_of(interaction).service.pause, leaderboard, actor=actor(interaction))
+        await send(interaction, Reply(content=f"**{leaderboard}** is paused: new submissions are refused."))
+
+    @app_commands.command(name="resume", description="Accept submissions to a paused leaderboard again")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    async def resume(self, interaction: discord.Interaction, leaderboard: str) -> None:
+        await defer(interaction)
+        await call(bot_of(interaction).service.resume, leaderboard, actor=actor(interaction))
+        await send(interaction, Reply(content=f"**{leaderboard}** accepts submissions again."))
+
+    @app_commands.command(name="ban", description="Refuse a user's submissions and hide them from the rankings")
+    async def ban(self, interaction: discord.Interaction, user: discord.User, reason: str | None = None) -> None:
+        await defer(interaction)
+        await call(bot_of(interaction).service.ban_user, user_ref(user), reason=reason or "", actor=actor(interaction))
+        await send(interaction, Reply(content=f"{user.mention} is banned" + (f": {reason}" if reason else ".")))
+
+    @app_commands.command(name="unban", description="Lift a ban (their rankings come back)")
+    async def unban(self, interaction: discord.Interaction, user: discord.User) -> None:
+        await defer(interaction)
+        await call(bot_of(interaction).service.unban_user, user_ref(user), actor=actor(interaction))
+        await send(interaction, Reply(content=f"{user.mention} is no longer banned."))
+
+    @app_commands.command(name="delete-submission", description="Delete a submission (it leaves every ranking)")
+    async def delete_submission(self, interaction: discord.Interaction, submission_id: int) -> None:
+        await defer(interaction)
+        await call(bot_of(interaction).service.delete_submission, submission_id, actor=actor(interaction))
+        await send(interaction, Reply(content=f"Submission #{submission_id} is deleted and left the rankings."))
+
+    @app_commands.command(name="rate-limit", description="Submissions per user per hour on a leaderboard")
+    @app_commands.describe(per_hour="Submissions per hour; leave out to use the server-wide default")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    async def rate_limit(
+        self,
+        interaction: discord.Interaction,
+        leaderboard: str,
+        per_hour: app_commands.Range[int, 1, 10_000] | None = None,
+    ) -> None:
+        await defer(interaction)
+        await call(bot_of(interaction).service.set_rate_limit, leaderboard, per_hour, actor=actor(interaction))
+        what = f"{per_hour} submissions per user per hour" if per_hour else "the server-wide default"
+        await send(interaction, Reply(content=f"**{leaderboard}** now allows {what}."))
+
+    @app_commands.command(name="stats", description="The queue, the workers and usage")
+    @app_commands.describe(days="Usage of the last N days (default: all time)")
+    async def stats(
+        self, interaction: discord.Interaction, days: app_commands.Range[int, 1, 3650] | None = None
+    ) -> None:
+        await defer(interaction)
+        service = bot_of(interaction).service
+        since = datetime.now(UTC) - timedelta(days=days) if days is not None else None
+        queue = await call(service.queue_stats)
+        usage = await call(service.usage_stats, since)
+        await send(interaction, Reply(content=queue_text(queue) + "\n\n" + usage_text(usage)))

@@ -1,0 +1,198 @@
+"""``/leaderboard …``: the competitors' commands. Each one defers, makes one service call, renders.
+
+The service is blocking (SQLAlchemy sessions), so every call goes through ``bot.calls.call``
+(``asyncio.to_thread``); errors of the core are shown as they are by the tree's error handler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal
+
+import discord
+from discord import app_commands
+
+from bot.calls import bot_of, call, user_ref
+from bot.chart import score_chart_png
+from bot.follow import StatusMessage, follow_submission
+from bot.limits import File, Reply
+from bot.replies import defer, send, upload_limit
+from bot.reports import leaderboards_text as list_text
+from bot.reports import receipt_text, report, show_text, submissions_text, task_reply
+from leaderboards.errors import InvalidSubmission
+from leaderboards.results import Ranking
+
+if TYPE_CHECKING:
+    from leaderboards.service import LeaderboardService
+
+Mode = Literal["test", "benchmark", "ranked", "profile"]
+ALL_DEVICES = "all"
+MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices
+
+
+async def leaderboard_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    boards = await call(bot_of(interaction).service.list_leaderboards)
+    current = current.lower()
+    names = [b.name for b in boards if current in b.name.lower()]
+    # Open leaderboards first: they are the ones people submit to.
+    open_names = {b.name for b in boards if b.is_open and not b.paused}
+    names.sort(key=lambda n: (n not in open_names, n))
+    return [app_commands.Choice(name=n, value=n) for n in names[:MAX_CHOICES]]
+
+
+async def device_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    """The devices of the leaderboard already chosen (every leaderboard's, before one is)."""
+    chosen = getattr(interaction.namespace, "leaderboard", None)
+    boards = await call(bot_of(interaction).service.list_leaderboards)
+    devices: list[str] = []
+    for b in boards:
+        if chosen in (None, "", b.name):
+            devices.extend(d for d in b.devices if d not in devices)
+    choices = [d for d in devices if current.lower() in d.lower()]
+    if len(devices) > 1 and current.lower() in ALL_DEVICES:
+        choices.insert(0, ALL_DEVICES)
+    return [app_commands.Choice(name=d, value=d) for d in choices[:MAX_CHOICES]]
+
+
+async def language_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    """The template languages of the chosen leaderboard."""
+    chosen = getattr(interaction.namespace, "leaderboard", None)
+    if not chosen:
+        return []
+    try:
+        task = await call(bot_of(interaction).service.task, chosen)
+    except Exception:  # an unknown name while typing: offer nothing rather than an error
+        return []
+    return [
+        app_commands.Choice(name=label, value=label)
+        for label in sorted(task.templates)
+        if current.lower() in label.lower()
+    ][:MAX_CHOICES]
+
+
+def leaderboard_rankings(service: LeaderboardService, name: str, devices: list[str] | None) -> list[Ranking]:
+    """Every ranked user per device (the table shows the top rows; the chart uses them all)."""
+    if devices is None:
+        devices = list(service.leaderboard(name).devices)
+    return [service.ranking(name, d, limit=None) for d in devices]
+
+
+def parse_devices(text: str | None) -> list[str] | None:
+    """The devices option as a list (comma-separated names); None when empty or 'all'."""
+    if text is None or text.strip().lower() in ("", ALL_DEVICES):
+        return None
+    devices = [d.strip() for d in text.split(",") if d.strip()]
+    return list(dict.fromkeys(devices)) or None
+
+
+def submit_devices(service: LeaderboardService, leaderboard: str, text: str | None) -> list[str] | None:
+    """'all' is every device of the leaderboard; nothing lets the service decide (its only device, or an error)."""
+    if text is not None and text.strip().lower() == ALL_DEVICES:
+        return list(service.leaderboard(leaderboard).devices)
+    return parse_devices(text)
+
+
+class LeaderboardCommands(app_commands.Group):
+    def __init__(self) -> None:
+        super().__init__(name="leaderboard", description="Submit kernels and see the leaderboards")
+
+    @app_commands.command(name="submit", description="Submit a kernel file to a leaderboard")
+    @app_commands.describe(
+        file="Your kernel: a .py file defining custom_kernel(data), or a .cu file",
+        leaderboard="The leaderboard (problem) to submit to",
+        mode="test: check correctness · benchmark: time it · ranked: enter the ranking · profile: profile it",
+        device="A device of that leaderboard, several separated by commas, or 'all'",
+    )
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
+    async def submit(
+        self,
+        interaction: discord.Interaction,
+        file: discord.Attachment,
+        leaderboard: str,
+        mode: Mode,
+        device: str | None = None,
+    ) -> None:
+        await defer(interaction)
+        bot = bot_of(interaction)
+        limit = bot.service.settings.max_submission_bytes
+        if file.size > limit:
+            raise InvalidSubmission(
+                f"{file.filename} is {file.size:,} bytes; submissions may be at most {limit:,} bytes. "
+                "Remove unused code or data and submit again."
+            )
+        content = await file.read()
+        devices = await call(submit_devices, bot.service, leaderboard, device)
+        receipt = await call(
+            bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode
+        )
+        await send(
+            interaction,
+            Reply(
+                content=f"Submission #{receipt.submission_id} received. I'll keep the status message below up to date."
+            ),
+        )
+        text = receipt_text(receipt)
+        message = await send(interaction, Reply(content=text), ephemeral=False)
+        status = StatusMessage(message, upload_limit(interaction))
+        bot.follow(
+            receipt.submission_id, follow_submission(bot, receipt.submission_id, user_ref(interaction), status, text)
+        )
+
+    @app_commands.command(name="list", description="All leaderboards, their devices and deadlines")
+    async def list_(self, interaction: discord.Interaction) -> None:
+        await defer(interaction)
+        boards = await call(bot_of(interaction).service.list_leaderboards)
+        await send(interaction, Reply(content=list_text(boards)))
+
+    @app_commands.command(name="show", description="The top of a leaderboard, per device, with a chart")
+    @app_commands.describe(leaderboard="The leaderboard", device="Only this device (default: every device)")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
+    async def show(self, interaction: discord.Interaction, leaderboard: str, device: str | None = None) -> None:
+        await defer(interaction)
+        bot = bot_of(interaction)
+        rankings = await call(leaderboard_rankings, bot.service, leaderboard, parse_devices(device))
+        rows = bot.settings.leaderboard_rows
+        top = [replace(r, entries=r.entries[:rows]) for r in rankings]
+        history = {r.device: [(e.submitted_at, e.score_ns) for e in r.entries] for r in rankings}
+        png = await call(score_chart_png, leaderboard, history)
+        files = (File(f"{leaderboard}-best-scores.png", png),) if png else ()
+        await send(interaction, Reply(content=show_text(leaderboard, top), files=files))
+
+    @app_commands.command(name="mine", description="Your submissions to a leaderboard")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    async def mine(self, interaction: discord.Interaction, leaderboard: str) -> None:
+        await defer(interaction)
+        subs = await call(bot_of(interaction).service.user_submissions, user_ref(interaction), leaderboard)
+        await send(interaction, Reply(content=submissions_text(leaderboard, subs)))
+
+    @app_commands.command(name="task", description="A leaderboard's problem: its description and files")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    async def task(self, interaction: discord.Interaction, leaderboard: str) -> None:
+        await defer(interaction)
+        view = await call(bot_of(interaction).service.task, leaderboard)
+        await send(interaction, task_reply(view))
+
+    @app_commands.command(name="template", description="A starter file for a leaderboard, in a language")
+    @app_commands.describe(language="pytorch, triton, cuda-inline, cuda, … (what the leaderboard offers)")
+    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, language=language_autocomplete)
+    async def template(self, interaction: discord.Interaction, leaderboard: str, language: str) -> None:
+        await defer(interaction)
+        tpl = await call(bot_of(interaction).service.template, leaderboard, language)
+        await send(
+            interaction,
+            Reply(
+                content=f"Starter file for **{tpl.leaderboard}** ({tpl.language}): edit it, then "
+                f"`/leaderboard submit leaderboard:{tpl.leaderboard}` with it attached.",
+                files=(File(tpl.file_name, tpl.content.encode()),),
+            ),
+        )
+
+    @app_commands.command(name="submission", description="One of your submissions: status, results, logs, code")
+    @app_commands.describe(submission_id="The submission number (#N in its status message)")
+    async def submission(self, interaction: discord.Interaction, submission_id: int) -> None:
+        await defer(interaction)
+        bot = bot_of(interaction)
+        details = await call(bot.service.submission_details, submission_id, user_ref(interaction))
+        reply = report(details, bot.peak_for)
+        code = File(details.status.file_name, details.code.encode())
+        await send(interaction, Reply(content=reply.content, files=(code, *reply.files)), overflow_name="report.txt")

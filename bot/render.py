@@ -1,0 +1,139 @@
+"""Pure formatting of run results for Discord: numbers, cases, tests, benchmarks, speed of light.
+
+Nothing here talks to Discord or the service; every function takes plain values and returns text,
+so each is tested on its own (tests/bot/test_render.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runners.contract import BenchmarkResult, RunResult, TestResult, Verdict
+
+PASS = "✅"
+FAIL = "❌"
+WAIT = "⏳"
+
+CASE_CHARS = 60
+MESSAGE_LINE_CHARS = 300
+
+
+@dataclass(frozen=True)
+class DevicePeak:
+    """What a device can do at best: memory bandwidth and arithmetic throughput (either may be unknown)."""
+
+    bytes_per_s: float | None = None
+    flops_per_s: float | None = None
+
+
+def format_ns(ns: float | None) -> str:
+    """A duration in nanoseconds with a unit a person reads at a glance: 812 ns, 12.3 µs, 4.56 ms, 1.20 s."""
+    if ns is None or not math.isfinite(ns):
+        return "–"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            value = ns / scale
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def format_case(case: Mapping[str, Any], limit: int = CASE_CHARS) -> str:
+    """A test or benchmark case as ``k=v, k=v``, cut to ``limit`` characters."""
+    text = ", ".join(f"{k}={v}" for k, v in case.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str, limit: int = MESSAGE_LINE_CHARS) -> str:
+    """A message squeezed onto one line (newlines become ' / '), cut to ``limit`` characters."""
+    flat = " / ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def verdict_mark(verdict: Verdict) -> str:
+    return PASS if verdict.passed else FAIL
+
+
+def speed_of_light(bench: BenchmarkResult, peak: DevicePeak | None) -> float | None:
+    """The fraction of the device's speed of light a benchmark reached, or None when it cannot be known.
+
+    The speed-of-light time is the roofline bound: the longer of moving ``bytes_moved`` at peak
+    bandwidth and doing ``flops`` at peak throughput. The fraction is that bound over the median time.
+    """
+    if peak is None or bench.stats is None or bench.stats.median_ns <= 0:
+        return None
+    bounds = []
+    if bench.bytes_moved and peak.bytes_per_s:
+        bounds.append(bench.bytes_moved / peak.bytes_per_s)
+    if bench.flops and peak.flops_per_s:
+        bounds.append(bench.flops / peak.flops_per_s)
+    if not bounds:
+        return None
+    return max(bounds) / (bench.stats.median_ns * 1e-9)
+
+
+def lines_of_tests(tests: Sequence[TestResult]) -> list[str]:
+    """One line per test: the mark, the case, and for a failure its verdict and the mismatch message."""
+    lines = []
+    for t in tests:
+        line = f"{verdict_mark(t.verdict)} test {t.index + 1} ({format_case(t.case)})"
+        if not t.verdict.passed:
+            line += f": {t.verdict.label}"
+            if t.message:
+                line += f": {one_line(t.message)}"
+        lines.append(line)
+    return lines
+
+
+def lines_of_benchmarks(benchmarks: Sequence[BenchmarkResult], peak: DevicePeak | None = None) -> list[str]:
+    """One line per benchmark: median ± standard deviation, the sample count and the speed-of-light fraction."""
+    lines = []
+    for b in benchmarks:
+        head = f"{verdict_mark(b.verdict)} bench {b.index + 1} ({format_case(b.case)})"
+        if b.stats is not None and b.verdict.passed:
+            line = f"{head}: {format_ns(b.stats.median_ns)} ± {format_ns(b.stats.std_ns)} (n={b.stats.samples})"
+            sol = speed_of_light(b, peak)
+            if sol is not None:
+                line += f", {sol:.0%} of speed of light"
+        else:
+            line = f"{head}: {b.verdict.label}" + (f": {one_line(b.message)}" if b.message else "")
+        lines.append(line)
+    return lines
+
+
+def result_lines(result: RunResult, peak: DevicePeak | None = None, *, max_passing_tests: int = 5) -> list[str]:
+    """The body of one run's report: its verdict, failing tests in full, passing ones counted, benchmarks.
+
+    Passing tests beyond ``max_passing_tests`` are summarised in one line so that a long test list
+    does not push the interesting lines (failures, timings) out of the message.
+    """
+    lines = [
+        f"{verdict_mark(result.verdict)} **{result.verdict.label}**"
+        + (f": {one_line(result.message)}" if result.message else "")
+    ]
+    if result.tests:
+        passed = [t for t in result.tests if t.verdict.passed]
+        failed = [t for t in result.tests if not t.verdict.passed]
+        lines.append(f"tests: {len(passed)}/{len(result.tests)} passed")
+        shown_passing = passed if len(passed) <= max_passing_tests else []
+        lines.extend(lines_of_tests(sorted(failed + shown_passing, key=lambda t: t.index)))
+    if result.benchmarks:
+        lines.extend(lines_of_benchmarks(result.benchmarks, peak))
+    if result.score_ns is not None:
+        lines.append(f"score: **{format_ns(result.score_ns)}**")
+    return lines
+
+
+def logs_text(result: RunResult) -> str:
+    """Compile output, stdout and stderr of a run as one text file (empty when there is nothing)."""
+    parts = []
+    for title, text, truncated in (
+        ("compile output", result.compile_output, False),
+        ("stdout", result.stdout, result.stdout_truncated),
+        ("stderr", result.stderr, result.stderr_truncated),
+    ):
+        if text.strip():
+            parts.append(f"===== {title}{' (truncated)' if truncated else ''} =====\n{text.rstrip()}\n")
+    return "\n".join(parts)

@@ -1,0 +1,264 @@
+"""Pure renderers of the service's answers into Discord replies (text, embeds, files).
+
+Each function takes a result object of ``leaderboards.results`` (and plain values) and returns a
+``Reply`` or text; none of them talks to Discord or the service, so each is tested on its own.
+Limits are applied later by ``bot.limits.fit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+import discord
+
+from bot.limits import File, Reply
+from bot.render import FAIL, PASS, WAIT, DevicePeak, format_ns, logs_text, one_line, result_lines
+from leaderboards.results import (
+    JobView,
+    LeaderboardSummary,
+    QueueStats,
+    RankChangeView,
+    Ranking,
+    SubmissionDetails,
+    SubmissionReceipt,
+    SubmissionStatus,
+    SubmissionSummary,
+    TaskView,
+    UsageStats,
+)
+from runners.contract import Verdict
+
+RUNNING = "⚙️"
+PeakLookup = Callable[[str], DevicePeak | None]
+
+NAME_CHARS = 18
+RANKING_LABELS = {
+    "last": "median of the last benchmark",
+    "mean": "mean of the benchmark medians",
+    "geom": "geometric mean of the benchmark medians",
+}
+
+
+def timestamp(when: datetime, style: str = "R") -> str:
+    """A Discord timestamp: every reader sees it in their own time zone (R: '3 hours ago')."""
+    return f"<t:{int(when.timestamp())}:{style}>"
+
+
+def safe(text: str, limit: int = NAME_CHARS) -> str:
+    """A user-chosen name made safe inside a code block and cut to ``limit`` characters."""
+    text = text.replace("`", "'").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _verdict(job: JobView) -> Verdict | None:
+    try:
+        return Verdict(job.verdict) if job.verdict else None
+    except ValueError:
+        return None
+
+
+def job_line(job: JobView) -> str:
+    """One line for one device of a submission, at any point of its life."""
+    attempt = f" (attempt {job.attempts}/{job.max_attempts})" if job.attempts > 1 and not job.finished else ""
+    if job.status == "queued":
+        where = f" (#{job.queue_position} in the queue)" if job.queue_position else ""
+        return f"{WAIT} **{job.device}**: queued{where}{attempt}"
+    if job.status == "running":
+        phase = "started"
+        if job.events:
+            last = job.events[-1]
+            phase = last.phase + (f": {one_line(last.detail, 80)}" if last.detail else "")
+        return f"{RUNNING} **{job.device}**: {phase}{attempt}"
+    if job.status == "cancelled":
+        return f"{FAIL} **{job.device}**: cancelled"
+    verdict = _verdict(job)
+    if job.status == "succeeded" and verdict is not None and verdict.passed:
+        parts = [f"{PASS} **{job.device}**: accepted"]
+        if job.score_ns is not None:
+            parts.append(f"score **{format_ns(job.score_ns)}**")
+        if job.secret_passed is False:
+            parts.append("secret-seed run failed: not ranked")
+        if job.rank is not None:
+            parts.append(f"rank **#{job.rank}** (your best)")
+        return " · ".join(parts)
+    label = verdict.label if verdict is not None else job.status.replace("_", " ")
+    text = f"{FAIL} **{job.device}**: {label}"
+    if job.error:
+        text += f": {one_line(job.error, 200)}"
+    return text
+
+
+def status_header(submission_id: int, leaderboard: str, file_name: str, mode: str, user_name: str) -> str:
+    file_name, user_name = safe(file_name, 60), safe(user_name, 40)
+    return f"**Submission #{submission_id}** · `{file_name}` → **{leaderboard}** · {mode} · by {user_name}"
+
+
+def status_text(status: SubmissionStatus) -> str:
+    """The live status message: a header and one line per device."""
+    lines = [status_header(status.submission_id, status.leaderboard, status.file_name, status.mode, status.user_name)]
+    lines.extend(job_line(job) for job in status.jobs)
+    if status.deleted:
+        lines.append("(this submission was deleted by an admin)")
+    return "\n".join(lines)
+
+
+def receipt_text(receipt: SubmissionReceipt) -> str:
+    """The first status message, straight from the receipt (before anything has run)."""
+    lines = [
+        status_header(receipt.submission_id, receipt.leaderboard, receipt.file_name, receipt.mode, receipt.user_name)
+    ]
+    for job in receipt.jobs:
+        where = f" (#{job.queue_position} in the queue)" if job.queue_position else ""
+        lines.append(f"{WAIT} **{job.device}**: queued{where}")
+    return "\n".join(lines)
+
+
+def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -> Reply:
+    """The final report: per device its status line, test verdicts, benchmark times, score and rank.
+
+    Logs (compile output, stdout, stderr) and the profile go in attached files, one per device.
+    """
+    status = details.status
+    results = {r.device: r.result for r in details.results}
+    lines = [status_header(status.submission_id, status.leaderboard, status.file_name, status.mode, status.user_name)]
+    files: list[File] = []
+    for job in status.jobs:
+        lines.append("")
+        lines.append(job_line(job))
+        result = results.get(job.device)
+        if result is not None:
+            lines.extend(result_lines(result, peak_for(job.device))[1:] if job.finished else [])
+            if status.mode == "ranked" and job.secret_passed is not None:
+                lines.append(
+                    "secret-seed run: passed" if job.secret_passed else "secret-seed run: **failed** (not ranked)"
+                )
+            logs = logs_text(result)
+            if logs:
+                files.append(File(f"logs-{status.submission_id}-{_file_safe(job.device)}.txt", logs.encode()))
+            if result.profile:
+                files.append(
+                    File(f"profile-{status.submission_id}-{_file_safe(job.device)}.txt", result.profile.encode())
+                )
+    return Reply(content="\n".join(lines), files=tuple(files))
+
+
+def _file_safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def leaderboards_text(boards: Sequence[LeaderboardSummary]) -> str:
+    """``/leaderboard list``: one line per leaderboard with its state, devices and deadline."""
+    if not boards:
+        return "There are no leaderboards yet. An admin creates them with `/admin sync`."
+    lines = ["**Leaderboards**"]
+    for b in boards:
+        if b.paused:
+            state = "⏸️ paused"
+        elif b.is_open:
+            state = f"🟢 open, closes {timestamp(b.deadline)}"
+        else:
+            state = f"🔒 closed {timestamp(b.deadline)}"
+        hidden = " (hidden)" if not b.visible else ""
+        lines.append(
+            f"**{b.name}**{hidden}: {state} · {', '.join(b.devices)} · {b.lang} · "
+            f"{b.submissions} submission{'s' if b.submissions != 1 else ''}"
+        )
+    return "\n".join(lines)
+
+
+def ranking_table(ranking: Ranking, highlight_user: int | None = None) -> str:
+    """One device's ranking as a fixed-width table in a code block."""
+    rule = RANKING_LABELS.get(ranking.ranking_by, ranking.ranking_by)
+    head = f"**{ranking.device}**: {ranking.total} ranked · score = {rule}, lower is better"
+    if not ranking.entries:
+        return f"{head}\nNo ranked submissions yet: be the first with `/leaderboard submit … mode:ranked`."
+    rows = [f"{'#':>3}  {'user':<{NAME_CHARS}}  {'score':>10}  {'id':>6}  submitted"]
+    for e in ranking.entries:
+        mark = "›" if highlight_user is not None and e.user_id == highlight_user else " "
+        rows.append(
+            f"{e.rank:>3}{mark} {safe(e.user_name):<{NAME_CHARS}}  {format_ns(e.score_ns):>10}  "
+            f"{e.submission_id:>6}  {e.submitted_at:%Y-%m-%d %H:%M}"
+        )
+    more = f"\n… and {ranking.total - len(ranking.entries)} more" if ranking.total > len(ranking.entries) else ""
+    return head + "\n```\n" + "\n".join(rows) + "\n```" + more
+
+
+def show_text(name: str, rankings: Sequence[Ranking]) -> str:
+    """``/leaderboard show``: the leaderboard's name, then one table per device."""
+    return "\n".join([f"## {name}", *(ranking_table(r) for r in rankings)])
+
+
+def submissions_text(leaderboard: str, subs: Sequence[SubmissionSummary]) -> str:
+    """``/leaderboard mine``: the user's submissions, newest first, one line per device."""
+    if not subs:
+        return f"You have no submissions on **{leaderboard}** yet."
+    lines = [f"**Your submissions on {leaderboard}** (newest first)"]
+    for s in subs:
+        lines.append(f"**#{s.submission_id}** · `{safe(s.file_name, 40)}` · {s.mode} · {timestamp(s.created_at)}")
+        lines.extend(f"  {job_line(job)}" for job in s.jobs)
+    lines.append("Details of one: `/leaderboard submission ID`.")
+    return "\n".join(lines)
+
+
+def task_reply(task: TaskView) -> Reply:
+    """``/leaderboard task``: the description as an embed, the problem's files attached."""
+    embed = discord.Embed(title=task.name, description=task.description)
+    embed.add_field(name="Devices", value=", ".join(task.devices) or "–")
+    embed.add_field(name="Deadline", value=timestamp(task.deadline, "f"))
+    embed.add_field(name="Score", value=RANKING_LABELS.get(task.ranking_by, task.ranking_by))
+    if task.templates:
+        embed.add_field(
+            name="Templates",
+            value=", ".join(sorted(task.templates)) + f"\n`/leaderboard template {task.name} LANGUAGE`",
+            inline=False,
+        )
+    embed.add_field(name="Cases", value=f"{len(task.tests)} tests, {len(task.benchmarks)} benchmarks", inline=False)
+    files = tuple(File(name.replace("/", "_"), text.encode()) for name, text in sorted(task.files.items()))
+    return Reply(embeds=(embed,), files=files)
+
+
+def queue_text(stats: QueueStats) -> str:
+    """``/admin stats`` (queue part): jobs by device and status, the oldest waiting job, live workers."""
+    lines = ["**Queue**"]
+    if not stats.jobs:
+        lines.append("No jobs.")
+    for device, counts in sorted(stats.jobs.items()):
+        lines.append(f"**{device}**: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    if stats.oldest_queued_at is not None:
+        lines.append(f"Oldest queued job since {timestamp(stats.oldest_queued_at)}")
+    if stats.workers:
+        lines.append(
+            "Workers: "
+            + ", ".join(f"{safe(w.worker_id, 40)} ({', '.join(w.devices) or 'any device'})" for w in stats.workers)
+        )
+    else:
+        lines.append("Workers: **none alive**; start one with `kernelcup worker`.")
+    return "\n".join(lines)
+
+
+def usage_text(usage: UsageStats) -> str:
+    since = f" since {timestamp(usage.since)}" if usage.since else ""
+    lines = [
+        f"**Usage{since}**",
+        f"{usage.submissions} submissions from {usage.users} users; runners busy {usage.runs_seconds / 3600:.1f} h",
+    ]
+    if usage.by_leaderboard:
+        lines.append("By leaderboard: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.by_leaderboard.items())))
+    if usage.by_mode:
+        lines.append("By mode: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.by_mode.items())))
+    return "\n".join(lines)
+
+
+def announcement_text(change: RankChangeView) -> str:
+    """A new #1 or top-3 entry, for the announcement channel."""
+    who = f"<@{change.user_discord_id}>" if change.user_discord_id is not None else f"**{safe(change.user_name, 40)}**"
+    if change.new_rank == 1:
+        headline = f"🏆 New #1 on **{change.leaderboard}** ({change.device})!"
+    else:
+        headline = f"🎉 New top {max(change.new_rank, 3)} on **{change.leaderboard}** ({change.device})"
+    moved = f"from #{change.old_rank} " if change.old_rank is not None else ""
+    text = f"{headline} {who} moves {moved}to #{change.new_rank} with **{format_ns(change.score_ns)}**"
+    if change.previous_score_ns is not None:
+        text += f" (their previous best: {format_ns(change.previous_score_ns)})"
+    return text + f" · submission #{change.submission_id}"

@@ -1,0 +1,29 @@
+"""Shared steps of the bot tests: submitting through the slash command and serving the queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot_fakes import FakeLauncher
+
+from leaderboards.worker import Worker, WorkerSettings
+
+GOOD = b"def custom_kernel(data):\n    return [x + 1 for x in data[0]]\n"
+
+
+async def submit(world: Any, who: Any, *, file: tuple[str, bytes] = ("kernel.py", GOOD), **options: Any) -> Any:
+    options = {"leaderboard": "addone", "mode": "test", "device": "cpu", **options}
+    options = {k: v for k, v in options.items() if v is not None}
+    return await who.slash(world.channel, "leaderboard submit", file=file, **options)
+
+
+async def serve_queue(world: Any, launcher: FakeLauncher | None = None) -> list:
+    """Run a worker until the queue is empty (in the test's task: the bot only watches the database)."""
+    launcher = launcher or FakeLauncher()
+    settings = WorkerSettings(poll_s=0.01, heartbeat_s=1.0, lease_s=30.0, backoff_base_s=0.0)
+    return await Worker(world.service, lambda _device: launcher, settings).run(once=True)
+
+
+def raised(world: Any) -> list[BaseException]:
+    """The errors commands raised on purpose (the tree's handler answered them); SimCord re-raises any left unread."""
+    return [getattr(e, "original", e) for e in world.env.errors]

@@ -1,0 +1,138 @@
+"""SimCord world for the bot: the real service on a SQLite database in a temporary folder, a tiny problem,
+a guild with a channel, a competitor and an admin. Every test drives the bot through discord.py's own
+machinery (SimCord 3.2.1), offline."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import simcord
+
+from bot.client import KernelcupBot
+from bot.settings import BotSettings
+from leaderboards.db import open_database
+from leaderboards.problems import load_problem
+from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
+
+ADMIN_ROLE = "kernelcup-admin"
+STATUS_INTERVAL = 60.0
+"""Longer than SimCord's settle timeout, so a follower parks between polls and tests step it with advance_time."""
+
+TASK_YML = """\
+description: |
+  Add one to every element. Input: data = (x,), a float32 tensor. Return x + 1.
+templates:
+  pytorch: templates/pytorch.py
+tests:
+  - {size: 8, seed: 1}
+  - {size: 16, seed: 2}
+benchmarks:
+  - {size: 1024, seed: 3}
+ranking_by: geom
+"""
+
+REFERENCE = """\
+def generate_input(size, seed):
+    return ([float(i) for i in range(size)],)
+
+
+def ref_kernel(data):
+    return [x + 1 for x in data[0]]
+
+
+def check_implementation(data, output):
+    return output == ref_kernel(data), "mismatch"
+"""
+
+TEMPLATE = "def custom_kernel(data):\n    raise NotImplementedError\n"
+
+PROBLEM_SET = """\
+name: starter
+problems:
+  - directory: addone
+    deadline: 2099-01-01
+    devices: [cpu, H100]
+"""
+
+
+def write_problem(root: Path, name: str = "addone") -> Path:
+    folder = root / name
+    (folder / "templates").mkdir(parents=True)
+    (folder / "task.yml").write_text(TASK_YML)
+    (folder / "reference.py").write_text(REFERENCE)
+    (folder / "templates" / "pytorch.py").write_text(TEMPLATE)
+    return folder
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def problems_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "problems"
+    write_problem(root)
+    (root / "starter.yaml").write_text(PROBLEM_SET)
+    return root
+
+
+@pytest.fixture
+def service(tmp_path: Path, problems_dir: Path) -> LeaderboardService:
+    settings = CoreSettings(data_dir=tmp_path / "data", database_url=None, rate_limit_per_hour=None)
+    svc = LeaderboardService(open_database(settings), settings)
+    svc.create_leaderboard(
+        load_problem(problems_dir / "addone"),
+        name="addone",
+        deadline=datetime.now(UTC) + timedelta(days=30),
+        devices=["cpu", "H100"],
+    )
+    return svc
+
+
+@pytest.fixture
+def bot_settings(problems_dir: Path) -> BotSettings:
+    return BotSettings(
+        token="test-token",
+        guild_id=None,
+        admin_role=ADMIN_ROLE,
+        announce_channel_id=None,
+        status_interval_s=STATUS_INTERVAL,
+        problems_dir=problems_dir,
+        problem_set="starter.yaml",
+        device_peaks={},
+    )
+
+
+@dataclass
+class World:
+    env: simcord.Env
+    bot: KernelcupBot
+    service: LeaderboardService
+    channel: simcord.ChannelHandle
+    alice: simcord.MemberActor
+    bob: simcord.MemberActor
+    admin: simcord.MemberActor
+
+
+@pytest.fixture
+async def world(service: LeaderboardService, bot_settings: BotSettings) -> AsyncIterator[World]:
+    bot = KernelcupBot(service, bot_settings)
+    async with simcord.run(bot) as env:
+        guild = env.create_guild("kernels")
+        channel = guild.create_text_channel("submissions")
+        role = guild.create_role(ADMIN_ROLE)
+        alice = guild.add_member(env.create_user("alice"))
+        bob = guild.add_member(env.create_user("bob"))
+        admin = guild.add_member(env.create_user("root"), roles=[role])
+        yield World(env, bot, service, channel, alice, bob, admin)
+
+
+def source(body: str) -> bytes:
+    return textwrap.dedent(body).encode()

@@ -1,0 +1,174 @@
+"""/leaderboard submit: the answer, the live status message, the final report, and every refusal."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import discord
+import pytest
+from bot_fakes import FakeLauncher, wrong_answer
+from bot_steps import GOOD, raised, serve_queue, submit
+from conftest import STATUS_INTERVAL
+
+from leaderboards.errors import UserError
+from leaderboards.results import UserRef
+
+pytestmark = pytest.mark.anyio
+
+
+def edits_of(world, message_id: int) -> list:
+    return [r for r in world.env.http_requests if r.method == "PATCH" and str(message_id) in r.path]
+
+
+async def test_submit_answers_privately_and_posts_a_public_status(world) -> None:
+    result = await submit(world, world.alice, device="cpu, H100")
+    assert result.ephemeral
+    assert result.response.content.startswith("Submission #1 received")
+    [status] = result.followups
+    assert not status.ephemeral
+    lines = status.content.splitlines()
+    assert lines[0] == "**Submission #1** · `kernel.py` → **addone** · test · by alice"
+    assert lines[1:] == ["⏳ **cpu**: queued (#1 in the queue)", "⏳ **H100**: queued (#1 in the queue)"]
+
+
+async def test_status_follows_the_job_then_shows_the_report(world) -> None:
+    result = await submit(world, world.alice, mode="ranked", device="cpu")
+    [status] = result.followups
+    gate = asyncio.Event()
+    worker = asyncio.create_task(serve_queue(world, FakeLauncher(gate=gate)))
+    for _ in range(500):  # the worker runs in real time beside the simulated Discord
+        jobs = world.service.submission_status(1).jobs
+        if jobs[0].events and jobs[0].events[-1].phase == "testing":
+            break
+        await asyncio.sleep(0.01)
+    await world.env.advance_time(STATUS_INTERVAL)
+    assert status.message.id == result.followups[0].id
+    assert "⚙️ **cpu**: testing: 2 tests" in result.followups[0].content
+
+    gate.set()
+    await worker
+    await world.env.advance_time(STATUS_INTERVAL)
+    report = result.followups[0]
+    text = report.content
+    assert "✅ **cpu**: accepted · score **12.5 µs** · rank **#1** (your best)" in text
+    assert "tests: 2/2 passed" in text
+    assert "✅ bench 1 (size=1024, seed=3): 12.5 µs ± 300 ns (n=100)" in text
+    assert "secret-seed run: passed" in text
+    assert [a.filename for a in report.attachments] == ["logs-1-cpu.txt"]
+    # One edit per change of state (testing, report): polls that saw nothing new edited nothing.
+    assert len(edits_of(world, report.id)) == 2
+    assert world.bot.followers == {}
+
+
+async def test_a_second_poll_without_change_edits_nothing(world) -> None:
+    result = await submit(world, world.alice)
+    await world.env.advance_time(STATUS_INTERVAL * 3)
+    assert edits_of(world, result.followups[0].id) == []
+    assert 1 in world.bot.followers
+
+
+async def test_wrong_answer_report_shows_the_mismatch(world) -> None:
+    result = await submit(world, world.alice)
+    await serve_queue(world, FakeLauncher(wrong_answer))
+    await world.env.advance_time(STATUS_INTERVAL)
+    text = result.followups[0].content
+    assert "❌ **cpu**: wrong answer" in text
+    assert "❌ test 2 (size=16, seed=2): wrong answer: mismatch at [3]: 4.0 != 5.0" in text
+
+
+async def test_speed_of_light_uses_the_device_peak(world) -> None:
+    result = await submit(world, world.alice, mode="benchmark", device="H100")
+    await serve_queue(world)
+    await world.env.advance_time(STATUS_INTERVAL)
+    # 20 MB in 12.5 µs is 1.6 TB/s; the H100's datasheet bandwidth is 3.35 TB/s.
+    assert "48% of speed of light" in result.followups[0].content
+
+
+async def test_all_devices_gives_one_line_per_device(world) -> None:
+    result = await submit(world, world.alice, device="all")
+    await serve_queue(world)
+    await world.env.advance_time(STATUS_INTERVAL)
+    text = result.followups[0].content
+    assert "✅ **cpu**: accepted" in text and "✅ **H100**: accepted" in text
+
+
+async def test_long_report_becomes_a_file(world, monkeypatch) -> None:
+    def chatty(request):
+        from bot_fakes import accepted
+
+        result = accepted(request)
+        return result.model_copy(update={"message": "", "stdout": "x" * 50_000})
+
+    result = await submit(world, world.alice)
+    await serve_queue(world, FakeLauncher(chatty))
+    await world.env.advance_time(STATUS_INTERVAL)
+    report = result.followups[0]
+    assert len(report.content) <= 2000
+    logs = next(a for a in report.attachments if a.filename == "logs-1-cpu.txt")
+    assert "x" * 1000 in (await logs.read()).decode()
+
+
+@pytest.mark.parametrize(
+    ("file", "options", "expected"),
+    [
+        (("kernel.txt", GOOD), {}, "takes Python files (.py); 'kernel.txt' is not one."),
+        (("kernel.py", b"   "), {}, "kernel.py is empty."),
+        (
+            ("kernel.py", GOOD),
+            {"leaderboard": "nope"},
+            "There is no leaderboard named 'nope'. Known leaderboards: addone.",
+        ),
+        (("kernel.py", GOOD), {"device": "TPU"}, "does not run on 'TPU'; choose one of: cpu, H100."),
+        (("kernel.py", GOOD), {"device": None}, "does not run on '(none given)'; choose one of: cpu, H100."),
+    ],
+)
+async def test_mistakes_are_explained_only_to_the_submitter(world, file, options, expected) -> None:
+    result = await submit(world, world.alice, file=file, **options)
+    assert result.ephemeral
+    assert expected in result.response.content
+    assert result.followups == []
+    assert world.service.user_submissions(UserRef("alice", world.alice.id)) == ()
+    assert all(isinstance(e, UserError) for e in raised(world))
+
+
+async def test_file_above_the_size_limit_is_refused_before_download(world, monkeypatch) -> None:
+    downloads = []
+
+    async def read(self, **kwargs):
+        downloads.append(self.filename)
+        return b""
+
+    monkeypatch.setattr(world.service.settings, "max_submission_bytes", 100)
+    monkeypatch.setattr(discord.Attachment, "read", read)
+    result = await submit(world, world.alice, file=("kernel.py", b"#" * 101 + b"\n"))
+    assert result.ephemeral
+    assert "kernel.py is 102 bytes; submissions may be at most 100 bytes." in result.response.content
+    assert downloads == []
+    raised(world)
+
+
+async def test_closed_paused_and_rate_limited_leaderboards(world) -> None:
+    world.service.update_leaderboard("addone", deadline=datetime.now(UTC) - timedelta(hours=1))
+    closed = await submit(world, world.alice)
+    assert "closed on" in closed.response.content and "no longer accepts submissions" in closed.response.content
+
+    world.service.update_leaderboard("addone", deadline=datetime.now(UTC) + timedelta(days=1))
+    world.service.pause("addone")
+    paused = await submit(world, world.alice)
+    assert "is paused by the admins" in paused.response.content
+
+    world.service.resume("addone")
+    world.service.set_rate_limit("addone", 1)
+    assert (await submit(world, world.alice)).followups
+    limited = await submit(world, world.alice)
+    assert limited.ephemeral and limited.followups == []
+    assert "hour" in limited.response.content
+    raised(world)
+
+
+async def test_banned_user_is_told_why(world) -> None:
+    world.service.ban_user(UserRef("alice", world.alice.id), reason="cheating")
+    result = await submit(world, world.alice)
+    assert result.response.content == "You are banned from submitting. Reason: cheating"
+    raised(world)
