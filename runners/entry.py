@@ -47,8 +47,14 @@ from runners.settings import RunnerSettings
 ProgressCallback = Callable[[ProgressEvent], None]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _SUFFIX_RUNTIME = {".py": "py", ".cu": "cu", ".cuh": "cu"}
-_KILL_SIGNALS = {signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error", signal.SIGFPE: "arithmetic fault",
-                 signal.SIGILL: "illegal instruction", signal.SIGABRT: "aborted", signal.SIGKILL: "killed"}
+_KILL_SIGNALS = {
+    signal.SIGSEGV: "segmentation fault",
+    signal.SIGBUS: "bus error",
+    signal.SIGFPE: "arithmetic fault",
+    signal.SIGILL: "illegal instruction",
+    signal.SIGABRT: "aborted",
+    signal.SIGKILL: "killed",
+}
 
 
 class _Rejected(Exception):
@@ -68,16 +74,23 @@ def _check_submission(request: RunRequest) -> tuple[str, str]:
     sub = request.submission
     size = len(sub.content)
     if size > request.limits.max_submission_bytes:
-        raise _Rejected(Verdict.REJECTED, f"{sub.name} is {size:,} bytes; the limit is "
-                                          f"{request.limits.max_submission_bytes:,} bytes")
+        raise _Rejected(
+            Verdict.REJECTED,
+            f"{sub.name} is {size:,} bytes; the limit is {request.limits.max_submission_bytes:,} bytes",
+        )
     suffix = PurePosixPath(sub.name).suffix.lower()
     runtime = _SUFFIX_RUNTIME.get(suffix)
     if runtime is None:
-        raise _Rejected(Verdict.REJECTED, f"{sub.name}: unknown file type {suffix or '(none)'}; submit a .py file "
-                                          "(PyTorch, Triton, inline CUDA) or a .cu file for a CUDA problem")
+        raise _Rejected(
+            Verdict.REJECTED,
+            f"{sub.name}: unknown file type {suffix or '(none)'}; submit a .py file "
+            "(PyTorch, Triton, inline CUDA) or a .cu file for a CUDA problem",
+        )
     if runtime == "cu" and "harness.cu" not in request.files:
-        raise _Rejected(Verdict.REJECTED, f"problem {request.problem} takes Python submissions (custom_kernel in a "
-                                          ".py file), not .cu files")
+        raise _Rejected(
+            Verdict.REJECTED,
+            f"problem {request.problem} takes Python submissions (custom_kernel in a .py file), not .cu files",
+        )
     if b"\x00" in sub.content:
         raise _Rejected(Verdict.REJECTED, f"{sub.name} is not a text file (it contains NUL bytes)")
     try:
@@ -88,8 +101,10 @@ def _check_submission(request: RunRequest) -> tuple[str, str]:
     if not text.strip():
         raise _Rejected(Verdict.REJECTED, f"{sub.name} is empty; start from one of the problem's templates")
     if request.device == "cpu" and (runtime == "cu" or ("load_inline" in text and "cuda_sources" in text)):
-        raise _Rejected(Verdict.NEEDS_CUDA, "this submission needs a CUDA device (it compiles CUDA code); "
-                                            "run it on a GPU runner or with --device cuda")
+        raise _Rejected(
+            Verdict.NEEDS_CUDA,
+            "this submission needs a CUDA device (it compiles CUDA code); run it on a GPU runner or with --device cuda",
+        )
     return runtime, text
 
 
@@ -179,12 +194,19 @@ class _Session:
         return derive_seed(self.request.seed, case, call)
 
 
-def _job_header(request: RunRequest, job_dir: Path, submission: str, runtime: str, profiler: str | None,
-                key: bytes) -> bytes:
+def _job_header(
+    request: RunRequest, job_dir: Path, submission: str, runtime: str, profiler: str | None, key: bytes
+) -> bytes:
     job = {
-        "job_dir": str(job_dir), "mode": request.mode.value, "lang": runtime, "device": request.device,
-        "submission": submission, "tests": request.tests, "benchmarks": request.benchmarks,
-        "timing": request.timing.model_dump(mode="json"), "profiler": profiler,
+        "job_dir": str(job_dir),
+        "mode": request.mode.value,
+        "lang": runtime,
+        "device": request.device,
+        "submission": submission,
+        "tests": request.tests,
+        "benchmarks": request.benchmarks,
+        "timing": request.timing.model_dump(mode="json"),
+        "profiler": profiler,
     }
     return (json.dumps({"job": job, "key": key.hex()}) + "\n").encode()
 
@@ -196,8 +218,20 @@ def _argv(settings: RunnerSettings, request: RunRequest, job_dir: Path) -> tuple
     if request.mode is Mode.PROFILE and request.device != "cpu" and ncu:
         from runners.harness.evaluate import NVTX_RANGE
 
-        wrap = [ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/",
-                "--clock-control", "none", "--print-summary", "per-kernel", "--log-file", str(job_dir / "ncu.log")]
+        wrap = [
+            ncu,
+            "--target-processes",
+            "all",
+            "--nvtx",
+            "--nvtx-include",
+            f"{NVTX_RANGE}/",
+            "--clock-control",
+            "none",
+            "--print-summary",
+            "per-kernel",
+            "--log-file",
+            str(job_dir / "ncu.log"),
+        ]
         return wrap + argv, "ncu"
     return argv, "torch"
 
@@ -227,8 +261,9 @@ def run_request(
     return result
 
 
-def _run(request: RunRequest, on_progress: ProgressCallback | None, settings: RunnerSettings,
-         require_sandbox: bool) -> RunResult:
+def _run(
+    request: RunRequest, on_progress: ProgressCallback | None, settings: RunnerSettings, require_sandbox: bool
+) -> RunResult:
     from runners.sandbox import SandboxSpec, SandboxUnavailable, python_ro_paths, run_sandboxed
 
     if on_progress is not None:
@@ -261,19 +296,28 @@ def _run(request: RunRequest, on_progress: ProgressCallback | None, settings: Ru
         if request.device == "cpu":
             env["CUDA_VISIBLE_DEVICES"] = ""
             env["TRITON_INTERPRET"] = "1"
-        ro = tuple(dict.fromkeys([REPO_ROOT, *python_ro_paths(),
-                                  *[Path(p).resolve() for p in sys.path if p and Path(p).is_dir()]]))
+        ro = tuple(
+            dict.fromkeys(
+                [REPO_ROOT, *python_ro_paths(), *[Path(p).resolve() for p in sys.path if p and Path(p).is_dir()]]
+            )
+        )
         spec = SandboxSpec(
-            argv=argv, workdir=job_dir, env=env,
+            argv=argv,
+            workdir=job_dir,
+            env=env,
             timeout_s=request.limits.compile_timeout_s + request.limits.run_timeout_s,
-            output_cap_bytes=request.limits.output_cap_bytes, memory_mb=request.limits.host_memory_mb,
-            pass_fds=(result_w, control_r), ro_paths=ro, allow_gpu=request.device != "cpu",
+            output_cap_bytes=request.limits.output_cap_bytes,
+            memory_mb=request.limits.host_memory_mb,
+            pass_fds=(result_w, control_r),
+            ro_paths=ro,
+            allow_gpu=request.device != "cpu",
             require_sandbox=require_sandbox,
         )
         session = _Session(request, key, on_progress)
         header = _job_header(request, job_dir, submission, runtime, profiler, key)
-        reader = threading.Thread(target=session.serve, args=(result_r, control_w, header), daemon=True,
-                                  name="kernelcup-result-channel")
+        reader = threading.Thread(
+            target=session.serve, args=(result_r, control_w, header), daemon=True, name="kernelcup-result-channel"
+        )
         reader.start()
         try:
             outcome = run_sandboxed(spec)
@@ -303,8 +347,9 @@ def _run(request: RunRequest, on_progress: ProgressCallback | None, settings: Ru
             shutil.rmtree(job_dir, ignore_errors=True)
 
 
-def _build_result(request: RunRequest, session: _Session, outcome: Any, system: Any,
-                  profile_text: str | None) -> RunResult:
+def _build_result(
+    request: RunRequest, session: _Session, outcome: Any, system: Any, profile_text: str | None
+) -> RunResult:
     system.sandboxed = outcome.sandboxed
     system.sandbox_note = outcome.sandbox_note
     tests: list[TestResult] = []
@@ -322,35 +367,67 @@ def _build_result(request: RunRequest, session: _Session, outcome: Any, system: 
             compile_output = str(f.get("output", ""))
         elif kind == "test":
             i = int(f["index"])
-            tests.append(TestResult(index=i, case=request.tests[i], verdict=Verdict(f["verdict"]),
-                                    message=str(f.get("message", "")), duration_s=float(f.get("duration_s", 0.0))))
+            tests.append(
+                TestResult(
+                    index=i,
+                    case=request.tests[i],
+                    verdict=Verdict(f["verdict"]),
+                    message=str(f.get("message", "")),
+                    duration_s=float(f.get("duration_s", 0.0)),
+                )
+            )
         elif kind == "bench":
             i = int(f["index"])
             samples = [float(x) for x in f.get("samples_ns") or []]
-            benches.append(BenchmarkResult(
-                index=i, case=request.benchmarks[i], verdict=Verdict(f["verdict"]), message=str(f.get("message", "")),
-                stats=stats.timing_stats(samples) if samples else None,
-                bytes_moved=f.get("bytes"), flops=f.get("flops"),
-            ))
+            benches.append(
+                BenchmarkResult(
+                    index=i,
+                    case=request.benchmarks[i],
+                    verdict=Verdict(f["verdict"]),
+                    message=str(f.get("message", "")),
+                    stats=stats.timing_stats(samples) if samples else None,
+                    bytes_moved=f.get("bytes"),
+                    flops=f.get("flops"),
+                )
+            )
         elif kind == "profile":
             profile = (profile + "\n\n" if profile else "") + str(f.get("text", ""))
         elif kind == "fatal":
             fatal = f
             compile_output = str(f.get("compile_output") or compile_output)
 
-    base = dict(mode=request.mode, tests=tests, benchmarks=benches, compile_output=compile_output,
-                stdout=outcome.stdout, stderr=outcome.stderr, stdout_truncated=outcome.stdout_truncated,
-                stderr_truncated=outcome.stderr_truncated, system=system, profile=profile)
+    base = dict(
+        mode=request.mode,
+        tests=tests,
+        benchmarks=benches,
+        compile_output=compile_output,
+        stdout=outcome.stdout,
+        stderr=outcome.stderr,
+        stdout_truncated=outcome.stdout_truncated,
+        stderr_truncated=outcome.stderr_truncated,
+        system=system,
+        profile=profile,
+    )
     if session.tampered:
-        return RunResult(verdict=Verdict.REJECTED, message=f"the result channel was tampered with: {session.tampered}",
-                         **base)
+        return RunResult(
+            verdict=Verdict.REJECTED, message=f"the result channel was tampered with: {session.tampered}", **base
+        )
     if outcome.timed_out:
-        return RunResult(verdict=Verdict.TIMEOUT, message=(
-            f"the run did not finish within {request.limits.compile_timeout_s + request.limits.run_timeout_s:.0f} s "
-            f"(it was {session.phase}); look for an endless loop or a far too slow kernel"), **base)
+        limit = request.limits.compile_timeout_s + request.limits.run_timeout_s
+        return RunResult(
+            verdict=Verdict.TIMEOUT,
+            message=(
+                f"the run did not finish within {limit:.0f} s "
+                f"(it was {session.phase}); look for an endless loop or a far too slow kernel"
+            ),
+            **base,
+        )
     if outcome.out_of_memory:
-        return RunResult(verdict=Verdict.OUT_OF_MEMORY, message=(
-            f"the run used more than {request.limits.host_memory_mb} MB of host memory and was stopped"), **base)
+        return RunResult(
+            verdict=Verdict.OUT_OF_MEMORY,
+            message=(f"the run used more than {request.limits.host_memory_mb} MB of host memory and was stopped"),
+            **base,
+        )
     killed = getattr(outcome, "killed_reason", "")
     if killed and not session.done:
         verdict = Verdict.RUNTIME_ERROR
@@ -363,8 +440,10 @@ def _build_result(request: RunRequest, session: _Session, outcome: Any, system: 
             name = _KILL_SIGNALS.get(outcome.signal, f"signal {outcome.signal}")
             msg = f"the process crashed ({name}, signal {outcome.signal}) while {session.phase}"
         else:
-            msg = (f"the process exited with code {outcome.returncode} while {session.phase}, before the harness "
-                   "finished; a submission must not exit (sys.exit, os._exit) or kill its own process")
+            msg = (
+                f"the process exited with code {outcome.returncode} while {session.phase}, before the harness "
+                "finished; a submission must not exit (sys.exit, os._exit) or kill its own process"
+            )
         return RunResult(verdict=Verdict.RUNTIME_ERROR, message=msg, **base)
 
     verdicts = [t.verdict for t in tests] + [b.verdict for b in benches]
@@ -411,8 +490,10 @@ def main(argv: list[str] | None = None) -> int:
     require = "--require-sandbox" in args
     args = [a for a in args if a != "--require-sandbox"]
     if len(args) != 2:
-        print("usage: python -m runners.entry [--require-sandbox] REQUEST.json RESULT.json  ('-' for stdin/stdout)",
-              file=sys.stderr)
+        print(
+            "usage: python -m runners.entry [--require-sandbox] REQUEST.json RESULT.json  ('-' for stdin/stdout)",
+            file=sys.stderr,
+        )
         return 2
     src, dst = args
     raw = sys.stdin.read() if src == "-" else Path(src).read_text(encoding="utf-8")
@@ -424,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             mode = Mode(json.loads(raw).get("mode", "test"))
         result = RunResult.infrastructure_error(mode, f"the run request is not valid: {exc}")
     else:
+
         def progress(event: ProgressEvent) -> None:
             print(json.dumps({"progress": event.model_dump(mode="json")}), file=sys.stderr, flush=True)
 

@@ -97,17 +97,20 @@ class Evaluation:
         self.speed_of_light = getattr(self.reference, "speed_of_light", None)
         self.sync: Callable[[], None] = torch.cuda.synchronize if self.device == "cuda" else (lambda: None)
         self.timer: timing.CpuTimer | timing.CudaTimer = (
-            timing.CudaTimer(torch) if self.device == "cuda" and self.mode in ("benchmark", "ranked") else
-            timing.CpuTimer()
+            timing.CudaTimer(torch)
+            if self.device == "cuda" and self.mode in ("benchmark", "ranked")
+            else timing.CpuTimer()
         )
         self.snapshot = integrity.Snapshot(integrity.watched_namespaces(torch, {"reference": self.reference}))
         self.modes_before = integrity.modes_active(torch)
-        self.chan.send({
-            "t": "hello",
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda or getattr(torch.version, "hip", None),
-            "gpu": torch.cuda.get_device_name() if self.device == "cuda" else None,
-        })
+        self.chan.send(
+            {
+                "t": "hello",
+                "torch": torch.__version__,
+                "cuda": torch.version.cuda or getattr(torch.version, "hip", None),
+                "gpu": torch.cuda.get_device_name() if self.device == "cuda" else None,
+            }
+        )
 
     def verify(self, output: object = None) -> None:
         self.snapshot.verify()
@@ -127,7 +130,8 @@ class Evaluation:
             self.fn = runtime.load(path)
         except SyntaxError as exc:
             raise Fatal(
-                Verdict.COMPILE_ERROR, f"syntax error in {path.name}, line {exc.lineno}: {exc.msg}",
+                Verdict.COMPILE_ERROR,
+                f"syntax error in {path.name}, line {exc.lineno}: {exc.msg}",
                 compile_output=_trace(exc),
             ) from None
         except languages.CompileError as exc:
@@ -179,16 +183,28 @@ class Evaluation:
             try:
                 out = self.call(data, f"custom_kernel on test {i + 1}")
             except Fatal as f:
-                self.chan.send({"t": "test", "index": i, "verdict": f.verdict, "message": f.message,
-                                "duration_s": time.perf_counter() - t0})
+                self.chan.send(
+                    {
+                        "t": "test",
+                        "index": i,
+                        "verdict": f.verdict,
+                        "message": f.message,
+                        "duration_s": time.perf_counter() - t0,
+                    }
+                )
                 raise
             del data
             ok, message = self.check_output(case, out, f"test {i + 1}")
             all_ok &= ok
-            self.chan.send({
-                "t": "test", "index": i, "verdict": Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER,
-                "message": message, "duration_s": time.perf_counter() - t0,
-            })
+            self.chan.send(
+                {
+                    "t": "test",
+                    "index": i,
+                    "verdict": Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER,
+                    "message": message,
+                    "duration_s": time.perf_counter() - t0,
+                }
+            )
         return all_ok
 
     def run_benchmarks(self, fresh: bool) -> None:
@@ -243,11 +259,20 @@ class Evaluation:
             self.verify()
         except integrity.TamperError as exc:
             raise Fatal(Verdict.REJECTED, f"benchmark {i + 1}: {exc}") from None
-        self.chan.send({
-            "t": "bench", "index": i, "verdict": Verdict.ACCEPTED, "message": result.note,
-            "samples_ns": result.samples_ns, "bytes": sol.get("bytes"), "flops": sol.get("flops"),
-            "warmup_calls": result.warmup_calls, "spin_ns": result.spin_ns, "strict": result.strict,
-        })
+        self.chan.send(
+            {
+                "t": "bench",
+                "index": i,
+                "verdict": Verdict.ACCEPTED,
+                "message": result.note,
+                "samples_ns": result.samples_ns,
+                "bytes": sol.get("bytes"),
+                "flops": sol.get("flops"),
+                "warmup_calls": result.warmup_calls,
+                "spin_ns": result.spin_ns,
+                "strict": result.strict,
+            }
+        )
 
     def run_profile(self) -> None:
         self.progress("profiling", self.job.get("profiler", "torch"))
@@ -296,8 +321,13 @@ def main() -> int:
     except Fatal as f:
         chan.send({"t": "fatal", "verdict": f.verdict, "message": f.message, "compile_output": f.compile_output})
     except BaseException as exc:
-        chan.send({"t": "fatal", "verdict": Verdict.INFRASTRUCTURE_ERROR,
-                   "message": f"the harness failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}"})
+        chan.send(
+            {
+                "t": "fatal",
+                "verdict": Verdict.INFRASTRUCTURE_ERROR,
+                "message": f"the harness failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}",
+            }
+        )
     chan.send({"t": "done"})
     sys.stdout.flush()
     return 0

@@ -34,4 +34,3 @@ def score(medians_ns: Sequence[float], rule: RankingRule) -> float | None:
     if rule is RankingRule.MEAN:
         return math.fsum(medians_ns) / len(medians_ns)
     return math.exp(math.fsum(math.log(max(m, 1e-9)) for m in medians_ns) / len(medians_ns))
-

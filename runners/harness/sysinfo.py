@@ -59,7 +59,9 @@ def gpu_query() -> dict[str, str | int] | None:
     try:
         proc = subprocess.run(
             [smi, "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=_SMI_TIMEOUT_S,
+            capture_output=True,
+            text=True,
+            timeout=_SMI_TIMEOUT_S,
         )
     except (OSError, subprocess.SubprocessError):
         return None
