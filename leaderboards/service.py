@@ -434,9 +434,9 @@ class LeaderboardService:
                 stmt = stmt.where(Leaderboard.visible.is_(True))
             return tuple(self._summary(lb, int(counts.get(lb.id, 0))) for lb in s.scalars(stmt))
 
-    def leaderboard(self, name: str) -> LeaderboardSummary:
+    def leaderboard(self, name: str, *, include_hidden: bool = False) -> LeaderboardSummary:
         with self.db.transaction() as s:
-            lb = self._leaderboard(s, name, include_hidden=False)
+            lb = self._leaderboard(s, name, include_hidden=include_hidden)
             count = s.scalar(
                 select(func.count())
                 .select_from(Submission)

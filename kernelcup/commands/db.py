@@ -1,9 +1,66 @@
-"""`kernelcup db` commands."""
+"""`kernelcup db`: migrate the database and show where it is."""
 
 from __future__ import annotations
 
 import typer
 
+from kernelcup.commands.common import core_settings, print_json, user_errors
+from leaderboards.db import Database, current_revision, head_revision, make_engine, upgrade
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app (filled in by the db work)."""
+    db_app = typer.Typer(help="The database: migrations and status.", no_args_is_help=True)
+    app.add_typer(db_app, name="db")
+
+    @db_app.command("upgrade")
+    def upgrade_cmd(
+        revision: str = typer.Argument("head", help="Target revision (default: the latest)."),
+    ) -> None:
+        """Migrate the database (DATABASE_URL, or the embedded SQLite file) to the latest schema."""
+        with user_errors():
+            settings = core_settings()
+            if settings.database_url is None:
+                settings.resolved_data_dir().mkdir(parents=True, exist_ok=True)
+            db = Database(make_engine(settings.resolved_database_url()))
+            try:
+                before = current_revision(db.engine)
+                upgrade(db.engine, revision)
+                after = current_revision(db.engine)
+            except Exception as exc:  # connection or migration failure: name the database
+                raise typer.BadParameter(
+                    f"could not migrate {db.engine.url.render_as_string(hide_password=True)}: {exc}",
+                    param_hint="DATABASE_URL",
+                ) from None
+            finally:
+                db.dispose()
+            url = db.engine.url.render_as_string(hide_password=True)
+            if before == after:
+                typer.echo(f"{url}: already at revision {after}")
+            else:
+                typer.echo(f"{url}: migrated from {before or 'empty'} to {after}")
+
+    @db_app.command("status")
+    def status_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+        """Show the database URL, its schema revision and the latest one."""
+        with user_errors():
+            settings = core_settings()
+            url = settings.resolved_database_url()
+            db = Database(make_engine(url))
+            try:
+                current = current_revision(db.engine)
+            except Exception as exc:
+                raise typer.BadParameter(f"cannot reach {url}: {exc}", param_hint="DATABASE_URL") from None
+            finally:
+                db.dispose()
+            head = head_revision()
+            info = {
+                "url": db.engine.url.render_as_string(hide_password=True),
+                "revision": current,
+                "latest": head,
+                "up_to_date": current == head,
+            }
+            if json_out:
+                print_json(info)
+                return
+            state = "up to date" if current == head else "behind: run `kernelcup db upgrade`"
+            typer.echo(f"{info['url']}\nrevision {current or 'none'} (latest {head}): {state}")

@@ -1,9 +1,93 @@
-"""`kernelcup leaderboard` commands."""
+"""`kernelcup leaderboard list|show`: the leaderboards and their rankings per device."""
 
 from __future__ import annotations
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernelcup.commands.common import format_ns, format_time, open_service, print_json, user_errors
+from leaderboards.results import LeaderboardSummary, Ranking
+
+
+def _state(lb: LeaderboardSummary) -> str:
+    if not lb.is_open:
+        return "closed"
+    return "paused" if lb.paused else "open"
+
+
+def ranking_table(ranking: Ranking) -> Table:
+    table = Table(title=f"{ranking.leaderboard} on {ranking.device} (ranked by {ranking.ranking_by})")
+    for col, justify in (
+        ("#", "right"),
+        ("user", "left"),
+        ("score", "right"),
+        ("submission", "right"),
+        ("file", "left"),
+        ("submitted", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for e in ranking.entries:
+        table.add_row(
+            str(e.rank),
+            e.user_name,
+            format_ns(e.score_ns),
+            f"#{e.submission_id}",
+            e.file_name,
+            format_time(e.submitted_at),
+        )
+    if not ranking.entries:
+        table.caption = "no ranked submissions yet"
+    elif ranking.total > len(ranking.entries):
+        table.caption = f"top {len(ranking.entries)} of {ranking.total}"
+    return table
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app (filled in by the leaderboard work)."""
+    lb_app = typer.Typer(help="Leaderboards and rankings.", no_args_is_help=True)
+    app.add_typer(lb_app, name="leaderboard")
+
+    @lb_app.command("list")
+    def list_cmd(
+        json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        include_hidden: bool = typer.Option(False, "--all", help="Include hidden leaderboards."),
+    ) -> None:
+        """List the leaderboards with their devices, deadline and state."""
+        with user_errors():
+            boards = open_service().list_leaderboards(include_hidden=include_hidden)
+        if json_out:
+            print_json(boards)
+            return
+        table = Table(title="leaderboards")
+        for col in ("name", "lang", "devices", "deadline", "state", "submissions"):
+            table.add_column(col)
+        for lb in boards:
+            table.add_row(
+                lb.name, lb.lang, ", ".join(lb.devices), format_time(lb.deadline), _state(lb), str(lb.submissions)
+            )
+        if not boards:
+            table.caption = "none yet: run `kernelcup problems sync`"
+        Console().print(table)
+
+    @lb_app.command("show")
+    def show_cmd(
+        name: str = typer.Argument(..., help="The leaderboard."),
+        device: list[str] = typer.Option(None, "--device", "-d", help="Only this device (repeatable)."),
+        limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many places to show per device."),
+        json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Show a leaderboard's ranking on each of its devices (or the ones given)."""
+        with user_errors():
+            service = open_service()
+            lb = service.leaderboard(name)
+            rankings = [service.ranking(name, d, limit) for d in (device or lb.devices)]
+        if json_out:
+            print_json({"leaderboard": lb, "rankings": rankings})
+            return
+        console = Console()
+        console.print(
+            f"[bold]{lb.name}[/bold] ({lb.lang}, {_state(lb)}, deadline {format_time(lb.deadline)})\n"
+            f"{lb.description.strip().splitlines()[0] if lb.description.strip() else ''}"
+        )
+        for ranking in rankings:
+            console.print(ranking_table(ranking))

@@ -1,0 +1,84 @@
+"""What the database-backed commands share: opening the service, showing errors, JSON and time formatting."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+
+from kernelcup.settings import SettingsError, load
+from leaderboards.db import open_database
+from leaderboards.errors import KernelcupError
+from leaderboards.problems import ProblemFormatError
+from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
+
+
+def core_settings() -> CoreSettings:
+    return load(CoreSettings)
+
+
+def open_service(settings: CoreSettings | None = None) -> LeaderboardService:
+    """The service on the configured database (the embedded SQLite one is created and migrated on first use)."""
+    settings = settings or core_settings()
+    return LeaderboardService(open_database(settings), settings)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Show a core, settings or problem-format error as one message on stderr and exit with status 1."""
+    try:
+        yield
+    except (KernelcupError, SettingsError, ProblemFormatError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON values from result dataclasses, pydantic models, datetimes, enums and paths."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", errors="replace")
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    json.dump(jsonable(obj), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def format_ns(ns: float | None) -> str:
+    """A time in the unit that reads best: 812 ns, 12.3 µs, 4.56 ms, 1.23 s."""
+    if ns is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            value = ns / scale
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def format_time(t: datetime | None) -> str:
+    return "-" if t is None else f"{t:%Y-%m-%d %H:%M} UTC"

@@ -1,0 +1,195 @@
+"""Shared test helpers: databases on SQLite and PostgreSQL, problem folders, run results.
+
+The fixtures that use them (``database``, ``service``, parametrised over SQLite and PostgreSQL) live in
+``tests/leaderboards/conftest.py``. Other test folders import these helpers with ``from helpers import ...``
+(pytest puts ``tests/`` on ``sys.path`` because of the root ``conftest.py``) and can reuse the fixtures by
+declaring them in their own conftest the same way.
+
+PostgreSQL: ``KERNELCUP_TEST_POSTGRES_URL`` (default the trust-auth server on 127.0.0.1:5432, database ``test``).
+Each test session works in its own new schema (``kc_test_<pid>_<random>``), dropped at the end, so parallel
+sessions and other helpers' tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import shutil
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import yaml
+from sqlalchemy import create_engine, text
+
+from leaderboards.db import Database, make_engine, upgrade
+from leaderboards.models import Base
+from leaderboards.problems import Problem, load_problem
+from runners.contract import BenchmarkResult, Mode, RunResult, TestResult, TimingStats, Verdict
+
+POSTGRES_URL = os.environ.get("KERNELCUP_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+
+REFERENCE = """\
+def generate_input(size, seed):
+    return list(range(size))
+
+def ref_kernel(data):
+    return data
+
+def check_implementation(data, output):
+    return output == data, ""
+"""
+
+
+@functools.cache
+def postgres_reachable() -> str | None:
+    """None when the test PostgreSQL answers, else why not (used as the skip reason)."""
+    import psycopg2
+
+    url = make_engine(POSTGRES_URL).url
+    try:
+        conn = psycopg2.connect(
+            host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, connect_timeout=3
+        )
+    except psycopg2.Error as exc:
+        return f"PostgreSQL at {url.host}:{url.port} not reachable: {str(exc).strip()}"
+    conn.close()
+    return None
+
+
+def schema_url(schema: str) -> str:
+    """The test PostgreSQL URL with ``search_path`` set to ``schema`` (works for subprocesses via DATABASE_URL)."""
+    sep = "&" if "?" in POSTGRES_URL else "?"
+    return f"{POSTGRES_URL}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+class PostgresSchema:
+    """A fresh schema on the test server, migrated to head; ``truncate`` empties it between tests."""
+
+    def __init__(self) -> None:
+        self.name = f"kc_test_{os.getpid()}_{secrets.token_hex(4)}"
+        self.url = schema_url(self.name)
+
+    def create(self) -> None:
+        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{self.name}"'))
+        admin.dispose()
+        engine = make_engine(self.url)
+        upgrade(engine)
+        engine.dispose()
+
+    def drop(self) -> None:
+        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{self.name}" CASCADE'))
+        admin.dispose()
+
+    def database(self) -> Database:
+        return Database(make_engine(self.url))
+
+    def truncate(self) -> None:
+        engine = make_engine(self.url)
+        tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+        with engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        engine.dispose()
+
+
+def migrated_sqlite_template(directory: Path) -> Path:
+    """A migrated SQLite file to copy for each test (migrating once per session, not once per test)."""
+    path = directory / "template.sqlite3"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()  # closing the last connection checkpoints the WAL into the main file
+    return path
+
+
+def sqlite_database(template: Path, target: Path) -> Database:
+    shutil.copyfile(template, target)
+    return Database(make_engine(f"sqlite:///{target}"))
+
+
+def write_problem(
+    root: Path,
+    name: str = "add",
+    *,
+    tests: Sequence[dict[str, Any]] = ({"size": 3, "seed": 1},),
+    benchmarks: Sequence[dict[str, Any]] = ({"size": 100, "seed": 2}, {"size": 1000, "seed": 3}),
+    reference: str = REFERENCE,
+    ranking_by: str = "geom",
+    description: str = "Add two vectors.",
+    lang: str = "py",
+    templates: dict[str, str] | None = None,
+) -> Path:
+    """Write a small valid problem folder and return its path."""
+    path = root / name
+    (path / "templates").mkdir(parents=True, exist_ok=True)
+    templates = {"pytorch": "def custom_kernel(data):\n    return data\n"} if templates is None else templates
+    task = {
+        "description": description,
+        "lang": lang,
+        "tests": list(tests),
+        "benchmarks": list(benchmarks),
+        "ranking_by": ranking_by,
+        "templates": {label: f"templates/{label}.py" for label in templates},
+    }
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    (path / "reference.py").write_text(reference)
+    for label, content in templates.items():
+        (path / "templates" / f"{label}.py").write_text(content)
+    return path
+
+
+def make_problem(root: Path, name: str = "add", **kwargs: Any) -> Problem:
+    return load_problem(write_problem(root, name, **kwargs))
+
+
+def write_problem_set(root: Path, entries: Sequence[dict[str, Any]], name: str = "test-set") -> Path:
+    file = root / f"{name}.yaml"
+    file.write_text(yaml.safe_dump({"name": name, "problems": list(entries)}, sort_keys=False))
+    return file
+
+
+def future(days: float = 30) -> datetime:
+    return datetime.now(UTC) + timedelta(days=days)
+
+
+def timing(median_ns: float) -> TimingStats:
+    return TimingStats(
+        samples=10,
+        median_ns=median_ns,
+        mean_ns=median_ns,
+        std_ns=median_ns * 0.01,
+        stderr_ns=median_ns * 0.003,
+        min_ns=median_ns * 0.98,
+        max_ns=median_ns * 1.05,
+    )
+
+
+def run_result(
+    medians_ns: Sequence[float] = (1000.0, 2000.0),
+    verdict: Verdict = Verdict.ACCEPTED,
+    mode: Mode = Mode.RANKED,
+    message: str = "",
+) -> RunResult:
+    """A runner's result with one passed test and a benchmark per median (no timings unless accepted)."""
+    passed = verdict is Verdict.ACCEPTED
+    now = datetime.now(UTC)
+    return RunResult(
+        verdict=verdict,
+        mode=mode,
+        message=message,
+        tests=[TestResult(index=0, case={"size": 3}, verdict=verdict)],
+        benchmarks=[
+            BenchmarkResult(index=i, case={"size": 100 * (i + 1)}, verdict=verdict, stats=timing(m) if passed else None)
+            for i, m in enumerate(medians_ns)
+        ]
+        if mode is not Mode.TEST
+        else [],
+        started_at=now - timedelta(seconds=2),
+        finished_at=now,
+    )

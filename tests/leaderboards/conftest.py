@@ -1,0 +1,60 @@
+"""Database fixtures: every test that takes ``database`` (or ``service``) runs on SQLite and on PostgreSQL.
+
+The PostgreSQL variant is skipped when the server is unreachable (it is reachable in CI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import PostgresSchema, migrated_sqlite_template, postgres_reachable, sqlite_database
+
+from leaderboards.db import Database
+from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return migrated_sqlite_template(tmp_path_factory.mktemp("sqlite-template"))
+
+
+@pytest.fixture(scope="session")
+def postgres_schema() -> Iterator[PostgresSchema]:
+    reason = postgres_reachable()
+    if reason:
+        pytest.skip(reason)
+    schema = PostgresSchema()
+    schema.create()
+    yield schema
+    schema.drop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """An empty, migrated database: a fresh SQLite file, or the session's PostgreSQL schema emptied after use."""
+    if request.param == "sqlite":
+        db = sqlite_database(request.getfixturevalue("sqlite_template"), tmp_path / "kernelcup.sqlite3")
+        yield db
+        db.dispose()
+        return
+    schema: PostgresSchema = request.getfixturevalue("postgres_schema")
+    db = schema.database()
+    try:
+        yield db
+    finally:
+        db.dispose()
+        schema.truncate()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> CoreSettings:
+    """Core settings independent of the environment and any .env file."""
+    return CoreSettings(_env_file=None, database_url=None, data_dir=tmp_path / "data", rate_limit_per_hour=None)
+
+
+@pytest.fixture
+def service(database: Database, settings: CoreSettings) -> LeaderboardService:
+    return LeaderboardService(database, settings)

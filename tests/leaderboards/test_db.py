@@ -1,0 +1,156 @@
+"""The schema: migrations agree with the models on both dialects, the embedded database migrates itself, and
+values that differ between dialects (zones, 64-bit ids, JSON) come back as they went in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from helpers import PostgresSchema, postgres_reachable
+from sqlalchemy import inspect, select
+
+from leaderboards.db import Database, current_revision, head_revision, make_engine, open_database, upgrade
+from leaderboards.errors import DatabaseNotReady
+from leaderboards.models import Base, Leaderboard, User
+from leaderboards.settings import CoreSettings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_migrations_match_the_models(database: Database) -> None:
+    with database.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+    assert diff == []
+    assert current_revision(database.engine) == head_revision()
+
+
+def test_downgrade_to_base_and_back(tmp_path: Path) -> None:
+    from alembic import command
+
+    from leaderboards.db import alembic_config
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'x.sqlite3'}")
+    upgrade(engine)
+    command.downgrade(alembic_config(engine), "base")
+    assert set(inspect(engine).get_table_names()) == {"alembic_version"}
+    upgrade(engine)
+    assert "runs" in inspect(engine).get_table_names()
+
+
+def test_embedded_sqlite_is_created_and_migrated_on_first_use(tmp_path: Path) -> None:
+    settings = CoreSettings(_env_file=None, database_url=None, data_dir=tmp_path / "nested" / "data")
+    db = open_database(settings)
+    assert Path(settings.resolved_data_dir() / "kernelcup.sqlite3").is_file()
+    assert current_revision(db.engine) == head_revision()
+    db.dispose()
+    open_database(settings).dispose()  # the second open finds it current and does nothing
+
+
+def test_default_data_dir_is_the_users_data_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("KERNELCUP_DATA_DIR", raising=False)
+    settings = CoreSettings(_env_file=None)
+    if sys.platform.startswith("linux"):
+        assert settings.resolved_data_dir() == tmp_path / "kernelcup"
+    assert settings.resolved_database_url().startswith("sqlite:///")
+    monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg2://u@h/db")
+    assert CoreSettings(_env_file=None).resolved_database_url() == "postgresql+psycopg2://u@h/db"
+
+
+@pytest.mark.postgres
+def test_postgres_behind_head_is_refused_with_the_command_to_run() -> None:
+    reason = postgres_reachable()
+    if reason:
+        pytest.skip(reason)
+    schema = PostgresSchema()
+    from helpers import POSTGRES_URL
+    from sqlalchemy import create_engine, text
+
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema.name}"'))
+    admin.dispose()
+    try:
+        settings = CoreSettings(_env_file=None, database_url=schema.url)
+        with pytest.raises(DatabaseNotReady, match="kernelcup db upgrade"):
+            open_database(settings)
+        env = {"DATABASE_URL": schema.url, "PATH": "/usr/bin:/bin"}
+        done = subprocess.run(
+            [sys.executable, "-m", "kernelcup.cli", "db", "upgrade"],
+            cwd="/",
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "migrated from empty to" in done.stdout
+        open_database(settings).dispose()
+    finally:
+        schema.drop()
+
+
+def test_unreachable_database_names_the_setting(tmp_path: Path) -> None:
+    settings = CoreSettings(_env_file=None, database_url=f"sqlite:///{tmp_path}/missing/dir/x.sqlite3")
+    with pytest.raises(DatabaseNotReady, match="Check DATABASE_URL"):
+        open_database(settings)
+
+
+def test_db_upgrade_works_from_any_directory(tmp_path: Path) -> None:
+    env = {"KERNELCUP_DATA_DIR": str(tmp_path / "d"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    run = [sys.executable, "-m", "kernelcup.cli", "db"]
+    done = subprocess.run([*run, "upgrade"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"migrated from empty to {head_revision()}" in done.stdout
+    again = subprocess.run([*run, "status"], cwd="/", env=env, capture_output=True, text=True, timeout=120)
+    assert "up to date" in again.stdout, again.stderr
+
+
+def test_dialect_sensitive_values_round_trip(database: Database) -> None:
+    snowflake = 2**63 - 1
+    deadline = datetime(2031, 5, 6, 7, 8, 9, tzinfo=timezone(timedelta(hours=2)))
+    task = {"files": {"reference.py": "x = 'é'"}, "nested": [1, 2.5, True, None]}
+    with database.transaction() as s:
+        s.add(User(identity=f"discord:{snowflake}", discord_id=snowflake, name="n"))
+        s.add(
+            Leaderboard(
+                name="lb",
+                deadline=deadline,
+                task=task,
+                lang="py",
+                devices=["cpu"],
+                ranking_by="geom",
+                secret_seed=2**62,
+                fingerprint="f" * 64,
+            )
+        )
+    with database.transaction() as s:
+        user = s.scalar(select(User))
+        lb = s.scalar(select(Leaderboard))
+        assert user is not None and lb is not None
+        assert user.discord_id == snowflake and not user.is_banned
+        assert lb.deadline == deadline and lb.deadline.tzinfo is UTC
+        assert lb.task == task and lb.devices == ["cpu"] and lb.visible and not lb.paused
+        assert lb.created_at.tzinfo is UTC and abs(lb.created_at - datetime.now(UTC)) < timedelta(minutes=5)
+
+
+def test_naive_datetimes_are_refused(database: Database) -> None:
+    with pytest.raises(Exception, match="naive datetime"), database.transaction() as s:
+        s.add(
+            Leaderboard(
+                name="lb",
+                deadline=datetime(2031, 1, 1),
+                task={},
+                lang="py",
+                devices=[],
+                ranking_by="geom",
+                secret_seed=1,
+                fingerprint="",
+            )
+        )

@@ -1,0 +1,165 @@
+"""`kernelcup problems validate|sync` and `kernelcup leaderboard list|show`, through the real CLI and database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import write_problem, write_problem_set
+from typer.testing import CliRunner
+
+from kernelcup.cli import build_app
+from leaderboards.db import Database
+from leaderboards.results import UserRef
+from leaderboards.service import LeaderboardService
+from leaderboards.sync import SyncAction, sync_problem_set, validate_path
+
+DEADLINE = "2031-01-01T00:00:00"
+
+
+@pytest.fixture
+def cli(database: Database, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Run `kernelcup ...` against the test database; returns (exit code, stdout, stderr)."""
+    monkeypatch.setenv("DATABASE_URL", database.engine.url.render_as_string(hide_password=False))
+    monkeypatch.chdir(tmp_path)  # no .env from the repository
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        result = CliRunner().invoke(build_app(), list(args))
+        if result.exception and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke
+
+
+@pytest.fixture
+def problem_set(tmp_path: Path) -> Path:
+    write_problem(tmp_path / "problems", "add")
+    write_problem(tmp_path / "problems", "scale", description="Scale a vector.")
+    return write_problem_set(
+        tmp_path / "problems",
+        [
+            {"directory": "add", "deadline": DEADLINE, "devices": ["cpu", "H100"]},
+            {"directory": "scale", "name": "scale-v1", "deadline": DEADLINE, "devices": ["cpu"]},
+        ],
+        name="starter",
+    )
+
+
+def edit_task(problem_dir: Path, **changes: object) -> None:
+    task_file = problem_dir / "task.yml"
+    task = yaml.safe_load(task_file.read_text())
+    task.update(changes)
+    task_file.write_text(yaml.safe_dump(task))
+
+
+def test_validate_reports_every_error_with_file_and_field(tmp_path: Path, cli) -> None:
+    root = tmp_path / "problems"
+    write_problem(root, "good")
+    bad = write_problem(root, "bad")
+    edit_task(bad, benchmarks=[], tset=[1])
+    (bad / "reference.py").write_text("def ref_kernel(d): pass\n")
+    write_problem_set(root, [{"directory": "good", "deadline": "soon", "devices": []}], name="set")
+    code, out, err = cli("problems", "validate", str(root))
+    assert code == 1
+    assert f"{bad}/task.yml: benchmarks: List should have at least 1 item" in err
+    assert f"{bad}/task.yml: tset: unknown field" in err
+    assert f"{root}/set.yaml: problems.0.deadline:" in err
+    assert f"{root}/set.yaml: problems.0.devices: List should have at least 1 item" in err
+    assert "error(s)" in err
+    code, out, _ = cli("problems", "validate", str(root / "good"))
+    assert code == 0 and "ok: 1 problem(s), 0 problem set(s)" in out
+    code, out, _ = cli("problems", "validate", str(root / "good"), "--json")
+    assert code == 0 and json.loads(out)["issues"] == []
+    code, _, err = cli("problems", "validate", str(tmp_path / "nowhere"))
+    assert code == 1 and "no such file or folder" in err
+
+
+def test_validate_the_repository_problems_folder_reports_problems_by_file() -> None:
+    report = validate_path(Path(__file__).resolve().parents[2] / "problems")
+    for issue in report.issues:  # whatever state the library is in, every issue names a file
+        assert issue.file
+
+
+def test_sync_creates_then_leaves_unchanged(problem_set: Path, cli) -> None:
+    code, out, _ = cli("problems", "sync", str(problem_set), "--json")
+    assert code == 0
+    assert [(i["leaderboard"], i["action"]) for i in json.loads(out)] == [("add", "created"), ("scale-v1", "created")]
+    code, out, _ = cli("problems", "sync", str(problem_set), "--json")
+    assert [i["action"] for i in json.loads(out)] == ["unchanged", "unchanged"]
+    code, out, _ = cli("leaderboard", "list", "--json")
+    boards = {b["name"]: b for b in json.loads(out)}
+    assert boards["add"]["devices"] == ["cpu", "H100"] and boards["add"]["deadline"] == "2031-01-01T00:00:00+00:00"
+    assert boards["scale-v1"]["description"] == "Scale a vector."
+    code, out, _ = cli("leaderboard", "list")
+    assert code == 0 and "scale-v1" in out and "open" in out
+
+
+def test_tests_description_deadline_change_freely_but_benchmarks_need_force(
+    problem_set: Path, cli, database: Database
+) -> None:
+    cli("problems", "sync", str(problem_set))
+    service = LeaderboardService(database)
+    r = service.submit(UserRef("a"), "s.py", b"x = 1\n", "scale-v1")
+    from helpers import run_result
+
+    service.record_run(r.jobs[0].job_id, run_result())
+    service.record_run(r.jobs[0].job_id, run_result(), secret=True)
+    assert len(service.ranking("scale-v1").entries) == 1
+
+    add, scale = problem_set.parent / "add", problem_set.parent / "scale"
+    edit_task(add, tests=[{"size": 1, "seed": 5}, {"size": 7, "seed": 6}], description="Add, better explained.")
+    edit_task(scale, benchmarks=[{"size": 123, "seed": 1}])
+    code, out, err = cli("problems", "sync", str(problem_set))
+    assert code == 1
+    assert "scale-v1" in err and "--force" in err and "needs --force" in out and "benchmark cases changed" in out
+    assert service.task("add").description == "Add, better explained." and len(service.task("add").tests) == 2
+    assert len(service.task("scale-v1").benchmarks) == 2  # refused one left as it was
+    assert len(service.ranking("scale-v1").entries) == 1
+
+    (scale / "reference.py").write_text((scale / "reference.py").read_text() + "\n# tweak\n")
+    items = sync_problem_set(service, problem_set)
+    (refused,) = [i for i in items if i.action is SyncAction.NEEDS_FORCE]
+    assert refused.reasons == ("reference files changed: reference.py", "benchmark cases changed")
+
+    code, out, _ = cli("problems", "sync", str(problem_set), "--force", "--json")
+    assert code == 0
+    forced = {i["leaderboard"]: i for i in json.loads(out)}["scale-v1"]
+    assert forced["action"] == "updated" and forced["ranking_reset"] is True
+    assert service.ranking("scale-v1").entries == () and service.task("scale-v1").benchmarks == (
+        {"size": 123, "seed": 1},
+    )
+
+
+def test_sync_refuses_an_invalid_set_without_touching_the_database(problem_set: Path, cli) -> None:
+    edit_task(problem_set.parent / "add", lang="rust")
+    code, _, err = cli("problems", "sync", str(problem_set))
+    assert code == 1 and "add/task.yml: lang:" in err
+    code, out, _ = cli("leaderboard", "list", "--json")
+    assert json.loads(out) == []
+
+
+def test_leaderboard_show_ranks_per_device(problem_set: Path, cli, database: Database) -> None:
+    from helpers import run_result
+
+    cli("problems", "sync", str(problem_set))
+    service = LeaderboardService(database)
+    for user, median in (("slow", 3_000_000.0), ("fast", 1500.0)):
+        r = service.submit(UserRef(user), "s.py", f"# {user}\n".encode(), "add", ["H100"])
+        service.record_run(r.jobs[0].job_id, run_result([median, median]))
+        service.record_run(r.jobs[0].job_id, run_result([median, median]), secret=True)
+    code, out, _ = cli("leaderboard", "show", "add", "--json")
+    assert code == 0
+    data = json.loads(out)
+    by_device = {r["device"]: r for r in data["rankings"]}
+    assert by_device["cpu"]["entries"] == []
+    assert [e["user_name"] for e in by_device["H100"]["entries"]] == ["fast", "slow"]
+    assert "secret_seed" not in out
+    code, out, _ = cli("leaderboard", "show", "add", "--device", "h100")
+    assert code == 0 and "fast" in out and "1.5 µs" in out and "3 ms" in out and "cpu" not in out.split("\n", 2)[2]
+    code, _, err = cli("leaderboard", "show", "add", "--device", "TPU")
+    assert code == 1 and "does not run on 'TPU'" in err
+    code, _, err = cli("leaderboard", "show", "nope")
+    assert code == 1 and "no leaderboard named 'nope'" in err
