@@ -47,6 +47,8 @@ class KernelcupBot(discord.Client):
         self.peak_for = peak_lookup(parse_peaks(settings.device_peaks))
         self._background = list(background)
         self._tasks: list[asyncio.Task[Any]] = []
+        self._served: list[asyncio.Task[Any]] = []
+        """The tasks of ``background`` (the in-process worker), awaited on a graceful stop."""
         self.followers: dict[int, asyncio.Task[None]] = {}
         """Live status followers by submission id (one per submission, even if asked twice)."""
 
@@ -66,13 +68,18 @@ class KernelcupBot(discord.Client):
         if self.settings.announce_channel_id is not None:
             self._start(announce_loop(self), "announcements")
         for factory in self._background:
-            self._start(factory(), getattr(factory, "__name__", "background"))
+            self._served.append(self._start(factory(), getattr(factory, "__name__", "background")))
 
-    def _start(self, coro: Awaitable[Any], name: str) -> None:
+    def _start(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
         task.set_name(f"kernelcup-{name}")
         task.add_done_callback(_log_crash)
         self._tasks.append(task)
+        return task
+
+    async def background_done(self) -> None:
+        """Wait until the ``background`` tasks (the in-process worker) have ended, e.g. after their stop event."""
+        await asyncio.gather(*self._served, return_exceptions=True)
 
     def follow(self, submission_id: int, coro: Awaitable[None]) -> asyncio.Task[None]:
         """Run a status follower for ``submission_id`` unless one already runs."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings
 
 from kernelcup.settings import layer_config
@@ -53,3 +53,11 @@ class BotSettings(BaseSettings):
     )
     problem_set: str = Field(default="starter.yaml", description="The problem set /admin sync uses by default.")
     leaderboard_rows: int = Field(default=10, ge=1, le=25, description="Rows per device in /leaderboard show.")
+
+    @field_validator("device_peaks")
+    @classmethod
+    def _peaks_parse(cls, value: dict[str, str]) -> dict[str, str]:
+        from bot.peaks import parse_peaks
+
+        parse_peaks(value)  # a ValueError names the device and the expected form
+        return value

@@ -1,9 +1,59 @@
-"""`kernelcup bot` commands."""
+"""`kernelcup bot`: the Discord bot, with a worker in the same process unless ``--no-worker``."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app (filled in by the bot work)."""
+    @app.command("bot")
+    def bot_cmd(
+        no_worker: bool = typer.Option(
+            False, "--no-worker", help="Only the bot: separate `kernelcup worker` processes serve the queue."
+        ),
+        launcher: str = typer.Option(
+            "routed",
+            "--launcher",
+            help="The in-process worker's launchers: 'routed' (KERNELCUP_ROUTES, default *=local) or 'local'.",
+        ),
+        device: list[str] = typer.Option(
+            [], "--device", "-d", help="The in-process worker serves only this device (repeatable); default: all."
+        ),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    ) -> None:
+        """Run the Discord bot (DISCORD_TOKEN) until stopped; SIGINT/SIGTERM stop it gracefully."""
+        from bot.run import BotStartError, run_bot
+        from bot.settings import BotSettings
+        from kernelcup.commands.common import user_errors
+        from kernelcup.commands.worker import setup_logging
+        from kernelcup.settings import SettingsError, load
+        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, open_platform
+        from leaderboards.worker import WorkerSettings
+
+        if launcher not in LAUNCHER_CHOICES:
+            raise typer.BadParameter(f"choose one of: {', '.join(LAUNCHER_CHOICES)}", param_hint="--launcher")
+        setup_logging(verbose)
+        with user_errors():
+            # Everything that can be wrong before Discord is asked: the token's presence, the worker's settings,
+            # the database. Each ends the command at once with a message naming what to fix.
+            settings = load(BotSettings)
+            worker_settings = None if no_worker else load(WorkerSettings)
+            with open_platform() as platform:
+                worker = None
+                if worker_settings is not None:
+                    try:
+                        worker = build_worker(platform, devices=device, launcher=launcher, settings=worker_settings)
+                    except ValueError as exc:  # routing settings
+                        raise SettingsError(str(exc)) from None
+                logging.getLogger(__name__).info(
+                    "starting the Discord bot%s (database %s)",
+                    "" if worker is None else f" with an in-process worker ({launcher} launchers)",
+                    platform.db.engine.url.render_as_string(hide_password=True),
+                )
+                try:
+                    asyncio.run(run_bot(platform.service, settings, worker=worker))
+                except BotStartError as exc:
+                    raise SettingsError(str(exc)) from None
