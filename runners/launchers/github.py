@@ -1,0 +1,375 @@
+"""The GitHub Actions launcher: dispatches ``.github/workflows/kernelcup-run.yml`` to a self-hosted runner.
+
+How one run goes:
+
+1. The request is compressed (``runners.payload``) into the dispatch inputs with its sha256 and a nonce
+   that this launcher makes up. A request too large for a dispatch (65,535 characters of inputs in all)
+   is refused with that limit in the message (verdict ``rejected``, not retried): the job that runs user
+   code holds no token, so it cannot fetch a larger request from anywhere that needs one.
+2. ``nonce`` is stored on the job *before* dispatching, and the run id as soon as it is known. The dispatch
+   asks GitHub for the run's id (``return_run_details``); where the API does not give it, the run is found
+   by its name, ``kernelcup run <nonce>`` (the workflow's ``run-name``): never by guessing among the newest.
+3. Polls the run with growing intervals: bounded while queued (``GITHUB_QUEUE_TIMEOUT_S``) and while
+   running (the request's limits plus ``GITHUB_SETUP_MARGIN_S``); past a bound it cancels the run.
+4. Downloads the ``kernelcup-result-<nonce>`` artifact, checks the zip and validates ``result.json`` as a
+   ``RunResult``.
+
+A restarted worker re-attaches through ``job.remote_ref`` (``github:OWNER/NAME:run:ID:NONCE``, or
+``...:nonce:NONCE`` when it died between storing the nonce and learning the run id). Every PyGithub call
+runs in a bounded daemon thread (``call_blocking``) and is retried a few times on 5xx, rate limits and
+network errors; everything else that goes wrong is a ``LauncherError`` (the worker retries, bounded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import math
+import secrets
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import requests
+from github import Auth, Github, GithubException, RateLimitExceededException
+from github.GithubException import BadCredentialsException, UnknownObjectException
+from pydantic import ValidationError
+
+from runners import payload
+from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
+from runners.launchers.base import JobHandle, LauncherError
+from runners.launchers.blocking import CallTimeout, call_blocking
+from runners.remote_settings import GithubSettings
+
+T = TypeVar("T")
+
+MAX_DISPATCH_INPUT_CHARS = 65_535
+"""GitHub's limit on a workflow_dispatch payload: all input values together."""
+RUN_NAME_PREFIX = "kernelcup run "
+ARTIFACT_PREFIX = "kernelcup-result-"
+RESULT_FILE = "result.json"
+PENDING_STATUSES = frozenset({"queued", "waiting", "pending", "requested"})
+RETRY_BASE_S = 1.0
+"""Back-off of a retried API call: 2, 4, 8... times this, at most 30 s."""
+
+
+@dataclass(frozen=True)
+class RunState:
+    id: int
+    status: str
+    conclusion: str | None
+    html_url: str
+
+
+def _state(run: Any) -> RunState:
+    return RunState(id=run.id, status=run.status, conclusion=run.conclusion, html_url=run.html_url)
+
+
+class GithubLauncher:
+    """Runs requests through the dispatch workflow on self-hosted runners with ``labels`` (``a+b``)."""
+
+    def __init__(self, settings: GithubSettings, labels: str) -> None:
+        self.settings = settings
+        self.labels = [label for label in labels.split("+") if label]
+        if not self.labels:
+            raise ValueError("a GitHub route needs a runner label, e.g. github:gpu-nvidia")
+        self.name = f"github:{labels}"
+        self._github: Github | None = None
+
+    # -- the Launcher protocol -------------------------------------------------------------------
+
+    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
+        repo_name = self._require()
+        prefix = f"github:{repo_name}:"
+        run_id: int | None = None
+        nonce: str | None = None
+        ref = job.remote_ref
+        if ref and ref.startswith(prefix):
+            kind, _, rest = ref.removeprefix(prefix).partition(":")
+            if kind == "run":
+                raw_id, _, nonce = rest.partition(":")
+                run_id = int(raw_id)
+            elif kind == "nonce":
+                nonce = rest
+                run_id = await self._find_run(nonce, self.settings.find_run_timeout_s)
+        if run_id is not None:
+            await job.progress(ProgressEvent(phase=Phase.QUEUED, detail=f"re-attached to GitHub run {run_id}"))
+        else:
+            nonce = nonce or secrets.token_hex(8)
+            try:
+                inputs = self.dispatch_inputs(request, nonce)
+            except ValueError as exc:
+                return RunResult(verdict=Verdict.REJECTED, mode=request.mode, message=str(exc))
+            await job.set_remote_ref(f"{prefix}nonce:{nonce}")
+            run_id = await self._dispatch(inputs)
+            if run_id is None:
+                run_id = await self._find_run(nonce, self.settings.find_run_timeout_s)
+            if run_id is None:
+                raise LauncherError(
+                    f"dispatched the workflow but no run named {RUN_NAME_PREFIX}{nonce} appeared within "
+                    f"{self.settings.find_run_timeout_s:g} s"
+                )
+            await job.set_remote_ref(f"{prefix}run:{run_id}:{nonce}")
+            await job.progress(ProgressEvent(phase=Phase.QUEUED, detail=f"waiting for a runner ({self.name})"))
+        state = await self._wait(run_id, request, job)
+        result = await self._fetch_result(state, nonce)
+        await job.progress(ProgressEvent(phase=Phase.DONE, detail=result.verdict.label))
+        return result
+
+    async def check(self) -> str:
+        repo_name = self._require()
+        once = dict(attempts=1, limit_s=self.settings.check_timeout_s)
+        repo = self._client().get_repo(repo_name)
+        workflow = repo.get_workflow(self.settings.workflow)
+        state = await self._api(lambda: workflow.state, f"reading workflow {self.settings.workflow}", **once)
+        if state != "active":
+            raise LauncherError(f"workflow {self.settings.workflow} in {repo_name} is {state}: enable it on GitHub")
+        try:
+            runners = await self._api(lambda: self._runners(repo_name), "listing self-hosted runners", **once)
+        except LauncherError as exc:
+            return f"workflow {self.settings.workflow} in {repo_name} is active (runners not listed: {exc})"
+        wanted = {label.casefold() for label in self.labels}
+        online = [
+            r for r in runners if r["status"] == "online" and wanted <= {x["name"].casefold() for x in r["labels"]}
+        ]
+        if not online:
+            raise LauncherError(f"no self-hosted runner with labels {'+'.join(self.labels)} is online in {repo_name}")
+        return f"workflow {self.settings.workflow} in {repo_name} is active; {len(online)} runner(s) online"
+
+    # -- inputs -----------------------------------------------------------------------------------
+
+    def run_budget_s(self, request: RunRequest) -> float:
+        return request.limits.compile_timeout_s + request.limits.run_timeout_s + self.settings.setup_margin_s
+
+    def dispatch_inputs(self, request: RunRequest, nonce: str) -> dict[str, str]:
+        """The workflow's inputs; ``ValueError`` with the limit when the request cannot travel in them."""
+        raw = request.model_dump_json().encode()
+        inputs = {
+            "run_id": nonce,
+            "runner_labels": json.dumps(["self-hosted", *self.labels]),
+            "timeout_minutes": str(math.ceil(self.run_budget_s(request) / 60)),
+            "request_sha256": payload.digest(raw),
+            "request": payload.encode(raw),
+        }
+        size = sum(len(value) for value in inputs.values())
+        if size > MAX_DISPATCH_INPUT_CHARS:
+            raise ValueError(
+                f"this submission is too large for the GitHub runner: compressed, the run request takes {size:,} "
+                f"characters and a workflow dispatch carries at most {MAX_DISPATCH_INPUT_CHARS:,}; "
+                "make the file smaller, or ask for a device served by another runner"
+            )
+        return inputs
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def _require(self) -> str:
+        if self.settings.token is None:
+            raise LauncherError("GITHUB_TOKEN is not set (a token with actions:write on GITHUB_REPO)")
+        if not self.settings.repo:
+            raise LauncherError("GITHUB_REPO is not set (owner/name of the repository with the workflow)")
+        return self.settings.repo
+
+    def _client(self) -> Github:
+        if self._github is None:
+            assert self.settings.token is not None
+            self._github = Github(
+                auth=Auth.Token(self.settings.token.get_secret_value()),
+                base_url=self.settings.api_url,
+                timeout=max(1, math.ceil(self.settings.http_timeout_s)),
+                retry=None,  # retried here, with bounds; PyGithub's default sleeps out rate limits unbounded
+                seconds_between_requests=None,
+                seconds_between_writes=None,
+                per_page=50,
+                lazy=True,
+            )
+        return self._github
+
+    def _workflow(self) -> Any:
+        return self._client().get_repo(self._require()).get_workflow(self.settings.workflow)
+
+    def _runners(self, repo_name: str) -> list[dict[str, Any]]:
+        _, data = self._client().requester.requestJsonAndCheck("GET", f"/repos/{repo_name}/actions/runners")
+        return list(data.get("runners", []))
+
+    async def _dispatch(self, inputs: dict[str, str]) -> int | None:
+        workflow = self._workflow()
+        answer = await self._api(
+            lambda: workflow.create_dispatch(self.settings.ref, inputs, throw=True, return_run_details=True),
+            f"dispatching {self.settings.workflow}",
+            attempts=1,  # a dispatch that may have landed is never sent twice; the nonce search finds it
+        )
+        run_id = getattr(answer, "id", None)
+        return int(run_id) if run_id is not None else None
+
+    async def _find_run(self, nonce: str, limit_s: float) -> int | None:
+        """The id of the run named for ``nonce``, or None if none appears within ``limit_s`` seconds."""
+        workflow = self._workflow()
+        since = (datetime.now(UTC) - timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        title = RUN_NAME_PREFIX + nonce
+
+        def look() -> int | None:
+            runs = workflow.get_runs(event="workflow_dispatch", created=f">={since}")
+            for run in runs.get_page(0):
+                if run.display_title == title:
+                    return int(run.id)
+            return None
+
+        deadline = time.monotonic() + limit_s
+        interval = min(2.0, self.settings.poll_min_s)
+        while True:
+            found = await self._api(look, "looking for the dispatched run")
+            if found is not None or time.monotonic() + interval > deadline:
+                return found
+            await asyncio.sleep(interval)
+            interval = min(interval * 1.5, self.settings.poll_max_s)
+
+    async def _wait(self, run_id: int, request: RunRequest, job: JobHandle) -> RunState:
+        repo = self._client().get_repo(self._require())
+        queued_until = time.monotonic() + self.settings.queue_timeout_s
+        running_until: float | None = None
+        interval = self.settings.poll_min_s
+        while True:
+            state = await self._api(lambda: _state(repo.get_workflow_run(run_id)), f"reading run {run_id}")
+            if state.status == "completed":
+                return state
+            now = time.monotonic()
+            if state.status in PENDING_STATUSES:
+                if running_until is None and now > queued_until:
+                    await self._cancel(run_id)
+                    raise LauncherError(
+                        f"no self-hosted runner with labels {'+'.join(self.labels)} took GitHub run {run_id} "
+                        f"within {self.settings.queue_timeout_s:g} s; cancelled it ({state.html_url})"
+                    )
+            elif running_until is None:
+                running_until = now + self.run_budget_s(request)
+                await job.progress(ProgressEvent(phase=Phase.STARTING, detail=f"running on GitHub: {state.html_url}"))
+            if running_until is not None and now > running_until:
+                await self._cancel(run_id)
+                raise LauncherError(
+                    f"GitHub run {run_id} did not finish within {self.run_budget_s(request):g} s; "
+                    f"cancelled it ({state.html_url})"
+                )
+            await asyncio.sleep(interval)
+            interval = min(interval * 1.5, self.settings.poll_max_s)
+
+    async def _cancel(self, run_id: int) -> None:
+        repo = self._client().get_repo(self._require())
+        with contextlib.suppress(LauncherError):  # best effort: the job's own timeout-minutes ends it anyway
+            await self._api(lambda: repo.get_workflow_run(run_id).cancel(), f"cancelling run {run_id}", attempts=2)
+
+    async def _fetch_result(self, state: RunState, nonce: str | None) -> RunResult:
+        if state.conclusion == "cancelled":
+            raise LauncherError(f"GitHub run {state.id} was cancelled ({state.html_url})")
+        repo = self._client().get_repo(self._require())
+        wanted = ARTIFACT_PREFIX + nonce if nonce else None
+
+        def artifacts() -> list[tuple[str, str, int, bool]]:
+            found = repo.get_workflow_run(state.id).get_artifacts().get_page(0)
+            return [(a.name, a.archive_download_url, a.size_in_bytes, a.expired) for a in found]
+
+        listed = await self._api(artifacts, f"listing the artifacts of run {state.id}")
+        matches = [a for a in listed if (a[0] == wanted if wanted else a[0].startswith(ARTIFACT_PREFIX))]
+        if not matches:
+            raise LauncherError(
+                f"GitHub run {state.id} ended ({state.conclusion}) without a result artifact ({state.html_url})"
+            )
+        name, url, size, expired = matches[0]
+        if expired:
+            raise LauncherError(f"the result artifact of GitHub run {state.id} has expired")
+        if size > self.settings.max_result_bytes:
+            raise LauncherError(f"the result artifact of GitHub run {state.id} is {size} bytes, over the cap")
+        blob = await self._api(lambda: self._download(url), f"downloading {name}")
+        return self._parse(blob, state.id)
+
+    def _download(self, url: str) -> bytes:
+        """The artifact zip. GitHub answers 302 to blob storage on another domain (Azure), which PyGithub's
+        requester refuses to follow; the redirect is followed here, without the token."""
+        cap = self.settings.max_result_bytes
+        timeout = self.settings.http_timeout_s
+        assert self.settings.token is not None
+        token = self.settings.token.get_secret_value()
+        auth = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
+        with requests.Session() as session:
+            session.trust_env = False  # no .netrc credentials sent anywhere
+            answer = session.get(url, headers=auth, allow_redirects=False, timeout=timeout)
+            if answer.is_redirect and answer.headers.get("Location"):
+                answer = session.get(answer.headers["Location"], allow_redirects=True, stream=True, timeout=timeout)
+            if answer.status_code >= 400:
+                raise GithubException(answer.status_code, {"message": answer.text[:200]}, dict(answer.headers))
+            data = bytearray()
+            for chunk in answer.iter_content(chunk_size=64 * 1024):
+                data += chunk
+                if len(data) > cap:
+                    raise LauncherError(f"the result artifact is over {cap} bytes, the cap (GITHUB_MAX_RESULT_BYTES)")
+            return bytes(data)
+
+    def _parse(self, blob: bytes, run_id: int) -> RunResult:
+        try:
+            with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+                info = archive.getinfo(RESULT_FILE)
+                if info.file_size > self.settings.max_result_bytes:
+                    raise LauncherError(f"{RESULT_FILE} of GitHub run {run_id} inflates beyond the cap")
+                text = archive.read(info)
+        except KeyError:
+            raise LauncherError(f"the result artifact of GitHub run {run_id} holds no {RESULT_FILE}") from None
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
+            raise LauncherError(f"the result artifact of GitHub run {run_id} is corrupt: {exc}") from None
+        try:
+            return RunResult.model_validate_json(text)
+        except ValidationError as exc:
+            raise LauncherError(
+                f"GitHub run {run_id} returned a malformed result ({exc.error_count()} errors)"
+            ) from None
+
+    # -- one API call, bounded and retried ---------------------------------------------------------
+
+    async def _api(
+        self, fn: Callable[[], T], what: str, *, attempts: int | None = None, limit_s: float | None = None
+    ) -> T:
+        tries = attempts or self.settings.api_attempts
+        bound = limit_s or (2 * self.settings.http_timeout_s + 5)
+        for attempt in range(1, tries + 1):
+            try:
+                return await call_blocking(fn, limit_s=bound, what=f"GitHub ({what})")
+            except BadCredentialsException:
+                raise LauncherError("GitHub rejected GITHUB_TOKEN (401): is it expired or revoked?") from None
+            except RateLimitExceededException as exc:
+                wait = _rate_limit_wait(exc)
+                if attempt == tries or wait > self.settings.max_rate_limit_wait_s:
+                    raise LauncherError(f"GitHub rate limit while {what}; it resets in {wait:.0f} s") from None
+            except UnknownObjectException:
+                raise LauncherError(
+                    f"GitHub answered 404 while {what}: check GITHUB_REPO={self.settings.repo}, "
+                    f"GITHUB_WORKFLOW={self.settings.workflow} and that GITHUB_TOKEN can see them"
+                ) from None
+            except GithubException as exc:
+                if exc.status < 500 or attempt == tries:
+                    raise LauncherError(f"GitHub answered {exc.status} while {what}: {_message(exc)}") from None
+                wait = min(RETRY_BASE_S * 2.0**attempt, 30.0)
+            except (CallTimeout, requests.RequestException) as exc:
+                if attempt == tries:
+                    raise LauncherError(f"could not reach GitHub while {what}: {exc}") from None
+                wait = min(RETRY_BASE_S * 2.0**attempt, 30.0)
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
+
+
+def _rate_limit_wait(exc: GithubException) -> float:
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    if "retry-after" in headers:
+        return float(headers["retry-after"])
+    if "x-ratelimit-reset" in headers:
+        return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
+    return 60.0
+
+
+def _message(exc: GithubException) -> str:
+    data = exc.data
+    if isinstance(data, dict) and data.get("message"):
+        return str(data["message"])
+    return str(data or exc)

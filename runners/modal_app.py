@@ -1,0 +1,165 @@
+"""The Modal app that runs submissions on Modal's GPUs. Deploy it with ``modal deploy runners/modal_app.py``.
+
+One function per GPU type, each asking for exactly that GPU (``H100!`` keeps Modal from upgrading an H100
+request to an H200, so an H100 leaderboard never gets H200 timings). Each function runs the same code as
+every other launcher, ``python -m runners.entry REQUEST.json RESULT.json``, in a fresh container
+(``single_use_containers``: a hostile submission cannot leave anything behind for the next one) with no
+network and no Modal API access. The launcher (``runners/launchers/modal.py``) sets each call's time limit
+from the request, above the entry point's own limit that it passes in.
+
+Modal needs the app and its functions at module level (``modal deploy`` imports this file); building them
+only describes the image and the functions, nothing is contacted until a deploy.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import modal
+
+APP_NAME = os.environ.get("MODAL_APP_NAME", "kernelcup-runners")
+
+GPUS: dict[str, str] = {
+    "T4": "T4",
+    "L4": "L4",
+    "A100": "A100-40GB",
+    "A100-80GB": "A100-80GB",
+    "H100": "H100!",
+    "H200": "H200",
+    "B200": "B200",
+}
+"""Device name (as routes and leaderboards spell it) -> Modal's GPU string, exact: no automatic upgrades."""
+
+CUDA_BASE_IMAGE = "nvidia/cuda:12.8.1-devel-ubuntu24.04"  # nvcc; CUDA 12.8 is the first with sm_100 (B200)
+PYTHON_VERSION = "3.12"
+TORCH_SPEC = "torch==2.8.0"  # brings triton==3.4.0
+TORCH_INDEX_URL = "https://download.pytorch.org/whl/cu128"
+CUTLASS_REF = "v4.1.0"  # CUTLASS and CuTe headers
+THUNDERKITTENS_REF = os.environ.get("KERNELCUP_THUNDERKITTENS_REF", "main")
+MAX_FUNCTION_TIMEOUT_S = 3 * 3600
+"""The deployed ceiling; each call asks for less through ``with_options(timeout=...)``."""
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RUNNERS_DIR = REPO_ROOT / "runners"
+REQUIREMENTS = RUNNERS_DIR / "remote-requirements.txt"
+REMOTE_ROOT = "/root"
+
+
+def function_name(device: str) -> str:
+    return "run_" + device.lower().replace("-", "_")
+
+
+def build_image() -> modal.Image:
+    """The GPU image: CUDA toolkit, PyTorch + Triton, CUTLASS/CuTe and ThunderKittens headers, the runner."""
+    include = ":".join(
+        [
+            "/opt/cutlass/include",
+            "/opt/cutlass/tools/util/include",
+            "/opt/ThunderKittens/include",
+            "/opt/ThunderKittens",
+        ]
+    )
+    return (
+        modal.Image.from_registry(CUDA_BASE_IMAGE, add_python=PYTHON_VERSION)
+        .apt_install("git", "build-essential", "ninja-build", "bubblewrap")
+        .pip_install(TORCH_SPEC, index_url=TORCH_INDEX_URL)
+        .pip_install_from_requirements(str(REQUIREMENTS))
+        .run_commands(
+            f"git clone --depth 1 --branch {CUTLASS_REF} https://github.com/NVIDIA/cutlass.git /opt/cutlass",
+            f"git clone --depth 1 --branch {THUNDERKITTENS_REF} https://github.com/HazyResearch/ThunderKittens.git"
+            " /opt/ThunderKittens",
+            "git -C /opt/ThunderKittens rev-parse HEAD > /opt/ThunderKittens/REVISION",
+        )
+        .env(
+            {
+                "CUTLASS_PATH": "/opt/cutlass",
+                "THUNDERKITTENS_ROOT": "/opt/ThunderKittens",
+                "CPLUS_INCLUDE_PATH": include,
+                "PYTHONPATH": REMOTE_ROOT,
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        # Last, so that changing the runner code does not rebuild the layers above.
+        .add_local_dir(RUNNERS_DIR, f"{REMOTE_ROOT}/runners", ignore=["**/__pycache__", "**/*.pyc"])
+    )
+
+
+def run_entry(
+    request_json: str, entry_timeout_s: float, *, python: str = sys.executable, cwd: str | None = None
+) -> str:
+    """Run ``python -m runners.entry`` on one request and return the result JSON it wrote.
+
+    The entry point bounds the submission itself; ``entry_timeout_s`` bounds the entry point. A crash or an
+    overrun without a result raises, which the launcher turns into an infrastructure failure (retried).
+    """
+    with tempfile.TemporaryDirectory(prefix="kernelcup-") as tmp:
+        request_path, result_path = Path(tmp, "request.json"), Path(tmp, "result.json")
+        request_path.write_text(request_json, encoding="utf-8")
+        try:
+            done = subprocess.run(
+                [python, "-m", "runners.entry", str(request_path), str(result_path)],
+                cwd=cwd or REMOTE_ROOT,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=entry_timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"the runner entry point overran its {entry_timeout_s:g} s limit") from None
+        if result_path.is_file():
+            return result_path.read_text(encoding="utf-8")
+        tail = done.stderr[-4000:]
+        raise RuntimeError(f"the runner entry point exited {done.returncode} without a result: {tail}")
+
+
+app = modal.App(APP_NAME)
+_image = build_image()
+_options = dict(
+    image=_image,
+    timeout=MAX_FUNCTION_TIMEOUT_S,
+    single_use_containers=True,
+    block_network=True,
+    restrict_modal_access=True,
+    retries=0,
+)
+
+
+@app.function(gpu=GPUS["T4"], **_options)
+def run_t4(request_json: str, entry_timeout_s: float) -> str:
+    return run_entry(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["L4"], **_options)
+def run_l4(request_json: str, entry_timeout_s: float) -> str:
+    return run_entry(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["A100"], **_options)
+def run_a100(request_json: str, entry_timeout_s: float) -> str:
+    return run_entry(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["A100-80GB"], **_options)
+def run_a100_80gb(request_json: str, entry_timeout_s: float) -> str:
+    return run_entry(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["H100"], **_options)
+def run_h100(request_json: str, entry_timeout_s: float) -> str:
+    return run_entry(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["H200"], **_options)
+def run_h200(request_json: str, entry_timeout_s: float) -> str:
+    return run_entry(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["B200"], **_options)
+def run_b200(request_json: str, entry_timeout_s: float) -> str:
+    return run_entry(request_json, entry_timeout_s)
