@@ -1,0 +1,83 @@
+"""conv2d: a 2-D convolution of fp32 NCHW input with KCRS weights, stride 1, no padding, no bias."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+# Allowed error of y[n, k, p, q]: 2**-20 * |y| plus TOLERANCE * 2**-11 * sqrt(sum of (x * w)^2 over the
+# window), 2**-11 being TF32's rounding of an input. Measured (CPU emulation): TF32 inputs err by at most 2.7
+# units, bf16 inputs (4x coarser) by 15-22; 8 sits between (tests/problems/test_checks.py keeps both sides).
+TOLERANCE = 8
+
+
+def _device() -> torch.device:
+    """Where inputs live: the harness's default device if it set one, else CUDA when present, else the CPU."""
+    default = torch.get_default_device()
+    if default.type != "cpu" or not torch.cuda.is_available():
+        return default
+    return torch.device("cuda")
+def generate_input(
+    batch: int, channels: int, height: int, width: int, out_channels: int, kernel_size: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    device = _device()
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(batch, channels, height, width, device=device, dtype=torch.float32, generator=gen)
+    w = torch.randn(out_channels, channels, kernel_size, kernel_size, device=device, dtype=torch.float32, generator=gen)
+    return x, w / (channels * kernel_size * kernel_size) ** 0.5
+
+
+def _conv(x: torch.Tensor, w: torch.Tensor, tf32: bool) -> torch.Tensor:
+    if x.is_cuda:
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
+            return F.conv2d(x, w)
+    return F.conv2d(x, w)
+
+
+def ref_kernel(data: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    x, w = data
+    return _conv(x, w, tf32=False)
+
+
+def check_implementation(data: tuple[torch.Tensor, torch.Tensor], output: object) -> tuple[bool, str]:
+    x, w = data
+    expected = _conv(x, w, tf32=False)
+    spread = _conv(x.square(), w.square(), tf32=True).clamp_min(0).sqrt()
+    return _compare(output, expected, torch.float32, atol=TOLERANCE * 2**-11 * spread, rtol=2**-20)
+
+
+def speed_of_light(
+    batch: int, channels: int, height: int, width: int, out_channels: int, kernel_size: int, **_: object
+) -> dict[str, int]:
+    out_h, out_w = height - kernel_size + 1, width - kernel_size + 1
+    x_bytes = 4 * batch * channels * height * width
+    w_bytes = 4 * out_channels * channels * kernel_size * kernel_size
+    y_bytes = 4 * batch * out_channels * out_h * out_w
+    flops = 2 * batch * out_channels * out_h * out_w * channels * kernel_size * kernel_size
+    return {"bytes": x_bytes + w_bytes + y_bytes, "flops": flops}
+
+
+def _compare(
+    output: object, expected: torch.Tensor, dtype: torch.dtype, atol: float | torch.Tensor, rtol: float
+) -> tuple[bool, str]:
+    """Elementwise |output - expected| <= atol + rtol * |expected|; the message names the first mismatch."""
+    if not isinstance(output, torch.Tensor):
+        return False, f"expected a torch.Tensor, got {type(output).__name__}"
+    if output.shape != expected.shape:
+        return False, f"output shape {tuple(output.shape)}, expected {tuple(expected.shape)}"
+    if output.dtype != dtype:
+        return False, f"output dtype {output.dtype}, expected {dtype}"
+    if output.device != expected.device:
+        return False, f"output is on {output.device}, expected {expected.device}"
+    got = output.to(expected.dtype)
+    allowed = atol + rtol * expected.abs()
+    bad = ~((got - expected).abs() <= allowed)  # NaN compares false, so it counts as wrong
+    count = int(bad.sum())
+    if count == 0:
+        return True, ""
+    first = bad.flatten().to(torch.uint8).argmax()
+    at = tuple(int(i) for i in torch.unravel_index(first, bad.shape))
+    return False, (
+        f"{count} of {expected.numel()} elements differ; first at {at}: got {got[at].item():.7g}, "
+        f"expected {expected[at].item():.7g} (allowed error {allowed[at].item():.3g})"
+    )

@@ -1,0 +1,7 @@
+# Starter for sort in plain PyTorch: make it faster, keep it correct.
+import torch
+
+
+def custom_kernel(data: tuple[torch.Tensor]) -> torch.Tensor:
+    (x,) = data
+    return torch.sort(x).values

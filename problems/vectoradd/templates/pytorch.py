@@ -1,0 +1,7 @@
+# Starter for vectoradd in plain PyTorch: make it faster, keep it correct.
+import torch
+
+
+def custom_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    a, b, out = data
+    return torch.add(a, b, out=out)
