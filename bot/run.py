@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot.client import KernelcupBot
+from bot.client import Background, KernelcupBot
 from bot.settings import BotSettings
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def start_error(exc: BaseException) -> BotStartError | None:
     return None
 
 
-def queue_server(worker: Worker, stop: asyncio.Event):  # noqa: ANN201 - a Background factory
+def queue_server(worker: Worker, stop: asyncio.Event) -> Background:
     """The in-process worker as a background task of the bot; ``stop`` ends it gracefully."""
 
     async def serve_queue() -> None:
@@ -71,12 +71,14 @@ async def run_bot(service: LeaderboardService, settings: BotSettings, *, worker:
             await asyncio.wait_for(bot.background_done(), timeout=grace + 5.0)
         await bot.close()
 
+    stopping: list[asyncio.Task[None]] = []  # a reference, so the stopping task is not garbage-collected
+
     def on_signal() -> None:
-        if stop.is_set():
-            loop.create_task(bot.close())
+        if stop.is_set():  # a second signal: stop now (the worker's jobs go back to the queue)
+            stopping.append(loop.create_task(bot.close()))
             return
         log.info("stopping: the worker finishes its jobs (up to %.0f s), then the bot logs out", grace)
-        loop.create_task(shutdown())
+        stopping.append(loop.create_task(shutdown()))
 
     handled = []
     for sig in (signal.SIGINT, signal.SIGTERM):

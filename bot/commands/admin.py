@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 
 from bot.calls import bot_of, call, user_ref
-from bot.commands.leaderboard import leaderboard_autocomplete, parse_devices
+from bot.commands.leaderboard import MAX_CHOICES, parse_devices
 from bot.limits import Reply
 from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
@@ -30,15 +30,27 @@ def has_admin_role(member: discord.abc.User, role: str) -> bool:
 
 
 async def is_admin(interaction: discord.Interaction) -> bool:
+    """The group's check: admins pass; anyone else gets a polite refusal (``Refused``) and nothing happens."""
     role = bot_of(interaction).settings.admin_role
-    allowed = interaction.guild is not None and has_admin_role(interaction.user, role)
-    if interaction.type is discord.InteractionType.autocomplete:
-        return allowed  # no suggestions for others; a refusal message is for the command itself
     if interaction.guild is None:
         raise Refused("Admin commands work in the server, not in direct messages.")
     if not has_admin_role(interaction.user, role):
         raise Refused(f"Sorry, only members with the **{role}** role can use admin commands. Nothing was changed.")
     return True
+
+
+async def admin_leaderboard_autocomplete(
+    interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[str]]:
+    """Every leaderboard, hidden ones too, for admins; nothing for anyone else (discord.py runs no group check
+    before autocomplete, so the role is checked here)."""
+    bot = bot_of(interaction)
+    if interaction.guild is None or not has_admin_role(interaction.user, bot.settings.admin_role):
+        return []
+    boards = await call(bot.service.list_leaderboards, include_hidden=True)
+    current = current.lower()
+    names = sorted(b.name for b in boards if current in b.name.lower())
+    return [app_commands.Choice(name=n, value=n) for n in names[:MAX_CHOICES]]
 
 
 def actor(interaction: discord.Interaction) -> str:
@@ -150,7 +162,7 @@ class AdminCommands(app_commands.Group):
         visible="Show it in /leaderboard list",
         force="Apply a problem change that makes old scores incomparable (the ranking starts over)",
     )
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
     async def update(
         self,
         interaction: discord.Interaction,
@@ -184,7 +196,7 @@ class AdminCommands(app_commands.Group):
 
     @app_commands.command(name="delete", description="Delete a leaderboard with all its submissions")
     @app_commands.describe(confirm="Type the leaderboard's name again to confirm")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
     async def delete(self, interaction: discord.Interaction, leaderboard: str, confirm: str) -> None:
         await defer(interaction)
         if confirm != leaderboard:
@@ -193,14 +205,14 @@ class AdminCommands(app_commands.Group):
         await send(interaction, Reply(content=f"Deleted **{leaderboard}** and all its submissions."))
 
     @app_commands.command(name="pause", description="Stop accepting submissions to a leaderboard")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
     async def pause(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
         await call(bot_of(interaction).service.pause, leaderboard, actor=actor(interaction))
         await send(interaction, Reply(content=f"**{leaderboard}** is paused: new submissions are refused."))
 
     @app_commands.command(name="resume", description="Accept submissions to a paused leaderboard again")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
     async def resume(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
         await call(bot_of(interaction).service.resume, leaderboard, actor=actor(interaction))
@@ -226,7 +238,7 @@ class AdminCommands(app_commands.Group):
 
     @app_commands.command(name="rate-limit", description="Submissions per user per hour on a leaderboard")
     @app_commands.describe(per_hour="Submissions per hour; leave out to use the server-wide default")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
     async def rate_limit(
         self,
         interaction: discord.Interaction,

@@ -1,7 +1,8 @@
-"""A launcher for the bot's tests: derives a result from the request without running anything.
+"""Results for the bot's tests, served by the project's fake launcher (``runners.launchers.fake.FakeLauncher``).
 
-It follows the Launcher protocol of ``runners/launchers/base.py``; ``gate`` holds a run after its
-progress events so a test can look at the live status while the job is under way.
+The responders here add what a report shows and the default responder leaves out (bytes moved for the speed
+of light, program output for the logs attachment). ``held`` holds a run at its testing phase so that a test
+can look at the live status message while the job is under way.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from runners.contract import (
     Verdict,
 )
 from runners.launchers.base import JobHandle
+from runners.launchers.fake import FakeLauncher
 
 MEDIAN_NS = 12_500.0
+PROGRESS = (ProgressEvent(phase=Phase.COMPILING), ProgressEvent(phase=Phase.TESTING, detail="2 tests"))
 
 
 def accepted(request: RunRequest, median_ns: float = MEDIAN_NS) -> RunResult:
@@ -49,6 +52,7 @@ def accepted(request: RunRequest, median_ns: float = MEDIAN_NS) -> RunResult:
         benchmarks=benches,
         score_ns=median_ns if benches else None,
         stdout="hello from the kernel\n",
+        profile="kernel  time  occupancy\nadd_one 12us 87%\n" if request.mode == "profile" else None,
         started_at=now,
         finished_at=now,
     )
@@ -62,21 +66,49 @@ def wrong_answer(request: RunRequest) -> RunResult:
     return RunResult(verdict=Verdict.WRONG_ANSWER, mode=request.mode, message="test 2 failed", tests=tests)
 
 
-class FakeLauncher:
-    name = "fake"
+def compile_error(request: RunRequest) -> RunResult:
+    return RunResult(
+        verdict=Verdict.COMPILE_ERROR,
+        mode=request.mode,
+        message="kernel.py could not be imported",
+        compile_output="  File \"kernel.py\", line 2\n    return [x + 1 for x in data[0]\nSyntaxError: '[' was never closed\n",
+    )
 
-    def __init__(self, make=accepted, *, gate: asyncio.Event | None = None) -> None:
-        self.make = make
+
+def launcher(respond=accepted) -> FakeLauncher:
+    return FakeLauncher(respond, progress=PROGRESS)
+
+
+class _HeldJob:
+    """A job handle that stops the run at its testing phase until ``gate`` is set."""
+
+    def __init__(self, job: JobHandle, gate: asyncio.Event) -> None:
+        self._job = job
+        self._gate = gate
+
+    @property
+    def remote_ref(self) -> str | None:
+        return self._job.remote_ref
+
+    async def set_remote_ref(self, ref: str) -> None:
+        await self._job.set_remote_ref(ref)
+
+    async def progress(self, event: ProgressEvent) -> None:
+        await self._job.progress(event)
+        if event.phase is Phase.TESTING:
+            await self._gate.wait()
+
+
+class HeldLauncher:
+    """``FakeLauncher`` whose runs wait at the testing phase for ``gate``."""
+
+    def __init__(self, gate: asyncio.Event, respond=accepted) -> None:
+        self.inner = launcher(respond)
+        self.name = self.inner.name
         self.gate = gate
-        self.requests: list[RunRequest] = []
 
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-        self.requests.append(request)
-        await job.progress(ProgressEvent(phase=Phase.COMPILING))
-        await job.progress(ProgressEvent(phase=Phase.TESTING, detail=f"{len(request.tests)} tests"))
-        if self.gate is not None:
-            await self.gate.wait()
-        return self.make(request)
+        return await self.inner.run(request, _HeldJob(job, self.gate))
 
     async def check(self) -> str:
-        return "fake launcher: ready"
+        return await self.inner.check()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot_fakes import FakeLauncher
+from bot_fakes import launcher as fake_launcher
 
 from leaderboards.worker import Worker, WorkerSettings
 
@@ -17,9 +17,9 @@ async def submit(world: Any, who: Any, *, file: tuple[str, bytes] = ("kernel.py"
     return await who.slash(world.channel, "leaderboard submit", file=file, **options)
 
 
-async def serve_queue(world: Any, launcher: FakeLauncher | None = None) -> list:
+async def serve_queue(world: Any, launcher: Any = None) -> list:
     """Run a worker until the queue is empty (in the test's task: the bot only watches the database)."""
-    launcher = launcher or FakeLauncher()
+    launcher = launcher or fake_launcher()
     settings = WorkerSettings(poll_s=0.01, heartbeat_s=1.0, lease_s=30.0, backoff_base_s=0.0)
     return await Worker(world.service, lambda _device: launcher, settings).run(once=True)
 

@@ -119,6 +119,8 @@ class World:
     alice: simcord.MemberActor
     bob: simcord.MemberActor
     admin: simcord.MemberActor
+    admin_role: simcord.RoleHandle
+    guild: simcord.GuildHandle
 
 
 @pytest.fixture
@@ -131,7 +133,7 @@ async def world(service: LeaderboardService, bot_settings: BotSettings) -> Async
         alice = guild.add_member(env.create_user("alice"))
         bob = guild.add_member(env.create_user("bob"))
         admin = guild.add_member(env.create_user("root"), roles=[role])
-        yield World(env, bot, service, channel, alice, bob, admin)
+        yield World(env, bot, service, channel, alice, bob, admin, role, guild)
 
 
 def source(body: str) -> bytes:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from bot_fakes import FakeLauncher, accepted
+from bot_fakes import accepted, launcher
 from bot_steps import GOOD, raised, serve_queue
 
 from bot.replies import NOT_YOUR_FAULT
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.anyio
 async def ranked(world, member, median_ns: float) -> int:
     """A ranked submission of ``member`` on cpu, served by the queue, scoring ``median_ns``."""
     receipt = world.service.submit(UserRef(member.name, member.id), "kernel.py", GOOD, "addone", ["cpu"], "ranked")
-    await serve_queue(world, FakeLauncher(lambda r: accepted(r, median_ns)))
+    await serve_queue(world, launcher(lambda r: accepted(r, median_ns)))
     return receipt.submission_id
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import discord
 import pytest
-from bot_fakes import FakeLauncher, wrong_answer
+from bot_fakes import HeldLauncher, launcher, wrong_answer
 from bot_steps import GOOD, raised, serve_queue, submit
 from conftest import STATUS_INTERVAL
 
@@ -36,7 +36,7 @@ async def test_status_follows_the_job_then_shows_the_report(world) -> None:
     result = await submit(world, world.alice, mode="ranked", device="cpu")
     [status] = result.followups
     gate = asyncio.Event()
-    worker = asyncio.create_task(serve_queue(world, FakeLauncher(gate=gate)))
+    worker = asyncio.create_task(serve_queue(world, HeldLauncher(gate)))
     for _ in range(500):  # the worker runs in real time beside the simulated Discord
         jobs = world.service.submission_status(1).jobs
         if jobs[0].events and jobs[0].events[-1].phase == "testing":
@@ -70,7 +70,7 @@ async def test_a_second_poll_without_change_edits_nothing(world) -> None:
 
 async def test_wrong_answer_report_shows_the_mismatch(world) -> None:
     result = await submit(world, world.alice)
-    await serve_queue(world, FakeLauncher(wrong_answer))
+    await serve_queue(world, launcher(wrong_answer))
     await world.env.advance_time(STATUS_INTERVAL)
     text = result.followups[0].content
     assert "❌ **cpu**: wrong answer" in text
@@ -101,7 +101,7 @@ async def test_long_report_becomes_a_file(world, monkeypatch) -> None:
         return result.model_copy(update={"message": "", "stdout": "x" * 50_000})
 
     result = await submit(world, world.alice)
-    await serve_queue(world, FakeLauncher(chatty))
+    await serve_queue(world, launcher(chatty))
     await world.env.advance_time(STATUS_INTERVAL)
     report = result.followups[0]
     assert len(report.content) <= 2000
