@@ -8,11 +8,25 @@ container (Modal) and a self-hosted runner that may be busy with another job (Gi
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from runners.launchers.base import LauncherError
+
 ENV_FILE = ".env"
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load_settings(model: type[S]) -> S:
+    """Build ``model`` from the environment, or raise ``LauncherError`` naming each bad variable."""
+    try:
+        return model()
+    except ValidationError as exc:
+        prefix = str(model.model_config.get("env_prefix", "") or "")
+        bad = "; ".join(f"{prefix}{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        raise LauncherError(f"invalid setting {bad}") from None
 
 
 def _config(prefix: str) -> SettingsConfigDict:

@@ -181,15 +181,15 @@ def build_router(
 
     def default_modal(route: Route) -> Launcher:
         from runners.launchers.modal import ModalLauncher
-        from runners.remote_settings import ModalSettings
+        from runners.remote_settings import ModalSettings, load_settings
 
-        return ModalLauncher(ModalSettings(), gpu=route.target)
+        return ModalLauncher(load_settings(ModalSettings), gpu=route.target)
 
     def default_github(route: Route) -> Launcher:
         from runners.launchers.github import GithubLauncher
-        from runners.remote_settings import GithubSettings
+        from runners.remote_settings import GithubSettings, load_settings
 
-        return GithubLauncher(GithubSettings(), labels=route.target)
+        return GithubLauncher(load_settings(GithubSettings), labels=route.target)
 
     return Router(
         routes=settings.table,

@@ -27,6 +27,7 @@ import contextlib
 import io
 import json
 import math
+import re
 import secrets
 import time
 import zipfile
@@ -80,6 +81,12 @@ class GithubLauncher:
             raise ValueError("a GitHub route needs a runner label, e.g. github:gpu-nvidia")
         self.name = f"github:{labels}"
         self._github: Github | None = None
+
+    @property
+    def wait_margin_s(self) -> float:
+        """The longest this launcher waits beyond a request's compile + run limits (finding, queue, set-up)."""
+        s = self.settings
+        return s.find_run_timeout_s + s.queue_timeout_s + s.setup_margin_s
 
     # -- the Launcher protocol -------------------------------------------------------------------
 
@@ -353,7 +360,7 @@ class GithubLauncher:
                 wait = min(RETRY_BASE_S * 2.0**attempt, 30.0)
             except (CallTimeout, requests.RequestException) as exc:
                 if attempt == tries:
-                    raise LauncherError(f"could not reach GitHub while {what}: {exc}") from None
+                    raise LauncherError(f"could not reach GitHub while {what}: {_net_reason(exc)}") from None
                 wait = min(RETRY_BASE_S * 2.0**attempt, 30.0)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")
@@ -366,6 +373,13 @@ def _rate_limit_wait(exc: GithubException) -> float:
     if "x-ratelimit-reset" in headers:
         return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
     return 60.0
+
+
+def _net_reason(exc: Exception) -> str:
+    """The useful end of a network error (requests nests the OS reason deep inside its message)."""
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\] ([^)\"']+)", text)
+    return f"{type(exc).__name__}: {found.group(1).strip()}" if found else text[:300]
 
 
 def _message(exc: GithubException) -> str:

@@ -76,6 +76,11 @@ class ModalLauncher:
         self.name = f"modal:{self.gpu}"
         self.function_name = function_name(self.gpu)
 
+    @property
+    def wait_margin_s(self) -> float:
+        """The longest this launcher waits beyond a request's compile + run limits (cold start, rounding)."""
+        return ENTRY_MARGIN_S + FUNCTION_MARGIN_S + TIMEOUT_STEP_S + self.settings.startup_margin_s
+
     # -- the Launcher protocol -------------------------------------------------------------------
 
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
