@@ -71,7 +71,9 @@ def compile_error(request: RunRequest) -> RunResult:
         verdict=Verdict.COMPILE_ERROR,
         mode=request.mode,
         message="kernel.py could not be imported",
-        compile_output="  File \"kernel.py\", line 2\n    return [x + 1 for x in data[0]\nSyntaxError: '[' was never closed\n",
+        compile_output=(
+            "  File \"kernel.py\", line 2\n    return [x + 1 for x in data[0]\nSyntaxError: '[' was never closed\n"
+        ),
     )
 
 
