@@ -66,7 +66,10 @@ class SandboxSpec:
     allow_gpu: bool = True
     require_sandbox: bool = False
     max_tasks: int = 1024
-    """Processes + threads (pids cgroup), or processes (watchdog) where no cgroup can be made."""
+    """Processes + threads: the kernel's hard cap (pids cgroup, else ``RLIMIT_NPROC``)."""
+    max_processes: int = 128
+    """Processes (not threads) the watchdog allows, counting the sandbox's own two or three; a fork bomb of a
+    process that has imported PyTorch forks slowly, so this trips long before ``max_tasks`` would."""
     disk_mb: int = 4096
     """Largest file (RLIMIT_FSIZE) and total size of the job directory (watchdog)."""
     max_output_bytes: int = 64 * _MIB
@@ -286,39 +289,36 @@ def _watch(
             watch.output_limit_exceeded = True
             watch.reason = f"printed more than {spec.max_output_bytes // _MIB} MiB of output"
             return
-        tree = _tree(root)
-        if not cgroups.limits_tasks and len(tree) > spec.max_tasks:
+        # Cheap kernel counters first; walking the process tree is the fallback (slow under a fork bomb).
+        tree: list[object] | None = None
+        if cgroups.tasks_limit_hit():
             watch.too_many_processes = True
-            watch.reason = f"started more than {spec.max_tasks} processes"
+            watch.reason = f"started more than {spec.max_tasks} processes and threads"
+            return
+        if cgroups.dirs:
+            processes = len(cgroups.pids())
+        else:
+            tree = _tree(root)
+            processes = len(tree)
+        if processes > spec.max_processes:
+            watch.too_many_processes = True
+            watch.reason = f"started more than {spec.max_processes} processes"
             return
         used = cgroups.memory_bytes()
         if used is None:
-            used = _resident(tree)
+            used = _resident(tree if tree is not None else _tree(root))
             if used > memory_limit:
                 watch.peak_bytes = max(watch.peak_bytes, used)
                 watch.out_of_memory = True
                 watch.reason = f"memory limit of {spec.memory_mb} MB exceeded"
                 return
         watch.peak_bytes = max(watch.peak_bytes, used)
-        if cgroups.limits_tasks and cgroups.oom_kills() == 0 and _pids_limit_hit(cgroups):
-            watch.too_many_processes = True
-            watch.reason = f"started more than {spec.max_tasks} processes and threads"
-            return
         if now >= next_disk:
             next_disk = now + 0.5
             if _disk_usage(workdir, spec.disk_mb * _MIB)[0] > spec.disk_mb * _MIB:
                 watch.disk_limit_exceeded = True
                 watch.reason = f"wrote more than {spec.disk_mb} MB to the job directory"
                 return
-
-
-def _pids_limit_hit(cgroups: RunCgroups) -> bool:
-    """True once a fork in the run's pids cgroup has been refused (pids.events 'max' counter)."""
-    if cgroups.pids_dir is None:
-        return False
-    from runners.sandbox.cgroups import _read_key
-
-    return _read_key(cgroups.pids_dir / "pids.events", "max") > 0
 
 
 def _tree(root: object) -> list[object]:
@@ -368,11 +368,15 @@ def _kill_tree(proc: subprocess.Popen[bytes], cgroups: RunCgroups) -> None:
     them as subreaper), the process group, then ``init.py`` itself; reap it."""
     import psutil
 
-    cgroups.kill_all()
     try:
         root = psutil.Process(proc.pid)
     except psutil.Error:
         root = None
+    # init.py's own children first: under bubblewrap that takes the pid namespace down with it in one go.
+    with contextlib.suppress(psutil.Error, AttributeError):
+        for child in root.children():  # type: ignore[union-attr]
+            child.kill()
+    cgroups.kill_all()
     for _ in range(200):
         kids = _tree(root)[1:]
         if not kids:

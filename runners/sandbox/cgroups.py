@@ -123,6 +123,10 @@ class RunCgroups:
             return _read_key(self.memory_dir / "memory.events", "oom_kill")
         return _read_key(self.memory_dir / "memory.oom_control", "oom_kill")
 
+    def tasks_limit_hit(self) -> bool:
+        """True once a fork in the run's pids cgroup has been refused (the 'max' counter of pids.events)."""
+        return self.pids_dir is not None and _read_key(self.pids_dir / "pids.events", "max") > 0
+
     def pids(self) -> set[int]:
         found: set[int] = set()
         for d in self.dirs:
@@ -141,7 +145,7 @@ class RunCgroups:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
+            time.sleep(0.001)
 
     def remove(self) -> None:
         self.kill_all()

@@ -91,6 +91,12 @@ def test_fork_bomb_is_contained(run_py) -> None:
     assert "processes" in out.killed_reason
 
 
+def test_process_count_limit_below_the_task_cap(run_py) -> None:
+    out = run_py("import os, time\nwhile True:\n    os.fork()\n    time.sleep(0.05)", max_processes=16, timeout_s=8)
+    assert out.too_many_processes and not out.timed_out
+    assert "16 processes" in out.killed_reason
+
+
 def test_next_run_works_after_a_fork_bomb(run_py) -> None:
     run_py("import os\nwhile True:\n    try: os.fork()\n    except OSError: pass", max_tasks=32, timeout_s=5)
     out = run_py("print('still alive')")

@@ -1,0 +1,3 @@
+def my_kernel(data):
+    a, b, out = data
+    return a + b

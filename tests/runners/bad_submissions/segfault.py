@@ -1,0 +1,5 @@
+import ctypes
+
+
+def custom_kernel(data):
+    ctypes.string_at(0)  # dereference NULL: SIGSEGV

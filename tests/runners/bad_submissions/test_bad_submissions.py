@@ -1,0 +1,100 @@
+"""Every bad submission gets its own verdict, a message that says what went wrong, within its time limit, and the
+runner carries on: the next run on the same machine is accepted. Cases are data: cases.yaml."""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runners.contract import Limits, Mode, RunRequest, RunResult, SubmissionFile, Verdict
+from runners.entry import run_request
+
+HERE = Path(__file__).parent
+PROBLEM = HERE.parents[1] / "fixtures" / "problems" / "vectoradd"
+CASES: list[dict[str, Any]] = yaml.safe_load((HERE / "cases.yaml").read_text())
+# Seconds a run may take beyond its own time limit (starting the interpreter, killing, reaping).
+SLACK_S = 30.0
+
+
+def _generated(kind: str) -> bytes:
+    if kind == "ten_megabytes":
+        body = (HERE / "correct.py").read_bytes()
+        return body + b"# " + b"x" * (10 * 1024 * 1024 - len(body) - 3) + b"\n"
+    raise ValueError(kind)
+
+
+def _request(name: str, content: bytes, device: str, limits: dict[str, Any] | None = None) -> RunRequest:
+    task = yaml.safe_load((PROBLEM / "task.yml").read_text())
+    base = {"compile_timeout_s": 30, "run_timeout_s": 60, "host_memory_mb": 4096}
+    return RunRequest(
+        problem="vectoradd",
+        lang="py",
+        mode=Mode.TEST,
+        files={"reference.py": (PROBLEM / "reference.py").read_text()},
+        submission=SubmissionFile(name=name, content=content),
+        tests=task["tests"],
+        benchmarks=task["benchmarks"],
+        device=device,
+        limits=Limits(**{**base, **(limits or {})}),
+    )
+
+
+def _run_case(case: dict[str, Any], device: str) -> tuple[RunResult, float, RunRequest]:
+    content = _generated(case["generate"]) if "generate" in case else (HERE / case["file"]).read_bytes()
+    request = _request(case["file"], content, device, case.get("limits"))
+    start = time.monotonic()
+    result = run_request(request)
+    return result, time.monotonic() - start, request
+
+
+@pytest.fixture(scope="module")
+def cpu_results() -> dict[str, tuple[RunResult, float, RunRequest]]:
+    """All CPU cases at once (each starts its own evaluation process; running them side by side keeps this fast)."""
+    cases = [c for c in CASES if not c.get("gpu")]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {c["file"]: pool.submit(_run_case, c, "cpu") for c in cases}
+        return {name: f.result() for name, f in futures.items()}
+
+
+def _check(case: dict[str, Any], result: RunResult, elapsed: float, request: RunRequest) -> None:
+    allowed = {Verdict(v) for v in case["expect"].split("|")}
+    detail = f"{case['file']}: got {result.verdict.value}: {result.message!r}\nstderr: {result.stderr[-1500:]}"
+    assert result.verdict in allowed, detail
+    assert re.search(case["message"], result.message, re.IGNORECASE | re.DOTALL), detail
+    assert not result.passed
+    limit = request.limits.compile_timeout_s + request.limits.run_timeout_s
+    assert elapsed < limit + SLACK_S, f"{case['file']} took {elapsed:.1f} s (limit {limit} s)"
+    assert result.stdout_truncated or len(result.stdout.encode()) <= request.limits.output_cap_bytes
+    assert len(result.stderr.encode()) <= request.limits.output_cap_bytes + 4  # a replacement char at the cut
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.get("gpu")], ids=lambda c: c["file"])
+def test_bad_submission_cpu(case: dict[str, Any], cpu_results: dict[str, tuple[RunResult, float, RunRequest]]) -> None:
+    _check(case, *cpu_results[case["file"]])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [c for c in CASES if c.get("gpu")], ids=lambda c: c["file"])
+def test_bad_submission_gpu(case: dict[str, Any]) -> None:
+    _check(case, *_run_case(case, "cuda"))
+    # The GPU is usable again after an illegal access or an OOM (they poison only the evaluation process).
+    after = run_request(_request("correct.py", (HERE / "correct.py").read_bytes(), "cuda"))
+    assert after.verdict is Verdict.ACCEPTED, after.message
+
+
+def test_next_run_works(cpu_results: dict[str, tuple[RunResult, float, RunRequest]]) -> None:
+    """After every bad submission above has run (the fixture), a correct one on the same machine is accepted."""
+    assert cpu_results
+    result = run_request(_request("correct.py", (HERE / "correct.py").read_bytes(), "cpu"))
+    assert result.verdict is Verdict.ACCEPTED, f"{result.message}\n{result.stderr[-2000:]}"
+
+
+def test_every_file_here_is_a_case() -> None:
+    files = {p.name for p in HERE.glob("*.py") if not p.name.startswith("test_")} - {"correct.py"}
+    assert files == {c["file"] for c in CASES if "generate" not in c}
