@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import json
 import math
@@ -55,6 +56,9 @@ RUN_NAME_PREFIX = "kernelcup run "
 ARTIFACT_PREFIX = "kernelcup-result-"
 RESULT_FILE = "result.json"
 PENDING_STATUSES = frozenset({"queued", "waiting", "pending", "requested"})
+RUNS_PER_PAGE = 50
+MAX_RUN_PAGES = 4
+"""How many pages of recent dispatched runs the look-up by name reads (a busy repository, a long outage)."""
 RETRY_BASE_S = 1.0
 """Back-off of a retried API call: 2, 4, 8... times this, at most 30 s."""
 
@@ -191,7 +195,7 @@ class GithubLauncher:
                 retry=None,  # retried here, with bounds; PyGithub's default sleeps out rate limits unbounded
                 seconds_between_requests=None,
                 seconds_between_writes=None,
-                per_page=50,
+                per_page=RUNS_PER_PAGE,
                 lazy=True,
             )
         return self._github
@@ -219,17 +223,21 @@ class GithubLauncher:
         since = (datetime.now(UTC) - timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
         title = RUN_NAME_PREFIX + nonce
 
-        def look() -> int | None:
-            runs = workflow.get_runs(event="workflow_dispatch", created=f">={since}")
-            for run in runs.get_page(0):
+        def look(page: int) -> tuple[int | None, bool]:
+            """(the run's id if on this page, whether another page may follow)."""
+            runs = workflow.get_runs(event="workflow_dispatch", created=f">={since}").get_page(page)
+            for run in runs:
                 if run.display_title == title:
-                    return int(run.id)
-            return None
+                    return int(run.id), False
+            return None, len(runs) >= RUNS_PER_PAGE
 
         deadline = time.monotonic() + limit_s
         interval = min(2.0, self.settings.poll_min_s)
         while True:
-            found = await self._api(look, "looking for the dispatched run")
+            found, more, page = None, True, 0
+            while found is None and more and page < MAX_RUN_PAGES:  # newest first: ours is near the top
+                found, more = await self._api(functools.partial(look, page), "looking for the dispatched run")
+                page += 1
             if found is not None or time.monotonic() + interval > deadline:
                 return found
             await asyncio.sleep(interval)

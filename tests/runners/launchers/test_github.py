@@ -477,3 +477,22 @@ def test_check_reports_a_disabled_workflow() -> None:
         rsps.get(WF, json={"id": 1, "state": "disabled_manually"})
         with pytest.raises(LauncherError, match="disabled_manually"):
             asyncio.run(GithubLauncher(settings(), labels="x").check())
+
+
+def test_reattach_by_nonce_reads_further_pages_of_a_busy_repository(make_job, make_request, make_result) -> None:
+    job = make_job(remote_ref=f"github:{REPO}:nonce:deep")
+    launcher = GithubLauncher(settings(), labels="gpu-nvidia")
+    others = [run_json("completed", "success", run_id=1000 + i, nonce=f"other{i}") for i in range(gh.RUNS_PER_PAGE)]
+
+    def runs(req):
+        page = int(dict(x.split("=") for x in req.url.split("?", 1)[1].split("&")).get("page", "1"))
+        found = others if page == 1 else [run_json("queued", None, nonce="deep")]
+        return 200, {}, json.dumps({"total_count": len(others) + 1, "workflow_runs": found})
+
+    with responses.RequestsMock() as rsps:
+        listing = rsps.add_callback(responses.GET, f"{WF}/runs", callback=runs)
+        rsps.get(RUN, json=run_json("completed", "success", nonce="deep"))
+        add_artifact(rsps, "deep", artifact_zip({"result.json": make_result().model_dump_json()}))
+        assert run(launcher, make_request(), job).passed
+        assert not any(c.request.method == "POST" for c in rsps.calls)
+    assert len(listing.calls) == 2

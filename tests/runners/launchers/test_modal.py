@@ -9,15 +9,14 @@ import threading
 import time
 from pathlib import Path
 
+import modal  # a dev dependency: these tests must run, never skip
 import pytest
 
-modal = pytest.importorskip("modal")
-
-from runners.contract import Verdict  # noqa: E402
-from runners.launchers import modal as modal_launcher  # noqa: E402
-from runners.launchers.base import Launcher, LauncherError  # noqa: E402
-from runners.launchers.modal import MODAL_GPUS, ModalLauncher, entry_timeout_s, function_timeout_s  # noqa: E402
-from runners.remote_settings import ModalSettings  # noqa: E402
+from runners.contract import Verdict
+from runners.launchers import modal as modal_launcher
+from runners.launchers.base import Launcher, LauncherError
+from runners.launchers.modal import MODAL_GPUS, ModalLauncher, entry_timeout_s, function_timeout_s
+from runners.remote_settings import ModalSettings
 
 NOT_READY = TimeoutError  # what FunctionCall.get(timeout=...) raises while the call runs
 
