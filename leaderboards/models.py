@@ -35,6 +35,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    text,
     true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -101,6 +102,10 @@ def _created() -> Mapped[datetime]:
 
 class User(Base):
     __tablename__ = "users"
+    # Banned users are few: the ranking subtracts them through this small partial index.
+    __table_args__ = (
+        Index("ix_users_banned", "id", postgresql_where=text("is_banned"), sqlite_where=text("is_banned")),
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     identity: Mapped[str] = mapped_column(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from leaderboards.models import BestScore, Job, Leaderboard, RankChange, Run, Submission, User
@@ -95,18 +95,19 @@ def rebuild(session: Session, leaderboard: Leaderboard, *, user_id: int | None =
     if user_id is not None:
         stmt = stmt.where(BestScore.user_id == user_id)
     session.execute(stmt)
-    for e in eligible_bests(session, leaderboard, user_id=user_id):
-        session.add(
-            BestScore(
-                leaderboard_id=leaderboard.id,
-                device=e.device,
-                user_id=e.user_id,
-                submission_id=e.submission_id,
-                score=e.score,
-                submitted_at=e.submitted_at,
-            )
-        )
-    session.flush()
+    rows = [
+        {
+            "leaderboard_id": leaderboard.id,
+            "device": e.device,
+            "user_id": e.user_id,
+            "submission_id": e.submission_id,
+            "score": e.score,
+            "submitted_at": e.submitted_at,
+        }
+        for e in eligible_bests(session, leaderboard, user_id=user_id)
+    ]
+    if rows:
+        session.execute(insert(BestScore), rows)  # one multi-row INSERT, not one ORM object per user
 
 
 def _better_than(score: float, submitted_at: datetime, submission_id: int):

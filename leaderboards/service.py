@@ -452,42 +452,37 @@ class LeaderboardService:
         with self.db.transaction() as s:
             lb = self._leaderboard(s, leaderboard, include_hidden=False)
             (dev,) = self._check_devices(lb, [device] if device else None)
-            where = (BestScore.leaderboard_id == lb.id, BestScore.device == dev, User.is_banned.is_(False))
+            here = (BestScore.leaderboard_id == lb.id, BestScore.device == dev)
+            # How many are ranked, in the same round trip: all rows here (an index-only count) minus banned users'
+            # rows (few, found through the partial index on banned users).
+            total = (
+                select(func.count()).select_from(BestScore).where(*here).scalar_subquery()
+                - select(func.count())
+                .select_from(BestScore)
+                .join(User, User.id == BestScore.user_id)
+                .where(*here, User.is_banned.is_(True))
+                .scalar_subquery()
+            )
             stmt = (
-                select(BestScore, User.name, Submission.file_name)
+                select(
+                    BestScore.user_id,
+                    User.name,
+                    BestScore.submission_id,
+                    Submission.file_name,
+                    BestScore.score,
+                    BestScore.submitted_at,
+                    total.label("total"),
+                )
                 .join(User, User.id == BestScore.user_id)
                 .join(Submission, Submission.id == BestScore.submission_id)
-                .where(*where)
+                .where(*here, User.is_banned.is_(False))
                 .order_by(BestScore.score, BestScore.submitted_at, BestScore.submission_id)
+                .limit(limit)
             )
-            if limit is not None:
-                stmt = stmt.limit(limit)
-            entries = tuple(
-                RankingEntry(
-                    rank=i,
-                    user_id=b.user_id,
-                    user_name=user_name,
-                    submission_id=b.submission_id,
-                    file_name=file_name,
-                    score_ns=b.score,
-                    submitted_at=b.submitted_at,
-                )
-                for i, (b, user_name, file_name) in enumerate(s.execute(stmt).all(), start=1)
-            )
-            total = (
-                len(entries)
-                if limit is None or len(entries) < limit
-                else int(
-                    s.scalar(
-                        select(func.count())
-                        .select_from(BestScore)
-                        .join(User, User.id == BestScore.user_id)
-                        .where(*where)
-                    )
-                    or 0
-                )
-            )
-            return Ranking(leaderboard=lb.name, device=dev, ranking_by=lb.ranking_by, entries=entries, total=total)
+            rows = s.execute(stmt).all()
+            entries = tuple(RankingEntry(i, *row[:6]) for i, row in enumerate(rows, start=1))
+            count = int(rows[0].total) if rows else 0 if limit != 0 else int(s.scalar(select(total)) or 0)
+            return Ranking(leaderboard=lb.name, device=dev, ranking_by=lb.ranking_by, entries=entries, total=count)
 
     def user_submissions(
         self, user: UserRef, leaderboard: str | None = None, *, limit: int = 50
