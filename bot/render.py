@@ -126,6 +126,27 @@ def result_lines(result: RunResult, peak: DevicePeak | None = None, *, max_passi
     return lines
 
 
+EXCERPT_LINES = 12
+EXCERPT_CHARS = 900
+
+
+def failure_excerpt(result: RunResult, max_lines: int = EXCERPT_LINES, max_chars: int = EXCERPT_CHARS) -> str:
+    """The tail of the output that explains a failed run, as a code block ('' when it passed or said nothing).
+
+    A compile error shows the compiler's (or the import's) output; any other failure shows stderr, where a
+    Python traceback ends. The last lines are the ones that name the error.
+    """
+    if result.verdict.passed:
+        return ""
+    text = result.compile_output if result.verdict is Verdict.COMPILE_ERROR else ""
+    if not text.strip():
+        text = result.stderr
+    if not text.strip():
+        return ""
+    tail = "\n".join(text.rstrip().splitlines()[-max_lines:])[-max_chars:].replace("```", "'''")
+    return f"```\n{tail}\n```"
+
+
 def logs_text(result: RunResult) -> str:
     """Compile output, stdout and stderr of a run as one text file (empty when there is nothing)."""
     parts = []

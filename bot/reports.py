@@ -13,7 +13,7 @@ from datetime import datetime
 import discord
 
 from bot.limits import File, Reply
-from bot.render import FAIL, PASS, WAIT, DevicePeak, format_ns, logs_text, one_line, result_lines
+from bot.render import FAIL, PASS, WAIT, DevicePeak, failure_excerpt, format_ns, logs_text, one_line, result_lines
 from leaderboards.results import (
     JobView,
     LeaderboardSummary,
@@ -81,6 +81,8 @@ def job_line(job: JobView) -> str:
             parts.append("secret-seed run failed: not ranked")
         if job.rank is not None:
             parts.append(f"rank **#{job.rank}** (your best)")
+        elif job.secret_passed:
+            parts.append("not better than your best: your rank stays")
         return " · ".join(parts)
     label = verdict.label if verdict is not None else job.status.replace("_", " ")
     text = f"{FAIL} **{job.device}**: {label}"
@@ -128,7 +130,13 @@ def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -
         lines.append(job_line(job))
         result = results.get(job.device)
         if result is not None:
-            lines.extend(result_lines(result, peak_for(job.device))[1:] if job.finished else [])
+            if job.finished:
+                if not result.verdict.passed and result.message:
+                    lines.append(f"↳ {one_line(result.message)}")
+                lines.extend(result_lines(result, peak_for(job.device))[1:])
+                excerpt = failure_excerpt(result)
+                if excerpt:
+                    lines.append(excerpt)
             if status.mode == "ranked" and job.secret_passed is not None:
                 lines.append(
                     "secret-seed run: passed" if job.secret_passed else "secret-seed run: **failed** (not ranked)"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import discord
 import pytest
-from bot_fakes import HeldLauncher, launcher, wrong_answer
+from bot_fakes import HeldLauncher, accepted, compile_error, launcher, wrong_answer
 from bot_steps import GOOD, raised, serve_queue, submit
 from conftest import STATUS_INTERVAL
 
@@ -172,3 +172,94 @@ async def test_banned_user_is_told_why(world) -> None:
     result = await submit(world, world.alice)
     assert result.response.content == "You are banned from submitting. Reason: cheating"
     raised(world)
+
+
+async def test_compile_error_shows_the_error_and_attaches_the_output(world) -> None:
+    result = await submit(world, world.alice)
+    await serve_queue(world, launcher(compile_error))
+    await world.env.advance_time(STATUS_INTERVAL)
+    report = result.followups[0]
+    assert report.content.splitlines()[2:] == [
+        "❌ **cpu**: compile error",
+        "↳ kernel.py could not be imported",
+        "```",
+        '  File "kernel.py", line 2',
+        "    return [x + 1 for x in data[0]",
+        "SyntaxError: '[' was never closed",
+        "```",
+    ]
+    [logs] = report.attachments
+    assert logs.filename == "logs-1-cpu.txt"
+    assert (await logs.read()).decode().startswith("===== compile output =====")
+
+
+async def test_profile_comes_as_an_attachment(world) -> None:
+    result = await submit(world, world.alice, mode="profile")
+    await serve_queue(world)
+    await world.env.advance_time(STATUS_INTERVAL)
+    report = result.followups[0]
+    names = [a.filename for a in report.attachments]
+    assert names == ["logs-1-cpu.txt", "profile-1-cpu.txt"]
+    assert (await report.attachments[1].read()).startswith(b"kernel  time  occupancy")
+
+
+async def test_a_ranked_run_that_is_not_a_personal_best_says_so(world) -> None:
+    await submit(world, world.alice, mode="ranked")
+    await serve_queue(world, launcher(lambda r: accepted(r, 10_000)))
+    result = await submit(world, world.alice, mode="ranked")
+    await serve_queue(world, launcher(lambda r: accepted(r, 20_000)))
+    await world.env.advance_time(STATUS_INTERVAL)
+    assert "✅ **cpu**: accepted · score **20 µs** · not better than your best: your rank stays" in (
+        result.followups[0].content
+    )
+
+
+async def test_status_moves_to_a_channel_message_when_the_interaction_token_expired(world) -> None:
+    result = await submit(world, world.alice)
+    # Discord refuses edits through an interaction token older than 15 minutes (code 50027).
+    world.env.inject_error("PATCH", "/webhooks/*", status=401, code=50027, message="Invalid Webhook Token", times=None)
+    await serve_queue(world)
+    await world.env.advance_time(STATUS_INTERVAL)
+    assert "queued" in result.followups[0].content  # the old message could not be edited any more
+    last = world.channel.last_message
+    assert last is not None and last.id != result.followups[0].id
+    assert last.content.startswith("**Submission #1**") and "✅ **cpu**: accepted" in last.content
+    assert world.bot.followers == {}
+
+
+async def test_every_command_is_acknowledged_before_the_service_is_asked(world) -> None:
+    """Discord drops an interaction not answered in 3 s: each command defers before any (slow) service call."""
+    seen: list[tuple[str, bool]] = []
+    service = world.bot.service
+    env = world.env
+
+    class Watching:
+        def __getattr__(self, name: str):
+            attr = getattr(service, name)
+            if not callable(attr):
+                return attr
+
+            def call(*args, **kwargs):
+                seen.append((name, sum("/callback" in r.path for r in env.http_requests) > before))
+                return attr(*args, **kwargs)
+
+            return call
+
+    world.bot.service = Watching()
+    commands = [
+        ("leaderboard submit", {"file": ("kernel.py", GOOD), "leaderboard": "addone", "mode": "test", "device": "cpu"}),
+        ("leaderboard list", {}),
+        ("leaderboard show", {"leaderboard": "addone"}),
+        ("leaderboard mine", {"leaderboard": "addone"}),
+        ("leaderboard task", {"leaderboard": "addone"}),
+        ("leaderboard template", {"leaderboard": "addone", "language": "pytorch"}),
+        ("leaderboard submission", {"submission_id": 1}),
+        ("admin stats", {}),
+        ("admin pause", {"leaderboard": "addone"}),
+    ]
+    for name, options in commands:
+        before = sum("/callback" in r.path for r in env.http_requests)
+        who = world.admin if name.startswith("admin") else world.alice
+        result = await who.slash(world.channel, name, **options)
+        assert result.acknowledged, name
+    assert seen and all(acked for _, acked in seen), seen
