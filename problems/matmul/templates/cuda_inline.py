@@ -14,8 +14,9 @@ __global__ void matmul_kernel(const __half* a, const __half* b, __half* c, int m
     int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
     float acc = 0.0f;
     for (int t = 0; t < k; t += TILE) {
-        as[threadIdx.y][threadIdx.x] = (row < m && t + threadIdx.x < k) ? __half2float(a[(long)row * k + t + threadIdx.x]) : 0.0f;
-        bs[threadIdx.y][threadIdx.x] = (col < n && t + threadIdx.y < k) ? __half2float(b[(long)(t + threadIdx.y) * n + col]) : 0.0f;
+        int ka = t + threadIdx.x, kb = t + threadIdx.y;
+        as[threadIdx.y][threadIdx.x] = (row < m && ka < k) ? __half2float(a[(long)row * k + ka]) : 0.0f;
+        bs[threadIdx.y][threadIdx.x] = (col < n && kb < k) ? __half2float(b[(long)kb * n + col]) : 0.0f;
         __syncthreads();
         #pragma unroll
         for (int i = 0; i < TILE; ++i) acc += as[threadIdx.y][i] * bs[i][threadIdx.x];

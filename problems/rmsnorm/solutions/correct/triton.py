@@ -10,6 +10,14 @@ CHUNK = 4096
 
 
 @triton.jit
+def _bf16(x):
+    """fp32 -> bf16, round to nearest even, spelled out: Triton's CPU interpreter truncates in .to(tl.bfloat16)."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
 def _rmsnorm_row(x_ptr, w_ptr, y_ptr, hidden, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offsets = tl.arange(0, BLOCK)
@@ -17,7 +25,7 @@ def _rmsnorm_row(x_ptr, w_ptr, y_ptr, hidden, eps, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + row * hidden + offsets, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
     w = tl.load(w_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     inv = tl.rsqrt(tl.sum(x * x, axis=0) / hidden + eps)
-    tl.store(y_ptr + row * hidden + offsets, (x * inv * w).to(tl.bfloat16), mask=mask)
+    tl.store(y_ptr + row * hidden + offsets, _bf16(x * inv * w), mask=mask)
 
 
 @triton.jit
@@ -34,7 +42,7 @@ def _rmsnorm_chunks(x_ptr, w_ptr, y_ptr, hidden, eps, CHUNK: tl.constexpr):
         mask = offsets < hidden
         x = tl.load(x_ptr + row * hidden + offsets, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-        tl.store(y_ptr + row * hidden + offsets, (x * inv * w).to(tl.bfloat16), mask=mask)
+        tl.store(y_ptr + row * hidden + offsets, _bf16(x * inv * w), mask=mask)
 
 
 def custom_kernel(data: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:

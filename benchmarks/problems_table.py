@@ -1,0 +1,87 @@
+"""Run every correct solution of the problem library in benchmark mode on this machine's GPU, through the harness,
+and print a markdown table: problem, solution, median time per benchmark case, and the fraction of the H100's
+speed of light reached at the largest case.
+
+    python benchmarks/problems_table.py                    # all problems
+    python benchmarks/problems_table.py matmul softmax     # some
+    python benchmarks/problems_table.py --max-time 0.5     # seconds of timed calls per case (default 0.5)
+
+Speed of light of a case is max(bytes / bandwidth, flops / compute peak), from the reference's
+``speed_of_light(**case)``; the peaks are the H100 SXM's: 3.35 TB/s HBM3, 989 TFLOP/s dense fp16/bf16 tensor
+(matmul), 494 TFLOP/s TF32 tensor (conv2d: fp32 inputs, TF32 allowed), 67 TFLOP/s fp32 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from leaderboards.problems import load_problem  # noqa: E402
+from runners.contract import Mode, TimingSettings  # noqa: E402
+from runners.entry import run_request  # noqa: E402
+
+PROBLEMS = REPO / "problems"
+BYTES_PER_S = 3.35e12
+COMPUTE_PEAK = {"matmul": 989e12, "conv2d": 494e12}
+FP32_PEAK = 67e12
+
+
+def speed_of_light_s(problem: str, bytes_moved: int | None, flops: int | None) -> tuple[float, str]:
+    memory = (bytes_moved or 0) / BYTES_PER_S
+    compute = (flops or 0) / COMPUTE_PEAK.get(problem, FP32_PEAK)
+    return (memory, "memory") if memory >= compute else (compute, "compute")
+
+
+def _fmt_time(ns: float) -> str:
+    return f"{ns / 1e3:.1f} µs" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("problems", nargs="*", help="problem folders under problems/ (default: all)")
+    parser.add_argument("--max-time", type=float, default=0.5, help="seconds of timed calls per benchmark case")
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args(argv)
+
+    names = args.problems or sorted(p.parent.name for p in PROBLEMS.glob("*/task.yml"))
+    timing = TimingSettings(max_time_s=args.max_time, warmup_ms=50, max_samples=500)
+    rows = []
+    for name in names:
+        problem = load_problem(PROBLEMS / name)
+        for path in sorted((PROBLEMS / name / "solutions" / "correct").glob("*")):
+            if path.suffix not in (".py", ".cu"):
+                continue
+            t0 = time.monotonic()
+            request = problem.request(path.name, path.read_bytes(), Mode.BENCHMARK, device=args.device)
+            request = request.model_copy(update={"timing": timing})
+            result = run_request(request)
+            wall = time.monotonic() - t0
+            print(f"# {name}/{path.name}: {result.verdict.value} in {wall:.0f} s {result.message[:200]}",
+                  file=sys.stderr, flush=True)
+            times, best = [], ""
+            for bench in result.benchmarks:
+                if bench.stats is None:
+                    times.append(f"{bench.verdict.value}")
+                    continue
+                times.append(_fmt_time(bench.stats.median_ns))
+            largest = result.benchmarks[-1] if result.benchmarks else None
+            if largest is not None and largest.stats is not None:
+                floor_s, bound = speed_of_light_s(name, largest.bytes_moved, largest.flops)
+                best = f"{100 * floor_s / (largest.stats.median_ns * 1e-9):.0f}% ({bound})"
+            verdict = "" if result.verdict.value == "accepted" else f" **{result.verdict.value}**"
+            rows.append(f"| {name} | {path.name}{verdict} | {' / '.join(times)} | {best} |")
+    gpu = result.system.gpu_name if rows and result.system else "?"
+    print(f"\nGPU: {gpu}; median per benchmark case (in task.yml order); % of H100 speed of light at the largest.\n")
+    print("| problem | solution | median time per benchmark | % of speed of light (largest) |")
+    print("|---|---|---|---|")
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The problem library as data: every problem folder, every solution and template with the verdict it must get.
+
+A solution declares its verdict in its first lines (DMOJ-style end-to-end suites as data)::
+
+    # expect: accepted          (or wrong_answer, compile_error, runtime_error, ...: a runners.contract.Verdict)
+    # needs: cuda               (optional: compiles CUDA, so it only runs on a GPU)
+
+Without an ``expect`` line, ``solutions/correct/*`` must be accepted and ``solutions/wrong/*`` must get
+``wrong_answer``. Templates must be accepted; a ``cuda-inline`` or ``cuda`` template needs CUDA.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from runners.contract import Verdict
+
+REPO = Path(__file__).resolve().parents[2]
+PROBLEMS = REPO / "problems"
+STARTER = PROBLEMS / "starter.yaml"
+HEADER = re.compile(r"^(?://|#)\s*(expect|needs):\s*(\S+)\s*$")
+CUDA_TEMPLATES = {"cuda-inline", "cuda"}
+
+
+@dataclass(frozen=True)
+class Solution:
+    problem: str
+    path: Path
+    expect: Verdict
+    needs_cuda: bool
+
+    @property
+    def id(self) -> str:
+        return f"{self.problem}/{self.path.relative_to(PROBLEMS / self.problem)}"
+
+
+def problem_dirs() -> list[Path]:
+    """Every folder of problems/ that holds a task.yml."""
+    return sorted(p.parent for p in PROBLEMS.glob("*/task.yml"))
+
+
+def python_problem_names() -> list[str]:
+    """The problems whose submissions are Python files (every one but the native CUDA problem)."""
+    import yaml
+
+    return [
+        p.name for p in problem_dirs() if (yaml.safe_load((p / "task.yml").read_text()) or {}).get("lang", "py") == "py"
+    ]
+
+
+def parse_header(path: Path) -> tuple[Verdict | None, bool]:
+    """The verdict a solution declares and whether it needs CUDA, from its leading comment lines."""
+    expect, needs_cuda = None, False
+    for line in path.read_text(encoding="utf-8").splitlines()[:10]:
+        match = HEADER.match(line.strip())
+        if not match:
+            continue
+        key, value = match.groups()
+        if key == "expect":
+            expect = Verdict(value)
+        elif key == "needs":
+            needs_cuda = value == "cuda"
+    return expect, needs_cuda
+
+
+def solutions(problem: Path) -> list[Solution]:
+    """The problem's solutions/correct/*, solutions/wrong/* and templates, each with its expected verdict."""
+    from leaderboards.problems import load_problem
+
+    found = []
+    for path in sorted((problem / "solutions").glob("*/*")):
+        if path.suffix not in (".py", ".cu"):
+            continue
+        expect, needs_cuda = parse_header(path)
+        if expect is None:  # no header: the folder says it
+            expect = Verdict.ACCEPTED if path.parent.name == "correct" else Verdict.WRONG_ANSWER
+        found.append(Solution(problem.name, path, expect, needs_cuda or path.suffix == ".cu"))
+    for label, rel in load_problem(problem).task.templates.items():
+        path = problem / rel
+        found.append(Solution(problem.name, path, Verdict.ACCEPTED, label in CUDA_TEMPLATES or path.suffix == ".cu"))
+    return found
+
+
+def all_solutions() -> list[Solution]:
+    return [s for p in problem_dirs() for s in solutions(p)]
+
+
+def import_reference(problem: str) -> ModuleType:
+    """The problem's reference.py as a module (in-process, for property tests of its check)."""
+    name = f"kernelcup_reference_{problem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, PROBLEMS / problem / "reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,69 @@
+"""Every solution and template of every problem, run through the harness in test mode, gets its declared verdict.
+
+On the CPU (PyTorch CPU, Triton's interpreter) solutions that need CUDA are skipped; the ``gpu`` twin runs all
+of them on the GPU. The runs are started together in a thread pool when the first test asks for its result
+(each run is its own process, so a 2-core CI machine runs two at a time), then each test waits for its own.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+from problem_catalog import PROBLEMS, Solution, all_solutions
+
+from leaderboards.problems import load_problem
+from runners.contract import Mode, RunResult
+from runners.entry import run_request
+
+SOLUTIONS = all_solutions()
+
+
+def _run(solution: Solution, device: str) -> RunResult:
+    problem = load_problem(PROBLEMS / solution.problem)
+    request = problem.request(solution.path.name, solution.path.read_bytes(), Mode.TEST, device=device)
+    return run_request(request)
+
+
+@pytest.fixture(scope="module")
+def runs(request: pytest.FixtureRequest):
+    """Futures of the runs of every selected test of this module, started together on first use."""
+    pool = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
+    futures: dict[tuple[str, str], Future[RunResult]] = {}
+    for item in request.session.items:
+        spec = getattr(item, "callspec", None)
+        if item.module is not request.module or spec is None or "solution" not in spec.params:
+            continue
+        if any(m.name == "skip" for m in item.iter_markers()):
+            continue
+        solution: Solution = spec.params["solution"]
+        device = "cuda" if "gpu" in item.keywords else "cpu"
+        if device == "cpu" and solution.needs_cuda:
+            continue
+        futures[(solution.id, device)] = pool.submit(_run, solution, device)
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _assert_verdict(solution: Solution, result: RunResult) -> None:
+    details = "; ".join(f"test {i + 1}: {t.message[:300]}" for i, t in enumerate(result.tests) if t.message)
+    assert result.verdict == solution.expect, (
+        f"{solution.id}: expected {solution.expect.value}, got {result.verdict.value}: {result.message[:1500]}"
+        f"\n{details[:2000]}\n{(result.stderr or '')[-2000:]}"
+    )
+    if solution.expect.value == "wrong_answer":
+        assert any(not t.verdict.passed for t in result.tests), "a wrong answer must name the failing test"
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=[s.id for s in SOLUTIONS])
+def test_solution_on_cpu(solution: Solution, runs: dict) -> None:
+    if solution.needs_cuda:
+        pytest.skip("needs CUDA (runs in test_solution_on_gpu)")
+    _assert_verdict(solution, runs[(solution.id, "cpu")].result(timeout=900))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=[s.id for s in SOLUTIONS])
+def test_solution_on_gpu(solution: Solution, runs: dict) -> None:
+    _assert_verdict(solution, runs[(solution.id, "cuda")].result(timeout=900))
