@@ -1,0 +1,258 @@
+"""The pure renderers of the service's answers: status lines, tables, lists, announcements, statistics."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.render import DevicePeak
+from bot.reports import (
+    announcement_text,
+    job_line,
+    leaderboards_text,
+    queue_text,
+    ranking_table,
+    receipt_text,
+    report,
+    status_text,
+    submissions_text,
+    task_reply,
+    usage_text,
+)
+from leaderboards.results import (
+    JobEventView,
+    JobReceipt,
+    JobView,
+    LeaderboardSummary,
+    PublicResult,
+    QueueStats,
+    RankChangeView,
+    Ranking,
+    RankingEntry,
+    SubmissionDetails,
+    SubmissionReceipt,
+    SubmissionStatus,
+    SubmissionSummary,
+    TaskView,
+    UsageStats,
+    WorkerView,
+)
+from runners.contract import BenchmarkResult, Mode, RunResult, TestResult, TimingStats, Verdict
+
+T0 = datetime(2026, 11, 1, 12, tzinfo=UTC)
+STAMP = int(T0.timestamp())
+
+
+def job(**kw) -> JobView:
+    base = dict(
+        job_id=1,
+        device="H100",
+        status="queued",
+        verdict=None,
+        attempts=0,
+        max_attempts=3,
+        error=None,
+        queue_position=None,
+        created_at=T0,
+        started_at=None,
+        finished_at=None,
+        score_ns=None,
+        public_passed=None,
+        secret_passed=None,
+        rank=None,
+    )
+    return JobView(**{**base, **kw})
+
+
+def status(*jobs: JobView, mode: str = "ranked", deleted: bool = False) -> SubmissionStatus:
+    return SubmissionStatus(7, "vectoradd", "alice", "kernel.py", mode, T0, deleted, jobs)
+
+
+@pytest.mark.parametrize(
+    ("view", "line"),
+    [
+        (job(queue_position=3), "⏳ **H100**: queued (#3 in the queue)"),
+        (job(status="running", attempts=1), "⚙️ **H100**: started"),
+        (
+            job(status="running", attempts=1, events=(JobEventView("benchmarking", "3 of 5\nmore", T0),)),
+            "⚙️ **H100**: benchmarking: 3 of 5 / more",
+        ),
+        (job(status="queued", attempts=2), "⏳ **H100**: queued (attempt 2/3)"),
+        (
+            job(status="succeeded", verdict="accepted", score_ns=12_300, rank=2, secret_passed=True),
+            "✅ **H100**: accepted · score **12.3 µs** · rank **#2** (your best)",
+        ),
+        (
+            job(status="succeeded", verdict="accepted", score_ns=12_300, secret_passed=False),
+            "✅ **H100**: accepted · score **12.3 µs** · secret-seed run failed: not ranked",
+        ),
+        (job(status="succeeded", verdict="accepted"), "✅ **H100**: accepted"),
+        (job(status="succeeded", verdict="wrong_answer"), "❌ **H100**: wrong answer"),
+        (
+            job(status="failed", verdict=None, error="the runner was lost 3 times; not your fault"),
+            "❌ **H100**: failed: the runner was lost 3 times; not your fault",
+        ),
+        (job(status="cancelled"), "❌ **H100**: cancelled"),
+    ],
+)
+def test_job_line_for_each_state(view: JobView, line: str) -> None:
+    assert job_line(view) == line
+
+
+def test_status_text_has_a_header_and_one_line_per_device() -> None:
+    text = status_text(status(job(device="H100"), job(job_id=2, device="cpu", status="running"), deleted=True))
+    assert text.splitlines() == [
+        "**Submission #7** · `kernel.py` → **vectoradd** · ranked · by alice",
+        "⏳ **H100**: queued",
+        "⚙️ **cpu**: started",
+        "(this submission was deleted by an admin)",
+    ]
+
+
+def test_names_cannot_break_out_of_their_markup() -> None:
+    nasty = SubmissionStatus(1, "lb", "a`b\nc", "x```y.py", "test", T0, False, ())
+    header = status_text(nasty)
+    assert "```" not in header and "\n" not in header
+    assert "`x'''y.py`" in header and "a'b c" in header
+
+
+def test_receipt_text() -> None:
+    receipt = SubmissionReceipt(
+        9, "vectoradd", "bob", "k.py", "test", T0, (JobReceipt(1, "H100", 1), JobReceipt(2, "cpu", None))
+    )
+    assert receipt_text(receipt).splitlines()[1:] == ["⏳ **H100**: queued (#1 in the queue)", "⏳ **cpu**: queued"]
+
+
+def test_report_has_per_device_results_speed_of_light_and_files() -> None:
+    stats = TimingStats(
+        samples=50, median_ns=10_000, mean_ns=10_000, std_ns=100, stderr_ns=10, min_ns=9_900, max_ns=10_500
+    )
+    result = RunResult(
+        verdict=Verdict.ACCEPTED,
+        mode=Mode.RANKED,
+        tests=[TestResult(index=0, case={"n": 1}, verdict=Verdict.ACCEPTED)],
+        benchmarks=[
+            BenchmarkResult(index=0, case={"n": 1}, verdict=Verdict.ACCEPTED, stats=stats, bytes_moved=30_000_000)
+        ],
+        score_ns=10_000,
+        stderr="warning: slow path",
+        profile="profile text",
+    )
+    done = job(status="succeeded", verdict="accepted", score_ns=10_000, rank=1, secret_passed=True)
+    other = job(job_id=2, device="cpu", status="running")
+    details = SubmissionDetails(status(done, other), "code", "sha", (PublicResult("H100", result),))
+    out = report(details, lambda d: DevicePeak(bytes_per_s=3e12) if d == "H100" else None)
+    lines = out.content.splitlines()
+    assert lines[2] == "✅ **H100**: accepted · score **10 µs** · rank **#1** (your best)"
+    assert "✅ bench 1 (n=1): 10 µs ± 100 ns (n=50), 100% of speed of light" in lines
+    assert "secret-seed run: passed" in lines
+    assert lines[-1] == "⚙️ **cpu**: started"
+    assert [f.name for f in out.files] == ["logs-7-H100.txt", "profile-7-H100.txt"]
+
+
+def board(**kw) -> LeaderboardSummary:
+    base = dict(
+        name="vectoradd",
+        description="",
+        lang="py",
+        deadline=T0,
+        devices=("H100", "cpu"),
+        ranking_by="geom",
+        is_open=True,
+        paused=False,
+        visible=True,
+        rate_limit_per_hour=None,
+        submissions=1,
+        created_at=T0,
+    )
+    return LeaderboardSummary(**{**base, **kw})
+
+
+def test_leaderboards_text_shows_each_state() -> None:
+    text = leaderboards_text(
+        [board(), board(name="old", is_open=False, submissions=2), board(name="p", paused=True, visible=False)]
+    )
+    assert text.splitlines()[1:] == [
+        f"**vectoradd**: 🟢 open, closes <t:{STAMP}:R> · H100, cpu · py · 1 submission",
+        f"**old**: 🔒 closed <t:{STAMP}:R> · H100, cpu · py · 2 submissions",
+        "**p** (hidden): ⏸️ paused · H100, cpu · py · 1 submission",
+    ]
+    assert "`/admin sync`" in leaderboards_text([])
+
+
+def test_ranking_table_is_aligned_and_says_how_many_more() -> None:
+    entries = tuple(
+        RankingEntry(i + 1, 10 + i, name, 100 + i, "k.py", score, T0)
+        for i, (name, score) in enumerate([("alice", 1234.0), ("a-very-long-user-name-indeed", 2_500_000.0)])
+    )
+    text = ranking_table(Ranking("vectoradd", "H100", "geom", entries, total=5), highlight_user=11)
+    head, table, more = text.split("```")
+    assert head.startswith("**H100**: 5 ranked · score = geometric mean of the benchmark medians")
+    rows = table.strip().splitlines()
+    assert rows[1] == "  1  alice                  1.23 µs     100  2026-11-01 12:00"
+    assert rows[2] == "  2› a-very-long-user-…      2.5 ms     101  2026-11-01 12:00"
+    assert more == "\n… and 3 more"
+    assert "No ranked submissions yet" in ranking_table(Ranking("v", "cpu", "last", (), 0))
+
+
+def test_submissions_text_lists_newest_first_with_device_lines() -> None:
+    subs = [SubmissionSummary(3, "vectoradd", "k.py", "test", T0, (job(status="succeeded", verdict="accepted"),))]
+    lines = submissions_text("vectoradd", subs).splitlines()
+    assert lines[1] == f"**#3** · `k.py` · test · <t:{STAMP}:R>"
+    assert lines[2] == "  ✅ **H100**: accepted"
+    assert submissions_text("vectoradd", []) == "You have no submissions on **vectoradd** yet."
+
+
+def test_task_reply_has_an_embed_and_the_files() -> None:
+    view = TaskView(
+        name="vectoradd",
+        description="Add two vectors.",
+        lang="py",
+        devices=("H100",),
+        deadline=T0,
+        ranking_by="last",
+        files={"reference.py": "def ref_kernel(data): ...", "sub/util.py": "x = 1"},
+        templates={"pytorch": "..."},
+        template_files={"pytorch": "pytorch.py"},
+        tests=({"n": 1},),
+        benchmarks=({"n": 2}, {"n": 3}),
+    )
+    out = task_reply(view)
+    [embed] = out.embeds
+    fields = {f.name: f.value for f in embed.fields}
+    assert fields["Score"] == "median of the last benchmark"
+    assert fields["Cases"] == "1 tests, 2 benchmarks"
+    assert "`/leaderboard template vectoradd LANGUAGE`" in fields["Templates"]
+    assert [f.name for f in out.files] == ["reference.py", "sub_util.py"]
+
+
+def test_announcement_text() -> None:
+    change = RankChangeView(1, "vectoradd", "H100", 5, "bob", 42, 17, 3, 1, 9_000.0, 11_000.0, T0)
+    assert announcement_text(change) == (
+        "🏆 New #1 on **vectoradd** (H100)! <@42> moves from #3 to #1 with **9 µs** "
+        "(their previous best: 11 µs) · submission #17"
+    )
+    local = replace(change, user_discord_id=None, new_rank=3, old_rank=None, previous_score_ns=None)
+    assert announcement_text(local) == (
+        "🎉 New top 3 on **vectoradd** (H100) **bob** moves to #3 with **9 µs** · submission #17"
+    )
+
+
+def test_queue_and_usage_text() -> None:
+    stats = QueueStats({"H100": {"queued": 2, "running": 1}}, T0, (WorkerView("w1", "gpu-box", ("H100",), T0),))
+    assert queue_text(stats).splitlines() == [
+        "**Queue**",
+        "**H100**: 2 queued, 1 running",
+        f"Oldest queued job since <t:{STAMP}:R>",
+        "Workers: w1 (H100)",
+    ]
+    assert "Workers: **none alive**" in queue_text(QueueStats({}, None, ()))
+    usage = UsageStats(None, 4, 2, {"vectoradd": 4}, {"test": 3, "ranked": 1}, 7200.0)
+    assert usage_text(usage).splitlines() == [
+        "**Usage**",
+        "4 submissions from 2 users; runners busy 2.0 h",
+        "By leaderboard: vectoradd 4",
+        "By mode: ranked 1, test 3",
+    ]
