@@ -263,3 +263,38 @@ async def test_every_command_is_acknowledged_before_the_service_is_asked(world) 
         result = await who.slash(world.channel, name, **options)
         assert result.acknowledged, name
     assert seen and all(acked for _, acked in seen), seen
+
+
+async def test_following_stops_after_the_timeout_and_says_where_to_look(world) -> None:
+    world.bot.settings.follow_timeout_s = STATUS_INTERVAL * 2
+    result = await submit(world, world.alice)
+    await world.env.advance_time(STATUS_INTERVAL * 3)
+    text = result.followups[0].content
+    assert text.endswith("(Stopped following it here: see `/leaderboard submission 1`.)")
+    assert world.bot.followers == {}
+
+
+async def test_a_file_above_the_upload_limit_is_left_out_with_a_sentence(world, monkeypatch) -> None:
+    import bot.commands.leaderboard as commands
+
+    monkeypatch.setattr(commands, "upload_limit", lambda _interaction: 4096)
+
+    def chatty(request):
+        return accepted(request).model_copy(update={"stdout": "y" * 10_000})
+
+    result = await submit(world, world.alice)
+    await serve_queue(world, launcher(chatty))
+    await world.env.advance_time(STATUS_INTERVAL)
+    report = result.followups[0]
+    assert report.attachments == []
+    assert "logs-1-cpu.txt (9.8 KiB) is above Discord's upload limit (4.0 KiB) and was left out." in report.content
+    assert "✅ **cpu**: accepted" in report.content
+
+
+async def test_competitor_commands_work_in_direct_messages_and_admin_ones_are_not_offered(world) -> None:
+    user = world.env.create_user("dana")
+    names = set(user.available_commands())
+    assert "leaderboard list" in names
+    assert not any(n.startswith("admin") for n in names)
+    result = await user.slash("leaderboard list")
+    assert result.response.content.startswith("**Leaderboards**")
