@@ -203,6 +203,7 @@ def _job_header(
         "lang": runtime,
         "device": request.device,
         "submission": submission,
+        "display_name": PurePosixPath(request.submission.name).name,
         "tests": request.tests,
         "benchmarks": request.benchmarks,
         "timing": request.timing.model_dump(mode="json"),

@@ -11,7 +11,9 @@ timed call gets fresh inputs from a seed the parent derives from the secret just
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -25,6 +27,10 @@ from runners.harness.channel import CONTROL_FD_ENV, RESULT_FD_ENV, ChildChannel,
 from runners.harness.checking import normalise_check
 
 NVTX_RANGE = "kernelcup_profile"
+_NEEDS_CUDA = re.compile(
+    r"not compiled with cuda|no cuda gpus|nvidia driver|cuda driver|cuda.{0,40}not available|cuda_home|nvcc"
+    r"|cannot access accelerator|libcuda|cuda error|cudagetdevice|invalid device|device type cuda"
+)
 _TRACE_CHARS = 4000
 
 
@@ -56,7 +62,7 @@ def classify(exc: BaseException, device: str, what: str) -> Fatal:
     if isinstance(exc, MemoryError) or "out of memory" in low:
         where = "GPU" if "cuda" in low else "host"
         return Fatal(Verdict.OUT_OF_MEMORY, f"{what} ran out of {where} memory: {str(exc).splitlines()[0][:300]}")
-    if device == "cpu" and ("cuda" in low or "nvcc" in low):
+    if device == "cpu" and _NEEDS_CUDA.search(low):
         return Fatal(
             Verdict.NEEDS_CUDA,
             f"this submission needs a CUDA device ({what}: {text.splitlines()[0][:300]}); run it with --device cuda",
@@ -101,8 +107,14 @@ class Evaluation:
             if self.device == "cuda" and self.mode in ("benchmark", "ranked")
             else timing.CpuTimer()
         )
-        self.snapshot = integrity.Snapshot(integrity.watched_namespaces(torch, {"reference": self.reference}))
         self.modes_before = integrity.modes_active(torch)
+        self.numerics = tuple(integrity.numeric_state(torch).items())  # immutable: found via gc, still unchangeable
+        self.job_fingerprint = json.dumps([self.job, self.settings.model_dump(mode="json")], sort_keys=True)
+        self.snapshot = integrity.Snapshot(
+            integrity.watched_namespaces(torch, {"reference": self.reference}),
+            instances={"evaluation": (self, frozenset({"fn"})), "timer": (self.timer, self.timer.MUTABLE)},
+        )
+        self.snapshot.seal()  # now that the snapshot itself is one of the evaluation's attributes
         self.chan.send(
             {
                 "t": "hello",
@@ -114,6 +126,9 @@ class Evaluation:
 
     def verify(self, output: object = None) -> None:
         self.snapshot.verify()
+        if json.dumps([self.job, self.settings.model_dump(mode="json")], sort_keys=True) != self.job_fingerprint:
+            raise integrity.TamperError("the submission changed the job (its cases or timing settings)")
+        self.timer.verify()
         if integrity.modes_active(self.torch) != self.modes_before:
             raise integrity.TamperError("the submission left a torch function/dispatch mode active")
         integrity.check_output_types(self.torch, output)
@@ -126,12 +141,13 @@ class Evaluation:
         self.progress("compiling", self.job["submission"])
         runtime = languages.runtime_for(self.job["lang"], self.job_dir)
         path = self.job_dir / self.job["submission"]
+        shown = self.job.get("display_name") or path.name
         try:
             self.fn = runtime.load(path)
         except SyntaxError as exc:
             raise Fatal(
                 Verdict.COMPILE_ERROR,
-                f"syntax error in {path.name}, line {exc.lineno}: {exc.msg}",
+                f"syntax error in {shown}, line {exc.lineno}: {exc.msg}",
                 compile_output=_trace(exc),
             ) from None
         except languages.CompileError as exc:
@@ -143,7 +159,7 @@ class Evaluation:
                 raise Fatal(
                     Verdict.COMPILE_ERROR, "the inline extension did not compile", compile_output=str(exc)[-64_000:]
                 ) from None
-            raise classify(exc, self.device, f"importing {path.name}") from None
+            raise classify(exc, self.device, f"importing {shown}") from None
         try:
             self.verify()
         except integrity.TamperError as exc:
@@ -165,12 +181,13 @@ class Evaluation:
             self.verify(output)
         except integrity.TamperError as exc:
             raise Fatal(Verdict.REJECTED, f"{what}: {exc}") from None
-        pristine = self.generate_input(**case)
-        try:
-            ok, message = normalise_check(self.check(pristine, output))
-        except Exception as exc:
-            ok, message = False, f"the check could not read the output: {type(exc).__name__}: {exc}"
-        self.sync()
+        with integrity.pristine_numerics(self.torch, self.numerics):
+            pristine = self.generate_input(**case)
+            try:
+                ok, message = normalise_check(self.check(pristine, output))
+            except Exception as exc:
+                ok, message = False, f"the check could not read the output: {type(exc).__name__}: {exc}"
+            self.sync()
         return ok, message
 
     # ---- modes ----------------------------------------------------------------------------------
@@ -212,6 +229,7 @@ class Evaluation:
         for i, case in enumerate(self.job["benchmarks"]):
             self.progress("benchmarking", f"case {i + 1} of {len(self.job['benchmarks'])}")
             self.run_benchmark(i, case, fresh)
+        self.progress("benchmarking", f"finished {len(self.job['benchmarks'])} cases")
 
     def run_benchmark(self, i: int, case: dict[str, Any], fresh: bool) -> None:
         assert self.fn is not None

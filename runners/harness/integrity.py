@@ -12,10 +12,12 @@ checker's operations). See docs/anti-cheat.md for what an adversary using ctypes
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 import threading
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -40,23 +42,75 @@ def _entries(ns: object) -> dict[str, tuple[int, int | None]]:
     return out
 
 
-class Snapshot:
-    """Identities of attributes (and code objects) of watched namespaces, taken before the submission runs."""
+def _instance_entries(obj: object, mutable: frozenset[str]) -> dict[str, int]:
+    """Identity of every attribute of a harness object (its checker, timer, settings), except the listed ones."""
+    return {k: id(v) for k, v in vars(obj).items() if k not in mutable}
 
-    def __init__(self, namespaces: dict[str, object]) -> None:
+
+def _hooks() -> dict[str, object]:
+    """Interpreter hooks through which code could run inside the harness's own checks and timing."""
+    hooks: dict[str, object] = {
+        "sys.settrace": sys.gettrace(),
+        "sys.setprofile": sys.getprofile(),
+        "threading.settrace": getattr(threading, "_trace_hook", None),
+        "threading.setprofile": getattr(threading, "_profile_hook", None),
+        "gc.callbacks": tuple(id(c) for c in gc.callbacks),
+        "sys.excepthook": id(sys.excepthook),
+        "sys.unraisablehook": id(sys.unraisablehook),
+    }
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+
+    if monitoring is not None:
+        hooks["sys.monitoring"] = tuple(monitoring.get_tool(i) for i in range(6))
+    return hooks
+
+
+class Snapshot:
+    """Identities of attributes (and code objects) of watched namespaces, taken before the submission runs.
+
+    ``instances`` are harness objects (the evaluation, its timer) whose attributes must keep their identity:
+    a submission that finds them through ``gc`` and swaps the checker or the timer is caught. Interpreter
+    hooks (trace, profile, ``gc.callbacks``, ``sys.monitoring``) would run submission code in the middle of
+    a check, so any hook installed by the submission rejects the run too.
+    """
+
+    def __init__(
+        self, namespaces: dict[str, object], instances: dict[str, tuple[object, frozenset[str]]] | None = None
+    ) -> None:
         self._namespaces = dict(namespaces)
         self._objects = list(namespaces.values())  # keep them alive so ids stay meaningful
         self._taken = {label: _entries(ns) for label, ns in namespaces.items()}
+        self._instances = dict(instances or {})
+        self.seal()
+        self._hooks = _hooks()
         self._threads = {t.ident for t in threading.enumerate()}
+
+    def seal(self) -> None:
+        """(Re)take the identities of the harness objects' attributes; called once they are all set."""
+        self._instance_taken = {label: _instance_entries(o, m) for label, (o, m) in self._instances.items()}
 
     def verify(self) -> None:
         """Raise TamperError naming the first changed attribute, or a Python thread the submission left running."""
         for label, ns in self._namespaces.items():
             now = _entries(ns)
             before = self._taken[label]
-            changed = sorted(k for k in before if now.get(k) != before[k])  # additions (lazy imports) are fine
+            changed = [k for k in before if now.get(k) != before[k]]
+            if isinstance(ns, type):  # a method added to a class shadows the one its base class had
+                changed += [k for k in now if k not in before]
+            # (additions to a module are fine: lazy imports add attributes)
             if changed:
-                raise TamperError(f"the submission modified {label}.{changed[0]} (harness, timer or checker code)")
+                raise TamperError(
+                    f"the submission modified {label}.{sorted(changed)[0]} (harness, timer or checker code)"
+                )
+        for label, (obj, mutable) in self._instances.items():
+            now_i = _instance_entries(obj, mutable)
+            before_i = self._instance_taken[label]
+            changed = sorted(k for k in before_i.keys() | now_i.keys() if now_i.get(k) != before_i.get(k))
+            if changed:
+                raise TamperError(f"the submission modified the harness's {label}.{changed[0]}")
+        hooks = _hooks()
+        for name, value in self._hooks.items():
+            if hooks.get(name) != value:
+                raise TamperError(f"the submission installed a hook ({name}) that would run inside the harness")
         extra = [t for t in threading.enumerate() if t.ident not in self._threads and t.is_alive()]
         if extra:
             raise TamperError(
@@ -90,6 +144,57 @@ def watched_namespaces(torch: Any, extra: dict[str, object]) -> dict[str, object
                     ns[f"{name}.{attr.__name__}"] = attr
     ns.update(extra)
     return ns
+
+
+def numeric_state(torch: Any) -> dict[str, Any]:
+    """Global numeric settings a reference's computation depends on (TF32, reduced-precision reductions, dtype)."""
+    state: dict[str, Any] = {"default_dtype": torch.get_default_dtype()}
+    with contextlib.suppress(Exception):
+        state["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    matmul = getattr(getattr(torch.backends, "cuda", None), "matmul", None)
+    for name in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        with contextlib.suppress(Exception):
+            state[f"cuda.matmul.{name}"] = getattr(matmul, name)
+    cudnn = getattr(torch.backends, "cudnn", None)
+    for name in ("allow_tf32", "enabled", "deterministic", "benchmark"):
+        with contextlib.suppress(Exception):
+            state[f"cudnn.{name}"] = getattr(cudnn, name)
+    state["deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
+    return state
+
+
+def _apply_numeric_state(torch: Any, state: dict[str, Any]) -> None:
+    torch.set_default_dtype(state["default_dtype"])
+    if "float32_matmul_precision" in state:
+        torch.set_float32_matmul_precision(state["float32_matmul_precision"])
+    for key, value in state.items():
+        if key.startswith("cuda.matmul."):
+            with contextlib.suppress(Exception):
+                setattr(torch.backends.cuda.matmul, key.removeprefix("cuda.matmul."), value)
+        elif key.startswith("cudnn."):
+            with contextlib.suppress(Exception):
+                setattr(torch.backends.cudnn, key.removeprefix("cudnn."), value)
+    if torch.are_deterministic_algorithms_enabled() != state["deterministic_algorithms"]:
+        torch.use_deterministic_algorithms(state["deterministic_algorithms"])
+
+
+@contextlib.contextmanager
+def pristine_numerics(torch: Any, pristine_items: Iterable[tuple[str, Any]]) -> Iterator[None]:
+    """Run the reference and its check under the settings from before the submission was imported.
+
+    A submission may switch on TF32 or a lower default precision for its own kernels; it must not lower the
+    precision of the reference it is compared with. Its own settings are put back afterwards.
+    """
+    pristine = dict(pristine_items)
+    theirs = numeric_state(torch)
+    if theirs == pristine:
+        yield
+        return
+    _apply_numeric_state(torch, pristine)
+    try:
+        yield
+    finally:
+        _apply_numeric_state(torch, theirs)
 
 
 def modes_active(torch: Any) -> str | None:

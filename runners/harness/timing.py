@@ -46,6 +46,11 @@ class CaseTiming:
 class CpuTimer:
     """Wall-clock timing around the call; nothing runs asynchronously on the CPU."""
 
+    MUTABLE: frozenset[str] = frozenset()
+
+    def verify(self) -> None:
+        return None
+
     def __init__(self) -> None:
         self._clock = time.perf_counter_ns
 
@@ -73,6 +78,8 @@ class CpuTimer:
 class CudaTimer:
     """CUDA events around each call, with a cold L2, a spin kernel ahead and an all-streams guard."""
 
+    MUTABLE: frozenset[str] = frozenset({"_spin_cycles"})
+
     def __init__(self, torch: Any, flush_factor: float = 2.0) -> None:
         self._torch = torch
         self._event = torch.cuda.Event
@@ -83,9 +90,17 @@ class CudaTimer:
         l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 1024 * 1024)
         self.l2_bytes = l2
         self._flush_buf = torch.ones(max(int(flush_factor * l2), 1 << 22) // 4, dtype=torch.int32, device="cuda")
+        self._flush_shape = (self._flush_buf.numel(), self._flush_buf.data_ptr())
         self._spin_cycles = 0
         self.cycles_per_ns = self._calibrate_sleep()
         self.round_trip_ns, self.strict_overhead_ns = self._calibrate_guard()
+
+    def verify(self) -> None:
+        """The flush buffer must still be the one allocated here, at its full size (an in-place resize warms L2)."""
+        from runners.harness.integrity import TamperError
+
+        if (self._flush_buf.numel(), self._flush_buf.data_ptr()) != self._flush_shape:
+            raise TamperError("the submission resized the harness's L2 flush buffer")
 
     def flush(self) -> None:
         # A read of 2x L2: evicts everything (dirty output of the last call written back, untimed).
@@ -232,9 +247,15 @@ def time_case(
     return result
 
 
+HARD_TIME_FACTOR = 5.0
+"""``min_samples`` outranks ``max_time_s``, up to this many times ``max_time_s`` (a very slow kernel)."""
+
+
 def _stop(n: int, mean: float, m2: float, elapsed_s: float, s: TimingSettings) -> bool:
-    if n >= s.max_samples or elapsed_s >= s.max_time_s:
+    if n >= s.max_samples:
         return True
-    if n < s.min_samples or mean <= 0:
-        return False
+    if n < s.min_samples:
+        return elapsed_s >= HARD_TIME_FACTOR * s.max_time_s
+    if elapsed_s >= s.max_time_s or mean <= 0:
+        return True
     return math.sqrt(m2 / (n - 1) / n) / mean <= s.target_rel_error

@@ -1,0 +1,20 @@
+"""Cheat: return at once and let a Python thread write the output later (work the timer never sees).
+expect: rejected
+mode: test
+words: left a Python thread running
+"""
+import threading
+import time
+
+import torch
+
+
+def _finish(a, b, out):
+    time.sleep(0.5)
+    torch.add(a, b, out=out)
+
+
+def custom_kernel(data):
+    a, b, out = data
+    threading.Thread(target=_finish, args=(a, b, out), name="late-writer").start()
+    return out

@@ -1,0 +1,78 @@
+"""The harness on a real GPU: Triton, inline CUDA, native .cu (vectoradd_cu), ranked mode, profile, timing.
+
+Marked ``gpu``: skipped without CUDA, run on the lent GPU machine (see docs/measurement.md for what they printed).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from harness_helpers import Evaluate
+
+from leaderboards.problems import load_problem
+from runners.contract import Mode, TimingSettings, Verdict
+from runners.entry import run_request
+from runners.settings import RunnerSettings
+
+pytestmark = pytest.mark.gpu
+REPO = Path(__file__).resolve().parents[2]
+NATIVE = REPO / "problems" / "vectoradd_cu"
+
+
+@pytest.mark.parametrize(
+    "file", ["submissions/correct_torch.py", "submissions/correct_triton.py", "submissions/inline_cuda.py"]
+)
+def test_python_submissions_pass_and_are_timed_on_the_gpu(evaluate: Evaluate, file: str) -> None:
+    result = evaluate(file, Mode.RANKED, device="cuda")
+    assert result.verdict is Verdict.ACCEPTED, result.message + result.stderr[-2000:]
+    assert result.system.gpu_name and result.system.sm_clock_start_mhz and result.system.cuda
+    assert all(b.stats and b.stats.samples >= 5 for b in result.benchmarks)
+    assert result.score_ns and result.score_ns > 500  # a kernel launch is never faster than half a microsecond
+
+
+def test_inline_cuda_that_does_not_compile_is_a_compile_error_with_the_compiler_output(evaluate: Evaluate) -> None:
+    result = evaluate("submissions/inline_cuda_broken.py", device="cuda")
+    assert result.verdict is Verdict.COMPILE_ERROR, result.message
+    assert "this_does_not_compile" in result.compile_output
+
+
+def _solutions() -> list[object]:
+    cases = []
+    for path in sorted((NATIVE / "solutions").glob("*/*.cu")):
+        expect = re.search(r"expect: (\w+)", path.read_text()).group(1)  # type: ignore[union-attr]
+        cases.append(pytest.param(path, Verdict(expect), id=f"{path.parent.name}/{path.stem}"))
+    return cases
+
+
+@pytest.mark.parametrize(("path", "verdict"), _solutions())
+def test_native_cuda_solutions_get_their_declared_verdict(path: Path, verdict: Verdict, tmp_path: Path) -> None:
+    problem = load_problem(NATIVE)
+    mode = Mode.RANKED if verdict is Verdict.ACCEPTED else Mode.TEST
+    request = problem.request(
+        path.name, path.read_bytes(), mode, device="cuda", seed=7 if mode is Mode.RANKED else None
+    )
+    request.timing = TimingSettings(max_time_s=0.5)
+    result = run_request(request, settings=RunnerSettings(job_root=tmp_path, allow_unsandboxed=True))
+    assert result.verdict is verdict, result.message + result.compile_output[-2000:] + result.stderr[-2000:]
+    if verdict is Verdict.COMPILE_ERROR:
+        assert "__hadd_typo" in result.compile_output
+    if verdict is Verdict.ACCEPTED:
+        assert len(result.benchmarks) == 3 and result.score_ns
+
+
+def test_profile_mode_summarises_the_kernels(evaluate: Evaluate) -> None:
+    result = evaluate("submissions/correct_triton.py", Mode.PROFILE, device="cuda")
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    assert result.profile and ("_add" in result.profile or "gpu__time_duration" in result.profile)
+
+
+def test_repeated_benchmarks_agree_within_a_few_percent(evaluate: Evaluate) -> None:
+    timing = TimingSettings(max_time_s=0.5)
+    medians = []
+    for _ in range(2):
+        result = evaluate("submissions/correct_torch.py", Mode.BENCHMARK, device="cuda", timing=timing)
+        assert result.verdict is Verdict.ACCEPTED, result.message
+        medians.append(result.benchmarks[1].stats.median_ns)  # type: ignore[union-attr]
+    assert max(medians) / min(medians) < 1.10, medians
