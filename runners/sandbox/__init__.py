@@ -151,10 +151,7 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
 
     memory_bytes = spec.memory_mb * _MIB
     cgroups = create_run_cgroups(memory_bytes, spec.max_tasks)
-    rlimits = {"RLIMIT_CORE": 0, "RLIMIT_FSIZE": spec.disk_mb * _MIB}
-    if not cgroups.limits_tasks and os.geteuid() != 0:
-        # RLIMIT_NPROC counts every task of this user, so allow what already runs plus the run's own budget.
-        rlimits["RLIMIT_NPROC"] = _user_task_count() + spec.max_tasks
+    rlimits = _rlimits(spec, cgroups, os.geteuid())
     notes.append(_limits_note(cgroups, rlimits))
     config = {"argv": argv, "cgroup_procs": cgroups.procs_files, "rlimits": rlimits, "parent_pid": os.getpid()}
 
@@ -230,6 +227,15 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
         stderr_bytes=stderr.total,
         peak_memory_mb=round(watch.peak_bytes / _MIB, 1),
     )
+
+
+def _rlimits(spec: SandboxSpec, cgroups: RunCgroups, euid: int) -> dict[str, int]:
+    """The rlimits init.py sets before starting the command (never RLIMIT_AS: it breaks CUDA's initialisation)."""
+    rlimits = {"RLIMIT_CORE": 0, "RLIMIT_FSIZE": spec.disk_mb * _MIB}
+    if not cgroups.limits_tasks and euid != 0:
+        # RLIMIT_NPROC counts every task of this user (root is exempt), so allow what already runs plus the budget.
+        rlimits["RLIMIT_NPROC"] = _user_task_count() + spec.max_tasks
+    return rlimits
 
 
 def _limits_note(cgroups: RunCgroups, rlimits: dict[str, int]) -> str:

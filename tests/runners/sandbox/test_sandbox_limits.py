@@ -225,8 +225,9 @@ def test_missing_program_is_reported(run_py) -> None:
     assert "/nonexistent/kernelcup-python" in out.stderr
 
 
-def test_parent_is_unharmed(run_py) -> None:
-    """Signals the child sends do not reach the runner (own session, own pid namespace)."""
+def test_parent_is_unharmed(run_py, sandboxed: None) -> None:
+    """Signals the child sends do not reach the runner (own session, own pid namespace). Without the sandbox a
+    process of the same user can signal the runner: one reason a worker serving others requires the sandbox."""
     out = run_py(
         f"import os, signal\ntry:\n    os.killpg({os.getpgrp()}, signal.SIGTERM)\nexcept OSError as e:\n    print(e)"
     )
@@ -236,3 +237,24 @@ def test_parent_is_unharmed(run_py) -> None:
     )
     assert out.returncode == 0
     assert run_sandboxed is not None  # still here
+
+
+def test_rlimits_reach_the_process(run_py) -> None:
+    out = run_py(
+        "import resource as r\nprint(*(r.getrlimit(x)[0] for x in (r.RLIMIT_CORE, r.RLIMIT_FSIZE, r.RLIMIT_AS)))",
+        disk_mb=3,
+    )
+    core, fsize, address_space = (int(x) for x in out.stdout.split())
+    assert core == 0 and fsize == 3 << 20
+    assert address_space == -1, "RLIMIT_AS must stay unlimited (it breaks CUDA initialisation)"
+
+
+def test_nproc_limit_only_without_a_pids_cgroup_and_not_for_root(jobdir: Path, spec_for) -> None:
+    from runners.sandbox import _rlimits
+
+    spec = spec_for("pass", max_tasks=100)
+    with_pids = RunCgroups(pids_dir=jobdir)
+    assert "RLIMIT_NPROC" not in _rlimits(spec, with_pids, euid=1000)
+    assert "RLIMIT_NPROC" not in _rlimits(spec, RunCgroups(), euid=0)
+    nproc = _rlimits(spec, RunCgroups(), euid=1000)["RLIMIT_NPROC"]
+    assert 100 < nproc < 100 + 100_000  # this user's running tasks plus the run's budget
