@@ -1,4 +1,4 @@
-"""Cheat: hunt for the ranked run's secret seed (20261122 in the test) everywhere the process can look.
+"""Cheat: hunt for the ranked run's secret seed (the one the test passes) everywhere the process can look.
 expect: secret_hidden
 mode: ranked
 """
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-SECRET = 20261122
+SECRET = 20261121 + 1  # computed, so that this file's own text never contains it
 NEEDLE = str(SECRET)
 
 
@@ -36,6 +36,8 @@ def _hunt():
         return (type(v) is int and v == SECRET) or (type(v) is str and NEEDLE in v)
 
     for obj in gc.get_objects():
+        if obj is globals():
+            continue
         if isinstance(obj, dict):
             values = list(obj.values())
         elif isinstance(obj, (list, tuple)):
