@@ -273,19 +273,26 @@ class GithubLauncher:
             interval = min(interval * 1.5, self.settings.poll_max_s)
 
     async def _cancel(self, run_id: int) -> None:
-        repo = self._client().get_repo(self._require())
+        path = f"/repos/{self._require()}/actions/runs/{run_id}/cancel"
         with contextlib.suppress(LauncherError):  # best effort: the job's own timeout-minutes ends it anyway
-            await self._api(lambda: repo.get_workflow_run(run_id).cancel(), f"cancelling run {run_id}", attempts=2)
+            requester = self._client().requester
+            await self._api(lambda: requester.requestJsonAndCheck("POST", path), f"cancelling run {run_id}", attempts=2)
 
     async def _fetch_result(self, state: RunState, nonce: str | None) -> RunResult:
         if state.conclusion == "cancelled":
             raise LauncherError(f"GitHub run {state.id} was cancelled ({state.html_url})")
-        repo = self._client().get_repo(self._require())
+        path = f"/repos/{self._require()}/actions/runs/{state.id}/artifacts"
         wanted = ARTIFACT_PREFIX + nonce if nonce else None
 
         def artifacts() -> list[tuple[str, str, int, bool]]:
-            found = repo.get_workflow_run(state.id).get_artifacts().get_page(0)
-            return [(a.name, a.archive_download_url, a.size_in_bytes, a.expired) for a in found]
+            _, data = self._client().requester.requestJsonAndCheck("GET", path, parameters={"per_page": 100})
+            try:
+                return [
+                    (a["name"], a["archive_download_url"], int(a["size_in_bytes"]), bool(a["expired"]))
+                    for a in data.get("artifacts") or []
+                ]
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise LauncherError(f"GitHub listed the artifacts of run {state.id} in an unknown shape") from None
 
         listed = await self._api(artifacts, f"listing the artifacts of run {state.id}")
         matches = [a for a in listed if (a[0] == wanted if wanted else a[0].startswith(ARTIFACT_PREFIX))]
