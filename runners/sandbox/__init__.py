@@ -146,6 +146,10 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
     argv = list(spec.argv)
     if bwrap is not None:
         ro = tuple(dict.fromkeys([*python_ro_paths(), *(Path(p).resolve() for p in spec.ro_paths)]))
+        missing = [str(p) for p in ro if not p.exists()]
+        if missing:
+            notes.append(f"read-only paths not found, not mounted: {', '.join(missing)}")
+            ro = tuple(p for p in ro if p.exists())
         shm = min(spec.memory_mb * _MIB // 4, 1024 * _MIB)
         argv = [*sandbox_argv(bwrap, workdir, ro, spec.allow_gpu, hardened, shm), "--", *argv]
 

@@ -91,6 +91,8 @@ def main(config_json: str) -> None:
     argv = config["argv"]
     child = os.fork()
     if child == 0:
+        # The command dies with us too (bubblewrap's --die-with-parent does the same for the sandbox inside).
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         try:
             os.execvp(argv[0], argv)
         except OSError as exc:
