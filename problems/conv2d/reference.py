@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 # Allowed error of y[n, k, p, q]: 2**-20 * |y| plus TOLERANCE * 2**-11 * sqrt(sum of (x * w)^2 over the
 # window), 2**-11 being TF32's rounding of an input. Measured (CPU emulation): TF32 inputs err by at most 2.7
-# units, bf16 inputs (4x coarser) by 15-22; 8 sits between (tests/problems/test_checks.py keeps both sides).
+# units, bf16 inputs (4x coarser) by 15-22; 8 sits between (tests/problems/test_problem_checks.py keeps both sides).
 TOLERANCE = 8
 
 

@@ -8,7 +8,7 @@ import torch
 # TOLERANCE * 2**-11 * ||a[i, :]||_2 * ||b[:, j]||_2 / sqrt(k), about 2**-11 times the spread of one product
 # sum. Measured (CPU emulation, 512x4096x512): split-K with fp16 partials summed in fp32 errs by at most 3.1
 # units, summed in fp16 four ways 4.6 units; bf16 inputs 17-22 units, an fp16 accumulator 40+. 10 sits between
-# (tests/problems/test_checks.py keeps both sides; a GPU test checks cuBLAS's own fp16 result at 4096).
+# (tests/problems/test_problem_checks.py keeps both sides; a GPU test checks cuBLAS's own fp16 result at 4096).
 TOLERANCE = 10
 
 

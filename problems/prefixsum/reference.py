@@ -7,7 +7,7 @@ import torch
 # Allowed error at i: TOLERANCE * 2**-24 * sqrt(i + 1) * ||x[0..i]||_2, which grows linearly with i.
 # Adding x[0..i] one after another in fp32 (the simplest correct scan, and what torch.cumsum does on a CPU)
 # has a rounding error of about 2**-24 * i * rms(x) / sqrt(3) at position i; blocked or tree scans are well
-# below that. 8 keeps a sequential scan inside at many standard deviations (tests/problems/test_checks.py),
+# below that. 8 keeps a sequential scan inside at many standard deviations (tests/problems/test_problem_checks.py),
 # while leaving out an element, an exclusive scan or an fp16/bf16 scan are far outside it.
 TOLERANCE = 8
 

@@ -9,7 +9,7 @@ import torch
 # Allowed error: TOLERANCE * 2**-24 * ||x||_2. Measured in fp32 (numpy, 1e5 to 1.6e7 elements): tree sums err
 # by about 3 such units, sequential sums of chunks of up to 65536 elements by at most 80, a fully sequential
 # sum of 1e6 elements by 306; leaving out one element or summing in bf16 by thousands
-# (tests/problems/test_checks.py keeps both sides).
+# (tests/problems/test_problem_checks.py keeps both sides).
 TOLERANCE = 384
 
 

@@ -2,7 +2,8 @@
 
 On the CPU (PyTorch CPU, Triton's interpreter) solutions that need CUDA are skipped; the ``gpu`` twin runs all
 of them on the GPU. The runs are started together in a thread pool when the first test asks for its result
-(each run is its own process, so a 2-core CI machine runs two at a time), then each test waits for its own.
+(each run is its own process, so a 2-core CI machine runs two at a time; ``KERNELCUP_TEST_WORKERS`` sets how
+many), then each test waits for its own.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def _run(solution: Solution, device: str) -> RunResult:
 @pytest.fixture(scope="module")
 def runs(request: pytest.FixtureRequest):
     """Futures of the runs of every selected test of this module, started together on first use."""
-    pool = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
+    workers = int(os.environ.get("KERNELCUP_TEST_WORKERS", 0)) or max(2, min(4, os.cpu_count() or 2))
+    pool = ThreadPoolExecutor(max_workers=workers)
     futures: dict[tuple[str, str], Future[RunResult]] = {}
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
