@@ -155,9 +155,14 @@ class LeaderboardService:
         if user is None:
             if not create:
                 raise UserNotFound(f"There is no user {ref.name!r}.")
-            user = User(identity=ref.identity, discord_id=ref.discord_id, name=ref.name[:100], is_banned=False)
-            s.add(user)
-            s.flush()
+            try:
+                with s.begin_nested():
+                    user = User(identity=ref.identity, discord_id=ref.discord_id, name=ref.name[:100], is_banned=False)
+                    s.add(user)
+            except IntegrityError:  # created by a concurrent first request of the same user
+                user = s.scalar(select(User).where(User.identity == ref.identity))
+                if user is None:
+                    raise
         elif ref.name and user.name != ref.name[:100]:
             user.name = ref.name[:100]  # Discord names change; keep the latest for display
         return user

@@ -234,3 +234,31 @@ def test_rank_reported_with_status_and_user_submissions(service: LeaderboardServ
     mine = service.user_submissions(UserRef("olga"), board)
     assert [m.submission_id for m in mine] == [sid] and mine[0].jobs[0].rank == 1
     assert service.user_submissions(UserRef("nobody")) == ()
+
+
+def test_concurrent_submissions_and_results_keep_one_consistent_ranking(
+    service: LeaderboardService, board: str
+) -> None:
+    """Threads submitting the same file and recording results at once: one code row, one user row per person,
+    a ranking equal to the runs', and #1 changes announced in order of ever better scores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from leaderboards.models import SubmissionCode
+
+    def one(i: int) -> None:
+        user = f"t{i % 6}"
+        r = service.submit(UserRef(user), "sub.py", CODE, board, ["cpu"])
+        medians = [float(1000 - 10 * i), 500.0]
+        service.record_run(r.jobs[0].job_id, run_result(medians))
+        service.record_run(r.jobs[0].job_id, run_result(medians), secret=True)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(one, range(24)))
+    with service.db.transaction() as s:
+        assert len(s.scalars(select(SubmissionCode)).all()) == 1
+        assert len(s.scalars(select(User)).all()) == 6
+    assert_consistent(service)
+    assert len(service.ranking(board, "cpu").entries) == 6
+    firsts = [c for c in service.claim_announcements("bot", limit=1000) if c.new_rank == 1]
+    scores = [c.score_ns for c in firsts]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)
