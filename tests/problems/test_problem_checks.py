@@ -255,3 +255,13 @@ def test_check_rejects_wrong_type_shape_and_dtype(problem: str, prepared: dict) 
     for bad in ([1, 2, 3], good.tolist(), one_more, good.double()):
         ok, message = ref.check_implementation(data, bad)
         assert not ok and message
+
+
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_check_leaves_inputs_and_output_untouched(problem: str, prepared: dict) -> None:
+    ref, data, good = prepared[problem]
+    output, inputs = good.clone(), [t.clone() for t in data]
+    ref.check_implementation(data, output)
+    assert torch.equal(output, good)
+    for before, after in zip(inputs, data, strict=True):
+        assert torch.equal(before, after) or (before.isnan().all() and after.isnan().all())
