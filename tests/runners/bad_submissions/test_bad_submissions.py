@@ -57,7 +57,7 @@ def _run_case(case: dict[str, Any], device: str) -> tuple[RunResult, float, RunR
 def cpu_results() -> dict[str, tuple[RunResult, float, RunRequest]]:
     """All CPU cases at once (each starts its own evaluation process; running them side by side keeps this fast)."""
     cases = [c for c in CASES if not c.get("gpu")]
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=6) as pool:
         futures = {c["file"]: pool.submit(_run_case, c, "cpu") for c in cases}
         return {name: f.result() for name, f in futures.items()}
 
