@@ -104,6 +104,8 @@ class GithubLauncher:
             kind, _, rest = ref.removeprefix(prefix).partition(":")
             if kind == "run":
                 raw_id, _, nonce = rest.partition(":")
+                if not raw_id.isdigit() or not nonce:
+                    raise LauncherError(f"the job's remote reference {ref!r} is not one this launcher wrote")
                 run_id = int(raw_id)
             elif kind == "nonce":
                 nonce = rest

@@ -496,3 +496,9 @@ def test_reattach_by_nonce_reads_further_pages_of_a_busy_repository(make_job, ma
         assert run(launcher, make_request(), job).passed
         assert not any(c.request.method == "POST" for c in rsps.calls)
     assert len(listing.calls) == 2
+
+
+def test_a_mangled_reference_is_a_launcher_error_not_a_crash(make_job, make_request) -> None:
+    job = make_job(remote_ref=f"github:{REPO}:run:not-a-number:n1")
+    with responses.RequestsMock(), pytest.raises(LauncherError, match="not one this launcher wrote"):
+        run(GithubLauncher(settings(), labels="x"), make_request(), job)
