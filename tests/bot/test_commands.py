@@ -125,3 +125,12 @@ async def test_unexpected_failure_is_not_the_users_fault(world, monkeypatch) -> 
     assert result.response.content == NOT_YOUR_FAULT
     assert "fire" not in result.response.content
     assert [type(e) for e in raised(world)] == [RuntimeError]
+
+
+async def test_a_failing_autocomplete_offers_nothing_and_breaks_nothing(world, monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("database on fire")
+
+    monkeypatch.setattr(world.service, "list_leaderboards", broken)
+    # discord.py logs the error and answers no suggestions; the command itself would explain the failure.
+    assert await world.alice.autocomplete(world.channel, "leaderboard submit", "leaderboard", "add") in ([], None)
