@@ -120,12 +120,17 @@ def sandbox_argv(
                 args += ["--dev-bind", str(node), str(node)]
     # /tmp: an empty tmpfs, mounted before the paths that may live below it, made read-only at the end.
     args += ["--tmpfs", "/tmp"]
-    for p in ro_paths:
+    # Read-only paths inside the job dir (the problem's reference, the harness's files) go on top of it, after it.
+    inside = [p for p in ro_paths if p != workdir and p.is_relative_to(workdir)]
+    outside = [p for p in ro_paths if p not in inside]
+    for p in outside:
         args += ["--ro-bind", str(p), str(p)]
-    for p in ro_paths:
+    for p in outside:
         args += _masks(p)
     work = str(workdir)
     args += ["--bind", work, work]
+    for p in inside:
+        args += ["--ro-bind", str(p), str(p)]
     if work != "/tmp":
         args += ["--remount-ro", "/tmp"]
     # bubblewrap builds the new root and /dev on tmpfs: make them read-only too (the device binds stay rw),

@@ -15,6 +15,8 @@ import yaml
 from runners.contract import Limits, Mode, RunRequest, RunResult, SubmissionFile, Verdict
 from runners.entry import run_request
 
+pytestmark = pytest.mark.slow  # each case starts an evaluation process that imports PyTorch
+
 HERE = Path(__file__).parent
 PROBLEM = HERE.parents[1] / "fixtures" / "problems" / "vectoradd"
 CASES: list[dict[str, Any]] = yaml.safe_load((HERE / "cases.yaml").read_text())

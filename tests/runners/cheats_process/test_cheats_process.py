@@ -15,6 +15,8 @@ from runners.contract import Limits, Mode, RunRequest, RunResult, SubmissionFile
 from runners.entry import run_request
 from runners.sandbox import probe_sandbox
 
+pytestmark = pytest.mark.slow  # each case starts an evaluation process that imports PyTorch
+
 HERE = Path(__file__).parent
 PROBLEM = HERE.parents[1] / "fixtures" / "problems" / "vectoradd"
 CHEATS = sorted((HERE / "cheats").glob("*.py"))

@@ -232,3 +232,32 @@ def test_repo_secrets_masked_in_read_only_paths(run_py, sandboxed: None, tmp_pat
     assert "harness HARNESS = 1" in out.stdout  # the read-only path itself is visible
     for secret in ("in-dotenv", "in-dotenv-prod", "in-git-config", "expected outputs"):
         assert secret not in out.stdout, out.stdout
+
+
+def test_read_only_files_inside_the_job_dir(run_py, sandboxed: None, jobdir: Path) -> None:
+    """The runner can protect the files it put in the job dir (the reference, the harness) from the submission."""
+    (jobdir / "reference.py").write_text("EXPECTED = 1\n")
+    (jobdir / "problem").mkdir()
+    (jobdir / "problem" / "checker.py").write_text("ok = True\n")
+    out = run_py(
+        """
+        for path in ['reference.py', 'problem/checker.py', 'problem/new.py']:
+            try:
+                open(path, 'a').write('PATCHED = True\\n')
+                print('WROTE', path)
+            except OSError:
+                print('denied', path)
+        import os
+        for path in ['reference.py', 'problem']:
+            try:
+                os.rename(path, path + '.moved')
+                print('MOVED', path)
+            except OSError:
+                print('denied move', path)
+        open('scratch.txt', 'w').write('fine')
+        """,
+        ro_paths=(jobdir / "reference.py", jobdir / "problem"),
+    )
+    assert "WROTE" not in out.stdout and "MOVED" not in out.stdout, out.stdout + out.stderr
+    assert (jobdir / "reference.py").read_text() == "EXPECTED = 1\n"
+    assert (jobdir / "scratch.txt").read_text() == "fine"
