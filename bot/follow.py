@@ -18,7 +18,7 @@ from bot.calls import call
 from bot.limits import Reply, fit
 from bot.reports import report, status_text
 from leaderboards.errors import UserError
-from leaderboards.results import UserRef
+from leaderboards.results import SubmissionStatus, UserRef
 
 if TYPE_CHECKING:
     from bot.client import KernelcupBot
@@ -27,10 +27,13 @@ log = logging.getLogger(__name__)
 
 INVALID_WEBHOOK_TOKEN = 50027
 """Discord's code once an interaction's token (15 minutes) has expired: its messages can't be edited any more."""
+UNKNOWN_MESSAGE = 10008
+"""The message is gone (deleted by a moderator or the user): the status continues in a new one."""
+UNKNOWN_WEBHOOK = 10015
 
 
 class StatusMessage:
-    """A message to keep editing: the interaction's followup, then (after its token expired) a channel message."""
+    """A message to keep editing: the interaction's followup, then (once it can't be edited) a channel message."""
 
     def __init__(self, message: discord.WebhookMessage | discord.Message, upload_limit: int) -> None:
         self.message = message
@@ -44,9 +47,9 @@ class StatusMessage:
         try:
             self.message = await self.message.edit(**kwargs) or self.message
         except discord.HTTPException as exc:
-            if exc.code != INVALID_WEBHOOK_TOKEN and exc.status != 401:
+            if exc.code not in (INVALID_WEBHOOK_TOKEN, UNKNOWN_MESSAGE, UNKNOWN_WEBHOOK) and exc.status != 401:
                 raise
-            # The interaction is older than 15 minutes: continue in a new message of the bot's own.
+            # The interaction is older than 15 minutes, or the message was deleted: continue in a new message.
             channel = self.message.channel
             if not isinstance(channel, discord.abc.Messageable):
                 raise
@@ -54,30 +57,57 @@ class StatusMessage:
             self.message = await channel.send(content=reply.content, embeds=list(reply.embeds), files=files)
 
 
+async def _show(status_message: StatusMessage, reply: Reply, submission_id: int, **kwargs: str) -> bool:
+    """Show ``reply``; a passing Discord error is logged and reported as False (the next round tries again)."""
+    try:
+        await status_message.show(reply, **kwargs)
+    except discord.HTTPException as exc:
+        log.warning("could not update the status of submission %s: %s", submission_id, exc)
+        return False
+    return True
+
+
 async def follow_submission(
     bot: KernelcupBot, submission_id: int, user: UserRef, status_message: StatusMessage, shown: str | None = None
 ) -> None:
-    """Edit ``status_message`` (now showing ``shown``) as the submission moves, then show its final report."""
+    """Edit ``status_message`` (now showing ``shown``) as the submission moves, then show its final report.
+
+    A database or Discord hiccup skips one round (the next poll tries again) rather than ending the follower;
+    after ``follow_timeout_s`` it stops and says where to look.
+    """
     settings = bot.settings
     loop = asyncio.get_running_loop()
     give_up_at = loop.time() + settings.follow_timeout_s
     while True:
-        status = await call(bot.service.submission_status, submission_id)
-        if status.done:
-            break
-        text = status_text(status)
-        if text != shown:
-            await status_message.show(Reply(content=text))
-            shown = text
+        status = None
+        try:
+            status = await call(bot.service.submission_status, submission_id)
+        except Exception:
+            log.exception("could not read the status of submission %s; trying again", submission_id)
+        if status is not None and status.done:
+            final = await _final_reply(bot, submission_id, user, status)
+            if final is not None and await _show(
+                status_message, final, submission_id, overflow_name=f"report-{submission_id}.txt"
+            ):
+                return
+        elif status is not None:
+            text = status_text(status)
+            if text != shown and await _show(status_message, Reply(content=text), submission_id):
+                shown = text
         if loop.time() >= give_up_at:
-            await status_message.show(
-                Reply(content=text + f"\n(Stopped following it here: see `/leaderboard submission {submission_id}`.)")
-            )
+            note = f"(Stopped following it here: see `/leaderboard submission {submission_id}`.)"
+            await _show(status_message, Reply(content=f"{shown}\n{note}" if shown else note), submission_id)
             return
         await asyncio.sleep(settings.status_interval_s)
+
+
+async def _final_reply(bot: KernelcupBot, submission_id: int, user: UserRef, status: SubmissionStatus) -> Reply | None:
+    """The report of a finished submission (its status alone if an admin deleted it meanwhile); None on a hiccup."""
     try:
         details = await call(bot.service.submission_details, submission_id, user)
     except UserError:  # deleted by an admin while it ran: the status says so
-        await status_message.show(Reply(content=status_text(status)))
-        return
-    await status_message.show(report(details, bot.peak_for), overflow_name=f"report-{submission_id}.txt")
+        return Reply(content=status_text(status))
+    except Exception:
+        log.exception("could not read the results of submission %s; trying again", submission_id)
+        return None
+    return report(details, bot.peak_for)

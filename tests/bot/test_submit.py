@@ -298,3 +298,26 @@ async def test_competitor_commands_work_in_direct_messages_and_admin_ones_are_no
     assert not any(n.startswith("admin") for n in names)
     result = await user.slash("leaderboard list")
     assert result.response.content.startswith("**Leaderboards**")
+
+
+async def test_a_database_or_discord_hiccup_skips_a_round_not_the_follower(world, monkeypatch) -> None:
+    real = world.service.submission_status
+    failures = iter([RuntimeError("connection reset")])
+
+    def flaky(submission_id):
+        for exc in failures:
+            raise exc
+        return real(submission_id)
+
+    result = await submit(world, world.alice)
+    monkeypatch.setattr(world.service, "submission_status", flaky)
+    await serve_queue(world)
+    await world.env.advance_time(STATUS_INTERVAL)  # the database is away for this round
+    assert "queued" in result.followups[0].content
+    world.env.inject_error("PATCH", "/webhooks/*", status=503, times=1)
+    await world.env.advance_time(STATUS_INTERVAL)  # Discord is away for this one
+    assert "queued" in result.followups[0].content
+    await world.env.advance_time(STATUS_INTERVAL)
+    assert "✅ **cpu**: accepted" in result.followups[0].content
+    assert world.bot.followers == {}
+    assert world.env.errors == []
