@@ -146,36 +146,59 @@ def watched_namespaces(torch: Any, extra: dict[str, object]) -> dict[str, object
     return ns
 
 
+_NUMERIC_FLAGS = (
+    (
+        "cuda.matmul",
+        (
+            "allow_tf32",
+            "allow_fp16_reduced_precision_reduction",
+            "allow_bf16_reduced_precision_reduction",
+            "fp32_precision",
+        ),
+    ),
+    ("cudnn", ("allow_tf32", "enabled", "deterministic", "benchmark", "fp32_precision")),
+    ("mkldnn", ("fp32_precision",)),
+)
+
+
+def _backend(torch: Any, path: str) -> Any:
+    obj = torch.backends
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
 def numeric_state(torch: Any) -> dict[str, Any]:
     """Global numeric settings a reference's computation depends on (TF32, reduced-precision reductions, dtype)."""
     state: dict[str, Any] = {"default_dtype": torch.get_default_dtype()}
     with contextlib.suppress(Exception):
         state["float32_matmul_precision"] = torch.get_float32_matmul_precision()
-    matmul = getattr(getattr(torch.backends, "cuda", None), "matmul", None)
-    for name in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
-        with contextlib.suppress(Exception):
-            state[f"cuda.matmul.{name}"] = getattr(matmul, name)
-    cudnn = getattr(torch.backends, "cudnn", None)
-    for name in ("allow_tf32", "enabled", "deterministic", "benchmark"):
-        with contextlib.suppress(Exception):
-            state[f"cudnn.{name}"] = getattr(cudnn, name)
+    for path, names in _NUMERIC_FLAGS:
+        backend = _backend(torch, path)
+        for name in names:
+            with contextlib.suppress(Exception):
+                state[f"{path}.{name}"] = getattr(backend, name)
     state["deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
     return state
 
 
 def _apply_numeric_state(torch: Any, state: dict[str, Any]) -> None:
-    torch.set_default_dtype(state["default_dtype"])
-    if "float32_matmul_precision" in state:
-        torch.set_float32_matmul_precision(state["float32_matmul_precision"])
-    for key, value in state.items():
-        if key.startswith("cuda.matmul."):
-            with contextlib.suppress(Exception):
-                setattr(torch.backends.cuda.matmul, key.removeprefix("cuda.matmul."), value)
-        elif key.startswith("cudnn."):
-            with contextlib.suppress(Exception):
-                setattr(torch.backends.cudnn, key.removeprefix("cudnn."), value)
-    if torch.are_deterministic_algorithms_enabled() != state["deterministic_algorithms"]:
-        torch.use_deterministic_algorithms(state["deterministic_algorithms"])
+    """Set only what differs (PyTorch refuses to read a precision set through both its old and new APIs)."""
+    order = sorted(state, key=lambda k: k != "float32_matmul_precision")  # the legacy switch first: it sets others
+    for key in order:
+        value = state[key]
+        if numeric_state(torch).get(key) == value:
+            continue
+        with contextlib.suppress(Exception):
+            if key == "default_dtype":
+                torch.set_default_dtype(value)
+            elif key == "float32_matmul_precision":
+                torch.set_float32_matmul_precision(value)
+            elif key == "deterministic_algorithms":
+                torch.use_deterministic_algorithms(value)
+            else:
+                path, name = key.rsplit(".", 1)
+                setattr(_backend(torch, path), name, value)
 
 
 @contextlib.contextmanager
