@@ -253,6 +253,44 @@ def probe() -> None:
     )
 
 
+def placement(rounds: int = 5, samples: int = 30) -> None:
+    """The large vector add timed on fresh allocations in one process (does placement in memory move it?)."""
+    import torch
+
+    from runners.harness.timing import CudaTimer
+
+    ns: dict[str, Any] = {}
+    exec(TRITON_ADD, ns)
+    timer = CudaTimer(torch)
+    timer.set_spin([60_000.0])
+    kept = []
+    for r in range(rounds):
+        n = 16384 * 16384
+        a = torch.randn(n, device="cuda", dtype=torch.float16)
+        b = torch.randn(n, device="cuda", dtype=torch.float16)
+        out = torch.empty_like(a)
+        kept.append((a, b, out))  # keep them, so the next round gets other memory
+        for _ in range(5):
+            ns["custom_kernel"]((a, b, out))
+        times = sorted(timer.measure(ns["custom_kernel"], (a, b, out))[1] for _ in range(samples))
+        print(
+            f"placement round {r}: median {statistics.median(times) / 1e3:.2f} µs, min {times[0] / 1e3:.2f}, "
+            f"max {times[-1] / 1e3:.2f} (a at {a.data_ptr():#x})",
+            file=sys.stderr,
+        )
+
+
+def smi() -> str:
+    fields = "clocks.sm,clocks.mem,power.draw,temperature.gpu,temperature.memory,clocks_event_reasons.active"
+    try:
+        proc = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
+        return proc.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -261,6 +299,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.probe:
         probe()
+        placement()
     work = Path(tempfile.mkdtemp(prefix="kc-accuracy-"))
     rows, figures = [], {"cases": []}
     spread_medians: list[float] = []
@@ -272,6 +311,7 @@ def main() -> int:
         repeats = args.repeats if i == 0 else 1
         medians = []
         for _ in range(repeats):
+            state = smi()
             result, wall = harness_run(problem, spec["sub"])
             if not result.passed or not result.benchmarks or result.benchmarks[0].stats is None:
                 print(f"{spec['name']}: {result.verdict}: {result.message}\n{result.stderr[-3000:]}", file=sys.stderr)
@@ -282,7 +322,8 @@ def main() -> int:
             walls.append(wall)
             print(
                 f"  {spec['name']}: median {stats.median_ns / 1e3:.2f} µs ± {stats.std_ns / 1e3:.2f} "
-                f"({stats.samples} samples), case wall {wall:.2f} s, run wall {result.wall_time_s:.1f} s",
+                f"({stats.samples} samples), case wall {wall:.2f} s, run wall {result.wall_time_s:.1f} s; "
+                f"before: {state}",
                 file=sys.stderr,
             )
         if i == 0:
