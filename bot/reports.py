@@ -12,7 +12,7 @@ from datetime import datetime
 
 import discord
 
-from bot.limits import File, Reply
+from bot.limits import EMBED_DESCRIPTION_CHARS, File, Reply, cut
 from bot.render import FAIL, PASS, WAIT, DevicePeak, failure_excerpt, format_ns, logs_text, one_line, result_lines
 from leaderboards.results import (
     JobView,
@@ -211,7 +211,13 @@ def submissions_text(leaderboard: str, subs: Sequence[SubmissionSummary]) -> str
 
 def task_reply(task: TaskView) -> Reply:
     """``/leaderboard task``: the description as an embed, the problem's files attached."""
-    embed = discord.Embed(title=task.name, description=task.description)
+    description = task.description
+    files = [File(name.replace("/", "_"), text.encode()) for name, text in sorted(task.files.items())]
+    if len(description) > EMBED_DESCRIPTION_CHARS:  # a long statement is read whole in a file, its head here
+        note = f"\n… (the whole description is in {task.name}-description.md)"
+        files.insert(0, File(f"{task.name}-description.md", description.encode()))
+        description = cut(description, EMBED_DESCRIPTION_CHARS - len(note)) + note
+    embed = discord.Embed(title=task.name, description=description)
     embed.add_field(name="Devices", value=", ".join(task.devices) or "–")
     embed.add_field(name="Deadline", value=timestamp(task.deadline, "f"))
     embed.add_field(name="Score", value=RANKING_LABELS.get(task.ranking_by, task.ranking_by))
@@ -222,8 +228,7 @@ def task_reply(task: TaskView) -> Reply:
             inline=False,
         )
     embed.add_field(name="Cases", value=f"{len(task.tests)} tests, {len(task.benchmarks)} benchmarks", inline=False)
-    files = tuple(File(name.replace("/", "_"), text.encode()) for name, text in sorted(task.files.items()))
-    return Reply(embeds=(embed,), files=files)
+    return Reply(embeds=(embed,), files=tuple(files))
 
 
 def queue_text(stats: QueueStats) -> str:
@@ -264,7 +269,7 @@ def announcement_text(change: RankChangeView) -> str:
     if change.new_rank == 1:
         headline = f"🏆 New #1 on **{change.leaderboard}** ({change.device})!"
     else:
-        headline = f"🎉 New top {max(change.new_rank, 3)} on **{change.leaderboard}** ({change.device})"
+        headline = f"🎉 New top {max(change.new_rank, 3)} on **{change.leaderboard}** ({change.device}):"
     moved = f"from #{change.old_rank} " if change.old_rank is not None else ""
     text = f"{headline} {who} moves {moved}to #{change.new_rank} with **{format_ns(change.score_ns)}**"
     if change.previous_score_ns is not None:

@@ -60,7 +60,7 @@ async def test_top_three_and_a_personal_improvement(world, announcing) -> None:
     lines = texts(announcing)
     assert len(lines) == 2
     assert lines[1] == (
-        f"🎉 New top 3 on **addone** (cpu) {world.bob.mention} moves to #2 with **30 µs** · submission #{third}"
+        f"🎉 New top 3 on **addone** (cpu): {world.bob.mention} moves to #2 with **30 µs** · submission #{third}"
     )
     assert world.service.ranking("addone", "cpu").entries[1].submission_id == better
 

@@ -227,6 +227,11 @@ def test_task_reply_has_an_embed_and_the_files() -> None:
     assert "`/leaderboard template vectoradd LANGUAGE`" in fields["Templates"]
     assert [f.name for f in out.files] == ["reference.py", "sub_util.py"]
 
+    long = task_reply(replace(view, description="word " * 2000))
+    assert len(long.embeds[0].description) <= 4096
+    assert long.embeds[0].description.endswith("(the whole description is in vectoradd-description.md)")
+    assert long.files[0].name == "vectoradd-description.md" and len(long.files[0].data) == 10_000
+
 
 def test_announcement_text() -> None:
     change = RankChangeView(1, "vectoradd", "H100", 5, "bob", 42, 17, 3, 1, 9_000.0, 11_000.0, T0)
@@ -236,7 +241,7 @@ def test_announcement_text() -> None:
     )
     local = replace(change, user_discord_id=None, new_rank=3, old_rank=None, previous_score_ns=None)
     assert announcement_text(local) == (
-        "🎉 New top 3 on **vectoradd** (H100) **bob** moves to #3 with **9 µs** · submission #17"
+        "🎉 New top 3 on **vectoradd** (H100): **bob** moves to #3 with **9 µs** · submission #17"
     )
 
 
