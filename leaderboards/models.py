@@ -126,7 +126,9 @@ class Leaderboard(Base):
     description: Mapped[str] = mapped_column(Text(), default="")
     deadline: Mapped[datetime] = mapped_column(UTCDateTime())
     task: Mapped[dict[str, Any]] = mapped_column(
-        JSONType, comment="snapshot: {'problem', 'task' (task.yml as JSON), 'files', 'templates'}"
+        JSONType,
+        deferred=True,  # tens of KB of files: loaded only where used, not for every ranking or submission check
+        comment="snapshot: {'problem', 'task' (task.yml as JSON), 'files', 'templates'}",
     )
     lang: Mapped[str] = mapped_column(String(8))
     devices: Mapped[list[str]] = mapped_column(JSONType)

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, undefer
 
 from leaderboards import ranking
 from leaderboards.db import Database
@@ -435,7 +435,7 @@ class LeaderboardService:
                     .group_by(Submission.leaderboard_id)
                 ).all()
             )
-            stmt = select(Leaderboard).order_by(Leaderboard.name)
+            stmt = select(Leaderboard).options(undefer(Leaderboard.task)).order_by(Leaderboard.name)
             if not include_hidden:
                 stmt = stmt.where(Leaderboard.visible.is_(True))
             return tuple(self._summary(lb, int(counts.get(lb.id, 0))) for lb in s.scalars(stmt))
