@@ -114,11 +114,11 @@ class LeaderboardCommands(app_commands.Group):
     ) -> None:
         await defer(interaction)
         bot = bot_of(interaction)
+        # The service checks the size too; this refuses a large file before it is downloaded, in the same words.
         limit = bot.service.settings.max_submission_bytes
         if file.size > limit:
             raise InvalidSubmission(
-                f"{file.filename} is {file.size:,} bytes; submissions may be at most {limit:,} bytes. "
-                "Remove unused code or data and submit again."
+                f"{file.filename} is {file.size / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB."
             )
         content = await file.read()
         devices = await call(submit_devices, bot.service, leaderboard, device)

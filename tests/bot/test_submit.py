@@ -139,11 +139,11 @@ async def test_file_above_the_size_limit_is_refused_before_download(world, monke
         downloads.append(self.filename)
         return b""
 
-    monkeypatch.setattr(world.service.settings, "max_submission_bytes", 100)
+    monkeypatch.setattr(world.service.settings, "max_submission_bytes", 2048)
     monkeypatch.setattr(discord.Attachment, "read", read)
-    result = await submit(world, world.alice, file=("kernel.py", b"#" * 101 + b"\n"))
+    result = await submit(world, world.alice, file=("kernel.py", b"#" * 3071 + b"\n"))
     assert result.ephemeral
-    assert "kernel.py is 102 bytes; submissions may be at most 100 bytes." in result.response.content
+    assert result.response.content == "kernel.py is 3 KiB; the limit is 2 KiB."
     assert downloads == []
     raised(world)
 
