@@ -255,12 +255,19 @@ def probe() -> None:
 
 def placement(rounds: int = 5, samples: int = 30) -> None:
     """The large vector add timed on fresh allocations in one process (does placement in memory move it?)."""
+    import importlib.util
+
     import torch
 
     from runners.harness.timing import CudaTimer
 
-    ns: dict[str, Any] = {}
-    exec(TRITON_ADD, ns)
+    path = Path(tempfile.mkdtemp(prefix="kc-placement-")) / "triton_add.py"
+    path.write_text(TRITON_ADD)  # Triton reads a kernel's source from its file
+    spec = importlib.util.spec_from_file_location("triton_add", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ns = vars(module)
     timer = CudaTimer(torch)
     timer.set_spin([60_000.0])
     kept = []
