@@ -8,6 +8,10 @@ from bot_fakes import launcher as fake_launcher
 
 from leaderboards.worker import Worker, WorkerSettings
 
+ADMIN_ROLE = "kernelcup-admin"
+STATUS_INTERVAL = 60.0
+"""Longer than SimCord's settle timeout, so a follower parks between polls and tests step it with advance_time."""
+
 GOOD = b"def custom_kernel(data):\n    return [x + 1 for x in data[0]]\n"
 
 

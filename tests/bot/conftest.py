@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import simcord
+from bot_steps import ADMIN_ROLE, STATUS_INTERVAL
 
 from bot.client import KernelcupBot
 from bot.settings import BotSettings
@@ -19,10 +20,6 @@ from leaderboards.db import open_database
 from leaderboards.problems import load_problem
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
-
-ADMIN_ROLE = "kernelcup-admin"
-STATUS_INTERVAL = 60.0
-"""Longer than SimCord's settle timeout, so a follower parks between polls and tests step it with advance_time."""
 
 TASK_YML = """\
 description: |

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from bot_steps import raised, serve_queue, submit
-from conftest import ADMIN_ROLE
+from bot_steps import ADMIN_ROLE, raised, serve_queue, submit
 
 from bot.replies import Refused
 from leaderboards.errors import InvalidChange, LeaderboardNotFound, UserNotFound

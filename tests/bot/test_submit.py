@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import discord
 import pytest
 from bot_fakes import HeldLauncher, accepted, compile_error, launcher, wrong_answer
-from bot_steps import GOOD, raised, serve_queue, submit
-from conftest import STATUS_INTERVAL
+from bot_steps import GOOD, STATUS_INTERVAL, raised, serve_queue, submit
 
 from leaderboards.errors import UserError
 from leaderboards.results import UserRef
