@@ -88,6 +88,13 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
 
 
+def unreachable(engine: Engine, exc: Exception) -> DatabaseNotReady:
+    """The error for a database that cannot be reached or migrated, naming the URL (no password) and the setting."""
+    reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    where = engine.url.render_as_string(hide_password=True)
+    return DatabaseNotReady(f"Cannot use the database at {where}: {reason} (check DATABASE_URL)")
+
+
 class Database:
     """The engine and a session factory. Build with ``open_database``; sessions expire nothing on commit."""
 
@@ -122,10 +129,7 @@ class Database:
         try:
             current = current_revision(self.engine)
         except OperationalError as exc:
-            raise DatabaseNotReady(
-                f"Cannot reach the database at {self.engine.url.render_as_string(hide_password=True)}: "
-                f"{exc.orig}. Check DATABASE_URL."
-            ) from None
+            raise unreachable(self.engine, exc) from None
         head = head_revision()
         if current == head:
             return

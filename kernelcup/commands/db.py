@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from kernelcup.commands.common import core_settings, print_json, user_errors
-from leaderboards.db import Database, current_revision, head_revision, make_engine, upgrade
+from leaderboards.db import Database, current_revision, head_revision, make_engine, unreachable, upgrade
 
 
 def register(app: typer.Typer) -> None:
@@ -27,10 +27,7 @@ def register(app: typer.Typer) -> None:
                 upgrade(db.engine, revision)
                 after = current_revision(db.engine)
             except Exception as exc:  # connection or migration failure: name the database
-                raise typer.BadParameter(
-                    f"could not migrate {db.engine.url.render_as_string(hide_password=True)}: {exc}",
-                    param_hint="DATABASE_URL",
-                ) from None
+                raise unreachable(db.engine, exc) from None
             finally:
                 db.dispose()
             url = db.engine.url.render_as_string(hide_password=True)
@@ -49,7 +46,7 @@ def register(app: typer.Typer) -> None:
             try:
                 current = current_revision(db.engine)
             except Exception as exc:
-                raise typer.BadParameter(f"cannot reach {url}: {exc}", param_hint="DATABASE_URL") from None
+                raise unreachable(db.engine, exc) from None
             finally:
                 db.dispose()
             head = head_revision()

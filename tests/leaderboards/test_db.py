@@ -98,7 +98,7 @@ def test_postgres_behind_head_is_refused_with_the_command_to_run() -> None:
 
 def test_unreachable_database_names_the_setting(tmp_path: Path) -> None:
     settings = CoreSettings(_env_file=None, database_url=f"sqlite:///{tmp_path}/missing/dir/x.sqlite3")
-    with pytest.raises(DatabaseNotReady, match="Check DATABASE_URL"):
+    with pytest.raises(DatabaseNotReady, match=r"\(check DATABASE_URL\)"):
         open_database(settings)
 
 
