@@ -1,0 +1,68 @@
+"""The local launcher: the harness in a worker thread, progress forwarded to the job, the loop never blocked."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from harness_helpers import build_request
+
+from runners.contract import Verdict
+from runners.launchers.base import Launcher, LauncherError
+from runners.launchers.local import LocalLauncher
+from runners.settings import RunnerSettings
+
+
+def _launcher(tmp_path: Path, **settings: object) -> LocalLauncher:
+    return LocalLauncher(RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True, **settings))
+
+
+def test_runs_the_request_forwards_progress_and_keeps_the_loop_free(tmp_path: Path, job) -> None:
+    async def body() -> None:
+        launcher = _launcher(tmp_path)
+        assert isinstance(launcher, Launcher) and launcher.name == "local"
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.05)
+
+        tick = asyncio.create_task(ticker())
+        result = await launcher.run(build_request("submissions/correct_torch.py"), job)
+        done.set()
+        await tick
+        assert result.verdict is Verdict.ACCEPTED, result.message
+        assert ticks >= 10  # the loop kept running while the harness worked (it takes seconds)
+        phases = [text.split(":")[0] for kind, text in job.log if kind == "progress"]
+        assert phases[0] == "starting" and phases[-1] == "done" and "testing" in phases
+        assert not list((tmp_path / "jobs").iterdir())  # the job folder is removed afterwards
+
+    asyncio.run(body())
+
+
+def test_a_submission_fault_is_a_result_not_an_exception(tmp_path: Path, job) -> None:
+    async def body() -> None:
+        result = await _launcher(tmp_path).run(build_request("submissions/raises.py"), job)
+        assert result.verdict is Verdict.RUNTIME_ERROR
+
+    asyncio.run(body())
+
+
+def test_check_reports_the_machine_and_refuses_an_unsandboxed_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def body() -> None:
+        status = await _launcher(tmp_path).check()
+        assert status.startswith("local: ") and ("GPU" in status or "cpu only" in status)
+        import runners.sandbox
+
+        monkeypatch.setattr(runners.sandbox, "probe_sandbox", lambda *a: (None, False, "bwrap not found"))
+        strict = LocalLauncher(RunnerSettings(allow_unsandboxed=False))
+        with pytest.raises(LauncherError, match="KERNELCUP_ALLOW_UNSANDBOXED"):
+            await strict.check()
+
+    asyncio.run(body())

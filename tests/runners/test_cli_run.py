@@ -1,0 +1,41 @@
+"""``kernelcup run``: a readable report or the RunResult JSON, and errors that say what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness_helpers import FIXTURES, SUBMISSIONS
+from typer.testing import CliRunner
+
+from kernelcup.cli import build_app
+from runners.contract import RunResult, Verdict
+
+runner = CliRunner()
+
+
+def _run(*args: str):
+    return runner.invoke(build_app(), ["run", *args])
+
+
+def test_report_for_a_correct_submission() -> None:
+    result = _run(str(FIXTURES / "vectoradd"), str(SUBMISSIONS / "correct_torch.py"), "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "accepted" in result.output and "3 of 3 tests passed" in result.output
+    assert "vectoradd · correct_torch.py · test · cpu" in result.output
+
+
+def test_json_for_a_wrong_submission_exits_1() -> None:
+    result = _run(str(FIXTURES / "vectoradd"), str(SUBMISSIONS / "wrong_off_by_one.py"), "--device", "cpu", "--json")
+    assert result.exit_code == 1
+    parsed = RunResult.model_validate_json(result.stdout)
+    assert parsed.verdict is Verdict.WRONG_ANSWER and "at (5,)" in parsed.tests[1].message
+
+
+def test_missing_file_and_bad_problem_folder_name_the_fix(tmp_path: Path) -> None:
+    missing = _run(str(FIXTURES / "vectoradd"), str(tmp_path / "nope.py"), "--device", "cpu")
+    assert missing.exit_code == 1 and "not found" in missing.output and "nope.py" in missing.output
+    (tmp_path / "task.yml").write_text("description: x\ntests: []\n")
+    bad = _run(str(tmp_path), str(SUBMISSIONS / "correct_torch.py"), "--device", "cpu")
+    assert bad.exit_code == 1 and "task.yml" in bad.output and "benchmarks" in bad.output
+    device = _run(str(FIXTURES / "vectoradd"), str(SUBMISSIONS / "correct_torch.py"), "--device", "tpu")
+    assert device.exit_code == 1 and "--device must be cuda or cpu" in device.output
