@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 NOT_YOUR_FAULT = "not your fault"
+WORKER_ALIVE_S = 60.0
+"""A worker counts as alive (for ``kernelcup submit``) when it heartbeated this recently."""
 MAX_DETAIL = 2000
 """Longest event detail / job error stored (launcher messages can be long)."""
 
@@ -401,7 +403,7 @@ class JobQueue:
 
         self._retry(tx, "stop_worker")
 
-    def alive_workers(self, *, device: str | None = None, within_s: float = 60.0) -> list[str]:
+    def alive_workers(self, *, device: str | None = None, within_s: float = WORKER_ALIVE_S) -> list[str]:
         """Ids of workers that heartbeated within ``within_s`` and serve ``device`` (a worker with no devices
         serves every device)."""
 

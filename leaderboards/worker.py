@@ -278,6 +278,7 @@ class Worker:
 
     async def process(self, claim: Claim) -> JobReport:
         """Run one claimed job to an end: stored, requeued for a retry, failed, or abandoned (lease lost)."""
+        log.info("job %s (%s): attempt %d/%d", claim.job_id, claim.device, claim.attempt, claim.max_attempts)
         try:
             report = await self._process(claim)
         except asyncio.CancelledError:
@@ -286,6 +287,7 @@ class Worker:
             self.reports.append(report)
             raise
         self.reports.append(report)
+        log.info("job %s (%s): %s %s", claim.job_id, claim.device, report.status, report.message)
         return report
 
     async def _release_quietly(self, claim: Claim) -> bool:

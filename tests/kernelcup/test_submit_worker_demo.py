@@ -1,0 +1,130 @@
+"""`kernelcup submit`, `kernelcup worker` and `kernelcup demo` end to end on an embedded SQLite database.
+
+The launcher is A1's fake (no harness run) so these test the platform path: service, queue, worker, events and
+rendering. The real local launcher runs in the problem-library tests and in `benchmarks/platform_overhead.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import write_problem, write_problem_set
+from typer.testing import CliRunner
+
+from kernelcup import wiring
+from kernelcup.cli import build_app
+from runners.contract import Verdict
+from runners.launchers.fake import FakeLauncher, verdict_result
+
+SOLUTION = "def custom_kernel(data):\n    return data\n"
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in ("DATABASE_URL", "KERNELCUP_DATABASE_URL", "KERNELCUP_ROUTES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KERNELCUP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("KERNELCUP_WORKER_POLL_S", "0.02")
+    monkeypatch.setenv("KERNELCUP_WORKER_HEARTBEAT_S", "0.5")
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    return tmp_path
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeLauncher:
+    launcher = FakeLauncher()
+    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", local=None: lambda device: launcher)
+    return launcher
+
+
+def sync(root: Path, devices: list[str]) -> None:
+    write_problem(root / "problems", "add")
+    (root / "problems" / "add" / "solutions" / "correct").mkdir(parents=True)
+    (root / "problems" / "add" / "solutions" / "correct" / "pytorch.py").write_text(SOLUTION)
+    (root / "problems" / "add" / "solutions" / "correct" / "triton_kernel.py").write_text("import triton\n" + SOLUTION)
+    write_problem_set(
+        root / "problems", [{"directory": "add", "deadline": "2099-01-01", "devices": devices}], name="starter"
+    )
+    result = CliRunner().invoke(build_app(), ["problems", "sync", str(root / "problems" / "starter.yaml")])
+    assert result.exit_code == 0, result.output
+
+
+def test_submit_runs_in_process_and_prints_json_report(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu"])
+    (env / "sol.py").write_text(SOLUTION)
+    result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--json", "--user", "ann"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    [job] = report["status"]["jobs"]
+    assert job["status"] == "succeeded" and job["verdict"] == "accepted" and job["rank"] == 1
+    assert job["secret_passed"] is True
+    assert [r["device"] for r in report["results"]] == ["cpu"]
+    assert [e["phase"] for e in job["events"]][:2] == ["queued", "started"]
+    assert len(fake.requests) == 2  # public + secret
+
+
+def test_submit_text_report_shows_progress_score_and_rank(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu"])
+    (env / "sol.py").write_text(SOLUTION)
+    result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann"])
+    assert result.exit_code == 0, result.output
+    for text in ("started", "testing", "done", "succeeded, accepted", "score", "rank 1", "benchmarks"):
+        assert text in result.output
+
+
+def test_submit_wrong_answer_exits_nonzero(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher = FakeLauncher(verdict_result(Verdict.WRONG_ANSWER, "output differs at index 2"))
+    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", local=None: lambda device: launcher)
+    sync(env, ["cpu"])
+    (env / "sol.py").write_text(SOLUTION)
+    result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--mode", "test"])
+    assert result.exit_code == 1
+    assert "wrong_answer" in result.output and "output differs at index 2" in result.output
+
+
+def test_submit_no_wait_then_worker_once_serves_it(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu", "H100"])
+    (env / "sol.py").write_text(SOLUTION)
+    app = build_app()
+    result = CliRunner().invoke(app, ["submit", "sol.py", "-l", "add", "-d", "H100", "--no-wait", "--json"])
+    assert result.exit_code == 0, result.output
+    receipt = json.loads(result.stdout)
+    assert [j["device"] for j in receipt["jobs"]] == ["H100"] and receipt["jobs"][0]["queue_position"] == 1
+    assert fake.requests == []
+    result = CliRunner().invoke(app, ["worker", "--once", "--device", "H100"])
+    assert result.exit_code == 0, result.output
+    assert [r.device_name for r in fake.requests] == ["H100", "H100"]
+
+
+def test_submit_user_errors_are_one_line(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu"])
+    (env / "sol.py").write_text(SOLUTION)
+    result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "nope"])
+    assert result.exit_code == 1 and "no leaderboard named 'nope'" in result.output
+    result = CliRunner().invoke(build_app(), ["submit", "missing.py", "-l", "add"])
+    assert result.exit_code != 0 and "missing.py is not a file" in result.output
+
+
+def test_worker_rejects_unknown_launcher(env: Path) -> None:
+    result = CliRunner().invoke(build_app(), ["worker", "--launcher", "teleport", "--once"])
+    assert result.exit_code != 0 and "choose one of" in result.output
+
+
+def test_demo_without_problem_set_says_what_is_missing(env: Path) -> None:
+    (env / "empty").mkdir()
+    result = CliRunner().invoke(build_app(), ["demo", "--set", str(env / "empty" / "starter.yaml")])
+    assert result.exit_code == 1
+
+
+def test_demo_submits_pytorch_solutions_and_prints_rankings(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu", "H100"])
+    result = CliRunner().invoke(build_app(), ["demo", "--set", str(env / "problems" / "starter.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "demo-add" in result.output and "demo-pytorch" in result.output
+    assert "succeeded, accepted" in result.output or "-> succeeded" in result.output
+    assert len(fake.requests) == 2  # the PyTorch solution only (public + secret); Triton is skipped on CPU
+    assert all(r.device == "cpu" for r in fake.requests)
+    # demo leaderboards benchmark the largest test cases, not the GPU-sized benchmarks
+    assert fake.requests[0].benchmarks == fake.requests[0].tests[-1:] or len(fake.requests[0].benchmarks) <= 2
