@@ -161,6 +161,56 @@ class RunCgroups:
         self.dirs.clear()
 
 
+def _controllers(path: Path) -> set[str]:
+    try:
+        return set(path.read_text().split())
+    except OSError:
+        return set()
+
+
+def _v2_parent(mount: _Mount, own: str | None) -> Path | None:
+    """Where a run's cgroup v2 can go: a cgroup that hands the memory controller to its children.
+
+    Our own cgroup holds this process, so (the root aside) it cannot enable controllers for children: the kernel's
+    "no internal processes" rule. The usual delegated layout (systemd ``Delegate=yes``) has the runner in a leaf,
+    e.g. ``worker.service/runner``, with ``+memory +pids`` in ``worker.service/cgroup.subtree_control``; runs then
+    go next to that leaf."""
+    base = _dir_for(mount, own)
+    candidates = [base] if base == mount.point else [base, base.parent]
+    for candidate in candidates:
+        if "memory" in _controllers(candidate / "cgroup.subtree_control"):
+            return candidate
+    if "memory" in _controllers(base / "cgroup.controllers") and _write(
+        base / "cgroup.subtree_control", "+memory +pids"
+    ):
+        return base
+    return None
+
+
+def _create_v2(run: RunCgroups, mount: _Mount, own: str | None, name: str, memory_bytes: int, max_tasks: int) -> None:
+    parent = _v2_parent(mount, own)
+    if parent is None:
+        run.notes.append("cgroup v2 memory controller not delegated to the runner")
+        return
+    d = parent / name
+    try:
+        d.mkdir()
+    except OSError as exc:
+        run.notes.append(f"cgroup v2 not writable ({exc.strerror})")
+        return
+    run.dirs.append(d)
+    have = _controllers(d / "cgroup.controllers")
+    if "memory" in have and _write(d / "memory.max", str(memory_bytes)):
+        _write(d / "memory.swap.max", "0")
+        _write(d / "memory.oom.group", "1")  # an OOM kills the whole run, not one of its processes
+        run.memory_dir, run.memory_version = d, 2
+    if "pids" in have and _write(d / "pids.max", str(max_tasks)):
+        run.pids_dir = d
+    if run.memory_dir is None and run.pids_dir is None:
+        run.remove()
+        run.notes.append("cgroup v2 controllers not available to the run")
+
+
 def create_run_cgroups(memory_bytes: int, max_tasks: int) -> RunCgroups:
     """Create a memory and a pids cgroup for one run where possible; never raises."""
     run = RunCgroups()
@@ -170,34 +220,7 @@ def create_run_cgroups(memory_bytes: int, max_tasks: int) -> RunCgroups:
     v1 = {c: m for m in mounts if m.version == 1 for c in m.controllers & {"memory", "pids"}}
 
     if v2 is not None and "memory" not in v1:
-        base = _dir_for(v2, own.get(""))
-        controllers = set()
-        with contextlib.suppress(OSError):
-            controllers = set((base / "cgroup.controllers").read_text().split())
-        if "memory" in controllers:
-            d = base / name
-            try:
-                d.mkdir()
-            except OSError as exc:
-                run.notes.append(f"cgroup v2 not writable ({exc.strerror})")
-            else:
-                run.dirs.append(d)
-                have = set()
-                with contextlib.suppress(OSError):
-                    have = set((d / "cgroup.controllers").read_text().split())
-                if "memory" not in have:
-                    # Enabling controllers for children fails while our own cgroup holds processes; then give up.
-                    _write(base / "cgroup.subtree_control", "+memory +pids")
-                    with contextlib.suppress(OSError):
-                        have = set((d / "cgroup.controllers").read_text().split())
-                if "memory" in have and _write(d / "memory.max", str(memory_bytes)):
-                    _write(d / "memory.swap.max", "0")
-                    run.memory_dir, run.memory_version = d, 2
-                if "pids" in have and _write(d / "pids.max", str(max_tasks)):
-                    run.pids_dir = d
-                if run.memory_dir is None and run.pids_dir is None:
-                    run.remove()
-                    run.notes.append("cgroup v2 controllers not delegated")
+        _create_v2(run, v2, own.get(""), name, memory_bytes, max_tasks)
         return run
 
     for controller in ("memory", "pids"):
