@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+# The kernelcup service image: Discord bot, queue worker and CLI; no GPU. Submissions run where the
+# worker's routes send them (KERNELCUP_ROUTES: Modal, GitHub Actions runners); a GPU box that runs jobs
+# itself uses `make setup` and `kernelcup worker --launcher local` instead of this image.
+#
+#   docker build -t kernelcup .
+#   docker run --env-file .env kernelcup worker            # or: bot, db upgrade, leaderboard list, ...
+FROM python:3.12-slim-bookworm
+
+LABEL org.opencontainers.image.title="kernelcup" \
+      org.opencontainers.image.description="kernelcup service: Discord bot, queue worker and CLI (no GPU)" \
+      org.opencontainers.image.licenses="Apache-2.0"
+
+ENV PATH=/opt/kernelcup/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    KERNELCUP_DATA_DIR=/data
+
+RUN useradd --create-home --uid 10001 --user-group kernelcup \
+ && mkdir -p /data \
+ && chown 10001:10001 /data
+
+WORKDIR /app
+# Dependencies first (a layer that survives code changes), then the code, installed in place so the
+# migrations and problems next to the packages are found where the code expects them.
+COPY pyproject.toml README.md ./
+RUN python -m venv /opt/kernelcup \
+ && mkdir -p kernelcup leaderboards runners bot migrations \
+ && touch kernelcup/__init__.py leaderboards/__init__.py runners/__init__.py bot/__init__.py migrations/__init__.py \
+ && /opt/kernelcup/bin/pip install --no-cache-dir ".[modal]" \
+ && /opt/kernelcup/bin/pip uninstall --yes kernelcup \
+ && rm -rf kernelcup leaderboards runners bot migrations
+COPY kernelcup ./kernelcup
+COPY leaderboards ./leaderboards
+COPY runners ./runners
+COPY bot ./bot
+COPY migrations ./migrations
+COPY problems ./problems
+RUN /opt/kernelcup/bin/pip install --no-cache-dir --no-deps --editable . \
+ && kernelcup version
+
+USER 10001:10001
+VOLUME ["/data"]
+
+HEALTHCHECK --interval=60s --timeout=10s --start-period=30s --retries=3 CMD ["kernelcup", "version"]
+ENTRYPOINT ["kernelcup"]
+CMD ["worker"]
