@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,6 +137,8 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
     env = scrubbed_env(workdir, spec.env)
     (workdir / "tmp").mkdir(exist_ok=True)
 
+    if spec.allow_gpu:
+        _ensure_nvidia_nodes()
     bwrap, hardened, note = probe_sandbox()
     if bwrap is None and spec.require_sandbox:
         raise SandboxUnavailable(
@@ -231,6 +234,17 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
         stderr_bytes=stderr.total,
         peak_memory_mb=round(watch.peak_bytes / _MIB, 1),
     )
+
+
+def _ensure_nvidia_nodes() -> None:
+    """Create /dev/nvidia-uvm (and friends) on the host if the driver has not yet: inside the sandbox CUDA cannot
+    (its helper, the setuid nvidia-modprobe, finds a read-only /dev and no capabilities)."""
+    if not os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia-uvm"):
+        return
+    modprobe = shutil.which("nvidia-modprobe")
+    if modprobe is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([modprobe, "-u", "-c=0"], capture_output=True, timeout=30, check=False)
 
 
 def _rlimits(spec: SandboxSpec, cgroups: RunCgroups, euid: int) -> dict[str, int]:
