@@ -313,6 +313,8 @@ class Evaluation:
             sort = "self_cuda_time_total" if self.device == "cuda" else "self_cpu_time_total"
             texts.append(f"benchmark {i + 1} {case}:\n" + prof.key_averages().table(sort_by=sort, row_limit=15))
         if texts:
+            if self.device == "cuda":  # an NVIDIA tool: absent on ROCm and on runners without the CUDA toolkit
+                texts.insert(0, "Nsight Compute (ncu) is not available on this runner; the torch profiler's table:")
             self.chan.send({"t": "profile", "text": "\n\n".join(texts)[-60_000:]})
 
     def run(self) -> None:
