@@ -160,7 +160,15 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
     cgroups = create_run_cgroups(memory_bytes, spec.max_tasks)
     rlimits = _rlimits(spec, cgroups, os.geteuid())
     notes.append(_limits_note(cgroups, rlimits))
-    config = {"argv": argv, "cgroup_procs": cgroups.procs_files, "rlimits": rlimits, "parent_pid": os.getpid()}
+    ready_r, ready_w = os.pipe()
+    config = {
+        "argv": argv,
+        "cgroup_procs": cgroups.procs_files,
+        "rlimits": rlimits,
+        "parent_pid": os.getpid(),
+        "ready_fd": ready_w,
+    }
+    unjoined: RunCgroups | None = None
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -176,12 +184,21 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
                 stderr=err_w,
                 cwd=workdir,
                 env=env,
-                pass_fds=spec.pass_fds,
+                pass_fds=(*spec.pass_fds, ready_w),
                 start_new_session=True,
             )
+        except BaseException:
+            os.close(ready_r)
+            raise
         finally:
             os.close(out_w)
             os.close(err_w)
+            os.close(ready_w)
+        joined = _joined(ready_r)
+        if cgroups.dirs and not joined:
+            # The counters of cgroups the process is not in would read as "nothing running": watch the tree.
+            unjoined, cgroups = cgroups, RunCgroups(notes=["could not join the run's cgroups; watching the tree"])
+            notes.append(cgroups.notes[0])
         stdout = Stream(spec.output_cap_bytes, None)
         stderr = Stream(spec.output_cap_bytes, on_stderr_line)
         pump = Pump({out_r: stdout, err_r: stderr})
@@ -199,6 +216,8 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
         else:
             pump.finish(grace_s=0.0)
         cgroups.remove()
+        if unjoined is not None:
+            unjoined.remove()
         raise
     killed = bool(watch.reason)
     fsize_limit = spec.disk_mb * _MIB
@@ -210,6 +229,8 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
         watch.out_of_memory = True
         watch.reason = watch.reason or f"memory limit of {spec.memory_mb} MB exceeded"
     cgroups.remove()
+    if unjoined is not None:
+        unjoined.remove()
 
     returncode, sig = _exit_status(proc.returncode, sandboxed=bwrap is not None, killed=killed)
     if sig == signal.SIGKILL and not watch.reason:
@@ -234,6 +255,19 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
         stderr_bytes=stderr.total,
         peak_memory_mb=round(watch.peak_bytes / _MIB, 1),
     )
+
+
+def _joined(ready_r: int) -> bool:
+    """init.py's report: did it join the run's cgroups? (No answer within 10 s counts as no.) Closes ``ready_r``."""
+    import select
+
+    try:
+        ready, _, _ = select.select([ready_r], [], [], 10.0)
+        return bool(ready) and os.read(ready_r, 1) == b"J"
+    except OSError:
+        return False
+    finally:
+        os.close(ready_r)
 
 
 def _ensure_nvidia_nodes() -> None:

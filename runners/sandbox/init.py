@@ -6,7 +6,8 @@ Why a separate process rather than ``preexec_fn``: ``preexec_fn`` is unsafe in a
 evaluations in threads), and this process can also act as a child subreaper, so that grandchildren which
 double-fork or ``setsid()`` out of the process group are re-parented here and killed when the command ends.
 
-CONFIG_JSON: {"argv": [...], "cgroup_procs": [paths], "rlimits": {"RLIMIT_FSIZE": n, ...}}.
+CONFIG_JSON: {"argv": [...], "cgroup_procs": [paths], "rlimits": {"RLIMIT_FSIZE": n, ...}, "parent_pid": pid,
+"ready_fd": fd}; on ready_fd it writes one byte, b"J" when it joined every cgroup, b"N" when not, then closes it.
 Exit status: the command's (a command killed by signal N kills this process with signal N too).
 """
 
@@ -72,10 +73,15 @@ def _kill_leftovers(me: int) -> None:
 def main(config_json: str) -> None:
     config = json.loads(config_json)
     me = os.getpid()
+    joined = True
     for procs in config.get("cgroup_procs", []):
         # Join the run's cgroups before anything else exists, so nothing can start outside them.
-        with open(procs, "w") as f:
-            f.write(str(me))
+        try:
+            with open(procs, "w") as f:
+                f.write(str(me))
+        except OSError as exc:
+            joined = False
+            os.write(2, f"kernelcup-sandbox: could not join {procs}: {exc.strerror}\n".encode())
     for name, value in config.get("rlimits", {}).items():
         res = getattr(resource, name)
         _soft, hard = resource.getrlimit(res)
@@ -87,6 +93,12 @@ def main(config_json: str) -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != config.get("parent_pid", os.getppid()):
         os._exit(125)
+
+    ready_fd = config.get("ready_fd")
+    if ready_fd is not None:
+        # Tell the runner whether its cgroup counters describe this run (else it watches the process tree).
+        os.write(ready_fd, b"J" if joined else b"N")
+        os.close(ready_fd)
 
     argv = config["argv"]
     child = os.fork()

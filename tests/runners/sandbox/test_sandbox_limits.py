@@ -258,3 +258,14 @@ def test_nproc_limit_only_without_a_pids_cgroup_and_not_for_root(jobdir: Path, s
     assert "RLIMIT_NPROC" not in _rlimits(spec, RunCgroups(), euid=0)
     nproc = _rlimits(spec, RunCgroups(), euid=1000)["RLIMIT_NPROC"]
     assert 100 < nproc < 100 + 100_000  # this user's running tasks plus the run's budget
+
+
+def test_cgroups_that_cannot_be_joined_fall_back_to_the_tree(
+    run_py, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = tmp_path / "fake-cgroup"
+    (fake / "cgroup.procs").mkdir(parents=True)  # writing our pid there fails, as a cgroup without permission would
+    monkeypatch.setattr(sandbox, "create_run_cgroups", lambda *_: RunCgroups(dirs=[fake], pids_dir=fake))
+    out = run_py("import os, time\nwhile True:\n    os.fork()\n    time.sleep(0.05)", max_processes=16, timeout_s=8)
+    assert "could not join" in out.stderr and "watching the tree" in out.sandbox_note
+    assert out.too_many_processes and not out.timed_out
