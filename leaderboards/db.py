@@ -88,11 +88,11 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
 
 
-def unreachable(engine: Engine, exc: Exception) -> DatabaseNotReady:
-    """The error for a database that cannot be reached or migrated, naming the URL (no password) and the setting."""
+def unreachable(engine: Engine, exc: Exception, *, doing: str = "reach") -> DatabaseNotReady:
+    """The error for a database that cannot be reached (or migrated), naming the URL (no password) and the setting."""
     reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
     where = engine.url.render_as_string(hide_password=True)
-    return DatabaseNotReady(f"Cannot use the database at {where}: {reason} (check DATABASE_URL)")
+    return DatabaseNotReady(f"Cannot {doing} the database at {where}: {reason} (check DATABASE_URL)")
 
 
 class Database:

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
                 upgrade(db.engine, revision)
                 after = current_revision(db.engine)
             except Exception as exc:  # connection or migration failure: name the database
-                raise unreachable(db.engine, exc) from None
+                raise unreachable(db.engine, exc, doing="migrate") from None
             finally:
                 db.dispose()
             url = db.engine.url.render_as_string(hide_password=True)

@@ -1,0 +1,277 @@
+"""Admin functions of the service: leaderboards, submissions, users, limits, pause, statistics.
+
+Who may call them is the surfaces' check (e.g. the Discord admin role); ``actor`` is recorded in the audit log.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, select, update
+
+from leaderboards import ranking
+from leaderboards.errors import (
+    AlreadyExists,
+    InvalidChange,
+    NeedsForce,
+    PermissionDenied,
+    SubmissionNotFound,
+)
+from leaderboards.models import (
+    Job,
+    JobStatus,
+    Leaderboard,
+    Run,
+    Submission,
+    User,
+    Worker,
+)
+from leaderboards.problems import Problem
+from leaderboards.results import (
+    LeaderboardSummary,
+    LeaderboardUpdate,
+    QueueStats,
+    UsageStats,
+    UserRef,
+    UserView,
+    WorkerView,
+)
+from leaderboards.service_base import ServiceBase
+from leaderboards.snapshot import (
+    fingerprint,
+    incomparable_changes,
+    snapshot,
+)
+
+WORKER_ALIVE_S = 60.0
+"""A worker whose heartbeat is older than this is not counted as alive."""
+
+
+class AdminMixin(ServiceBase):
+    def create_leaderboard(
+        self,
+        problem: Problem,
+        *,
+        name: str | None = None,
+        deadline: datetime,
+        devices: Sequence[str],
+        creator: str = "",
+        description: str | None = None,
+        visible: bool = True,
+        rate_limit_per_hour: int | None = None,
+        problem_set: str | None = None,
+    ) -> LeaderboardSummary:
+        name = name or problem.name
+        self._check_admin_values(name, deadline, devices, rate_limit_per_hour)
+        snap = snapshot(problem)
+        with self.db.transaction() as s:
+            if s.scalar(select(Leaderboard.id).where(Leaderboard.name == name)) is not None:
+                raise AlreadyExists(f"A leaderboard named {name!r} already exists.")
+            lb = Leaderboard(
+                name=name,
+                description=description if description is not None else problem.task.description,
+                deadline=deadline.astimezone(UTC),
+                task=snap,
+                lang=problem.task.lang.value,
+                devices=list(dict.fromkeys(devices)),
+                ranking_by=problem.task.ranking_by.value,
+                secret_seed=secrets.randbits(62),
+                creator=creator,
+                visible=visible,
+                paused=False,
+                rate_limit_per_hour=rate_limit_per_hour,
+                fingerprint=fingerprint(snap),
+                problem_set=problem_set,
+            )
+            s.add(lb)
+            s.flush()
+            self._audit(s, creator or "system", "create_leaderboard", name, fingerprint=lb.fingerprint)
+            return self._summary(lb)
+
+    def _check_admin_values(
+        self, name: str, deadline: datetime | None, devices: Sequence[str] | None, rate: int | None
+    ) -> None:
+        if not name or len(name) > 100 or not name.replace("-", "").replace("_", "").isalnum():
+            raise InvalidChange(f"{name!r} is not a usable leaderboard name (letters, digits, '-' and '_').")
+        if deadline is not None and deadline.tzinfo is None:
+            raise InvalidChange("The deadline needs a time zone (use UTC).")
+        if devices is not None and (not devices or any(not d or len(d) > 32 for d in devices)):
+            raise InvalidChange("A leaderboard needs at least one device name (at most 32 characters each).")
+        if rate is not None and rate < 1:
+            raise InvalidChange("A rate limit is a positive number of submissions per hour (or none).")
+
+    def update_leaderboard(
+        self,
+        name: str,
+        *,
+        problem: Problem | None = None,
+        deadline: datetime | None = None,
+        devices: Sequence[str] | None = None,
+        description: str | None = None,
+        visible: bool | None = None,
+        force: bool = False,
+        actor: str = "",
+    ) -> LeaderboardUpdate:
+        """Change a leaderboard. A new problem whose reference, benchmarks, language or ranking rule differ needs
+        ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
+        self._check_admin_values(name, deadline, devices, None)
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            changed: list[str] = []
+            reset = False
+            if problem is not None:
+                snap = snapshot(problem)
+                reasons = incomparable_changes(lb.task, snap)
+                if reasons and not force:
+                    raise NeedsForce(name, reasons)
+                if snap != lb.task:
+                    changed.append("task")
+                    if description is None and lb.description != problem.task.description:
+                        description = problem.task.description
+                    lb.task, lb.lang, lb.ranking_by = snap, problem.task.lang.value, problem.task.ranking_by.value
+                if reasons:
+                    lb.fingerprint = fingerprint(snap)
+                    ranking.rebuild(s, lb)  # old runs no longer match the fingerprint: the ranking starts over
+                    reset = True
+            for attr, value in (
+                ("deadline", deadline.astimezone(UTC) if deadline else None),
+                ("devices", list(dict.fromkeys(devices)) if devices is not None else None),
+                ("description", description),
+                ("visible", visible),
+            ):
+                if value is not None and getattr(lb, attr) != value:
+                    setattr(lb, attr, value)
+                    changed.append(attr)
+            if changed:
+                lb.updated_at = self.clock()
+                self._audit(s, actor or "system", "update_leaderboard", name, changed=changed, reset=reset)
+            s.flush()
+            return LeaderboardUpdate(self._summary(lb), tuple(changed), reset)
+
+    def delete_leaderboard(self, name: str, *, actor: str = "") -> None:
+        """Delete a leaderboard with all its submissions, jobs and runs."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            s.delete(lb)
+            self._audit(s, actor or "system", "delete_leaderboard", name)
+
+    def delete_submission(self, submission_id: int, *, actor: str = "", user: UserRef | None = None) -> None:
+        """Remove a submission from every ranking (soft delete) and cancel its unfinished jobs.
+
+        With ``user`` it is the author deleting their own; without, an admin (permission checked by the surface).
+        """
+        now = self.clock()
+        with self.db.transaction() as s:
+            sub = self._submission(s, submission_id)
+            if user is not None and sub.user.identity != user.identity:
+                raise PermissionDenied(f"Submission #{submission_id} is not yours; only its author can delete it.")
+            if sub.deleted:
+                raise SubmissionNotFound(submission_id)
+            sub.deleted, sub.deleted_at = True, now
+            s.execute(
+                update(Job)
+                .where(Job.submission_id == sub.id, Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)))
+                .values(status=JobStatus.CANCELLED.value, error="submission deleted", finished_at=now, lease_owner=None)
+            )
+            s.flush()
+            ranking.rebuild(s, sub.leaderboard, user_id=sub.user_id)
+            self._audit(s, actor or (user.identity if user else "system"), "delete_submission", str(submission_id))
+
+    def user(self, user: UserRef) -> UserView:
+        with self.db.transaction() as s:
+            return self._user_view(self._user(s, user, create=False))
+
+    @staticmethod
+    def _user_view(u: User) -> UserView:
+        return UserView(u.id, u.name, u.identity, u.discord_id, u.is_banned, u.ban_reason)
+
+    def ban_user(self, user: UserRef, *, reason: str = "", actor: str = "") -> UserView:
+        """Refuse the user's submissions and hide them from every ranking (kept, so unbanning restores them)."""
+        with self.db.transaction() as s:
+            u = self._user(s, user)
+            u.is_banned, u.ban_reason = True, reason or None
+            self._audit(s, actor or "system", "ban", u.identity, reason=reason)
+            s.flush()
+            return self._user_view(u)
+
+    def unban_user(self, user: UserRef, *, actor: str = "") -> UserView:
+        with self.db.transaction() as s:
+            u = self._user(s, user, create=False)
+            u.is_banned, u.ban_reason = False, None
+            self._audit(s, actor or "system", "unban", u.identity)
+            s.flush()
+            return self._user_view(u)
+
+    def set_rate_limit(self, name: str, per_hour: int | None, *, actor: str = "") -> LeaderboardSummary:
+        """Submissions per user per hour on this leaderboard; None falls back to KERNELCUP_RATE_LIMIT_PER_HOUR."""
+        self._check_admin_values(name, None, None, per_hour)
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            lb.rate_limit_per_hour = per_hour
+            self._audit(s, actor or "system", "set_rate_limit", name, per_hour=per_hour)
+            s.flush()
+            return self._summary(lb)
+
+    def pause(self, name: str, *, actor: str = "") -> LeaderboardSummary:
+        return self._set_paused(name, True, actor)
+
+    def resume(self, name: str, *, actor: str = "") -> LeaderboardSummary:
+        return self._set_paused(name, False, actor)
+
+    def _set_paused(self, name: str, paused: bool, actor: str) -> LeaderboardSummary:
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            lb.paused = paused
+            self._audit(s, actor or "system", "pause" if paused else "resume", name)
+            s.flush()
+            return self._summary(lb)
+
+    def queue_stats(self) -> QueueStats:
+        with self.db.transaction() as s:
+            jobs: dict[str, dict[str, int]] = {}
+            for device, status, n in s.execute(
+                select(Job.device, Job.status, func.count()).group_by(Job.device, Job.status)
+            ):
+                jobs.setdefault(device, {})[status] = int(n)
+            oldest = s.scalar(select(func.min(Job.created_at)).where(Job.status == JobStatus.QUEUED.value))
+            alive_since = self.clock() - timedelta(seconds=WORKER_ALIVE_S)
+            workers = s.scalars(
+                select(Worker)
+                .where(Worker.heartbeat_at >= alive_since, Worker.stopped_at.is_(None))
+                .order_by(Worker.id)
+            ).all()
+            return QueueStats(
+                jobs=jobs,
+                oldest_queued_at=oldest.replace(tzinfo=UTC) if oldest is not None and oldest.tzinfo is None else oldest,
+                workers=tuple(WorkerView(w.id, w.hostname, tuple(w.devices), w.heartbeat_at) for w in workers),
+            )
+
+    def usage_stats(self, since: datetime | None = None) -> UsageStats:
+        with self.db.transaction() as s:
+            sub_filter = [Submission.created_at >= since] if since else []
+            by_lb = dict(
+                s.execute(
+                    select(Leaderboard.name, func.count(Submission.id))
+                    .join(Submission, Submission.leaderboard_id == Leaderboard.id)
+                    .where(*sub_filter)
+                    .group_by(Leaderboard.name)
+                ).all()
+            )
+            by_mode = dict(
+                s.execute(select(Submission.mode, func.count()).where(*sub_filter).group_by(Submission.mode)).all()
+            )
+            users = s.scalar(select(func.count(func.distinct(Submission.user_id))).where(*sub_filter))
+            run_rows = s.execute(
+                select(Run.started_at, Run.finished_at).where(*([Run.created_at >= since] if since else []))
+            ).all()
+            seconds = sum((b - a).total_seconds() for a, b in run_rows if a is not None and b is not None)
+            return UsageStats(
+                since=since,
+                submissions=sum(by_lb.values()),
+                users=int(users or 0),
+                by_leaderboard={k: int(v) for k, v in by_lb.items()},
+                by_mode={k: int(v) for k, v in by_mode.items()},
+                runs_seconds=seconds,
+            )

@@ -1,0 +1,184 @@
+"""The service functions workers call: the run requests of a job, and storing a run's result with its score,
+the ranking update and rank changes in one transaction."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from leaderboards import ranking
+from leaderboards.errors import (
+    LeaseLost,
+    NotFound,
+)
+from leaderboards.models import (
+    BestScore,
+    Job,
+    JobStatus,
+    Run,
+)
+from leaderboards.results import (
+    PlannedRun,
+    RankChangeView,
+    RecordedRun,
+)
+from leaderboards.scoring import run_score
+from leaderboards.service_base import ServiceBase
+from leaderboards.snapshot import (
+    problem_from_snapshot,
+)
+from runners.contract import Limits, Mode, RankingRule, RunResult, Verdict, worst
+
+
+def harness_device(device: str) -> str:
+    """What the harness runs kernels on for a leaderboard device name: 'cpu' for cpu, else 'cuda'."""
+    return "cpu" if device.lower() == "cpu" else "cuda"
+
+
+def secret_seed_for(secret_seed: int, submission_id: int, device: str) -> int:
+    """The seed of a submission's secret run: fresh per submission and device, underivable without the secret."""
+    digest = hashlib.sha256(f"{secret_seed}:{submission_id}:{device}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+class RecordingMixin(ServiceBase):
+    def run_requests(self, job_id: int, *, session: Session | None = None) -> tuple[PlannedRun, ...]:
+        """The run request(s) of a job from the leaderboard's task snapshot: the public run, and for ranked jobs
+        the secret-seed run too (``recorded`` marks those an earlier attempt already stored)."""
+        with self._tx(session) as s:
+            job = s.get(Job, job_id)
+            if job is None:
+                raise NotFound(f"There is no job {job_id}.")
+            sub = job.submission
+            lb = sub.leaderboard
+            problem = problem_from_snapshot(lb.task)
+            mode = Mode(sub.mode)
+            done = set(s.scalars(select(Run.secret).where(Run.job_id == job.id)))
+            limits = Limits(max_submission_bytes=self.settings.max_submission_bytes)
+            kinds = [False, True] if mode is Mode.RANKED else [False]
+            return tuple(
+                PlannedRun(
+                    job_id=job.id,
+                    secret=secret,
+                    request=problem.request(
+                        sub.file_name,
+                        sub.code.content,
+                        mode,
+                        device=harness_device(job.device),
+                        device_name=job.device,
+                        seed=secret_seed_for(lb.secret_seed, sub.id, job.device) if secret else None,
+                        limits=limits,
+                    ),
+                    recorded=secret in done,
+                )
+                for secret in kinds
+            )
+
+    def record_run(
+        self,
+        job_id: int,
+        result: RunResult,
+        *,
+        secret: bool = False,
+        owner: str | None = None,
+        session: Session | None = None,
+    ) -> RecordedRun:
+        """Store one run result with its score, and update the ranking and rank changes, in one transaction.
+
+        With ``owner``, the job must still be running under that lease owner (checked on the locked job row),
+        else ``LeaseLost`` is raised and nothing is stored. A job stores at most one result per kind (public,
+        secret): a second call returns the first one with ``created=False``. Pass ``session`` to make this part
+        of the caller's transaction (e.g. together with completing the job).
+        """
+        with self._tx(session) as s:
+            job = s.scalar(select(Job).where(Job.id == job_id).with_for_update())
+            if job is None:
+                raise NotFound(f"There is no job {job_id}.")
+            if owner is not None and (job.lease_owner != owner or job.status != JobStatus.RUNNING.value):
+                raise LeaseLost(job_id, owner)
+            runs = {r.secret: r for r in s.scalars(select(Run).where(Run.job_id == job.id))}
+            existing = runs.get(secret)
+            if existing is not None:
+                return RecordedRun(
+                    existing.id,
+                    job.id,
+                    job.submission_id,
+                    job.device,
+                    secret,
+                    existing.passed,
+                    existing.verdict,
+                    None if secret else existing.score,
+                    created=False,
+                )
+            sub = job.submission
+            lb = sub.leaderboard
+            score = run_score(result, RankingRule(lb.ranking_by))
+            run = Run(
+                job_id=job.id,
+                submission_id=sub.id,
+                device=job.device,
+                mode=sub.mode,
+                secret=secret,
+                passed=result.passed,
+                verdict=result.verdict.value,
+                score=score,
+                fingerprint=lb.fingerprint,
+                result=result.model_dump(mode="json"),
+                system=result.system.model_dump(mode="json"),
+                started_at=result.started_at,
+                finished_at=result.finished_at,
+                created_at=self.clock(),
+            )
+            s.add(run)
+            s.flush()
+            runs[secret] = run
+            job.verdict = worst([Verdict(r.verdict) for r in runs.values()]).value
+            shown_score = None if secret else score  # a secret run's timings stay in the database
+            recorded = RecordedRun(
+                run.id, job.id, sub.id, job.device, secret, run.passed, run.verdict, shown_score, created=True
+            )
+            public, secret_run = runs.get(False), runs.get(True)
+            if (
+                sub.mode != Mode.RANKED.value
+                or sub.deleted
+                or public is None
+                or secret_run is None
+                or not (public.passed and secret_run.passed and public.score is not None)
+                or public.fingerprint != lb.fingerprint
+                or secret_run.fingerprint != lb.fingerprint
+            ):
+                return recorded
+            assert public.score is not None
+            best = ranking.offer(s, lb, sub, job.device, public.score, announce_top=self.settings.announce_top)
+            change = None
+            if best.change is not None:
+                c = best.change
+                change = RankChangeView(
+                    c.id,
+                    lb.name,
+                    c.device,
+                    sub.user_id,
+                    sub.user.name,
+                    sub.user.discord_id,
+                    sub.id,
+                    c.old_rank,
+                    c.new_rank,
+                    c.score,
+                    c.previous_score,
+                    c.created_at,
+                )
+            return replace(
+                recorded, eligible=True, rank=best.rank, personal_best=best.personal_best, rank_change=change
+            )
+
+    def rebuild_rankings(self, name: str) -> int:
+        """Recompute a leaderboard's ranking from its runs (repairs; also what the tests compare against)."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            ranking.rebuild(s, lb)
+            return int(
+                s.scalar(select(func.count()).select_from(BestScore).where(BestScore.leaderboard_id == lb.id)) or 0
+            )

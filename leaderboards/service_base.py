@@ -1,0 +1,198 @@
+"""The plumbing every part of the service shares: transactions, lookups, and the views built from rows.
+
+``LeaderboardService`` (``service.py``) is assembled from ``ServiceBase`` and the mixins in ``admin.py`` and
+``recording.py``; surfaces only ever see that one class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from leaderboards import ranking
+from leaderboards.db import Database
+from leaderboards.errors import (
+    DeviceNotAllowed,
+    LeaderboardNotFound,
+    SubmissionNotFound,
+    UserNotFound,
+)
+from leaderboards.models import (
+    AuditLog,
+    BestScore,
+    Job,
+    JobEvent,
+    JobStatus,
+    Leaderboard,
+    Run,
+    Submission,
+    User,
+    utcnow,
+)
+from leaderboards.results import (
+    JobEventView,
+    JobView,
+    LeaderboardSummary,
+    SubmissionStatus,
+    UserRef,
+)
+from leaderboards.settings import CoreSettings
+
+EVENTS_PER_JOB = 20
+"""Latest progress events returned with each job's status."""
+
+
+class ServiceBase:
+    """Build ``LeaderboardService`` with an open ``Database`` (``leaderboards.db.open_database``) and the settings."""
+
+    def __init__(
+        self, db: Database, settings: CoreSettings | None = None, *, clock: Callable[[], datetime] = utcnow
+    ) -> None:
+        self.db = db
+        self.settings = settings or CoreSettings()
+        self.clock = clock
+
+    # -- plumbing --------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self, session: Session | None = None) -> Iterator[Session]:
+        """The caller's session (they commit), or a new transaction committed on success."""
+        if session is not None:
+            yield session
+            return
+        with self.db.transaction() as s:
+            yield s
+
+    def _leaderboard(self, s: Session, name: str, *, lock: bool = False, include_hidden: bool = True) -> Leaderboard:
+        stmt = select(Leaderboard).where(Leaderboard.name == name)
+        if lock:
+            stmt = stmt.with_for_update()
+        lb = s.scalar(stmt)
+        if lb is None or (not include_hidden and not lb.visible):
+            known = s.scalars(select(Leaderboard.name).where(Leaderboard.visible.is_(True))).all()
+            raise LeaderboardNotFound(name, list(known))
+        return lb
+
+    def _user(self, s: Session, ref: UserRef, *, create: bool = True) -> User:
+        user = s.scalar(select(User).where(User.identity == ref.identity))
+        if user is None:
+            if not create:
+                raise UserNotFound(f"There is no user {ref.name!r}.")
+            try:
+                with s.begin_nested():
+                    user = User(identity=ref.identity, discord_id=ref.discord_id, name=ref.name[:100], is_banned=False)
+                    s.add(user)
+            except IntegrityError:  # created by a concurrent first request of the same user
+                user = s.scalar(select(User).where(User.identity == ref.identity))
+                if user is None:
+                    raise
+        elif ref.name and user.name != ref.name[:100]:
+            user.name = ref.name[:100]  # Discord names change; keep the latest for display
+        return user
+
+    def _submission(self, s: Session, submission_id: int) -> Submission:
+        sub = s.get(Submission, submission_id)
+        if sub is None:
+            raise SubmissionNotFound(submission_id)
+        return sub
+
+    def _audit(self, s: Session, actor: str, action: str, target: str, **detail: Any) -> None:
+        s.add(AuditLog(actor=actor, action=action, target=target, detail=detail))
+
+    def _summary(self, lb: Leaderboard, submissions: int = 0) -> LeaderboardSummary:
+        return LeaderboardSummary(
+            name=lb.name,
+            description=lb.description,
+            lang=lb.lang,
+            deadline=lb.deadline,
+            devices=tuple(lb.devices),
+            ranking_by=lb.ranking_by,
+            is_open=self.clock() < lb.deadline,
+            paused=lb.paused,
+            visible=lb.visible,
+            rate_limit_per_hour=lb.rate_limit_per_hour,
+            submissions=submissions,
+            created_at=lb.created_at,
+            creator=lb.creator,
+            problem=str(lb.task.get("problem", "")),
+        )
+
+    def _queue_position(self, s: Session, job: Job) -> int | None:
+        if job.status != JobStatus.QUEUED:
+            return None
+        ahead = s.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(Job.status == JobStatus.QUEUED.value, Job.device == job.device, Job.id < job.id)
+        )
+        return int(ahead or 0) + 1
+
+    def _job_view(self, s: Session, job: Job, *, events: bool = True) -> JobView:
+        runs = {r.secret: r for r in s.scalars(select(Run).where(Run.job_id == job.id))}
+        public, secret = runs.get(False), runs.get(True)
+        rank = None
+        best = s.scalar(
+            select(BestScore).where(BestScore.submission_id == job.submission_id, BestScore.device == job.device)
+        )
+        if best is not None:
+            user = s.get(User, best.user_id)
+            rank = None if user is None or user.is_banned else ranking.rank_of(s, best)
+        event_views: tuple[JobEventView, ...] = ()
+        if events:
+            rows = s.scalars(
+                select(JobEvent).where(JobEvent.job_id == job.id).order_by(JobEvent.id.desc()).limit(EVENTS_PER_JOB)
+            ).all()
+            event_views = tuple(JobEventView(e.phase, e.detail, e.created_at) for e in reversed(rows))
+        return JobView(
+            job_id=job.id,
+            device=job.device,
+            status=job.status,
+            verdict=job.verdict,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            error=job.error,
+            queue_position=self._queue_position(s, job),
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            score_ns=public.score if public is not None else None,
+            public_passed=public.passed if public is not None else None,
+            secret_passed=secret.passed if secret is not None else None,
+            rank=rank,
+            events=event_views,
+        )
+
+    def _status(self, s: Session, sub: Submission, *, events: bool = True) -> SubmissionStatus:
+        jobs = s.scalars(select(Job).where(Job.submission_id == sub.id).order_by(Job.id)).all()
+        return SubmissionStatus(
+            submission_id=sub.id,
+            leaderboard=sub.leaderboard.name,
+            user_name=sub.user.name,
+            file_name=sub.file_name,
+            mode=sub.mode,
+            created_at=sub.created_at,
+            deleted=sub.deleted,
+            jobs=tuple(self._job_view(s, j, events=events) for j in jobs),
+        )
+
+    def _check_devices(self, lb: Leaderboard, devices: Sequence[str] | None) -> list[str]:
+        allowed = list(lb.devices)
+        if not devices:
+            if len(allowed) == 1:
+                return allowed
+            raise DeviceNotAllowed(lb.name, "(none given)", allowed)
+        by_lower = {d.lower(): d for d in allowed}
+        chosen: list[str] = []
+        for d in devices:
+            canonical = by_lower.get(d.strip().lower())
+            if canonical is None:
+                raise DeviceNotAllowed(lb.name, d, allowed)
+            if canonical not in chosen:
+                chosen.append(canonical)
+        return chosen
