@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("problems", nargs="*", help="problem folders under problems/ (default: all)")
     parser.add_argument("--max-time", type=float, default=0.5, help="seconds of timed calls per benchmark case")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--problems-dir", type=Path, default=PROBLEMS, help="where the problem folders are")
     parser.add_argument("--peaks", choices=sorted(BYTES_PER_S), help="whose peaks (default: from the GPU's name)")
     args = parser.parse_args(argv)
     peaks = args.peaks
@@ -55,15 +56,16 @@ def main(argv: list[str] | None = None) -> int:
 
         peaks = "h200" if torch.cuda.is_available() and "H200" in torch.cuda.get_device_name() else "h100"
 
-    names = args.problems or sorted(p.parent.name for p in PROBLEMS.glob("*/task.yml"))
+    root = args.problems_dir
+    names = args.problems or sorted(p.parent.name for p in root.glob("*/task.yml"))
     timing = TimingSettings(max_time_s=args.max_time, warmup_ms=50, max_samples=500)
     print(f"\nmedian per benchmark case (task.yml order); % of the {peaks.upper()}'s speed of light at the largest.\n")
     print("| problem | solution | median time per benchmark | % of speed of light (largest) |")
     print("|---|---|---|---|", flush=True)
     gpu = "?"
     for name in names:
-        problem = load_problem(PROBLEMS / name)
-        for path in sorted((PROBLEMS / name / "solutions" / "correct").glob("*")):
+        problem = load_problem(root / name)
+        for path in sorted((root / name / "solutions" / "correct").glob("*")):
             if path.suffix not in (".py", ".cu"):
                 continue
             t0 = time.monotonic()
