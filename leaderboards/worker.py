@@ -162,6 +162,7 @@ class Worker:
         self.queue = queue or JobQueue(service.db, clock=service.clock, db_retry_s=self.settings.db_retry_s)
         self.reports: list[JobReport] = []
         self._held: dict[int, tuple[Claim, asyncio.Task[Any]]] = {}
+        self._storing: set[int] = set()  # jobs whose result is being committed: never cancelled then
         self._pool: ThreadPoolExecutor | None = None
         self._wake = asyncio.Event()
 
@@ -270,7 +271,7 @@ class Worker:
                 except Exception:
                     log.exception("lease heartbeat of job %s failed; trying again next beat", job_id)
                     continue
-                if not held and not task.done():
+                if not held and not task.done() and job_id not in self._storing:
                     log.warning("lost the lease of job %s (expired or cancelled); abandoning it", job_id)
                     task.cancel(msg="lease lost")
 
@@ -312,7 +313,11 @@ class Worker:
                 result = await self._launch(launcher, claim, run.request, ref)
                 ref = None  # a stored reference belongs to the first run still to do
                 final = i == len(todo) - 1 or not result.passed
-                rec = await self._db(self._record, claim, run, result, final)
+                self._storing.add(claim.job_id)  # the fence in the transaction decides; a cancel would only lie
+                try:
+                    rec = await self._db(self._record, claim, run, result, final)
+                finally:
+                    self._storing.discard(claim.job_id)
                 recorded.append(rec)
                 if final:
                     break
