@@ -286,7 +286,7 @@ def _rlimits(spec: SandboxSpec, cgroups: RunCgroups, euid: int) -> dict[str, int
     rlimits = {"RLIMIT_CORE": 0, "RLIMIT_FSIZE": spec.disk_mb * _MIB}
     if not cgroups.limits_tasks and euid != 0:
         # RLIMIT_NPROC counts every task of this user (root is exempt), so allow what already runs plus the budget.
-        rlimits["RLIMIT_NPROC"] = _user_task_count() + spec.max_tasks
+        rlimits["RLIMIT_NPROC"] = _user_task_count() + spec.max_tasks + 16
     return rlimits
 
 
@@ -358,9 +358,11 @@ def _watch(
         else:
             tree = _tree(root)
             processes = len(tree)
-        if processes > spec.max_processes:
+        # Without a pids cgroup, RLIMIT_NPROC (if any) lets the tree grow a little past max_tasks: trip there too.
+        most = spec.max_processes if cgroups.limits_tasks else min(spec.max_processes, spec.max_tasks)
+        if processes > most:
             watch.too_many_processes = True
-            watch.reason = f"started more than {spec.max_processes} processes"
+            watch.reason = f"started more than {most} processes"
             return
         used = cgroups.memory_bytes()
         if used is None:
