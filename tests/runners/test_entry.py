@@ -214,3 +214,13 @@ def test_native_cuda_on_the_cpu_needs_a_cuda_device() -> None:
     result = run_request(problem.request("k.cu", path.read_bytes(), Mode.TEST, device="cpu"))
     assert result.verdict is Verdict.NEEDS_CUDA
     assert "needs a CUDA device" in result.message
+
+
+def test_a_worker_that_requires_the_sandbox_refuses_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import runners.sandbox
+
+    monkeypatch.setattr(runners.sandbox, "probe_sandbox", lambda *a: (None, False, "bwrap is not installed"))
+    request = build_request("submissions/correct_torch.py")
+    result = run_request(request, require_sandbox=True)
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR  # the platform's problem: a worker may retry elsewhere
+    assert "bwrap is not installed" in result.message and "KERNELCUP_ALLOW_UNSANDBOXED" in result.message
