@@ -103,7 +103,7 @@ def _check_submission(request: RunRequest) -> tuple[str, str]:
     if request.device == "cpu" and (runtime == "cu" or ("load_inline" in text and "cuda_sources" in text)):
         raise _Rejected(
             Verdict.NEEDS_CUDA,
-            "this submission needs a CUDA device (it compiles CUDA code); run it on a GPU runner or with --device cuda",
+            "this submission needs a CUDA device: it compiles CUDA code; run it on a GPU runner or with --device cuda",
         )
     return runtime, text
 
@@ -274,6 +274,7 @@ def _run(
     try:
         runtime, _ = _check_submission(request)
     except _Rejected as rej:
+        system.sandbox_note = "nothing was run: the file was refused before evaluation"
         return RunResult(verdict=rej.verdict, message=str(rej), mode=request.mode, system=system)
 
     if settings.job_root is not None:

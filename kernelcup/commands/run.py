@@ -85,11 +85,16 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     """A readable report of one run (Rich)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
     colour = "green" if result.passed else ("yellow" if not result.verdict.user_fault else "red")
     console.print(f"[bold]{problem}[/] · {file_name} · {result.mode.value} · {device}")
-    console.print(f"[bold {colour}]{result.verdict.label}[/]" + (f": {result.message}" if result.message else ""))
+    detail = result.message
+    if detail.startswith(result.verdict.label):  # the message already opens with the verdict's words
+        detail = detail[len(result.verdict.label) :].lstrip(" :")
+    # Text, not markup: messages quote the submission's own output, which may hold [brackets]
+    console.print(Text.assemble((result.verdict.label, f"bold {colour}"), f": {detail}" if detail else ""))
     if result.tests:
         table = Table(title="tests", show_lines=False)
         for col in ("#", "case", "verdict", "details"):
@@ -150,9 +155,10 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     clocks = ""
     if sysinfo.sm_clock_start_mhz:
         clocks = f", SM clock {sysinfo.sm_clock_start_mhz}→{sysinfo.sm_clock_end_mhz} MHz"
+    sandbox = "sandboxed" if sysinfo.sandboxed else sysinfo.sandbox_note or "not sandboxed"
     console.print(
         f"[dim]{gpu}; torch {sysinfo.torch}, triton {sysinfo.triton}, CUDA {sysinfo.cuda}, nvcc {sysinfo.nvcc}"
-        f"{clocks}; {'sandboxed' if sysinfo.sandboxed else 'not sandboxed'}; {result.wall_time_s:.1f} s[/]"
+        f"{clocks}; {sandbox}; {result.wall_time_s:.1f} s[/]"
     )
 
 

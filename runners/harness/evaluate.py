@@ -65,7 +65,7 @@ def classify(exc: BaseException, device: str, what: str) -> Fatal:
     if device == "cpu" and _NEEDS_CUDA.search(low):
         return Fatal(
             Verdict.NEEDS_CUDA,
-            f"this submission needs a CUDA device ({what}: {text.splitlines()[0][:300]}); run it with --device cuda",
+            f"this submission needs a CUDA device: {what}: {text.splitlines()[0][:300]}; run it with --device cuda",
         )
     if isinstance(exc, SystemExit):
         return Fatal(Verdict.RUNTIME_ERROR, f"{what} called exit({exc.code!r}); return the output instead")
