@@ -127,7 +127,8 @@ def main(config_json: str) -> None:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler to reset
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(me, sig)
         time.sleep(1)
         os._exit(128 + sig)

@@ -269,3 +269,9 @@ def test_cgroups_that_cannot_be_joined_fall_back_to_the_tree(
     out = run_py("import os, time\nwhile True:\n    os.fork()\n    time.sleep(0.05)", max_processes=16, timeout_s=8)
     assert "could not join" in out.stderr and "watching the tree" in out.sandbox_note
     assert out.too_many_processes and not out.timed_out
+
+
+def test_killed_by_its_own_sigkill_is_reported_cleanly(run_py) -> None:
+    out = run_py("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert out.signal == signal.SIGKILL and out.returncode is None and not out.killed_reason
+    assert out.stderr == "", out.stderr  # nothing of the sandbox's own machinery leaks into the user's stderr

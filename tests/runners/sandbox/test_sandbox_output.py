@@ -87,7 +87,11 @@ def test_sandbox_dies_with_the_runner(jobdir: Path) -> None:
         """
     )
     repo = Path(__file__).resolve().parents[3]
-    proc = subprocess.Popen([sys.executable, "-c", runner], cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", runner],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))},
+    )
     try:
         deadline = time.monotonic() + 20
         while not beat.exists() and time.monotonic() < deadline:
