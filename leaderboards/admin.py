@@ -50,6 +50,8 @@ WORKER_ALIVE_S = 60.0
 
 
 class AdminMixin(ServiceBase):
+    """Admin functions of ``LeaderboardService``; the caller has checked the permission."""
+
     def create_leaderboard(
         self,
         problem: Problem,

@@ -45,6 +45,8 @@ def secret_seed_for(secret_seed: int, submission_id: int, device: str) -> int:
 
 
 class RecordingMixin(ServiceBase):
+    """What workers call (``leaderboards/worker.py``): build a job's run requests, store each result."""
+
     def run_requests(self, job_id: int, *, session: Session | None = None) -> tuple[PlannedRun, ...]:
         """The run request(s) of a job from the leaderboard's task snapshot: the public run, and for ranked jobs
         the secret-seed run too (``recorded`` marks those an earlier attempt already stored)."""

@@ -163,3 +163,26 @@ def test_leaderboard_show_ranks_per_device(problem_set: Path, cli, database: Dat
     assert code == 1 and "does not run on 'TPU'" in err
     code, _, err = cli("leaderboard", "show", "nope")
     assert code == 1 and "no leaderboard named 'nope'" in err
+
+
+def test_cli_formatting_helpers() -> None:
+    from datetime import UTC, datetime
+
+    from kernelcup.commands.common import format_ns, jsonable
+    from leaderboards.results import UserRef as Ref
+
+    assert [format_ns(x) for x in (None, 812, 12_345, 4_560_000, 1.23e9, 250_000)] == [
+        "-",
+        "812 ns",
+        "12.3 µs",
+        "4.56 ms",
+        "1.23 s",
+        "250 µs",
+    ]
+    when = datetime(2030, 1, 2, 3, 4, tzinfo=UTC)
+    assert jsonable({"u": Ref("a", 5), "t": when, "b": b"x", "s": (1, 2)}) == {
+        "u": {"name": "a", "discord_id": 5},
+        "t": "2030-01-02T03:04:00+00:00",
+        "b": "x",
+        "s": [1, 2],
+    }
