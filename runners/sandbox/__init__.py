@@ -393,17 +393,32 @@ def _tree(root: object) -> list[object]:
 
 
 def _resident(tree: list[object]) -> int:
-    """Resident memory of a process tree: private pages of each process, plus shared pages once (forked
-    children share their parent's pages; summing RSS would count a fork bomb's interpreter many times)."""
+    """Physical memory of a process tree: the sum of each process's proportional set size (PSS), so pages that
+    forked children still share with their parent count once. Falls back to private RSS plus shared pages once."""
     import psutil
 
-    private, shared = 0, 0
+    total, fallback, shared = 0, 0, 0
     for p in tree:
+        pss = _pss(p.pid)  # type: ignore[attr-defined]
+        if pss is not None:
+            total += pss
+            continue
         with contextlib.suppress(psutil.Error):
             info = p.memory_info()  # type: ignore[attr-defined]
-            private += info.rss - getattr(info, "shared", 0)
+            fallback += info.rss - getattr(info, "shared", 0)
             shared = max(shared, getattr(info, "shared", 0))
-    return private + shared
+    return total + fallback + shared
+
+
+def _pss(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _disk_usage(root: Path, stop_above: int) -> tuple[int, int]:
