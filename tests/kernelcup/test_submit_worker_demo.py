@@ -128,3 +128,39 @@ def test_demo_submits_pytorch_solutions_and_prints_rankings(env: Path, fake: Fak
     assert all(r.device == "cpu" for r in fake.requests)
     # demo leaderboards benchmark the largest test cases, not the GPU-sized benchmarks
     assert fake.requests[0].benchmarks == fake.requests[0].tests[-1:] or len(fake.requests[0].benchmarks) <= 2
+
+
+def test_worker_process_stops_gracefully_on_sigterm(env: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from leaderboards.queue import JobQueue
+    from leaderboards.settings import CoreSettings
+
+    with wiring.open_platform(CoreSettings(_env_file=None)) as platform:  # creates and migrates the database
+        queue = JobQueue(platform.db)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelcup.cli", "worker", "--device", "cpu"],
+            cwd=env,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not queue.alive_workers(device="cpu") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert queue.alive_workers(device="cpu"), "the worker never registered"
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=30)
+            assert proc.returncode == 0, out
+            assert "SIGTERM" in out
+            assert queue.alive_workers() == []  # it marked itself stopped
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
