@@ -16,7 +16,6 @@ import typer
 from pydantic import BaseModel
 
 from kernelcup.settings import SettingsError, load
-from leaderboards.db import open_database
 from leaderboards.errors import KernelcupError
 from leaderboards.problems import ProblemFormatError
 from leaderboards.service import LeaderboardService
@@ -29,8 +28,9 @@ def core_settings() -> CoreSettings:
 
 def open_service(settings: CoreSettings | None = None) -> LeaderboardService:
     """The service on the configured database (the embedded SQLite one is created and migrated on first use)."""
-    settings = settings or core_settings()
-    return LeaderboardService(open_database(settings), settings)
+    from kernelcup.wiring import open_platform  # the one place the platform is put together
+
+    return open_platform(settings).service
 
 
 @contextmanager
