@@ -29,6 +29,7 @@ from leaderboards.models import (
     Worker,
 )
 from leaderboards.problems import Problem
+from leaderboards.queue import WORKER_ALIVE_S
 from leaderboards.results import (
     LeaderboardSummary,
     LeaderboardUpdate,
@@ -44,9 +45,6 @@ from leaderboards.snapshot import (
     incomparable_changes,
     snapshot,
 )
-
-WORKER_ALIVE_S = 60.0
-"""A worker whose heartbeat is older than this is not counted as alive."""
 
 
 class AdminMixin(ServiceBase):
