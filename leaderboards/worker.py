@@ -104,9 +104,14 @@ class JobReport:
     message: str = ""
 
 
-def launch_timeout_s(request: RunRequest, margin_s: float) -> float:
-    """The bound of one launcher call: the runner's own compile and run limits, plus a start-up/transfer margin."""
-    return request.limits.compile_timeout_s + request.limits.run_timeout_s + margin_s
+def launch_timeout_s(request: RunRequest, margin_s: float, launcher: object | None = None) -> float:
+    """The bound of one launcher call: the runner's own compile and run limits, plus a start-up/transfer margin.
+
+    A remote launcher that may legitimately wait longer (a Modal cold start, a GitHub queue) says so with a
+    ``wait_margin_s`` attribute; the bound then grows to it, so a slow start does not cost the job a retry.
+    """
+    margin = max(margin_s, float(getattr(launcher, "wait_margin_s", 0.0) or 0.0))
+    return request.limits.compile_timeout_s + request.limits.run_timeout_s + margin
 
 
 class QueueJobHandle:
@@ -363,7 +368,7 @@ class Worker:
 
     async def _launch(self, launcher: Launcher, claim: Claim, request: RunRequest, ref: str | None) -> RunResult:
         handle = QueueJobHandle(self, claim, ref)
-        bound = launch_timeout_s(request, self.settings.launch_margin_s)
+        bound = launch_timeout_s(request, self.settings.launch_margin_s, launcher)
         try:
             result = await asyncio.wait_for(launcher.run(request, handle), bound)
         except TimeoutError:

@@ -63,7 +63,7 @@ class _Rejected(Exception):
         self.verdict = verdict
 
 
-def derive_seed(secret: int, case: int, call: int) -> int:
+def derive_seed(secret: int | str, case: int, call: int) -> int:
     """The seed of one timed call of a ranked run: unpredictable without the secret, reproducible with it."""
     digest = hmac.new(str(secret).encode(), f"{case}:{call}".encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:6], "big")
@@ -141,6 +141,16 @@ class _Session:
                 self.on_progress(ProgressEvent(phase=phase, detail=detail))
 
     def serve(self, result_fd: int, control_fd: int, header: bytes) -> None:
+        """Read the result channel until it closes; owns ``control_fd`` and closes it on the way out, so an
+        evaluation process waiting for an answer (a seed) after a channel error sees EOF at once instead of
+        hanging until the time limit."""
+        try:
+            self._serve(result_fd, control_fd, header)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(control_fd)
+
+    def _serve(self, result_fd: int, control_fd: int, header: bytes) -> None:
         try:
             os.write(control_fd, header)
             buf = b""
@@ -181,17 +191,22 @@ class _Session:
             self.frames.append(frame)
 
     def _seed(self, frame: dict[str, Any]) -> int:
-        if self.request.seed is None or self.request.mode is not Mode.RANKED:
+        if self.request.mode is not Mode.RANKED:
             raise channel.ChannelError("a seed was requested outside a ranked run")
         case = int(frame.get("case", -1))
         if not 0 <= case < len(self.request.benchmarks):
             raise channel.ChannelError("a seed was requested for an unknown benchmark")
+        # The public half of a ranked submission has no secret: its timed calls still get fresh inputs (so no
+        # answer can be cached across calls), derived from the case's public seed and reproducible by anyone.
+        secret: int | str = self.request.seed
+        if secret is None:
+            secret = f"public:{self.request.benchmarks[case].get('seed', case)}"
         # The parent's own counter, not the child's: asking again gives a new input, never a chosen one.
         call = self.seed_calls.get(case, 0)
         if call > 4 * self.request.timing.max_samples + 16:
             raise channel.ChannelError("more seeds were requested than a benchmark can use")
         self.seed_calls[case] = call + 1
-        return derive_seed(self.request.seed, case, call)
+        return derive_seed(secret, case, call)
 
 
 def _job_header(
@@ -321,6 +336,7 @@ def _run(
             target=session.serve, args=(result_r, control_w, header), daemon=True, name="kernelcup-result-channel"
         )
         reader.start()
+        control_w = -1  # the reader thread owns it now and closes it when it stops
         try:
             outcome = run_sandboxed(spec)
         except SandboxUnavailable as exc:

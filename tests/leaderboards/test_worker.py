@@ -151,7 +151,7 @@ def test_infrastructure_failure_then_success_stores_once(svc: LeaderboardService
 
 
 def test_launcher_that_hangs_is_bounded_and_times_out(svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(worker_mod, "launch_timeout_s", lambda request, margin: 0.2)
+    monkeypatch.setattr(worker_mod, "launch_timeout_s", lambda request, margin, launcher=None: 0.2)
     sub = submit(svc, mode="test")
 
     async def hang(request: RunRequest, job: JobHandle) -> RunResult:

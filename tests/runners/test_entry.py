@@ -142,6 +142,14 @@ def test_ranked_mode_runs_tests_then_times_every_benchmark(evaluate: Evaluate) -
     assert {Phase.COMPILING, Phase.TESTING, Phase.BENCHMARKING} <= set(phases)
 
 
+def test_public_half_of_a_ranked_submission_runs_without_a_secret_seed(evaluate: Evaluate) -> None:
+    # A ranked job runs once with the public cases (no seed) and once with the secret seed; the public run must
+    # get fresh per-call inputs too instead of waiting forever for a seed the parent refused to give.
+    result = run_request(build_request("submissions/correct_torch.py", Mode.RANKED, seed=None))
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    assert len(result.benchmarks) == 2 and result.score_ns
+
+
 def test_ranked_mode_stops_at_a_failing_test(evaluate: Evaluate) -> None:
     result = evaluate("submissions/wrong_off_by_one.py", Mode.RANKED)
     assert result.verdict is Verdict.WRONG_ANSWER and not result.benchmarks and result.score_ns is None
