@@ -240,3 +240,19 @@ def create_run_cgroups(memory_bytes: int, max_tasks: int) -> RunCgroups:
         elif controller == "pids" and _write(d / "pids.max", str(max_tasks)):
             run.pids_dir = d
     return run
+
+
+def kernel_caps_tasks() -> bool:
+    """Whether the kernel itself will stop a run's fork bomb here: a pids cgroup can be made, or we are not root.
+
+    RLIMIT_NPROC never binds uid 0 (the kernel exempts the root user whatever its capabilities), so a root runner
+    without a pids cgroup has only the polling watchdog, which an exponential fork bomb can outrun on a loaded
+    machine.
+    """
+    if os.geteuid() != 0:
+        return True
+    cgroups = create_run_cgroups(256 << 20, 64)
+    try:
+        return cgroups.limits_tasks
+    finally:
+        cgroups.remove()
