@@ -5,10 +5,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-# Allowed error of y[n, k, p, q]: 2**-20 * |y| plus TOLERANCE * 2**-11 * sqrt(sum of (x * w)^2 over the
-# window), 2**-11 being TF32's rounding of an input. Measured (CPU emulation): TF32 inputs err by at most 2.7
-# units, bf16 inputs (4x coarser) by 15-22; 8 sits between (tests/problems/test_problem_checks.py keeps both sides).
+# Allowed error of y[n, k, p, q]: RTOL * |y| plus TOLERANCE * 2**-11 * sqrt(sum of (x * w)^2 over the window),
+# 2**-11 being TF32's rounding of an input. Measured (CPU emulation): TF32 inputs rounded to nearest err by at most
+# 2.7 units, bf16 inputs (4x coarser) by 15-22; 8 sits between (tests/problems/test_problem_checks.py keeps both
+# sides). Triton's tl.dot on Hopper truncates fp32 to TF32 instead: every product is then 2**-10 too small on
+# average, a bias of 2**-10 * |y| that no spread term covers (measured on an H200: 1.08x the spread bound on 2 of
+# 4M outputs without RTOL). RTOL = 2**-9 covers it twice over; bf16 inputs still fail.
 TOLERANCE = 8
+RTOL = 2**-9
 
 
 def _device() -> torch.device:
@@ -43,7 +47,7 @@ def check_implementation(data: tuple[torch.Tensor, torch.Tensor], output: object
     x, w = data
     expected = _conv(x, w, tf32=False)
     spread = _conv(x.square(), w.square(), tf32=True).clamp_min(0).sqrt()
-    return _compare(output, expected, torch.float32, atol=TOLERANCE * 2**-11 * spread, rtol=2**-20)
+    return _compare(output, expected, torch.float32, atol=TOLERANCE * 2**-11 * spread, rtol=RTOL)
 
 
 def speed_of_light(

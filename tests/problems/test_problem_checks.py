@@ -27,7 +27,7 @@ CASES: dict[str, dict] = {
     "softmax": {"rows": 64, "cols": 3001, "seed": 17},
     "rmsnorm": {"rows": 64, "hidden": 2049, "seed": 18},
     "matmul": {"m": 96, "k": 2048, "n": 80, "seed": 19},
-    "conv2d": {"batch": 2, "channels": 16, "height": 23, "width": 29, "out_channels": 8, "kernel_size": 3, "seed": 20},
+    "conv2d": {"batch": 4, "channels": 64, "height": 23, "width": 29, "out_channels": 16, "kernel_size": 3, "seed": 20},
 }
 
 
@@ -36,6 +36,11 @@ def _tf32(t: torch.Tensor) -> torch.Tensor:
     bits = t.contiguous().view(torch.int32)
     rounded = (bits + 0xFFF + ((bits >> 13) & 1)) & ~0x1FFF
     return rounded.view(torch.float32)
+
+
+def _tf32_truncated(t: torch.Tensor) -> torch.Tensor:
+    """Round fp32 to TF32 toward zero, as Triton's tl.dot does on Hopper."""
+    return (t.contiguous().view(torch.int32) & ~0x1FFF).view(torch.float32)
 
 
 def _blocked_sum(x: torch.Tensor, block: int) -> torch.Tensor:
@@ -107,6 +112,7 @@ ALTERNATIVES: dict[str, dict[str, Callable[[tuple], torch.Tensor]]] = {
     },
     "conv2d": {
         "TF32 inputs": lambda d: torch.nn.functional.conv2d(_tf32(d[0]), _tf32(d[1])),
+        "TF32 truncated inputs": lambda d: torch.nn.functional.conv2d(_tf32_truncated(d[0]), _tf32_truncated(d[1])),
         "fp64 rounded": lambda d: torch.nn.functional.conv2d(d[0].double(), d[1].double()).float(),
     },
 }
