@@ -30,7 +30,14 @@ from pathlib import Path
 
 from runners.sandbox.cgroups import RunCgroups, create_run_cgroups
 from runners.sandbox.output import Pump, Stream
-from runners.sandbox.view import ALLOW_UNSANDBOXED_SETTING, probe_sandbox, python_ro_paths, sandbox_argv, scrubbed_env
+from runners.sandbox.view import (
+    ALLOW_UNSANDBOXED_SETTING,
+    probe_sandbox,
+    python_ro_paths,
+    sandbox_argv,
+    scrubbed_env,
+    toolchain_ro_paths,
+)
 
 __all__ = [
     "ALLOW_UNSANDBOXED_SETTING",
@@ -148,7 +155,11 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
     notes = [note]
     argv = list(spec.argv)
     if bwrap is not None:
-        ro = tuple(dict.fromkeys([*python_ro_paths(), *(Path(p).resolve() for p in spec.ro_paths)]))
+        ro = tuple(
+            dict.fromkeys(
+                [*python_ro_paths(), *toolchain_ro_paths(), *(Path(p).resolve() for p in spec.ro_paths)]
+            )
+        )
         missing = [str(p) for p in ro if not p.exists()]
         if missing:
             notes.append(f"read-only paths not found, not mounted: {', '.join(missing)}")

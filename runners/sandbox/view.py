@@ -88,6 +88,33 @@ def python_ro_paths() -> tuple[Path, ...]:
     return tuple(sorted(Path(p) for p in candidates if p and Path(p).exists()))
 
 
+# Compilers a submission's build may call: Triton builds a C helper with the host's C compiler at first use,
+# load_inline and native .cu problems call nvcc and the host compiler, profile mode calls ncu.
+_TOOLCHAIN = ("cc", "gcc", "c++", "g++", "ld", "as", "nvcc", "ncu", "ninja")
+
+
+def toolchain_ro_paths(path: str | None = None) -> tuple[Path, ...]:
+    """Install prefixes of the compilers on PATH that live outside the system paths (e.g. ``/opt/gcc`` for
+    ``/opt/gcc/bin/gcc``), and ``CUDA_HOME``/``CUDA_PATH``: without them Triton, load_inline and nvcc fail inside
+    the sandbox with a missing compiler (seen on the lent H100: Triton looked for /opt/gcc/bin/gcc)."""
+    found: set[Path] = set()
+    for tool in _TOOLCHAIN:
+        exe = shutil.which(tool, path=path)
+        if exe is None:
+            continue
+        for candidate in {Path(exe), Path(exe).resolve()}:
+            prefix = candidate.parent.parent if candidate.parent.name == "bin" else candidate.parent
+            found.add(prefix)
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = os.environ.get(var)
+        if value and Path(value).is_dir():
+            found.add(Path(value).resolve())
+    system = tuple(Path(p) for p in _SYSTEM_RO)
+    return tuple(
+        sorted(p for p in found if p.is_dir() and p != Path("/") and not any(p.is_relative_to(s) for s in system))
+    )
+
+
 def sandbox_argv(
     bwrap: str,
     workdir: Path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from pathlib import Path
@@ -261,3 +262,22 @@ def test_read_only_files_inside_the_job_dir(run_py, sandboxed: None, jobdir: Pat
     assert "WROTE" not in out.stdout and "MOVED" not in out.stdout, out.stdout + out.stderr
     assert (jobdir / "reference.py").read_text() == "EXPECTED = 1\n"
     assert (jobdir / "scratch.txt").read_text() == "fine"
+
+
+def test_compilers_outside_system_paths_are_visible_inside(
+    run_py, sandboxed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The lent GPU machines keep gcc in /opt/gcc: Triton's first launch compiles a helper with it, so the
+    # sandbox must show a compiler's install prefix (read-only) when it lies outside /usr.
+    from runners.sandbox.view import toolchain_ro_paths
+
+    prefix = tmp_path / "toolchain"
+    (prefix / "bin").mkdir(parents=True)
+    gcc = prefix / "bin" / "gcc"
+    gcc.write_text("#!/bin/sh\necho fake-gcc\n")
+    gcc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert prefix in toolchain_ro_paths()
+    assert all(not p.is_relative_to("/usr") for p in toolchain_ro_paths())
+    out = run_py(f"import subprocess; print(subprocess.check_output([{str(gcc)!r}]).decode())")
+    assert out.stdout == "fake-gcc\n\n", out

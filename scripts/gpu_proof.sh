@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine: the runner entry point that Modal and the GitHub workflow run, on real
+# requests from problems/, sandboxed with bubblewrap when it can be unpacked there; then the gpu-marked tests.
+# Usage (repo root, on the GPU machine): OUT=/some/dir [PROOF_ACCURACY=1] [PROOF_TESTS=1] bash scripts/gpu_proof.sh
+set -u
+OUT=${OUT:-/tmp/kernelcup-proof}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:. || exit 1
+else
+  export PYTHONPATH=.
+fi
+if ! command -v bwrap >/dev/null && ls .bw/*.deb >/dev/null 2>&1; then
+  dpkg -x .bw/bubblewrap_*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+echo "bwrap: $(command -v bwrap || echo none)"
+python3 - "$OUT" <<'PY'
+import json, sys, subprocess, time
+from pathlib import Path
+from leaderboards.problems import load_problem
+from runners.contract import Mode, RunResult
+out = Path(sys.argv[1])
+cases = [
+    ("vectoradd", "solutions/correct/triton.py", Mode.RANKED, 987654321),
+    ("softmax", "solutions/correct/triton.py", Mode.RANKED, 13),
+    ("vectoradd_cu", "solutions/correct/vectorized.cu", Mode.RANKED, 42),
+    ("matmul", "solutions/wrong/fp16_accumulator.py", Mode.TEST, None),
+]
+for name, rel, mode, seed in cases:
+    problem = load_problem(Path("problems") / name)
+    path = problem.path / rel
+    if not path.exists():
+        print(f"{name}: {rel} missing; skipped"); continue
+    req = problem.request(path.name, path.read_bytes(), mode, device="cuda", device_name="H100", seed=seed)
+    rq, rs = out / f"request-{name}.json", out / f"result-{name}.json"
+    rq.write_text(req.model_dump_json())
+    t = time.time()
+    args = ["python3", "-m", "runners.entry", str(rq), str(rs)]
+    proc = subprocess.run(args + ["--require-sandbox"], capture_output=True, text=True)
+    if proc.returncode != 0 or "sandbox" in RunResult.model_validate_json(rs.read_text()).message.lower():
+        print(f"{name}: --require-sandbox gave rc={proc.returncode}; running without it")
+        proc = subprocess.run(args, capture_output=True, text=True)
+    res = RunResult.model_validate_json(rs.read_text())
+    b = [f"{x.stats.median_ns/1e3:.2f}us" for x in res.benchmarks if x.stats]
+    print(f"{name} {rel} {mode.value}: rc={proc.returncode} verdict={res.verdict.value} score_ns={res.score_ns} "
+          f"medians={b} sandboxed={res.system.sandboxed} gpu={res.system.gpu_name} wall={time.time()-t:.1f}s")
+    print("   ", res.message[:300])
+PY
+if [ "${PROOF_ACCURACY:-0}" = 1 ]; then
+  python3 benchmarks/harness_accuracy.py --repeats 3 --json "$OUT/accuracy.json" 2>&1 | tail -25 | tee "$OUT/accuracy.txt"
+fi
+if [ "${PROOF_TESTS:-0}" = 1 ]; then
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/runners/sandbox tests/runners/bad_submissions 2>&1 \
+    | tail -15 | tee "$OUT/pytest-gpu.txt"
+fi
