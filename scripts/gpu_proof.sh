@@ -16,6 +16,8 @@ if ! command -v bwrap >/dev/null && ls .bw/*.deb >/dev/null 2>&1; then
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 echo "bwrap: $(command -v bwrap || echo none)"
+env | grep -E "^(CC|CXX|CUDA_HOME|CUDA_PATH|CUDAHOSTCXX|NVCC_CCBIN|PATH)=" ; for t in gcc cc nvcc; do p=$(command -v $t); echo "$t: $p -> $(readlink -f "$p")"; done
+python3 -c "from runners.sandbox.view import toolchain_ro_paths; print('toolchain:', toolchain_ro_paths())"
 python3 - "$OUT" <<'PY'
 import json, sys, subprocess, time
 from pathlib import Path

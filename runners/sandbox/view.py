@@ -94,17 +94,16 @@ _TOOLCHAIN = ("cc", "gcc", "c++", "g++", "ld", "as", "nvcc", "ncu", "ninja")
 
 
 def toolchain_ro_paths(path: str | None = None) -> tuple[Path, ...]:
-    """Install prefixes of the compilers on PATH that live outside the system paths (e.g. ``/opt/gcc`` for
-    ``/opt/gcc/bin/gcc``), and ``CUDA_HOME``/``CUDA_PATH``: without them Triton, load_inline and nvcc fail inside
-    the sandbox with a missing compiler (seen on the lent H100: Triton looked for /opt/gcc/bin/gcc)."""
+    """Install prefixes of the compilers on PATH or named by CC/CXX/CUDAHOSTCXX/NVCC_CCBIN that live outside the
+    system paths (e.g. ``/opt/gcc`` for ``/opt/gcc/bin/gcc``), and ``CUDA_HOME``/``CUDA_PATH``: without them Triton,
+    load_inline and nvcc fail inside the sandbox with a missing compiler (seen on the lent H100: Triton looked for
+    /opt/gcc/bin/gcc)."""
+    names = [*_TOOLCHAIN, *(os.environ.get(v, "").split(" ")[0] for v in ("CC", "CXX", "CUDAHOSTCXX", "NVCC_CCBIN"))]
     found: set[Path] = set()
-    for tool in _TOOLCHAIN:
-        exe = shutil.which(tool, path=path)
-        if exe is None:
-            continue
-        for candidate in {Path(exe), Path(exe).resolve()}:
-            prefix = candidate.parent.parent if candidate.parent.name == "bin" else candidate.parent
-            found.add(prefix)
+    for name in filter(None, names):
+        exe = shutil.which(name, path=path)
+        for candidate in {Path(exe), Path(exe).resolve()} if exe else ():
+            found.add(candidate.parent.parent if candidate.parent.name == "bin" else candidate.parent)
     for var in ("CUDA_HOME", "CUDA_PATH"):
         value = os.environ.get(var)
         if value and Path(value).is_dir():

@@ -3,7 +3,13 @@ Run on a GPU machine: pytest -m gpu tests/runners/sandbox."""
 
 from __future__ import annotations
 
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
+
+from runners.sandbox import SandboxSpec, run_sandboxed
 
 pytestmark = pytest.mark.gpu
 
@@ -35,8 +41,15 @@ def test_torch_cuda_inside_the_sandbox(run_py) -> None:
     assert f"sum {sum(range(1, (1 << 20) + 1))}" in out.stdout
 
 
-def test_triton_compiles_and_runs_inside_the_sandbox(run_py) -> None:
-    out = run_py(TRITON_CUDA, allow_gpu=True, memory_mb=16384, timeout_s=300)
+def test_triton_compiles_and_runs_inside_the_sandbox(jobdir: Path) -> None:
+    # Triton reads a @jit function's source from its file, so this one runs from a file (not `python -c`).
+    script = jobdir / "triton_check.py"
+    script.write_text(textwrap.dedent(TRITON_CUDA))
+    spec = SandboxSpec(
+        argv=[sys.executable, str(script)], workdir=jobdir, env={}, timeout_s=300, output_cap_bytes=4096,
+        memory_mb=16384, allow_gpu=True,
+    )  # fmt: skip
+    out = run_sandboxed(spec)
     assert out.returncode == 0, out.stderr
     assert "triton 10000" in out.stdout
 
