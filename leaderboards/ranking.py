@@ -30,10 +30,8 @@ class Eligible:
     submitted_at: datetime
 
 
-def eligible_bests(
-    session: Session, leaderboard: Leaderboard, *, device: str | None = None, user_id: int | None = None
-) -> list[Eligible]:
-    """Each user's best eligible submission per device, computed from ``runs`` (ties: earlier submission)."""
+def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None) -> tuple[list, list]:
+    """The joins and conditions that make a submission eligible on a device (see the module docstring)."""
     pub, sec = aliased(Run), aliased(Run)
     conditions = [
         Submission.leaderboard_id == leaderboard.id,
@@ -44,22 +42,9 @@ def eligible_bests(
         conditions.append(Job.device == device)
     if user_id is not None:
         conditions.append(Submission.user_id == user_id)
-    ranked = (
-        select(
-            Submission.user_id,
-            Job.device,
-            Submission.id.label("submission_id"),
-            pub.score,
-            Submission.created_at,
-            func.row_number()
-            .over(
-                partition_by=(Submission.user_id, Job.device),
-                order_by=(pub.score, Submission.created_at, Submission.id),
-            )
-            .label("rn"),
-        )
-        .join(Job, Job.submission_id == Submission.id)
-        .join(
+    joins = [
+        (Job, Job.submission_id == Submission.id),
+        (
             pub,
             and_(
                 pub.job_id == Job.id,
@@ -68,8 +53,8 @@ def eligible_bests(
                 pub.score.is_not(None),
                 pub.fingerprint == leaderboard.fingerprint,
             ),
-        )
-        .join(
+        ),
+        (
             sec,
             and_(
                 sec.job_id == Job.id,
@@ -77,16 +62,49 @@ def eligible_bests(
                 sec.passed.is_(True),
                 sec.fingerprint == leaderboard.fingerprint,
             ),
+        ),
+    ]
+    return [pub, *joins], conditions
+
+
+def eligible_bests(
+    session: Session, leaderboard: Leaderboard, *, device: str | None = None, user_id: int | None = None
+) -> list[Eligible]:
+    """Each user's best eligible submission per device, computed from ``runs`` (ties: earlier submission)."""
+    (pub, *joins), conditions = _eligible(leaderboard, device, user_id)
+    ranked = select(
+        Submission.user_id,
+        Job.device,
+        Submission.id.label("submission_id"),
+        pub.score,
+        Submission.created_at,
+        func.row_number()
+        .over(
+            partition_by=(Submission.user_id, Job.device),
+            order_by=(pub.score, Submission.created_at, Submission.id),
         )
-        .where(*conditions)
-        .subquery()
+        .label("rn"),
     )
+    for target, on in joins:
+        ranked = ranked.join(target, on)
+    ranked = ranked.where(*conditions).subquery()
     rows = session.execute(
         select(ranked.c.user_id, ranked.c.device, ranked.c.submission_id, ranked.c.score, ranked.c.created_at)
         .where(ranked.c.rn == 1)
         .order_by(ranked.c.device, ranked.c.score, ranked.c.created_at, ranked.c.submission_id)
     ).all()
     return [Eligible(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+
+def eligible_history(session: Session, leaderboard: Leaderboard, device: str) -> list[tuple[datetime, float]]:
+    """(submitted at, score) of every eligible submission on a device by a user who is not banned, oldest first:
+    what a "best score over time" chart draws."""
+    (pub, *joins), conditions = _eligible(leaderboard, device, None)
+    stmt = select(Submission.created_at, pub.score)
+    for target, on in joins:
+        stmt = stmt.join(target, on)
+    stmt = stmt.join(User, User.id == Submission.user_id).where(*conditions, User.is_banned.is_(False))
+    return [(when, float(score)) for when, score in session.execute(stmt.order_by(Submission.created_at)).all()]
 
 
 def rebuild(session: Session, leaderboard: Leaderboard, *, user_id: int | None = None) -> None:

@@ -44,6 +44,7 @@ from leaderboards.models import (
     User,
 )
 from leaderboards.problems import SUBMISSION_SUFFIXES, submission_language
+from leaderboards.ranking import eligible_history
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
 from leaderboards.results import (
     JobReceipt,
@@ -265,6 +266,14 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                 .where(Submission.leaderboard_id == lb.id, Submission.deleted.is_(False))
             )
             return self._summary(lb, int(count or 0))
+
+    def score_history(self, leaderboard: str, device: str | None = None) -> tuple[tuple[datetime, float], ...]:
+        """Every eligible ranked score on one device, oldest first (banned users and deleted submissions left
+        out): the data of a "best score over time" chart."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard, include_hidden=False)
+            (dev,) = self._check_devices(lb, [device] if device else None)
+            return tuple(eligible_history(s, lb, dev))
 
     def ranking(self, leaderboard: str, device: str | None = None, limit: int | None = 100) -> Ranking:
         """The best eligible ranked submission per user on one device, best first (ties: earlier submission).

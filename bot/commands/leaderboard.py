@@ -7,6 +7,7 @@ The service is blocking (SQLAlchemy sessions), so every call goes through ``bot.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 import discord
@@ -75,6 +76,13 @@ def leaderboard_rankings(service: LeaderboardService, name: str, devices: list[s
     if devices is None:
         devices = list(service.leaderboard(name).devices)
     return [service.ranking(name, d, limit=None) for d in devices]
+
+
+def score_histories(
+    service: LeaderboardService, name: str, devices: list[str]
+) -> dict[str, tuple[tuple[datetime, float], ...]]:
+    """Every eligible ranked score per device, oldest first: the chart draws the running best of each."""
+    return {device: service.score_history(name, device) for device in devices}
 
 
 def parse_devices(text: str | None) -> list[str] | None:
@@ -153,7 +161,7 @@ class LeaderboardCommands(app_commands.Group):
         rankings = await call(leaderboard_rankings, bot.service, leaderboard, parse_devices(device))
         rows = bot.settings.leaderboard_rows
         top = [replace(r, entries=r.entries[:rows]) for r in rankings]
-        history = {r.device: [(e.submitted_at, e.score_ns) for e in r.entries] for r in rankings}
+        history = await call(score_histories, bot.service, leaderboard, [r.device for r in rankings])
         png = await call(score_chart_png, leaderboard, history)
         files = (File(f"{leaderboard}-best-scores.png", png),) if png else ()
         await send(interaction, Reply(content=show_text(leaderboard, top), files=files))

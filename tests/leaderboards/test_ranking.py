@@ -262,3 +262,21 @@ def test_concurrent_submissions_and_results_keep_one_consistent_ranking(
     firsts = [c for c in service.claim_announcements("bot", limit=1000) if c.new_rank == 1]
     scores = [c.score_ns for c in firsts]
     assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)
+
+
+def test_score_history_has_every_eligible_score_in_time_order(service: LeaderboardService, board: str) -> None:
+    # What the "best score over time" chart draws: every eligible ranked score, not only each user's current best.
+    finish(service, "kim", [80.0, 80.0])
+    finish(service, "lee", [50.0, 50.0])
+    finish(service, "kim", [20.0, 20.0])
+    finish(service, "kim", [90.0, 90.0], secret_passes=False)  # not eligible: the secret run failed
+    finish(service, "kim", [10.0, 10.0], mode=Mode.BENCHMARK)  # not ranked
+    deleted = finish(service, "lee", [5.0, 5.0])
+    service.delete_submission(deleted, actor="admin")
+    finish(service, "mallory", [1.0, 1.0])
+    service.ban_user(UserRef("mallory"), reason="cheating", actor="admin")
+    finish(service, "kim", [30.0, 30.0], device="H100")
+    history = service.score_history(board, "cpu")
+    assert [score for _, score in history] == pytest.approx([80.0, 50.0, 20.0])
+    assert [when for when, _ in history] == sorted(when for when, _ in history)
+    assert [score for _, score in service.score_history(board, "H100")] == pytest.approx([30.0])
