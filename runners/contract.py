@@ -10,6 +10,7 @@ understand never gets silently dropped.
 from __future__ import annotations
 
 import enum
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -151,6 +152,15 @@ class RunRequest(_Model):
     ranking_by: RankingRule = RankingRule.GEOMEAN
     limits: Limits = Field(default_factory=Limits)
     timing: TimingSettings = Field(default_factory=TimingSettings)
+    nonce: str = Field(
+        default="",
+        max_length=128,
+        description="A per-job random value the result must echo, so a result cannot be replayed for another job.",
+    )
+
+    def digest(self) -> str:
+        """SHA-256 of the request's canonical JSON: what a result echoes to prove which request it answers."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
     @field_validator("version")
     @classmethod
@@ -228,6 +238,8 @@ class RunResult(_Model):
     wall_time_s: float = 0.0
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    request_sha256: str = Field(default="", description="RunRequest.digest() of the request this result answers.")
+    nonce: str = Field(default="", description="The request's nonce, echoed.")
 
     @property
     def passed(self) -> bool:

@@ -258,17 +258,23 @@ def run_request(
     *,
     settings: RunnerSettings | None = None,
     require_sandbox: bool = False,
+    cancel: threading.Event | None = None,
 ) -> RunResult:
-    """Evaluate ``request`` on this machine. Never raises for submission faults."""
+    """Evaluate ``request`` on this machine. Never raises for submission faults.
+
+    Setting ``cancel`` (from any thread) kills the run's processes at once; the result is then an infrastructure
+    error saying so, which nothing should store as the submission's outcome."""
     started = datetime.now(UTC)
     t0 = time.monotonic()
     try:
-        result = _run(request, on_progress, settings or RunnerSettings(), require_sandbox)
+        result = _run(request, on_progress, settings or RunnerSettings(), require_sandbox, cancel)
     except Exception as exc:
         result = RunResult.infrastructure_error(
             request.mode, f"the runner failed: {type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:]
         )
     result.started_at = started
+    result.request_sha256 = request.digest()
+    result.nonce = request.nonce
     result.finished_at = datetime.now(UTC)
     result.wall_time_s = time.monotonic() - t0
     if on_progress is not None:
@@ -278,7 +284,11 @@ def run_request(
 
 
 def _run(
-    request: RunRequest, on_progress: ProgressCallback | None, settings: RunnerSettings, require_sandbox: bool
+    request: RunRequest,
+    on_progress: ProgressCallback | None,
+    settings: RunnerSettings,
+    require_sandbox: bool,
+    cancel: threading.Event | None,
 ) -> RunResult:
     from runners.sandbox import SandboxSpec, SandboxUnavailable, python_ro_paths, run_sandboxed
 
@@ -329,6 +339,7 @@ def _run(
             ro_paths=ro,
             allow_gpu=request.device != "cpu",
             require_sandbox=require_sandbox,
+            cancel=cancel,
         )
         session = _Session(request, key, on_progress)
         header = _job_header(request, job_dir, submission, runtime, profiler, key)
@@ -349,6 +360,8 @@ def _run(
             result_w = control_r = -1
         session.stop.set()
         reader.join(settings.reader_grace_s)
+        if outcome.cancelled:
+            return RunResult.infrastructure_error(request.mode, "the run was cancelled", system=system)
         if request.device != "cpu":
             system.sm_clock_end_mhz = sysinfo.sm_clock_mhz()
         profile_text = None

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +83,8 @@ class SandboxSpec:
     """Largest file (RLIMIT_FSIZE) and total size of the job directory (watchdog)."""
     max_output_bytes: int = 64 * _MIB
     """stdout + stderr past which the process is killed (``output_limit_exceeded``); only the cap is kept."""
+    cancel: threading.Event | None = field(default=None, compare=False)
+    """Set from another thread to kill the whole process tree at once (``cancelled`` in the outcome)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ class ProcessOutcome:
     stdout_bytes: int = 0
     stderr_bytes: int = 0
     peak_memory_mb: float = 0.0
+    cancelled: bool = False
+    """The caller set ``SandboxSpec.cancel``: the tree was killed, nothing the process did is meaningful."""
 
     @property
     def ok(self) -> bool:
@@ -126,6 +131,7 @@ class _Watch:
     too_many_processes: bool = False
     output_limit_exceeded: bool = False
     disk_limit_exceeded: bool = False
+    cancelled: bool = False
     peak_bytes: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -265,6 +271,7 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
         stdout_bytes=stdout.total,
         stderr_bytes=stderr.total,
         peak_memory_mb=round(watch.peak_bytes / _MIB, 1),
+        cancelled=watch.cancelled,
     )
 
 
@@ -349,6 +356,10 @@ def _watch(
         except subprocess.TimeoutExpired:
             pass
         interval = min(interval * 1.5, 0.1)
+        if spec.cancel is not None and spec.cancel.is_set():
+            watch.cancelled = True
+            watch.reason = "cancelled"
+            return
         now = time.monotonic()
         if now - start > spec.timeout_s:
             watch.timed_out = True

@@ -37,6 +37,21 @@ def _still_beating(path: Path) -> bool:
     return after != before
 
 
+def test_cancel_kills_the_whole_tree_at_once(run_py, jobdir: Path) -> None:
+    import threading
+
+    beat = jobdir / "escaped"
+    cancel = threading.Event()
+    threading.Timer(0.8, cancel.set).start()
+    start = time.monotonic()
+    out = run_py(HEARTBEAT + f"daemon({str(beat)!r})\ntime.sleep(60)\n", timeout_s=30, cancel=cancel)
+    elapsed = time.monotonic() - start
+    assert out.cancelled and out.killed_reason == "cancelled" and not out.timed_out
+    assert elapsed < 3, f"cancelling took {elapsed:.1f} s"
+    assert beat.exists(), "the test's daemon never started"
+    assert not _still_beating(beat), "a process of the cancelled run kept running"
+
+
 def test_timeout_kills_the_whole_tree(run_py, jobdir: Path) -> None:
     beat, child_beat = jobdir / "escaped", jobdir / "child"
     (jobdir / "child.py").write_text(
