@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-CONTRACT_VERSION = 1
+CONTRACT_VERSION = 2
 """Bump when a field changes meaning or a required field is added; runners refuse other versions."""
 
 
@@ -34,6 +35,31 @@ class Mode(enum.StrEnum):
 class Language(enum.StrEnum):
     PYTHON = "py"
     CUDA = "cu"
+
+
+@dataclass(frozen=True)
+class LanguageInfo:
+    """The static facts of a language, readable by every layer. Its behaviour (compile, load, self-test) is one
+    runtime class in ``runners/submission/languages.py``; adding a language is one row here and one class there."""
+
+    key: Language
+    display: str
+    suffixes: tuple[str, ...]
+    needs_cuda: bool
+    problem_files: tuple[str, ...] = ()
+    """Files of the problem the submission is compiled against (besides the reference, which it never sees)."""
+
+
+LANGUAGES: dict[Language, LanguageInfo] = {
+    Language.PYTHON: LanguageInfo(Language.PYTHON, "Python (PyTorch, Triton, inline CUDA)", (".py",), False),
+    Language.CUDA: LanguageInfo(Language.CUDA, "CUDA C++", (".cu", ".cuh"), True, ("harness.cu",)),
+}
+
+
+def language_of_file(name: str) -> LanguageInfo | None:
+    """The language a file name's suffix says, or None."""
+    suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return next((info for info in LANGUAGES.values() if suffix in info.suffixes), None)
 
 
 class RankingRule(enum.StrEnum):
@@ -200,6 +226,14 @@ class BenchmarkResult(_Model):
     stats: TimingStats | None = None
     bytes_moved: int | None = Field(default=None, description="Speed of light: the bytes a kernel must move.")
     flops: int | None = Field(default=None, description="Speed of light: the operations a kernel must do.")
+    calls_per_sample: int = Field(default=1, description="Calls timed back to back in one window per sample.")
+    window_overhead_ns: float | None = Field(
+        default=None, description="The calibrated upper bound on what the evaluator's trusted window adds to a call."
+    )
+    bounded_samples: int = Field(
+        default=0, description="Samples where the evaluator's clock, not the submission process's, set the time."
+    )
+    degraded_samples: int = Field(default=0, description="Samples where custom_kernel synchronised with the GPU.")
 
 
 class SystemInfo(_Model):

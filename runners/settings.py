@@ -27,3 +27,28 @@ class RunnerSettings(BaseSettings):
     python: str | None = Field(default=None, description="The interpreter of the evaluation process (default: ours).")
     ncu: bool = Field(default=True, description="Use Nsight Compute for profile mode where `ncu` is on PATH.")
     reader_grace_s: float = Field(default=5.0, gt=0, description="How long to wait for the last result frames.")
+    cache_dir: Path | None = Field(
+        default=None,
+        description="Where the runner keeps what it builds once per machine (the submission allocator); default: "
+        "the user cache directory (~/.cache/kernelcup/runner on Linux).",
+    )
+    gpu_heap_mb: int | None = Field(
+        default=None,
+        gt=0,
+        description="GPU memory for the submission process's allocations (default: half of the free memory).",
+    )
+
+    max_batch_calls: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Most calls timed back to back in one trusted window (default: as many as make what a rewritten "
+        "reading could hide under 2% of the batch, within half the L2); 1 times every call on its own.",
+    )
+
+    def cache_path(self) -> Path:
+        if self.cache_dir is not None:
+            return self.cache_dir
+        import platformdirs
+
+        return Path(platformdirs.user_cache_dir("kernelcup")) / "runner"

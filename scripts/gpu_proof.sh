@@ -4,7 +4,7 @@
 # Usage (repo root, on the GPU machine): OUT=/some/dir [PROOF_ACCURACY=1] [PROOF_TESTS=1] bash scripts/gpu_proof.sh
 set -u
 OUT=${OUT:-/tmp/kernelcup-proof}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 KERNELCUP_CACHE_DIR=/tmp/kernelcup-cache
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site:. || exit 1
@@ -45,15 +45,21 @@ for name, rel, mode, seed in cases:
         print(f"{name}: --require-sandbox gave rc={proc.returncode}; running without it")
         proc = subprocess.run(args, capture_output=True, text=True)
     res = RunResult.model_validate_json(rs.read_text())
-    b = [f"{x.stats.median_ns/1e3:.2f}us" for x in res.benchmarks if x.stats]
+    b = [f"{x.stats.median_ns/1e3:.2f}us x{x.calls_per_sample} bounded={x.bounded_samples}/{x.stats.samples}"
+         for x in res.benchmarks if x.stats]
+    over = {round((x.window_overhead_ns or 0) / 1e3, 1) for x in res.benchmarks}
     print(f"{name} {rel} {mode.value}: rc={proc.returncode} verdict={res.verdict.value} score_ns={res.score_ns} "
-          f"medians={b} sandboxed={res.system.sandboxed} gpu={res.system.gpu_name} wall={time.time()-t:.1f}s")
+          f"medians={b} window_overhead_us={over} sandboxed={res.system.sandboxed} gpu={res.system.gpu_name} "
+          f"wall={time.time()-t:.1f}s")
     print("   ", res.message[:300])
+    if res.verdict.value == "infrastructure_error":
+        print(res.stderr[-3000:])
 PY
 if [ "${PROOF_ACCURACY:-0}" = 1 ]; then
   python3 benchmarks/harness_accuracy.py --repeats 3 --json "$OUT/accuracy.json" 2>&1 | tail -25 | tee "$OUT/accuracy.txt"
 fi
 if [ "${PROOF_TESTS:-0}" = 1 ]; then
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests/runners/sandbox tests/runners/bad_submissions 2>&1 \
-    | tail -15 | tee "$OUT/pytest-gpu.txt"
+  timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider -x --timeout 200 tests/runners/test_cheats.py \
+    tests/runners/bad_submissions "tests/runners/test_gpu.py::test_python_submissions_pass_and_are_timed_on_the_gpu" \
+    "tests/runners/test_gpu.py::test_profile_mode_summarises_the_kernels" 2>&1 | tail -40 | tee "$OUT/pytest-gpu.txt"
 fi

@@ -28,7 +28,7 @@ def _fail(message: str) -> None:
 
 def default_device() -> str:
     """'cuda' when this machine has an NVIDIA GPU (asked without importing PyTorch), else 'cpu'."""
-    from runners.harness.sysinfo import gpu_query
+    from runners.sysinfo import gpu_query
 
     return "cuda" if gpu_query() else "cpu"
 

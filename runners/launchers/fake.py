@@ -17,8 +17,8 @@ from runners.contract import (
     TimingStats,
     Verdict,
 )
-from runners.harness.stats import score, timing_stats
 from runners.launchers.base import JobHandle, LauncherError
+from runners.stats import score, timing_stats
 
 Responder = Callable[[RunRequest], RunResult]
 _ids = itertools.count(1)

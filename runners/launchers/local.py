@@ -47,7 +47,7 @@ class LocalLauncher:
         return result
 
     async def check(self) -> str:
-        from runners.harness import sysinfo
+        from runners import sysinfo
         from runners.sandbox import probe_sandbox
 
         bwrap, _, note = await asyncio.to_thread(probe_sandbox)

@@ -136,12 +136,17 @@ class _Watch:
     notes: list[str] = field(default_factory=list)
 
 
-def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | None = None) -> ProcessOutcome:
+def run_sandboxed(
+    spec: SandboxSpec,
+    on_stderr_line: Callable[[str], None] | None = None,
+    on_start: Callable[[], None] | None = None,
+) -> ProcessOutcome:
     """Run ``spec.argv`` in the sandbox and wait for it, never longer than ``spec.timeout_s`` (plus a moment to
     kill and reap). Never raises for anything the process does; raises :class:`SandboxUnavailable` only when
     ``spec.require_sandbox`` and bubblewrap cannot run, and ``ValueError`` for a malformed spec.
 
-    ``on_stderr_line`` is called from a reader thread with each line of stderr (the first 8 MiB of it)."""
+    ``on_stderr_line`` is called from a reader thread with each line of stderr (the first 8 MiB of it);
+    ``on_start`` once the process exists (the caller may then close its copies of ``spec.pass_fds``)."""
     if not spec.argv:
         raise ValueError("SandboxSpec.argv is empty")
     workdir = Path(spec.workdir).resolve()
@@ -211,6 +216,8 @@ def run_sandboxed(spec: SandboxSpec, on_stderr_line: Callable[[str], None] | Non
             os.close(out_w)
             os.close(err_w)
             os.close(ready_w)
+        if on_start is not None:
+            on_start()
         joined = _joined(ready_r)
         if cgroups.dirs and not joined:
             # The counters of cgroups the process is not in would read as "nothing running": watch the tree.

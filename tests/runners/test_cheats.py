@@ -1,15 +1,17 @@
-"""Every cheat under tests/runners/cheats/ is rejected or scored honestly.
+"""Every cheat under tests/runners/cheats/ is rejected or scored no better than honest work.
 
-Each cheat declares in its docstring what it must get (``expect:``), the mode it attacks (``mode:``), words
-the message must contain (``words:``) and ``device: cuda`` when it only makes sense on a GPU. What the
-expectations mean:
+Each cheat declares in its docstring what it must get (``expect:``), the mode it attacks (``mode:``), words the
+message must contain (``words:``) and ``device: cuda`` when it only makes sense on a GPU. What the expectations
+mean:
 
-- ``rejected`` / ``wrong_answer`` / ``runtime_error``: that verdict, and the words in the message;
+- ``rejected`` / ``wrong_answer`` / ``runtime_error`` / ``out_of_memory`` / ``timeout``: that verdict, and the
+  words in the message;
+- ``no_gain``: whatever the cheat changed in its own process made no difference where it counts: the run is not
+  blamed on the platform, and if it is accepted, no benchmark median is below a third of an honest solution's
+  fastest sample (its fastest: load on a shared CI machine only ever makes samples slower);
 - ``slow_or_wrong``: caches whose miss path sleeps 20 ms. Either a stale answer was caught (wrong answer) or
   every benchmark median is at least 20 ms, i.e. no timed call was served from the cache;
-- ``secret_hidden``: the run is accepted and the cheat never found the secret seed (it prints FOUND if so);
-- ``honest_score``: accepted, and no benchmark median is the 1 ns the cheat tried to report;
-- ``strict_timing``: work hidden on another stream was noticed and the case re-timed device-wide.
+- ``secret_hidden``: the run is accepted and the cheat never found the secret seed (it prints FOUND if so).
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ import re
 from pathlib import Path
 
 import pytest
-from harness_helpers import CHEATS, Evaluate
+from harness_helpers import CHEATS, SUBMISSIONS, Evaluate, build_request
 
-from runners.contract import Mode, Verdict
+from runners.contract import Mode, RunResult, Verdict
+from runners.entry import run_request
+from runners.settings import RunnerSettings
+
+VERDICTS = {"rejected", "wrong_answer", "runtime_error", "out_of_memory", "timeout"}
+KNOWN = {*VERDICTS, "slow_or_wrong", "secret_hidden", "no_gain"}
+_honest: dict[tuple[Mode, str], RunResult] = {}
 
 
 def _header(path: Path) -> dict[str, str]:
@@ -36,13 +44,26 @@ def _cases() -> list[object]:
     return cases
 
 
+def honest(mode: Mode, device: str, tmp_path: Path) -> RunResult:
+    """An honest solution's result for the same problem, mode and device (once per session)."""
+    if (mode, device) not in _honest:
+        request = build_request(SUBMISSIONS / "correct_torch.py", mode, device=device)
+        result = run_request(request, settings=RunnerSettings(job_root=tmp_path, allow_unsandboxed=True))
+        assert result.verdict is Verdict.ACCEPTED, result.message
+        _honest[(mode, device)] = result
+    return _honest[(mode, device)]
+
+
 @pytest.mark.parametrize("cheat", _cases())
-def test_cheat_is_rejected_or_scored_honestly(evaluate: Evaluate, cheat: Path) -> None:
+def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
+    evaluate: Evaluate, cheat: Path, tmp_path: Path
+) -> None:
     header = _header(cheat)
     expect, mode, device = header["expect"], Mode(header["mode"]), header.get("device", "cpu")
     result = evaluate(cheat, mode, device=device, name="submission.py")
     shown = f"{result.verdict}: {result.message}\n{result.stdout[-500:]}\n{result.stderr[-1500:]}"
-    if expect in ("rejected", "wrong_answer", "runtime_error"):
+    assert result.verdict is not Verdict.INFRASTRUCTURE_ERROR, shown  # never the platform's fault
+    if expect in VERDICTS:
         assert result.verdict is Verdict(expect), shown
         assert header.get("words", "") in result.message, shown
     elif expect == "slow_or_wrong":
@@ -53,27 +74,21 @@ def test_cheat_is_rejected_or_scored_honestly(evaluate: Evaluate, cheat: Path) -
     elif expect == "secret_hidden":
         assert result.verdict is Verdict.ACCEPTED, shown
         assert "FOUND" not in result.stdout, shown
-    elif expect == "honest_score":
-        assert result.verdict is Verdict.ACCEPTED, shown
-        assert all(b.stats and b.stats.median_ns > 100 for b in result.benchmarks), shown
-    elif expect == "strict_timing":
-        assert result.verdict is Verdict.ACCEPTED, shown
-        assert all("device-wide synchronisation" in b.message for b in result.benchmarks), shown
+    elif expect == "no_gain":
+        if result.verdict is Verdict.ACCEPTED and mode in (Mode.BENCHMARK, Mode.RANKED):
+            baseline = honest(mode, device, tmp_path)
+            for got, ref in zip(result.benchmarks, baseline.benchmarks, strict=True):
+                assert got.stats and ref.stats
+                assert got.stats.median_ns >= ref.stats.min_ns / 3, (
+                    f"benchmark {got.index}: {got.stats.median_ns:.0f} ns against an honest "
+                    f"{ref.stats.min_ns:.0f} ns at best\n{shown}"
+                )
     else:  # pragma: no cover - a cheat with a typo in its header
         pytest.fail(f"{cheat.name}: unknown expectation {expect!r}")
 
 
 def test_every_cheat_declares_an_expectation() -> None:
-    known = {
-        "rejected",
-        "wrong_answer",
-        "runtime_error",
-        "slow_or_wrong",
-        "secret_hidden",
-        "strict_timing",
-        "honest_score",
-    }
     for path in CHEATS.glob("*.py"):
         header = _header(path)
-        assert header.get("expect") in known, path.name
+        assert header.get("expect") in KNOWN, path.name
         Mode(header["mode"])

@@ -12,9 +12,9 @@ import pytest
 from harness_helpers import SUBMISSIONS, Evaluate, build_request
 
 from leaderboards.problems import load_problem
+from runners import stats
 from runners.contract import Mode, Phase, ProgressEvent, RunResult, Verdict
 from runners.entry import REPO_ROOT, derive_seed, run_request
-from runners.harness import stats
 
 
 def test_correct_pytorch_submission_passes_every_test(evaluate: Evaluate) -> None:
@@ -87,7 +87,7 @@ def test_syntax_error_is_a_compile_error_naming_the_line(evaluate: Evaluate) -> 
         ("submission.py", b"\xff\xfe custom_kernel", "not UTF-8 text"),
         ("submission.py", b"#" * (10 * 1024 * 1024), "the limit is 1,048,576 bytes"),
         ("submission.exe", b"def custom_kernel(d): return d", "unknown file type .exe"),
-        ("kernel.cu", b"__global__ void k() {}", "takes Python submissions"),
+        ("kernel.cu", b"__global__ void k() {}", "takes Python (PyTorch, Triton, inline CUDA) submissions"),
     ],
 )
 def test_unusable_files_are_rejected_before_anything_runs(

@@ -1,7 +1,7 @@
-"""Cheat: find the job through gc and shrink the benchmark cases (time a tiny input, report the big one).
-expect: rejected
+"""Cheat: find the job through gc and shrink the benchmark cases (time a tiny input, report the big one). The job
+lives in the evaluator, another process: there is nothing to find.
+expect: no_gain
 mode: benchmark
-words: changed the job
 """
 import gc
 
@@ -10,9 +10,15 @@ import torch
 
 def custom_kernel(data):
     for obj in gc.get_objects():
-        if isinstance(obj, dict) and isinstance(obj.get("benchmarks"), list) and isinstance(obj.get("timing"), dict):
+        if isinstance(obj, dict) and isinstance(obj.get("benchmarks"), list):
             for case in obj["benchmarks"]:
-                case["size"] = 1
-            obj["timing"]["max_samples"] = 2
+                if isinstance(case, dict):
+                    case["size"] = 1
+        if type(obj).__name__ in ("Job", "TimingSettings"):
+            for name in ("benchmarks", "max_samples"):
+                try:
+                    object.__setattr__(obj, name, [] if name == "benchmarks" else 2)
+                except Exception:
+                    pass
     a, b, out = data
     return torch.add(a, b, out=out)

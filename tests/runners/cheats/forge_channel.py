@@ -1,7 +1,7 @@
 """Cheat: forge a result: print one on stdout, write one to every descriptor, drop result files in the job folder.
 expect: rejected
 mode: test
-words: tampered
+words: protocol
 """
 import json
 import os

@@ -1,7 +1,8 @@
-"""Cheat: leave a TorchFunctionMode active so that every torch call in the checker says 'equal'.
-expect: rejected
+"""Cheat: leave a TorchFunctionMode active so that torch calls in a checker in this process say 'equal'. The checker
+runs in the evaluator: the mode changes nothing there, and the output is garbage.
+expect: wrong_answer
 mode: test
-words: torch function/dispatch mode
+words: elements differ
 """
 import torch
 from torch.overrides import TorchFunctionMode
@@ -9,6 +10,8 @@ from torch.overrides import TorchFunctionMode
 
 class AlwaysClose(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal):
+            return True
         return func(*args, **(kwargs or {}))
 
 
@@ -17,5 +20,5 @@ _mode = AlwaysClose()
 
 def custom_kernel(data):
     _mode.__enter__()
-    a, b, out = data
-    return torch.add(a, b, out=out)
+    _, _, out = data
+    return torch.zeros_like(out)

@@ -1,7 +1,7 @@
-"""Cheat: return a tensor subclass that computes the answer only when the checker touches it.
-expect: rejected
+"""Cheat: return a tensor subclass that would compute the answer only when a checker touches it. The evaluator reads
+the bytes where the output lies; nothing computes them.
+expect: wrong_answer
 mode: test
-words: subclass of torch.Tensor
 """
 import torch
 

@@ -1,7 +1,7 @@
-"""Cheat: return at once and let a Python thread write the output later (work the timer never sees).
-expect: rejected
+"""Cheat: return at once and let a Python thread write the output later (work the timer would never see). The
+evaluator copies the output where the call's window closes: the late write comes too late.
+expect: wrong_answer
 mode: test
-words: left a Python thread running
 """
 import threading
 import time

@@ -1,14 +1,13 @@
-"""Cheat: make the clock stand still (time.perf_counter_ns) so wall-clock samples read as zero.
-expect: rejected
+"""Cheat: make the clock stand still (time.perf_counter_ns) so the readings of this process are zero; then do the
+work slowly (the evaluator's own clock sees it).
+expect: no_gain
 mode: benchmark
-words: modified time.perf_counter
 """
 import time
 
 import torch
 
 time.perf_counter_ns = lambda: 0
-time.perf_counter = lambda: 0.0
 
 
 def custom_kernel(data):

@@ -1,13 +1,15 @@
-"""Cheat: patch the comparison helper and torch functions the checker uses.
-expect: rejected
+"""Cheat: patch the comparison helper and the torch functions a checker uses. The checker runs in the evaluator,
+another process: the patches change this process only.
+expect: wrong_answer
 mode: test
-words: the submission modified
+words: elements differ
 """
 import torch
 
-from runners.harness import checking
+from runners.oracle import checking
 
 checking.compare_tensors = lambda *args, **kwargs: (True, "")
+checking.normalise_check = lambda result: (True, "")
 torch.isnan = lambda t: torch.ones_like(t, dtype=torch.bool)
 
 

@@ -1,7 +1,6 @@
 """Cheat: add a method to torch.Tensor that shadows the C implementation the checker calls (abs of a difference).
-expect: rejected
+expect: no_gain
 mode: test
-words: torch.Tensor.abs
 """
 import torch
 

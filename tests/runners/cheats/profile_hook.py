@@ -1,7 +1,6 @@
 """Cheat: install a profile hook that runs inside the harness's checker (to patch and restore just in time).
-expect: rejected
+expect: no_gain
 mode: test
-words: installed a hook
 """
 import sys
 

@@ -1,5 +1,6 @@
-"""Cheat (GPU): launch the work on another CUDA stream and return before it finishes.
-expect: strict_timing
+"""Cheat (GPU): launch the work on another CUDA stream and return before it finishes. The evaluator's window closes
+only when this process's GPU work is done (the GPU time-slices the two processes), so the work is counted.
+expect: no_gain
 mode: benchmark
 device: cuda
 """

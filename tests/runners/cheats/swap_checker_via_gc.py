@@ -1,7 +1,6 @@
-"""Cheat: find the harness's evaluation object through gc and swap its checker (an instance attribute).
-expect: rejected
+"""Cheat: find the checker through gc and swap it. The checker is in the evaluator, another process.
+expect: wrong_answer
 mode: test
-words: modified the harness's evaluation.check
 """
 import gc
 
@@ -10,7 +9,10 @@ import torch
 
 def custom_kernel(data):
     for obj in gc.get_objects():
-        if type(obj).__name__ == "Evaluation":
-            obj.check = lambda data, output: (True, "")
+        try:
+            if hasattr(obj, "check") and hasattr(obj, "generate_input"):
+                obj.check = lambda data, output: (True, "")
+        except Exception:  # objects whose attribute lookup does odd things (ctypes loaders)
+            pass
     _, _, out = data
     return torch.zeros_like(out)

@@ -1,9 +1,10 @@
-"""How a submission becomes a ``custom_kernel`` callable: one small class per language over a base of hooks.
+"""How a submission becomes a ``custom_kernel`` callable: one small runtime class per language over a base of hooks.
 
-In the DMOJ judge-server style: a language names its file suffixes, its compile arguments and how it
-loads; ``self_test`` checks at start-up that this machine can run it. Compile failures raise
-``CompileError`` with the compiler's output; everything here runs in the evaluation process before
-any timing, so compile time never reaches a score.
+In the DMOJ judge-server style. The static facts of a language (its key, display name, file suffixes, whether it
+needs CUDA, the problem files it compiles against) are one row of ``runners.contract.LANGUAGES``; the behaviour
+(compile arguments, loading, a self-test that says whether this machine can run it) is one class here, keyed by
+the same ``Language``. Compile failures raise ``CompileError`` with the compiler's output. Everything here runs in
+the submission process, before any call is timed, so compile time never reaches a score.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
+
+from runners.contract import LANGUAGES, Language
 
 ENTRY_POINT = "custom_kernel"
 
@@ -36,9 +39,7 @@ class MissingEntryPoint(Exception):
 class LanguageRuntime:
     """The hooks a language implements; ``load`` returns the submission's ``custom_kernel``."""
 
-    key: ClassVar[str]
-    suffixes: ClassVar[tuple[str, ...]]
-    needs_cuda: ClassVar[bool] = False
+    key: ClassVar[Language]
 
     def __init__(self, job_dir: Path) -> None:
         self.job_dir = job_dir
@@ -76,8 +77,7 @@ def import_file(path: Path, name: str) -> ModuleType:
 class PythonRuntime(LanguageRuntime):
     """PyTorch, Triton, inline CUDA (``load_inline``, built into the job's own extensions folder), JAX/CuPy."""
 
-    key = "py"
-    suffixes = (".py",)
+    key = Language.PYTHON
 
     def load(self, submission: Path) -> Callable[[Any], Any]:
         source = submission.read_bytes()
@@ -93,9 +93,7 @@ class CudaRuntime(LanguageRuntime):
     same timing, checking and secret seeds apply as for Python submissions.
     """
 
-    key = "cu"
-    suffixes = (".cu", ".cuh")
-    needs_cuda = True
+    key = Language.CUDA
     harness_name = "harness.cu"
 
     def get_compile_args(self) -> list[str]:
@@ -132,11 +130,16 @@ class CudaRuntime(LanguageRuntime):
         return None
 
 
-RUNTIMES: dict[str, type[LanguageRuntime]] = {r.key: r for r in (PythonRuntime, CudaRuntime)}
+RUNTIMES: dict[Language, type[LanguageRuntime]] = {r.key: r for r in (PythonRuntime, CudaRuntime)}
 
 
 def runtime_for(lang: str, job_dir: Path) -> LanguageRuntime:
-    return RUNTIMES[lang](job_dir)
+    return RUNTIMES[Language(lang)](job_dir)
+
+
+def self_tests() -> dict[str, str | None]:
+    """Each language's self-test on this machine: None where it can run, else why not (display name as key)."""
+    return {LANGUAGES[key].display: runtime.self_test() for key, runtime in RUNTIMES.items()}
 
 
 def is_build_failure(exc: BaseException) -> bool:

@@ -1,0 +1,224 @@
+"""Run one request on this machine and return its result: the runner's entry point and trusted parent.
+
+    python -m runners.entry REQUEST.json RESULT.json [--require-sandbox]     # '-' for stdin / stdout
+
+Every launcher ends here (the local launcher in-process, Modal and GitHub Actions through the CLI). It never runs
+user code and never imports PyTorch. It refuses files it cannot evaluate (``admission``), writes one folder for
+the trusted evaluator (``runners.oracle``: the problem's reference, the secret, the checks, the clock) and one for
+the submission process (``runners.submission``: the user's file), starts each in a sandbox of its own
+(``session``), reads the evaluator's report, and turns it into the verdict, the statistics and the score
+(``verdict``). ``run_request`` never raises for anything a submission does; an unexpected failure of its own
+becomes ``Verdict.INFRASTRUCTURE_ERROR``. docs/anti-cheat.md draws the boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runners import sysinfo
+from runners.contract import Mode, Phase, ProgressEvent, RunRequest, RunResult
+from runners.entry.admission import Rejected, allocator_library, check_submission, read_capped, write_job
+from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
+from runners.entry.verdict import build_result
+from runners.ipc.protocol import Job
+from runners.oracle.evaluate import derive_seed
+from runners.settings import RunnerSettings
+
+__all__ = ["REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
+
+NCU_LOG = "ncu.log"
+_PROFILE_CHARS = 64_000
+
+
+def run_request(
+    request: RunRequest,
+    on_progress: ProgressCallback | None = None,
+    *,
+    settings: RunnerSettings | None = None,
+    require_sandbox: bool = False,
+    cancel: threading.Event | None = None,
+) -> RunResult:
+    """Evaluate ``request`` on this machine. Never raises for submission faults.
+
+    Setting ``cancel`` (from any thread) kills the run's processes at once; the result is then an infrastructure
+    error saying so, which nothing should store as the submission's outcome."""
+    return _timed(request, on_progress, lambda: _run(request, on_progress, settings or RunnerSettings(),
+                                                      require_sandbox, cancel))  # fmt: skip
+
+
+def check_reference(request: RunRequest, *, settings: RunnerSettings | None = None) -> RunResult:
+    """Run the problem's own reference on ``request.tests[0]`` in the sandboxed evaluator: generate_input ->
+    ref_kernel -> check_implementation. ACCEPTED when the reference passes its own check; otherwise an
+    infrastructure error (or wrong answer) whose message says what the problem did wrong. No submission runs."""
+    return _timed(request, None, lambda: _run(request, None, settings or RunnerSettings(), False, None,
+                                               reference_only=True))  # fmt: skip
+
+
+def _timed(request: RunRequest, on_progress: ProgressCallback | None, body: object) -> RunResult:
+    started = datetime.now(UTC)
+    t0 = time.monotonic()
+    try:
+        result = body()  # type: ignore[operator]
+    except Exception as exc:
+        result = RunResult.infrastructure_error(
+            request.mode, f"the runner failed: {type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:]
+        )
+    result.started_at = started
+    result.finished_at = datetime.now(UTC)
+    result.wall_time_s = time.monotonic() - t0
+    result.request_sha256 = request.digest()
+    result.nonce = request.nonce
+    if on_progress is not None:
+        with contextlib.suppress(Exception):
+            on_progress(ProgressEvent(phase=Phase.DONE, detail=result.verdict.label))
+    return result
+
+
+def _run(
+    request: RunRequest,
+    on_progress: ProgressCallback | None,
+    settings: RunnerSettings,
+    require_sandbox: bool,
+    cancel: threading.Event | None,
+    *,
+    reference_only: bool = False,
+) -> RunResult:
+    if on_progress is not None:
+        with contextlib.suppress(Exception):
+            on_progress(ProgressEvent(phase=Phase.STARTING, detail=request.problem))
+    system = sysinfo.collect(request.device)
+    if not reference_only:
+        try:
+            check_submission(request)
+        except Rejected as rej:
+            system.sandbox_note = "nothing was run: the file was refused before evaluation"
+            return RunResult(verdict=rej.verdict, message=str(rej), mode=request.mode, system=system)
+    if settings.job_root is not None:
+        settings.job_root.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=settings.job_root)).resolve()
+    try:
+        dirs = write_job(root, request)
+        gpu = request.device != "cpu"
+        allocator = allocator_library(settings.cache_path()) if gpu else None
+        profiler, prefix = _profiler(settings, request, dirs.submission)
+        job = Job(
+            mode="reference" if reference_only else request.mode.value,
+            device="cpu" if request.device == "cpu" else "cuda",
+            lang=request.lang.value,
+            submission=dirs.submission_file,
+            display_name=Path(request.submission.name).name,
+            tests=request.tests,
+            benchmarks=request.benchmarks,
+            timing=request.timing.model_dump(mode="json"),
+            secret=request.seed,
+            profiler=profiler,
+            device_name=request.device_name,
+            time_limit_s=request.limits.compile_timeout_s + request.limits.run_timeout_s,
+            max_batch_calls=settings.max_batch_calls or 64,
+            allocator=str(allocator) if allocator else None,
+            heap_bytes=settings.gpu_heap_mb * 1024 * 1024 if settings.gpu_heap_mb else None,
+        )
+        session = Session(
+            request,
+            job,
+            dirs,
+            python=settings.python or sys.executable,
+            submission_argv_prefix=prefix,
+            extra_ro=(allocator.parent,) if allocator else (),
+            require_sandbox=require_sandbox,
+            on_progress=on_progress,
+            cancel=cancel,
+            start_submission=not reference_only,
+        )
+        try:
+            outcomes = session.run()
+        except ReportError as exc:
+            return RunResult.infrastructure_error(request.mode, f"the evaluator's report was invalid: {exc}",
+                                                  system=system)  # fmt: skip
+        if outcomes.unavailable:
+            return RunResult.infrastructure_error(request.mode, outcomes.unavailable, system=system)
+        if outcomes.cancelled:
+            return RunResult.infrastructure_error(request.mode, "the run was cancelled", system=system)
+        if gpu:
+            system.sm_clock_end_mhz = sysinfo.sm_clock_mhz()
+        profile_text = read_capped(dirs.submission / NCU_LOG, _PROFILE_CHARS) if profiler == "ncu" else None
+        result = build_result(request, outcomes, system, profile_text)
+        return _strip_paths(result, root)
+    finally:
+        if not settings.keep_job_dirs:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _profiler(settings: RunnerSettings, request: RunRequest, sub_dir: Path) -> tuple[str, list[str]]:
+    """Nsight Compute wraps the submission process in profile mode on a GPU where it is installed."""
+    ncu = shutil.which("ncu") if settings.ncu else None
+    if request.mode is not Mode.PROFILE or request.device == "cpu" or ncu is None:
+        return "torch", []
+    from runners.submission.serve import NVTX_RANGE
+
+    return "ncu", [
+        ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--clock-control", "none",
+        "--print-summary", "per-kernel", "--log-file", str(sub_dir / NCU_LOG),
+    ]  # fmt: skip
+
+
+def _strip_paths(result: RunResult, root: Path) -> RunResult:
+    """Paths inside the job folders read as plain file names in messages (the folders are gone afterwards)."""
+    prefixes = [f"{root}/sub/", f"{root}/oracle/problem/", f"{root}/oracle/", f"{root}/"]
+
+    def strip(text: str) -> str:
+        for p in prefixes:
+            text = text.replace(p, "")
+        return text
+
+    result.message = strip(result.message)
+    result.compile_output = strip(result.compile_output)
+    for item in [*result.tests, *result.benchmarks]:
+        item.message = strip(item.message)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m runners.entry REQUEST.json RESULT.json`` (``-`` for stdin/stdout)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    require = "--require-sandbox" in args
+    args = [a for a in args if a != "--require-sandbox"]
+    if len(args) != 2:
+        print(
+            "usage: python -m runners.entry [--require-sandbox] REQUEST.json RESULT.json  ('-' for stdin/stdout)",
+            file=sys.stderr,
+        )
+        return 2
+    src, dst = args
+    raw = sys.stdin.read() if src == "-" else Path(src).read_text(encoding="utf-8")
+    try:
+        request = RunRequest.model_validate_json(raw)
+    except Exception as exc:
+        mode = Mode.TEST
+        with contextlib.suppress(Exception):
+            mode = Mode(json.loads(raw).get("mode", "test"))
+        result = RunResult.infrastructure_error(mode, f"the run request is not valid: {exc}")
+    else:
+
+        def progress(event: ProgressEvent) -> None:
+            print(json.dumps({"progress": event.model_dump(mode="json")}), file=sys.stderr, flush=True)
+
+        result = run_request(request, progress, require_sandbox=require)
+    text = result.model_dump_json()
+    if dst == "-":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    else:
+        tmp = Path(dst).with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(dst)
+    return 0

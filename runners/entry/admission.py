@@ -1,0 +1,143 @@
+"""Before anything runs: is the file one we can evaluate, and the job's folders and files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from runners.contract import LANGUAGES, Language, RunRequest, Verdict, language_of_file
+
+ALLOCATOR_SOURCE = Path(__file__).resolve().parents[1] / "ipc" / "arena_alloc.c"
+
+
+class Rejected(Exception):
+    """The file is refused before evaluation; the message says why and what to do."""
+
+    def __init__(self, verdict: Verdict, message: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
+def check_submission(request: RunRequest) -> str:
+    """The submission's text, or :class:`Rejected` with a message the user can act on."""
+    sub = request.submission
+    size = len(sub.content)
+    if size > request.limits.max_submission_bytes:
+        limit = request.limits.max_submission_bytes
+        raise Rejected(Verdict.REJECTED, f"{sub.name} is {size:,} bytes; the limit is {limit:,} bytes")
+    lang = LANGUAGES[Language(request.lang)]
+    suffix = PurePosixPath(sub.name).suffix.lower()
+    if suffix not in lang.suffixes:
+        other = language_of_file(sub.name)
+        wanted = " or ".join(lang.suffixes)
+        if other is None:
+            raise Rejected(Verdict.REJECTED, f"{sub.name}: unknown file type {suffix or '(none)'}; problem "
+                           f"{request.problem} takes {lang.display} submissions ({wanted} files)")  # fmt: skip
+        raise Rejected(Verdict.REJECTED, f"problem {request.problem} takes {lang.display} submissions ({wanted} "
+                       f"files), not {other.display} ({suffix})")  # fmt: skip
+    if b"\x00" in sub.content:
+        raise Rejected(Verdict.REJECTED, f"{sub.name} is not a text file (it contains NUL bytes)")
+    try:
+        text = sub.content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Rejected(Verdict.REJECTED, f"{sub.name} is not UTF-8 text (invalid byte at offset {exc.start})") from None
+    if not text.strip():
+        raise Rejected(Verdict.REJECTED, f"{sub.name} is empty; start from one of the problem's templates")
+    if request.device == "cpu" and lang.needs_cuda:
+        raise Rejected(
+            Verdict.NEEDS_CUDA,
+            f"this submission needs a CUDA device: {lang.display} compiles for the GPU; run it on a GPU runner",
+        )
+    missing = [f for f in lang.problem_files if f not in request.files]
+    if missing:
+        raise Rejected(Verdict.REJECTED, f"problem {request.problem} has no {', '.join(missing)} to compile "
+                       f"{lang.display} against; submit another language")  # fmt: skip
+    return text
+
+
+@dataclass(frozen=True)
+class JobDirs:
+    """One folder each for the evaluator and the submission process: neither sees the other's."""
+
+    root: Path
+    oracle: Path
+    problem: Path
+    """The problem's files (the reference among them), read-only inside the evaluator's folder."""
+    submission: Path
+    submission_file: str
+    shared_ro: tuple[Path, ...]
+    """Files in the submission's folder it may read but not change (what it is compiled against)."""
+
+
+def write_job(root: Path, request: RunRequest) -> JobDirs:
+    oracle = root / "oracle"
+    problem = oracle / "problem"
+    sub = root / "sub"
+    for d in (oracle, problem, sub):
+        d.mkdir(parents=True)
+    lang = LANGUAGES[Language(request.lang)]
+    shared: list[Path] = []
+    for rel, text in request.files.items():
+        path = PurePosixPath(rel)
+        if path.is_absolute() or ".." in path.parts or not path.parts:
+            raise ValueError(f"problem file {rel!r} must be a relative path inside the problem")
+        _write(problem / path, text)
+        if rel in lang.problem_files or path.suffix in (".h", ".cuh", ".hpp"):
+            _write(sub / path, text)
+            shared.append(sub / path)
+    name = "submission" + lang.suffixes[0]
+    (sub / name).write_bytes(request.submission.content)
+    return JobDirs(root, oracle, problem, sub, name, tuple(shared))
+
+
+def _write(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def allocator_library(cache_dir: Path) -> Path:
+    """The submission process's CUDA allocator (``runners/ipc/arena_alloc.c``) built once per source version with
+    this machine's C compiler, kept in the runner's cache (read-only to submissions)."""
+    source = ALLOCATOR_SOURCE.read_bytes()
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    target = cache_dir / f"arena_alloc-{digest}.so"
+    if target.exists():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise RuntimeError("no C compiler (cc, gcc or $CC) to build the submission process's CUDA allocator")
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    proc = subprocess.run(
+        [*cc.split(), "-O2", "-shared", "-fPIC", "-o", str(tmp), str(ALLOCATOR_SOURCE), "-lpthread"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the submission allocator failed: {proc.stderr[-2000:]}")
+    tmp.replace(target)
+    return target
+
+
+def read_capped(path: Path, limit: int) -> str | None:
+    """The last ``limit`` bytes of a regular file the submission could have touched, never following a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        os.lseek(fd, max(st.st_size - limit, 0), os.SEEK_SET)
+        return os.read(fd, limit).decode(errors="replace")
+    finally:
+        os.close(fd)

@@ -1,0 +1,201 @@
+"""From what the evaluator reported and how both processes ended, to one RunResult: statistics, score, verdict.
+
+Whose fault it is decides everything a worker does next (retry, or show the user): the evaluator says so for
+what it saw (``RFatal.fault``); the process outcomes settle the rest. Before the submission process was told to
+load the file nothing is the submission's fault; after it, nothing it does can become ours.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from runners import stats
+from runners.contract import (
+    BenchmarkResult,
+    Mode,
+    RunRequest,
+    RunResult,
+    SystemInfo,
+    TestResult,
+    Verdict,
+    worst,
+)
+from runners.devices import impossible_below_ns, peaks_for
+from runners.entry.session import Outcomes
+from runners.sandbox import ProcessOutcome
+
+_KILL_SIGNALS = {
+    signal.SIGSEGV: "segmentation fault",
+    signal.SIGBUS: "bus error",
+    signal.SIGFPE: "arithmetic fault",
+    signal.SIGILL: "illegal instruction",
+    signal.SIGABRT: "aborted",
+    signal.SIGKILL: "killed",
+}
+SPEED_OF_LIGHT_MARGIN = 0.95
+"""A median under this fraction of the most optimistic roofline bound is impossible, not fast."""
+
+
+def build_result(request: RunRequest, out: Outcomes, system: SystemInfo, profile_text: str | None) -> RunResult:
+    rep = out.report
+    sub = out.submission
+    if rep.hello is not None:
+        system.torch = rep.hello.torch or system.torch
+        system.cuda = rep.hello.cuda or system.cuda
+        system.gpu_name = rep.hello.gpu or system.gpu_name
+    sandboxes = [o for o in (out.oracle, sub) if o is not None]
+    system.sandboxed = bool(sandboxes) and all(o.sandboxed for o in sandboxes)
+    system.sandbox_note = sandboxes[-1].sandbox_note if sandboxes else ""
+    tests = [
+        TestResult(index=t.index, case=request.tests[t.index], verdict=t.verdict, message=t.message,
+                   duration_s=t.duration_s)
+        for t in rep.tests
+    ]  # fmt: skip
+    benches = [
+        BenchmarkResult(
+            index=b.index,
+            case=request.benchmarks[b.index],
+            verdict=b.verdict,
+            message=b.message,
+            stats=stats.timing_stats(b.samples_ns) if b.samples_ns else None,
+            bytes_moved=b.bytes_moved,
+            flops=b.flops,
+            calls_per_sample=b.trust.calls_per_sample if b.trust else 1,
+            window_overhead_ns=b.trust.overhead_ns if b.trust else None,
+            bounded_samples=b.trust.bounded_calls if b.trust else 0,
+            degraded_samples=b.trust.degraded_calls if b.trust else 0,
+        )
+        for b in rep.benches
+    ]
+    profile = profile_text
+    if rep.profile is not None:
+        profile = (profile + "\n\n" if profile else "") + rep.profile.text
+    base: dict[str, Any] = dict(
+        mode=request.mode,
+        tests=tests,
+        benchmarks=benches,
+        compile_output=(rep.fatal.compile_output if rep.fatal and rep.fatal.compile_output else None)
+        or (rep.compiled.output if rep.compiled else ""),
+        stdout=sub.stdout if sub else "",
+        stderr=sub.stderr if sub else "",
+        stdout_truncated=bool(sub and sub.stdout_truncated),
+        stderr_truncated=bool(sub and sub.stderr_truncated),
+        system=system,
+        profile=profile,
+    )
+    loaded = rep.compiled is not None or rep.phase not in ("starting",)
+    if rep.fatal is not None:
+        return _fatal(request, rep.fatal, rep.phase, sub, base)
+    if not rep.done:
+        return _no_report(request, out, rep.phase, loaded, base)
+    verdict = worst([t.verdict for t in tests] + [b.verdict for b in benches])
+    message = ""
+    if verdict is Verdict.WRONG_ANSWER:
+        failed = [t for t in tests if t.verdict is Verdict.WRONG_ANSWER]
+        if failed:
+            first = failed[0]
+            message = f"{len(failed)} of {len(tests)} tests failed; first: test {first.index + 1}: {first.message}"
+    elif request.mode in (Mode.BENCHMARK, Mode.RANKED) and verdict.passed and len(benches) < len(request.benchmarks):
+        return RunResult(
+            verdict=Verdict.INFRASTRUCTURE_ERROR,
+            message="the evaluator returned fewer benchmark results than cases",
+            **base,
+        )
+    if request.mode is Mode.TEST and len(tests) < len(request.tests) and verdict.passed:
+        return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message="the evaluator skipped tests", **base)
+    impossible = _faster_than_light(benches, system.gpu_name)
+    if impossible and verdict.passed:
+        return RunResult(verdict=Verdict.REJECTED, message=impossible, **base)
+    score = None
+    if verdict.passed and request.mode in (Mode.BENCHMARK, Mode.RANKED) and benches:
+        score = stats.score([b.stats.median_ns for b in benches if b.stats], request.ranking_by)
+    if verdict.passed:
+        message = _summary(request, tests, benches, score)
+    return RunResult(verdict=verdict, message=message, score_ns=score, **base)
+
+
+def _fatal(request: RunRequest, fatal: Any, phase: str, sub: ProcessOutcome | None, base: dict[str, Any]) -> RunResult:
+    if fatal.fault != "submission":
+        who = f"the problem {request.problem!r}" if fatal.fault == "problem" else "the runner"
+        return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message=f"{who} failed: {fatal.message}", **base)
+    verdict, message = fatal.verdict, fatal.message
+    if verdict is Verdict.INFRASTRUCTURE_ERROR:  # never the submission's to claim
+        verdict = Verdict.RUNTIME_ERROR
+    if verdict is Verdict.TIMEOUT:
+        return RunResult(verdict=verdict, message=_timeout_message(request, phase), **base)
+    ended = message == "the submission process exited" or bool(sub and sub.killed_reason and not sub.cancelled)
+    if sub is not None and ended:
+        verdict, message = _how_it_ended(sub, phase)
+    return RunResult(verdict=verdict, message=message, **base)
+
+
+def _how_it_ended(sub: ProcessOutcome, phase: str) -> tuple[Verdict, str]:
+    """What the submission process's end says about the submission."""
+    if sub.out_of_memory:
+        return Verdict.OUT_OF_MEMORY, f"the submission used more than its host memory limit ({sub.killed_reason})"
+    if sub.timed_out:
+        return Verdict.TIMEOUT, f"the run did not finish in time ({sub.killed_reason}, while {phase})"
+    if sub.killed_reason:
+        return Verdict.RUNTIME_ERROR, f"the run was stopped: {sub.killed_reason}"
+    if sub.signal:
+        name = _KILL_SIGNALS.get(sub.signal, f"signal {sub.signal}")
+        return Verdict.RUNTIME_ERROR, f"the submission process crashed ({name}, signal {sub.signal}) while {phase}"
+    return Verdict.RUNTIME_ERROR, (
+        f"the submission process exited with code {sub.returncode} while {phase}; a submission must not exit "
+        "(sys.exit, os._exit) or kill its own process"
+    )
+
+
+def _no_report(request: RunRequest, out: Outcomes, phase: str, loaded: bool, base: dict[str, Any]) -> RunResult:
+    """The evaluator ended without saying it was done."""
+    oracle = out.oracle
+    if oracle is not None and oracle.timed_out and loaded:
+        return RunResult(verdict=Verdict.TIMEOUT, message=_timeout_message(request, phase), **base)
+    how = "was stopped" if oracle is None else _ended(oracle)
+    return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message=f"the evaluator {how} while {phase}", **base)
+
+
+def _timeout_message(request: RunRequest, phase: str) -> str:
+    limit = request.limits.compile_timeout_s + request.limits.run_timeout_s
+    return (
+        f"the run did not finish within {limit:.0f} s (it was {phase}); look for an endless loop or a far too slow "
+        "kernel"
+    )
+
+
+def _ended(o: ProcessOutcome) -> str:
+    if o.killed_reason:
+        return f"was stopped ({o.killed_reason})"
+    if o.signal:
+        return f"crashed (signal {o.signal})"
+    return f"exited with code {o.returncode} before it finished"
+
+
+def _faster_than_light(benches: list[BenchmarkResult], gpu_name: str | None) -> str:
+    peaks = peaks_for(gpu_name)
+    if peaks is None:
+        return ""
+    for b in benches:
+        if b.stats is None or not (b.bytes_moved or b.flops):
+            continue
+        floor = impossible_below_ns(b.bytes_moved, b.flops, peaks)
+        if b.stats.median_ns < SPEED_OF_LIGHT_MARGIN * floor:
+            return (
+                f"benchmark {b.index + 1}: a median of {b.stats.median_ns / 1000:.3g} µs is faster than the "
+                f"{peaks.name} can possibly do this work ({floor / 1000:.3g} µs at its datasheet peaks); a result "
+                "this fast was not measured honestly and is not ranked"
+            )
+    return ""
+
+
+def _summary(request: RunRequest, tests: list[TestResult], benches: list[BenchmarkResult], score: float | None) -> str:
+    parts = []
+    if tests:
+        parts.append(f"{len(tests)} of {len(tests)} tests passed")
+    if score is not None:
+        parts.append(f"score {score / 1000:.3f} µs ({request.ranking_by.value} of {len(benches)} benchmark medians)")
+    notes = [b.message for b in benches if b.message]
+    if notes:
+        parts.append(notes[0])
+    return "; ".join(parts) or "accepted"

@@ -1,0 +1,102 @@
+"""How many calls one benchmark case gets, and what each call's sample is.
+
+Warm-up by time and count, then timed calls until the standard error of the mean falls below the target, capped
+by a sample count and a time budget that includes input generation and checks (docs/measurement.md). Each timed
+call's sample is the submission process's own reading, raised to what the trusted window allows (see
+:func:`sample_of`), so a reading the submission rewrote can make its score no better than the window says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runners.contract import TimingSettings
+
+HARD_TIME_FACTOR = 5.0
+"""``min_samples`` outranks ``max_time_s``, up to this many times ``max_time_s`` (a very slow kernel)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    ns: float
+    """What counts: the reading, or the trusted bound where the reading is below it, less the event cost."""
+    window_ns: float
+    bounded: bool
+    """The reading was below what the trusted window allows, and the bound was used."""
+    degraded: bool
+    calls: int = 1
+    """Calls in the batch this sample is the mean of."""
+
+
+def sample_of(
+    reading_ns: float,
+    window_ns: float,
+    overhead_ns: float,
+    event_ns: float,
+    allowance_ns: float,
+    degraded: bool,
+    calls: int = 1,
+) -> Sample:
+    """(max(reading, window - overhead - allowance) - event cost) / calls, never below zero: the time per call of
+    a batch of ``calls`` calls made back to back in one window.
+
+    ``overhead_ns`` is the calibrated upper bound on what the window adds to honest work; a reading below
+    ``window - overhead`` cannot be the submission's real time, so the bound takes its place."""
+    bound = window_ns - overhead_ns - allowance_ns
+    value = max(reading_ns, bound)
+    return Sample(max(value - event_ns, 0.0) / calls, window_ns, bound > reading_ns, degraded, calls)
+
+
+@dataclass
+class CaseTiming:
+    samples: list[Sample] = field(default_factory=list)
+    warmup_calls: int = 0
+
+    @property
+    def samples_ns(self) -> list[float]:
+        return [s.ns for s in self.samples]
+
+
+def time_case(
+    warm: Callable[[int], float],
+    timed: Callable[[int], Sample],
+    settings: TimingSettings,
+    clock: Callable[[], float],
+) -> CaseTiming:
+    """``warm(n)`` runs warm-up call n and returns its host time (s); ``timed(n)`` runs timed call n."""
+    result = CaseTiming()
+    start = clock()
+    warm_cap = max(settings.warmup_ms / 1000.0, 0.25 * settings.max_time_s)
+    n = 0
+    while True:
+        warm(n)
+        n += 1
+        elapsed = clock() - start
+        if n >= settings.warmup_min_calls and elapsed >= settings.warmup_ms / 1000.0:
+            break
+        if elapsed >= warm_cap:
+            break
+    result.warmup_calls = n
+    count, mean, m2 = 0, 0.0, 0.0
+    while True:
+        sample = timed(count)
+        result.samples.append(sample)
+        count += 1
+        delta = sample.ns - mean
+        mean += delta / count
+        m2 += delta * (sample.ns - mean)
+        if _stop(count, mean, m2, clock() - start, settings):
+            break
+    return result
+
+
+def _stop(n: int, mean: float, m2: float, elapsed_s: float, s: TimingSettings) -> bool:
+    if n >= s.max_samples:
+        return True
+    if n < s.min_samples:
+        return elapsed_s >= HARD_TIME_FACTOR * s.max_time_s
+    if elapsed_s >= s.max_time_s or mean <= 0:
+        return True
+    return math.sqrt(m2 / (n - 1) / n) / mean <= s.target_rel_error

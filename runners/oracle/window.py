@@ -1,0 +1,265 @@
+"""One call of ``custom_kernel`` seen from the trusted evaluator: inputs in, a window on the evaluator's own clock
+around the submission's work, the output snapshot taken where the window closes.
+
+On CUDA (docs/measurement.md has the numbers):
+
+1. The submission process has already queued ``wait go >= k -> custom_kernel -> done = k`` on its stream (its
+   host work is out of the way) and told us where the output will be.
+2. On our stream, back to back with no host in between: copy the call's inputs from our private memory into the
+   shared input arena, read our private 2x-L2 buffer (cold L2, and the inputs are not in L2 either), reset
+   ``done``, record ``t0``, write ``go = k``, wait for ``done >= k``, record ``t1``, and copy the output's bytes
+   into private memory (the snapshot the check reads).
+
+The two processes are different CUDA contexts, which the GPU time-slices: our stream's work runs without the
+submission's in between, the submission's kernels run only after ``go`` (its inputs did not exist before), and
+``t1`` is recorded only when our context runs again, after the submission's work is finished (or the output we
+snapshot is incomplete, which the check catches). So ``t1 - t0`` is an upper bound on the submission's GPU time
+that the submission cannot make smaller; it includes a context switch each way, which the evaluator calibrates
+with a process of its own running a known kernel through the same protocol (:func:`calibrate`).
+
+On the CPU the window is our clock from sending "go" to receiving "done"; the output is copied out of the host
+output arena at once.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from runners.ipc.arena import Arena, ArenaError, Placement, place
+from runners.ipc.protocol import Call, CallError, Done, Enqueued, Fetch, Go, Mapping, Prepared, Scalar, Seq, TensorRef
+from runners.ipc.protocol import Value as ValueTree
+from runners.oracle.peer import Peer, PeerFailed
+from runners.submission.serve import DONE_OFFSET, GO_OFFSET
+
+
+@dataclass
+class CallOutcome:
+    outputs: list[Any] | None = None
+    """Each call's output as private tensors (the snapshot), or None when the call failed."""
+    error: CallError | None = None
+    window_ns: float = 0.0
+    """The trusted window around the call (our clock), overhead included."""
+    degraded: bool = False
+    """The submission did not queue its call in time (it synchronised inside custom_kernel): its host time counts."""
+    allowance_ns: float = 0.0
+    """Time inside the window that is ours, not the submission's (CPU: copying the output out)."""
+    reading_ns: float | None = None
+    """The submission process's own reading of the call (CPU: with the answer; CUDA: fetched on demand)."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the trusted window costs on this machine, measured with the evaluator's own echo process."""
+
+    overhead_ns: float
+    """Upper bound on window minus the submission's own reading for honest work (context switches, protocol)."""
+    event_ns: float
+    """What an empty pair of the submission's CUDA events reads (taken off every sample, as Nsight Compute's
+    kernel duration does not include it); 0 on the CPU."""
+    slack_ns: float
+    """How much less than ``overhead_ns`` the window added to the echo's fastest honest work: the most a reading
+    that was rewritten could hide in one window, so batches are sized to make it small per call."""
+    detail: str = ""
+
+
+def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
+    """Private copies of the tensors ``value`` names (bytes copied by a kernel on our stream for CUDA arenas)."""
+
+    def walk(v: ValueTree) -> Any:
+        if isinstance(v, TensorRef):
+            arena = arenas.get(v.arena)
+            if arena is None:
+                raise ArenaError(f"the output names an unknown arena {v.arena!r}")
+            view = arena.view(torch, v)  # checks bounds and alignment
+            if view.numel() == 0:
+                return view.clone()
+            itemsize = view.element_size()
+            span = (1 + sum((s - 1) * st for s, st in zip(v.shape, v.stride, strict=True))) * itemsize
+            raw = arena.span(torch, v.offset, span)
+            private = torch.bitwise_or(raw, 0) if arena.kind == "cuda" else raw.clone()
+            return private.view(view.dtype).as_strided(v.shape, v.stride)
+        if isinstance(v, Scalar):
+            return v.v
+        if isinstance(v, Seq):
+            items = [walk(x) for x in v.items]
+            return tuple(items) if v.t == "tuple" else items
+        if isinstance(v, Mapping):
+            return {k: walk(x) for k, x in v.items.items()}
+        raise ArenaError("the output is not a value")  # pragma: no cover - the union is closed
+
+    return walk(value)
+
+
+def _snapshots(torch: Any, values: list[ValueTree], expected: int, arenas: dict[str, Arena]) -> list[Any]:
+    if len(values) != expected:
+        raise ArenaError(f"{len(values)} outputs came back for {expected} calls")
+    return [snapshot(torch, v, arenas) for v in values]
+
+
+class GpuWindow:
+    """Calls through one submission-protocol peer on CUDA: its control words live in ``arenas[ctrl]``."""
+
+    def __init__(self, torch: Any, driver: Any, arenas: dict[str, Arena], ctrl: str, flush_buffer: Any) -> None:
+        self.torch = torch
+        self.driver = driver
+        self.arenas = arenas
+        self.ctrl = arenas[ctrl]
+        self.flush_buffer = flush_buffer
+        self.spare = torch.cuda.Stream()  # to unblock our own stream if the submission never says "done"
+
+    def _stream(self) -> int:
+        return int(self.torch.cuda.current_stream().cuda_stream)
+
+    def call(
+        self, peer: Peer, k: int, batch: list[Placement], *, timed: bool, enqueue_timeout: float, deadline: float
+    ) -> CallOutcome:
+        torch = self.torch
+        peer.send(Call(k=k, data=[p.value for p in batch], timed=timed))
+        reply = peer.poll(Enqueued, enqueue_timeout, k)
+        if reply is not None and reply.error is not None:
+            return CallOutcome(error=reply.error)
+        go, done = self.ctrl.base + GO_OFFSET, self.ctrl.base + DONE_OFFSET
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        stream = self._stream()
+        for placement in batch:
+            for dst, src in placement.copies:
+                dst.copy_(src, non_blocking=True)
+        if timed:
+            self.flush_buffer.sum(dtype=torch.int32)
+        self.driver.write_value(stream, done, 0)  # only a "done" written after this point counts
+        ev[0].record()
+        self.driver.write_value(stream, go, k)
+        self.driver.wait_value(stream, done, k)
+        ev[1].record()
+        degraded = reply is None
+        if reply is None:
+            reply = peer.poll(Enqueued, max(deadline - time.monotonic(), 0.0), k)
+            if reply is None:
+                self._unblock(k)
+                raise PeerFailed("timeout", f"custom_kernel did not return within the time limit (call {k})")
+            ev[1] = torch.cuda.Event(enable_timing=True)
+            ev[1].record()  # the window closes when we can snapshot: the submission's host time counts
+            if reply.error is not None:
+                self._wait(ev[1], deadline, k)
+                return CallOutcome(error=reply.error)
+        try:
+            outputs = _snapshots(torch, reply.outputs, len(batch), self.arenas)
+        except ArenaError as exc:
+            self._wait(ev[1], deadline, k)
+            return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
+        ev[2].record()
+        self._wait(ev[2], deadline, k)
+        return CallOutcome(outputs=outputs, window_ns=ev[0].elapsed_time(ev[1]) * 1e6, degraded=degraded)
+
+    def reading(self, peer: Peer, k: int, timeout: float) -> float:
+        peer.send(Fetch(k=k))
+        from runners.ipc.protocol import Times
+
+        return float(peer.expect(Times, timeout, k).r_ns)
+
+    def _wait(self, event: Any, deadline: float, k: int) -> None:
+        polls = 0
+        while not event.query():
+            polls += 1
+            if polls > 5000:
+                if time.monotonic() > deadline:
+                    self._unblock(k)
+                    raise PeerFailed("timeout", f"the submission's GPU work did not finish in time (call {k})")
+                time.sleep(0.0002)
+
+    def _unblock(self, k: int) -> None:
+        """Release our stream's wait for ``done`` ourselves (the submission never wrote it)."""
+        self.driver.write_value(int(self.spare.cuda_stream), self.ctrl.base + DONE_OFFSET, k)
+        self.spare.synchronize()
+
+
+class CpuWindow:
+    """Calls on the CPU: our clock from "go" to "done"; the output copied out of the host output arena at once."""
+
+    def __init__(self, torch: Any, arenas: dict[str, Arena]) -> None:
+        self.torch = torch
+        self.arenas = arenas
+
+    def call(
+        self, peer: Peer, k: int, batch: list[Placement], *, timed: bool, enqueue_timeout: float, deadline: float
+    ) -> CallOutcome:
+        for placement in batch:
+            for dst, src in placement.copies:
+                dst.copy_(src)
+        peer.send(Call(k=k, data=[p.value for p in batch], timed=timed))
+        peer.expect(Prepared, max(deadline - time.monotonic(), 0.0), k)
+        t0 = time.perf_counter_ns()
+        peer.send(Go(k=k))
+        done = peer.poll(Done, max(deadline - time.monotonic(), 0.0), k)
+        t1 = time.perf_counter_ns()
+        if done is None:
+            raise PeerFailed("timeout", f"custom_kernel did not return within the time limit (call {k})")
+        if done.error is not None:
+            return CallOutcome(error=done.error)
+        try:
+            outputs = _snapshots(self.torch, done.outputs, len(batch), self.arenas)
+        except ArenaError as exc:
+            return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
+        copied = time.perf_counter_ns() - t1
+        return CallOutcome(
+            outputs=outputs, window_ns=float(t1 - t0), allowance_ns=1.5 * copied, reading_ns=float(done.r_ns)
+        )
+
+    def reading(self, peer: Peer, k: int, timeout: float) -> float:  # pragma: no cover - CPU readings come with Done
+        raise NotImplementedError
+
+
+Window = GpuWindow | CpuWindow
+
+
+def calibrate(torch: Any, window: Window, peer: Peer, arenas: dict[str, Arena], deadline: float) -> Calibration:
+    """Run a known kernel through ``window`` in the evaluator's echo process: what an empty event pair reads, and
+    an upper bound on what the window adds to honest work of several lengths."""
+    cuda = isinstance(window, GpuWindow)
+    probe = torch.zeros(16, device="cuda" if cuda else "cpu")
+    rate = _sleep_cycles_per_ns(torch) if cuda else 1.0
+    lengths_ns = [0.0, 3_000.0, 12_000.0, 50_000.0, 200_000.0] if cuda else [0.0, 50_000.0, 500_000.0]
+    readings: dict[float, list[tuple[float, float]]] = {n: [] for n in lengths_ns}
+    k = 0
+    for rnd in range(10):
+        for ns in lengths_ns:
+            k += 1
+            placement = place(torch, (int(ns * rate), probe), arenas, cuda="dev_in", host="host_in")
+            out = window.call(peer, k, [placement], timed=True, enqueue_timeout=5.0, deadline=deadline)
+            if out.error is not None:
+                raise RuntimeError(f"the calibration echo failed: {out.error.message}")
+            r = out.reading_ns if out.reading_ns is not None else window.reading(peer, k, 10.0)
+            if rnd >= 2:  # the first rounds warm up both contexts
+                readings[ns].append((out.window_ns - out.allowance_ns, r))
+    empty = [r for _, r in readings[0.0]]
+    event_ns = statistics.median(empty) if cuda else 0.0
+    bounds, typical = [], []
+    for ns in lengths_ns[1:]:
+        over = sorted(u - r for u, r in readings[ns])
+        # On a GPU the window's cost is steady (context switches): the 90th percentile bounds it. On the CPU it is
+        # scheduling noise on a shared machine: the median, so noise inflates honest samples rather than giving a
+        # rewritten reading room (CPU timings are for development, not for ranking).
+        bounds.append(over[min(len(over) - 1, int(0.9 * len(over)))] if cuda else statistics.median(over))
+        typical.append(statistics.median(over))
+    margin = 1_000.0 if cuda else 5_000.0
+    overhead = max(bounds) + margin
+    detail = ", ".join(
+        f"{int(ns / 1000)} µs: window - reading {statistics.median(u - r for u, r in readings[ns]) / 1000:.1f} µs"
+        for ns in lengths_ns[1:]
+    )
+    return Calibration(overhead_ns=overhead, event_ns=event_ns, slack_ns=overhead - min(typical), detail=detail)
+
+
+def _sleep_cycles_per_ns(torch: Any) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rates = []
+    for _ in range(3):
+        start.record()
+        torch.cuda._sleep(1_000_000)
+        end.record()
+        end.synchronize()
+        rates.append(1_000_000 / (start.elapsed_time(end) * 1e6))
+    return max(rates[1:])

@@ -1,0 +1,340 @@
+"""The submission process: load the user's file and call ``custom_kernel`` when the trusted evaluator says so.
+
+Started by ``runners.entry`` in a sandbox of its own as ``python -m runners.submission``. It holds no seed, no
+reference, no checker, no statistic and no verdict: it maps the shared memory the evaluator hands it, makes that
+memory its CUDA allocator (so every output it returns lies where the evaluator can read it), imports the file, and
+for each call builds the inputs from the evaluator's references, queues the call behind the evaluator's "go" and
+reports where the output is. Everything it says is the submission's claim; the evaluator checks and times on its
+own side (docs/anti-cheat.md). Its own reading of each call (CUDA events) is only used where the evaluator's clock
+agrees with it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from runners.ipc.arena import Arena, ArenaError, materialize
+from runners.ipc.protocol import (
+    TO_SUBMISSION,
+    AddArena,
+    Call,
+    CallError,
+    Done,
+    Enqueued,
+    Fetch,
+    Go,
+    Hello,
+    Load,
+    Loaded,
+    LoadFailed,
+    Mapping,
+    Prepared,
+    Profile,
+    ProfileText,
+    Quit,
+    Ready,
+    Scalar,
+    Seq,
+    Setup,
+    TensorRef,
+    Times,
+    Value,
+)
+from runners.ipc.wire import PeerGone, Wire
+
+SOCKET_FD_ENV = "KERNELCUP_SUBMISSION_FD"
+GO_OFFSET, DONE_OFFSET = 0, 128
+"""Where the two control words live in the control arena (separate cache lines)."""
+NVTX_RANGE = "kernelcup_profile"
+CALIBRATION = "calibration"
+"""The language key of the evaluator's echo process (a known kernel through the same protocol), never a user's."""
+_TRACE_CHARS = 4000
+_NEEDS_CUDA = re.compile(
+    r"not compiled with cuda|no cuda gpus|nvidia driver|cuda driver|cuda.{0,40}not available|cuda_home|nvcc"
+    r"|cannot access accelerator|libcuda|cuda error|cudagetdevice|invalid device|device type cuda"
+)
+
+
+def _trace(exc: BaseException) -> str:
+    """The traceback without the runner's own frames: what the competitor needs to find the line."""
+    here = str(Path(__file__).resolve().parents[1])
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(here)]
+    text = "".join(traceback.format_list(frames) + traceback.format_exception_only(type(exc), exc))
+    return text[-_TRACE_CHARS:]
+
+
+def classify(exc: BaseException, device: str, what: str) -> CallError:
+    """A label and a message for an exception raised by the submission's code (its own fault either way)."""
+    text = f"{type(exc).__name__}: {exc}"
+    low = text.lower()
+    first = (str(exc).splitlines() or [""])[0][:300]
+    if isinstance(exc, MemoryError) or "out of memory" in low:
+        where = "GPU" if "cuda" in low else "host"
+        return CallError(kind="oom", message=f"{what} ran out of {where} memory: {first}")
+    if device == "cpu" and _NEEDS_CUDA.search(low):
+        return CallError(kind="needs_cuda", message=f"this submission needs a CUDA device: {what}: {text[:300]}")
+    if isinstance(exc, SystemExit):
+        return CallError(kind="exit", message=f"{what} called exit({exc.code!r}); return the output instead")
+    return CallError(kind="exception", message=f"{what} raised {type(exc).__name__}:\n{_trace(exc)}")
+
+
+class SubmissionProcess:
+    def __init__(self, wire: Wire, torch: Any, job_dir: Path) -> None:
+        self.wire = wire
+        self.torch = torch
+        self.job_dir = job_dir
+        self.arenas: dict[str, Arena] = {}
+        self.device = "cpu"
+        self.driver: Any = None
+        self.ctrl: Arena | None = None
+        self.host_out: Arena | None = None
+        self.fn: Any = None
+        self.events: dict[int, tuple[Any, Any]] = {}
+        self.keep: Any = None
+
+    # ---- set-up ------------------------------------------------------------------------------------------------
+    def setup(self, msg: Setup, fds: list[int]) -> None:
+        self.device = msg.device
+        if len(fds) != len(msg.arenas):
+            raise ArenaError("the set-up message did not carry one descriptor per arena")
+        if msg.device == "cuda":
+            from runners.ipc.cuda import Driver
+
+            self.driver = Driver()
+            self.driver.use_primary_context(self.driver.device(0))
+        for spec, fd in zip(msg.arenas, fds, strict=True):
+            self.arenas[spec.name] = Arena.open(self.torch, spec.name, spec.kind, spec.size, fd, self.driver)
+        if msg.heap is not None:
+            self._install_allocator(self.arenas[msg.heap], msg.allocator or "")
+        if msg.device == "cuda":
+            self.torch.cuda.set_device(0)
+            self.torch.cuda.init()
+        self.ctrl = self.arenas.get(msg.ctrl or "")
+        self.host_out = self.arenas.get(msg.host_out or "")
+
+    def _install_allocator(self, heap: Arena, library: str) -> None:
+        """Every CUDA allocation of this process from now on comes out of ``heap`` (before PyTorch allocates)."""
+        import ctypes
+
+        lib = ctypes.CDLL(library)
+        lib.kc_arena_init.argtypes = (ctypes.c_uint64, ctypes.c_size_t)
+        if lib.kc_arena_init(heap.base, heap.size) != 0:
+            raise ArenaError("the heap arena could not be set up")
+        allocator = self.torch.cuda.memory.CUDAPluggableAllocator(library, "kc_malloc", "kc_free")
+        self.torch.cuda.memory.change_current_allocator(allocator)
+
+    def load(self, msg: Load) -> Loaded | LoadFailed:
+        from runners.submission import languages
+
+        if msg.lang == CALIBRATION:
+            self.fn = self._calibration_kernel
+            return Loaded()
+        path = self.job_dir / msg.path
+        try:
+            runtime = languages.runtime_for(msg.lang, self.job_dir)
+            self.fn = runtime.load(path)
+        except SyntaxError as exc:
+            detail = _trace(exc)
+            return LoadFailed(kind="syntax", message=f"syntax error in {msg.display_name}, line {exc.lineno}: "
+                              f"{exc.msg}", detail=detail)  # fmt: skip
+        except languages.CompileError as exc:
+            return LoadFailed(kind="compile", message=str(exc)[:2000], detail=exc.output[-60_000:])
+        except languages.MissingEntryPoint as exc:
+            return LoadFailed(kind="missing_entry", message=f"{exc}; see the problem's templates")
+        except BaseException as exc:
+            if languages.is_build_failure(exc):
+                return LoadFailed(kind="compile", message="the inline extension did not compile",
+                                  detail=str(exc)[-60_000:])  # fmt: skip
+            err = classify(exc, self.device, f"importing {msg.display_name}")
+            kind = {"oom": "oom", "needs_cuda": "needs_cuda", "exit": "exit"}.get(err.kind, "import")
+            return LoadFailed(kind=kind, message=err.message)  # type: ignore[arg-type]
+        return Loaded(compile_output=runtime.compile_output[-60_000:])
+
+    def _calibration_kernel(self, data: Any) -> Any:
+        """The evaluator's own stand-in for a submission (only ever loaded in its trusted echo process): a spin of
+        ``data[0]`` GPU cycles (none: no kernel at all), returning ``data[1]``."""
+        cycles, probe = data
+        if cycles and self.device == "cuda":
+            self.torch.cuda._sleep(int(cycles))
+        elif cycles:
+            end = time.perf_counter_ns() + int(cycles)
+            while time.perf_counter_ns() < end:
+                pass
+        return probe
+
+    # ---- calls ----------------------------------------------------------------------------------------------
+    def call_cuda(self, msg: Call) -> Enqueued:
+        assert self.ctrl is not None and self.driver is not None
+        torch = self.torch
+        inputs = [materialize(torch, d, self.arenas) for d in msg.data]
+        stream = torch.cuda.current_stream()
+        h0 = time.perf_counter_ns()
+        self.driver.wait_value(stream.cuda_stream, self.ctrl.base + GO_OFFSET, msg.k)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        outputs: list[Value] = []
+        error: CallError | None = None
+        try:
+            outs = [self.fn(data) for data in inputs]
+            end.record()
+            outputs = [self.describe(out) for out in outs]
+            self.keep = outs  # alive until the next call: the evaluator reads them where they are
+        except ArenaError as exc:
+            error = CallError(kind="bad_output", message=str(exc))
+        except BaseException as exc:
+            error = classify(exc, self.device, f"custom_kernel (call {msg.k})")
+        finally:
+            # Always say "done": the evaluator's stream waits for it (a broken context cannot; the evaluator then
+            # gives up at its own deadline).
+            try:
+                self.driver.write_value(stream.cuda_stream, self.ctrl.base + DONE_OFFSET, msg.k)
+            except Exception as exc:
+                error = error or classify(exc, self.device, f"custom_kernel (call {msg.k})")
+        if error is None:
+            self.events = {msg.k: (start, end)}
+        return Enqueued(k=msg.k, outputs=outputs, error=error, host_ns=time.perf_counter_ns() - h0)
+
+    def call_cpu(self, msg: Call) -> Done:
+        inputs = [materialize(self.torch, d, self.arenas) for d in msg.data]
+        self.wire.send(Prepared(k=msg.k))
+        got = self.wire.recv()
+        if got is None or not isinstance(got[0], Go) or got[0].k != msg.k:
+            raise PeerGone
+        t0 = time.perf_counter_ns()
+        try:
+            outs = [self.fn(data) for data in inputs]
+            r_ns = float(time.perf_counter_ns() - t0)
+            return Done(k=msg.k, outputs=[self.describe(out) for out in outs], r_ns=r_ns)
+        except ArenaError as exc:
+            return Done(k=msg.k, error=CallError(kind="bad_output", message=str(exc)))
+        except BaseException as exc:
+            return Done(k=msg.k, error=classify(exc, self.device, f"custom_kernel (call {msg.k})"))
+
+    def fetch(self, msg: Fetch) -> Times:
+        start, end = self.events.get(msg.k, (None, None))
+        if start is None:
+            return Times(k=msg.k, r_ns=0.0)
+        end.synchronize()
+        return Times(k=msg.k, r_ns=max(start.elapsed_time(end) * 1e6, 0.0))
+
+    def profile(self, msg: Profile) -> ProfileText:
+        torch = self.torch
+        data = materialize(torch, msg.data, self.arenas)
+        try:
+            if msg.nvtx:  # Nsight Compute wraps this process and profiles what runs inside the range
+                self.fn(data)
+                torch.cuda.synchronize()
+                torch.cuda.nvtx.range_push(NVTX_RANGE)
+                self.fn(data)
+                torch.cuda.synchronize()
+                torch.cuda.nvtx.range_pop()
+                return ProfileText(k=msg.k)
+            self.fn(data)
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            with torch.profiler.profile(activities=activities) as prof:
+                for _ in range(3):
+                    self.fn(data)
+                if self.device == "cuda":
+                    torch.cuda.synchronize()
+            sort = "self_cuda_time_total" if self.device == "cuda" else "self_cpu_time_total"
+            table = prof.key_averages().table(sort_by=sort, row_limit=15)
+            return ProfileText(k=msg.k, text=f"{msg.label}:\n{table}"[-60_000:])
+        except BaseException as exc:
+            return ProfileText(k=msg.k, error=classify(exc, self.device, f"custom_kernel ({msg.label})"))
+
+    # ---- outputs --------------------------------------------------------------------------------------------
+    def describe(self, out: Any, depth: int = 0) -> Value:
+        """Where the output lies: its CUDA tensors in a shared arena (copied into the heap if the submission made
+        them some other way), its CPU tensors copied to the host output arena."""
+        torch = self.torch
+        if depth > 8:
+            raise ArenaError("the output is nested more than 8 levels deep")
+        if isinstance(out, torch.Tensor):
+            return self._tensor_ref(out)
+        if out is None or isinstance(out, bool | int | float | str):
+            return Scalar(v=out)
+        if isinstance(out, tuple | list):
+            items = [self.describe(x, depth + 1) for x in out]
+            return Seq(t="tuple" if isinstance(out, tuple) else "list", items=items)
+        if isinstance(out, dict) and all(isinstance(k, str) for k in out):
+            return Mapping(items={k: self.describe(x, depth + 1) for k, x in out.items()})
+        raise ArenaError(f"custom_kernel returned a {type(out).__name__}; return tensors (or tuples/lists of them)")
+
+    def _tensor_ref(self, t: Any) -> TensorRef:
+        torch = self.torch
+        t = t.detach()
+        if t.is_cuda:
+            span = _span(t) * t.element_size()
+            for arena in self.arenas.values():
+                if arena.kind == "cuda":
+                    offset = arena.contains(t.data_ptr(), span)
+                    if offset is not None:
+                        return TensorRef(arena=arena.name, offset=offset, dtype=_dtype(t), shape=list(t.shape),
+                                         stride=list(t.stride()))  # fmt: skip
+            return self._tensor_ref(t.clone(memory_format=torch.contiguous_format))  # made outside the heap
+        if self.host_out is None:
+            raise ArenaError("custom_kernel returned a CPU tensor where the device is CUDA; return device tensors")
+        t = t.contiguous()
+        ref = TensorRef(arena=self.host_out.name, offset=self.host_out.take(t.numel() * t.element_size()),
+                        dtype=_dtype(t), shape=list(t.shape), stride=list(t.stride()))  # fmt: skip
+        self.host_out.view(torch, ref).copy_(t)
+        return ref
+
+    # ---- the loop -------------------------------------------------------------------------------------------
+    def serve(self) -> None:
+        while True:
+            got = self.wire.recv()
+            assert got is not None
+            msg, fds = got
+            if isinstance(msg, Quit):
+                return
+            if isinstance(msg, Setup):
+                self.setup(msg, fds)
+                self.wire.send(Ready())
+            elif isinstance(msg, AddArena):
+                spec = msg.arena
+                self.arenas[spec.name] = Arena.open(self.torch, spec.name, spec.kind, spec.size, fds[0], self.driver)
+                self.wire.send(Ready())
+            elif isinstance(msg, Load):
+                self.wire.send(self.load(msg))
+            elif isinstance(msg, Call):
+                if self.host_out is not None:
+                    self.host_out.reset()
+                self.wire.send(self.call_cuda(msg) if self.device == "cuda" else self.call_cpu(msg))
+            elif isinstance(msg, Fetch):
+                self.wire.send(self.fetch(msg))
+            elif isinstance(msg, Profile):
+                self.wire.send(self.profile(msg))
+
+
+def _span(t: Any) -> int:
+    if t.numel() == 0:
+        return 0
+    return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True))
+
+
+def _dtype(t: Any) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def main() -> int:
+    fd = int(os.environ.pop(SOCKET_FD_ENV))
+    wire = Wire.from_fd(fd, TO_SUBMISSION)
+    import torch
+
+    try:
+        wire.send(Hello(torch=str(torch.__version__)))
+        SubmissionProcess(wire, torch, Path.cwd()).serve()
+    except PeerGone:
+        return 0
+    sys.stdout.flush()
+    return 0
