@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 echo "bwrap: $(command -v bwrap || echo none)"
 env | grep -E "^(CC|CXX|CUDA_HOME|CUDA_PATH|CUDAHOSTCXX|NVCC_CCBIN|PATH)=" ; for t in gcc cc nvcc; do p=$(command -v $t); echo "$t: $p -> $(readlink -f "$p")"; done
 python3 -c "from runners.sandbox.view import toolchain_ro_paths; print('toolchain:', toolchain_ro_paths())"
-python3 - "$OUT" <<'PY'
+timeout 150 python3 - "$OUT" <<'PY'
 import json, sys, subprocess, time
 from pathlib import Path
 from leaderboards.problems import load_problem
@@ -56,10 +56,10 @@ for name, rel, mode, seed in cases:
         print(res.stderr[-3000:])
 PY
 if [ "${PROOF_ACCURACY:-0}" = 1 ]; then
-  python3 benchmarks/harness_accuracy.py --repeats 3 --json "$OUT/accuracy.json" 2>&1 | tail -25 | tee "$OUT/accuracy.txt"
+  timeout 250 python3 benchmarks/harness_accuracy.py --repeats 3 --json "$OUT/accuracy.json" 2>&1 | tee "$OUT/accuracy-full.log" | tail -25 > "$OUT/accuracy.txt"
 fi
 if [ "${PROOF_TESTS:-0}" = 1 ]; then
-  timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider -x --timeout 200 tests/runners/test_cheats.py \
+  timeout 170 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout 120 tests/runners/test_cheats.py \
     tests/runners/bad_submissions "tests/runners/test_gpu.py::test_python_submissions_pass_and_are_timed_on_the_gpu" \
     "tests/runners/test_gpu.py::test_profile_mode_summarises_the_kernels" 2>&1 | tail -40 | tee "$OUT/pytest-gpu.txt"
 fi
