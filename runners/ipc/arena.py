@@ -77,12 +77,13 @@ class Arena:
         return cls(name, "host", size, torch, base, mm, fd, "cpu")
 
     def close_fd(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Close the descriptor that was sent (the mapping stays)."""
         close_fd = getattr(self.owner, "close_fd", None)
-        if close_fd is not None:
+        if close_fd is not None:  # CUDA: the shared memory object owns the descriptor
             close_fd()
+        elif self.fd >= 0:
+            os.close(self.fd)
+        self.fd = -1
 
     # ---- placing ---------------------------------------------------------------------------------------------
     def take(self, nbytes: int) -> int:
