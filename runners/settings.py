@@ -35,15 +35,16 @@ class RunnerSettings(BaseSettings):
     gpu_heap_mb: int | None = Field(
         default=None,
         gt=0,
-        description="GPU memory for the submission process's allocations (default: half of the free memory).",
+        description="GPU memory for the submission process's allocations (default: 32 GiB, at most half the free).",
     )
 
-    max_batch_calls: int | None = Field(
-        default=None,
+    max_batch_calls: int = Field(
+        default=1,
         ge=1,
         le=64,
-        description="Most calls timed back to back in one trusted window (default: as many as make what a rewritten "
-        "reading could hide under 2% of the batch, within half the L2); 1 times every call on its own.",
+        description="Most calls timed back to back in one trusted window. 1 (the default) times every call in a "
+        "window of its own, the most accurate; more makes what a rewritten reading could hide a smaller share of "
+        "µs-scale kernels, at some accuracy (docs/measurement.md has both measured).",
     )
 
     def cache_path(self) -> Path:

@@ -123,7 +123,7 @@ def _run(
             profiler=profiler,
             device_name=request.device_name,
             time_limit_s=request.limits.compile_timeout_s + request.limits.run_timeout_s,
-            max_batch_calls=settings.max_batch_calls or 64,
+            max_batch_calls=settings.max_batch_calls,
             allocator=str(allocator) if allocator else None,
             heap_bytes=settings.gpu_heap_mb * 1024 * 1024 if settings.gpu_heap_mb else None,
         )

@@ -260,9 +260,9 @@ class Job(_Msg):
     profiler: Literal["ncu", "torch"] = "torch"
     device_name: str = ""
     time_limit_s: float = Field(default=600.0, gt=0, description="The whole run's wall-time limit.")
-    max_batch_calls: int = Field(default=64, ge=1, le=MAX_BATCH)
+    max_batch_calls: int = Field(default=1, ge=1, le=MAX_BATCH)
     allocator: str | None = Field(default=None, description="The submission process's CUDA allocator library.")
-    heap_bytes: int | None = Field(default=None, description="Size of its CUDA heap (default: half the free memory).")
+    heap_bytes: int | None = Field(default=None, description="Its CUDA heap (default: 32 GiB, at most half free).")
 
 
 class RHello(_Msg):

@@ -68,6 +68,8 @@ _MIB = 1024 * 1024
 SLACK_SHARE = 50
 """Batches hold enough work that the most a rewritten reading could hide in one window is 1/50 of it."""
 MAX_BATCH_CALLS = 64
+DEFAULT_HEAP = 32 * 1024 * _MIB
+"""The submission process's GPU memory unless the runner says otherwise (and never more than half the free)."""
 _HOST_ARENA = 8 * 1024 * _MIB  # sparse: only what is written takes memory
 
 
@@ -195,7 +197,7 @@ class Evaluator:
             self._new_arena("ctrl", "cuda", 2 * _MIB)
             self._new_arena(self.dev_in, "cuda", 64 * _MIB)
             free, _ = torch.cuda.mem_get_info()
-            heap = int(min(self.job.heap_bytes or free // 2, free // 2))
+            heap = int(min(self.job.heap_bytes or DEFAULT_HEAP, free // 2))
             self._new_arena("heap", "cuda", heap)
             l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 * _MIB)
             self.l2_bytes = l2
