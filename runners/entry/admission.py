@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from runners.contract import LANGUAGES, Language, RunRequest, Verdict, language_of_file
 
-ALLOCATOR_SOURCE = Path(__file__).resolve().parents[1] / "ipc" / "arena_alloc.c"
+ALLOCATOR_SOURCE = Path(__file__).resolve().parents[1] / "ipc" / "arena_alloc.cpp"
 
 
 class Rejected(Exception):
@@ -100,17 +100,17 @@ def _write(target: Path, text: str) -> None:
 
 
 def allocator_library(cache_dir: Path) -> Path:
-    """The submission process's CUDA allocator (``runners/ipc/arena_alloc.c``) built once per source version with
-    this machine's C compiler, kept in the runner's cache (read-only to submissions)."""
+    """The submission process's CUDA allocator (``runners/ipc/arena_alloc.cpp``) built once per source version with
+    this machine's C++ compiler, kept in the runner's cache (read-only to submissions)."""
     source = ALLOCATOR_SOURCE.read_bytes()
     digest = hashlib.sha256(source).hexdigest()[:16]
     target = cache_dir / f"arena_alloc-{digest}.so"
     if target.exists():
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    cc = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if cc is None:
-        raise RuntimeError("no C compiler (cc, gcc or $CC) to build the submission process's CUDA allocator")
+        raise RuntimeError("no C++ compiler (c++, g++ or $CXX) to build the submission process's CUDA allocator")
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     proc = subprocess.run(
         [*cc.split(), "-O2", "-shared", "-fPIC", "-o", str(tmp), str(ALLOCATOR_SOURCE), "-lpthread"],

@@ -140,15 +140,15 @@ class GpuWindow:
             if reply is None:
                 self._unblock(k)
                 raise PeerFailed("timeout", f"custom_kernel did not return within the time limit (call {k})")
+            if reply.error is not None:  # its context may be broken and never say "done": release our stream
+                self._unblock(k)
+                return CallOutcome(error=reply.error)
             ev[1] = torch.cuda.Event(enable_timing=True)
             ev[1].record()  # the window closes when we can snapshot: the submission's host time counts
-            if reply.error is not None:
-                self._wait(ev[1], deadline, k)
-                return CallOutcome(error=reply.error)
         try:
             outputs = _snapshots(torch, reply.outputs, len(batch), self.arenas)
         except ArenaError as exc:
-            self._wait(ev[1], deadline, k)
+            self._unblock(k)
             return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
         ev[2].record()
         self._wait(ev[2], deadline, k)

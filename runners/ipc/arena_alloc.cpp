@@ -4,14 +4,20 @@
  *
  * PyTorch loads this through torch.cuda.memory.CUDAPluggableAllocator(path, "kc_malloc", "kc_free") before its
  * CUDA allocator is first used; kc_arena_init() hands it the arena. First fit over a free list kept in address
- * order; neighbouring free blocks are merged on free. Blocks are 512-byte aligned. When the arena is full,
- * kc_malloc returns NULL and PyTorch raises its usual out-of-memory error in the submission.
+ * order; neighbouring free blocks are merged on free. Blocks are 512-byte aligned. When the arena cannot hold a
+ * request, kc_malloc throws (PyTorch does not check its pluggable allocator's result for NULL, so NULL would give
+ * a tensor at address 0); PyTorch turns the exception into a RuntimeError that says "out of memory".
+ *
+ * C++ only for that exception; the interface is plain C (extern "C").
  */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+
+#include <cstdio>
+#include <stdexcept>
 
 #define KC_ALIGN 512u
 
@@ -28,11 +34,13 @@ static size_t kc_size = 0, kc_in_use = 0, kc_peak = 0;
 
 static size_t kc_round(size_t n) { return (n + KC_ALIGN - 1) / KC_ALIGN * KC_ALIGN; }
 
+extern "C" {
+
 int kc_arena_init(uintptr_t base, size_t size) {
     int rc = -1;
     pthread_mutex_lock(&kc_lock);
     if (kc_base == 0 && base != 0 && size >= KC_ALIGN) {
-        Block *b = malloc(sizeof *b);
+        Block *b = static_cast<Block *>(malloc(sizeof *b));
         if (b != NULL) {
             b->start = base;
             b->size = size / KC_ALIGN * KC_ALIGN;
@@ -50,7 +58,7 @@ int kc_arena_init(uintptr_t base, size_t size) {
 void *kc_malloc(ssize_t size, int device, void *stream) {
     (void)device;
     (void)stream;
-    if (size < 0) return NULL;
+    if (size < 0) throw std::runtime_error("CUDA out of memory: a negative allocation size");
     size_t need = kc_round(size > 0 ? (size_t)size : 1);
     void *out = NULL;
     pthread_mutex_lock(&kc_lock);
@@ -69,7 +77,16 @@ void *kc_malloc(ssize_t size, int device, void *stream) {
         if (kc_in_use > kc_peak) kc_peak = kc_in_use;
         break;
     }
+    size_t in_use = kc_in_use;
     pthread_mutex_unlock(&kc_lock);
+    if (out == NULL) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "CUDA out of memory: tried to allocate %zu bytes; the submission's GPU memory of %zu bytes has "
+                 "%zu bytes in use",
+                 need, kc_size, in_use);
+        throw std::runtime_error(text);
+    }
     return out;
 }
 
@@ -97,7 +114,7 @@ void kc_free(void *ptr, ssize_t size, int device, void *stream) {
         cur->start = start;
         cur->size += len;
     } else {
-        Block *b = malloc(sizeof *b);
+        Block *b = static_cast<Block *>(malloc(sizeof *b));
         if (b != NULL) { /* without a node the block is lost to the arena, never handed out twice */
             b->start = start;
             b->size = len;
@@ -110,3 +127,5 @@ void kc_free(void *ptr, ssize_t size, int device, void *stream) {
 }
 
 size_t kc_arena_peak(void) { return kc_peak; }
+
+}  // extern "C"
