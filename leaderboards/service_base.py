@@ -120,7 +120,7 @@ class ServiceBase:
             submissions=submissions,
             created_at=lb.created_at,
             creator=lb.creator,
-            problem=str(lb.task.get("problem", "")),
+            problem=lb.problem,
         )
 
     def _queue_position(self, s: Session, job: Job) -> int | None:

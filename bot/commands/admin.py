@@ -20,7 +20,7 @@ from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
 from leaderboards.errors import InvalidChange
 from leaderboards.problems import ProblemFormatError, load_problem
-from leaderboards.sync import SyncAction, sync_problem_set
+from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
 
 
 def has_admin_role(member: discord.abc.User, role: str) -> bool:
@@ -84,17 +84,25 @@ def _load(root: Path, text: str):
         raise InvalidChange(f"The problem folder has errors:\n{exc}") from None
 
 
-def sync_text(items) -> str:
+def sync_text(report: SyncReport) -> str:
     lines = ["**Problem sync**"]
-    for item in items:
+    for item in report.items:
         line = f"**{item.leaderboard}**: {item.action.value}"
         if item.changed:
             line += f" ({', '.join(item.changed)})"
         if item.ranking_reset:
             line += ", ranking started over"
         if item.action is SyncAction.NEEDS_FORCE:
-            line += f": {'; '.join(item.reasons)}. Run again with force:True to apply it and reset its ranking."
+            line += f": {'; '.join(item.reasons)}."
         lines.append(line)
+    lines.extend(f"⚠️ {w.field}: {w.message}" for w in report.warnings)
+    if report.applied:
+        lines.append("Applied.")
+    else:
+        lines.append(
+            "**Nothing was applied** (a set is applied whole or not at all). Run again with force:True to apply it; "
+            "rankings whose benchmarks or reference changed start over."
+        )
     return "\n".join(lines)
 
 

@@ -56,7 +56,7 @@ def test_reference_must_define_the_three_functions(tmp_path: Path) -> None:
 
 
 def test_problem_set_deadlines_are_utc_and_names_unique(tmp_path: Path) -> None:
-    _problem(tmp_path / "add", "description: add\ntests: [{n: 1}]\nbenchmarks: [{n: 2}]\n")
+    _problem(tmp_path / "add", "description: add\ntests: [{size: 1, seed: 1}]\nbenchmarks: [{size: 2, seed: 2}]\n")
     (tmp_path / "set.yaml").write_text(
         "name: s\nproblems:\n"
         "  - {directory: add, deadline: 2030-01-01T00:00:00, devices: [cpu]}\n"

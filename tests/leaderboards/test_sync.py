@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import write_problem, write_problem_set
+from helpers import check_reference_in_process, write_problem, write_problem_set
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
 from leaderboards.db import Database
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
-from leaderboards.sync import SyncAction, sync_problem_set, validate_path
+from leaderboards.sync import sync_problem_set, validate_path
 
 DEADLINE = "2031-01-01T00:00:00"
 
@@ -26,7 +26,7 @@ def cli(database: Database, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.chdir(tmp_path)  # no .env from the repository
 
     def invoke(*args: str) -> tuple[int, str, str]:
-        result = CliRunner().invoke(build_app(), list(args))
+        result = CliRunner().invoke(build_app(reference_check=lambda: check_reference_in_process), list(args))
         if result.exception and not isinstance(result.exception, SystemExit):
             raise result.exception
         return result.exit_code, result.stdout, result.stderr
@@ -86,9 +86,13 @@ def test_validate_the_repository_problems_folder_reports_problems_by_file() -> N
 def test_sync_creates_then_leaves_unchanged(problem_set: Path, cli) -> None:
     code, out, _ = cli("problems", "sync", str(problem_set), "--json")
     assert code == 0
-    assert [(i["leaderboard"], i["action"]) for i in json.loads(out)] == [("add", "created"), ("scale-v1", "created")]
+    report = json.loads(out)
+    assert [(i["leaderboard"], i["action"]) for i in report["items"]] == [("add", "created"), ("scale-v1", "created")]
+    assert report["applied"] is True and report["checked"] == ["add", "scale-v1"]  # new problems: references ran
     code, out, _ = cli("problems", "sync", str(problem_set), "--json")
-    assert [i["action"] for i in json.loads(out)] == ["unchanged", "unchanged"]
+    report = json.loads(out)
+    assert [i["action"] for i in report["items"]] == ["unchanged", "unchanged"]
+    assert report["checked"] == []  # nothing changed: no reference runs again
     code, out, _ = cli("leaderboard", "list", "--json")
     boards = {b["name"]: b for b in json.loads(out)}
     assert boards["add"]["devices"] == ["cpu", "H100"] and boards["add"]["deadline"] == "2031-01-01T00:00:00+00:00"
@@ -115,22 +119,26 @@ def test_tests_description_deadline_change_freely_but_benchmarks_need_force(
     code, out, err = cli("problems", "sync", str(problem_set))
     assert code == 1
     assert "scale-v1" in err and "--force" in err and "needs --force" in out and "benchmark cases changed" in out
-    assert service.task("add").description == "Add, better explained." and len(service.task("add").tests) == 2
-    assert len(service.task("scale-v1").benchmarks) == 2  # refused one left as it was
+    assert "nothing was applied" in out
+    # All or nothing: the free changes to 'add' wait with the refused one.
+    assert service.task("add").description == "Add two vectors." and len(service.task("add").tests) == 1
+    assert len(service.task("scale-v1").benchmarks) == 2
     assert len(service.ranking("scale-v1").entries) == 1
 
     (scale / "reference.py").write_text((scale / "reference.py").read_text() + "\n# tweak\n")
-    items = sync_problem_set(service, problem_set)
-    (refused,) = [i for i in items if i.action is SyncAction.NEEDS_FORCE]
+    report = sync_problem_set(service, problem_set)
+    (refused,) = report.refused
     assert refused.reasons == ("reference files changed: reference.py", "benchmark cases changed")
+    assert not report.applied
 
     code, out, _ = cli("problems", "sync", str(problem_set), "--force", "--json")
     assert code == 0
-    forced = {i["leaderboard"]: i for i in json.loads(out)}["scale-v1"]
+    forced = {i["leaderboard"]: i for i in json.loads(out)["items"]}["scale-v1"]
     assert forced["action"] == "updated" and forced["ranking_reset"] is True
     assert service.ranking("scale-v1").entries == () and service.task("scale-v1").benchmarks == (
         {"size": 123, "seed": 1},
     )
+    assert service.task("add").description == "Add, better explained." and len(service.task("add").tests) == 2
 
 
 def test_sync_refuses_an_invalid_set_without_touching_the_database(problem_set: Path, cli) -> None:
