@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from leaderboards.admin import AdminMixin
 from leaderboards.errors import (
     Banned,
+    FileTooLarge,
     InvalidChange,
     InvalidSubmission,
     LeaderboardClosed,
@@ -155,7 +156,7 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             )
         limit = self.settings.max_submission_bytes
         if len(content) > limit:
-            raise InvalidSubmission(f"{name} is {len(content) / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB.")
+            raise FileTooLarge(name, len(content), limit)
         if not content.strip():
             raise InvalidSubmission(f"{name} is empty.")
         try:

@@ -20,7 +20,7 @@ from bot.limits import File, Reply
 from bot.replies import defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
 from bot.reports import receipt_text, report, show_text, submissions_text, task_reply
-from leaderboards.errors import InvalidSubmission
+from leaderboards.errors import FileTooLarge
 from leaderboards.results import Ranking
 
 if TYPE_CHECKING:
@@ -125,9 +125,7 @@ class LeaderboardCommands(app_commands.Group):
         # The service checks the size too; this refuses a large file before it is downloaded, in the same words.
         limit = bot.service.settings.max_submission_bytes
         if file.size > limit:
-            raise InvalidSubmission(
-                f"{file.filename} is {file.size / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB."
-            )
+            raise FileTooLarge(file.filename, file.size, limit)
         content = await file.read()
         devices = await call(submit_devices, bot.service, leaderboard, device)
         receipt = await call(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import check_reference_in_process, write_problem, write_problem_set
+from helpers import REFERENCE, check_reference_in_process, write_problem, write_problem_set
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
@@ -15,6 +15,7 @@ from leaderboards.db import Database
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.sync import sync_problem_set, validate_path
+from runners.contract import RunRequest, RunResult
 
 DEADLINE = "2031-01-01T00:00:00"
 
@@ -194,3 +195,52 @@ def test_cli_formatting_helpers() -> None:
         "b": "x",
         "s": [1, 2],
     }
+
+
+def test_validate_run_and_sync_run_each_reference_on_its_smallest_case(
+    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI gets the reference check from its composition root; this one records what it was asked to run."""
+    monkeypatch.setenv("DATABASE_URL", database.engine.url.render_as_string(hide_password=False))
+    monkeypatch.chdir(tmp_path)
+    asked: list[tuple[str, list[dict], str, str]] = []
+
+    def check_reference(request: RunRequest, *, settings: object = None) -> RunResult:
+        asked.append((request.problem, request.tests, request.device, request.mode.value))
+        return check_reference_in_process(request, settings=settings)
+
+    app = build_app(reference_check=lambda: check_reference)
+    root = tmp_path / "problems"
+    write_problem(root, "add", tests=[{"size": 30, "seed": 1}, {"size": 2, "seed": 9}, {"size": 7, "seed": 3}])
+    # generate_input returns a number where its own reference (and every kernel) expects a list
+    wrong_type = REFERENCE.replace("return list(range(size))", "return size").replace("return data", "return data[:]")
+    broken = write_problem(root, "broken", reference=wrong_type)
+    entries = [{"directory": d, "deadline": DEADLINE, "devices": ["cpu"]} for d in ("add", "broken")]
+    set_file = write_problem_set(root, entries, name="starter")
+
+    result = CliRunner().invoke(app, ["problems", "validate", str(root / "add")])
+    assert result.exit_code == 0 and asked == []  # without --run nothing runs
+    result = CliRunner().invoke(app, ["problems", "validate", "--run", str(root / "add")])
+    assert result.exit_code == 0, result.output
+    assert "1 reference(s) passed their own check" in result.stdout
+    assert asked == [("add", [{"size": 2, "seed": 9}], "cpu", "test")]  # the smallest case, on the CPU
+
+    asked.clear()
+    result = CliRunner().invoke(app, ["problems", "sync", str(set_file)])
+    assert result.exit_code == 1
+    assert f"{broken}/reference.py: generate_input -> ref_kernel -> check_implementation" in result.stderr
+    assert "ref_kernel raised TypeError" in result.stderr
+    assert [a[0] for a in asked] == ["add", "broken"]
+    assert LeaderboardService(database).list_leaderboards(include_hidden=True) == ()  # nothing applied
+
+    asked.clear()
+    result = CliRunner().invoke(app, ["problems", "sync", "--skip-run", str(set_file)])
+    assert result.exit_code == 0, result.output
+    assert asked == [] and "applied: 2 created, 0 updated, 0 unchanged" in result.stdout
+
+
+def test_sync_says_when_nothing_was_applied(problem_set: Path, cli) -> None:
+    cli("problems", "sync", str(problem_set))
+    edit_task(problem_set.parent / "scale", benchmarks=[{"size": 5, "seed": 5}])
+    code, out, err = cli("problems", "sync", str(problem_set))
+    assert code == 1 and "nothing was applied" in out and "Nothing in the set was changed" in err
