@@ -72,6 +72,9 @@ class JobView:
     rank: int | None
     """The submission's current rank on this device if it is the user's ranked best, else None."""
     events: tuple[JobEventView, ...] = ()
+    runner_online: bool | None = None
+    """For a queued job: whether a live worker (heartbeat within ``leaderboards.queue.WORKER_ALIVE_S``) serves its
+    device; None when the job is not waiting."""
 
     @property
     def finished(self) -> bool:
