@@ -221,9 +221,14 @@ class Problem:
         """The test case with the fewest elements (the product of its integer sizes, seeds left out): the one a
         reference check runs."""
 
+        def ints(value: Any) -> list[int]:
+            if isinstance(value, list):
+                return [i for item in value for i in ints(item)]
+            return [abs(value)] if isinstance(value, int) and not isinstance(value, bool) else []
+
         def size(case: dict[str, Any]) -> tuple[float, int]:
-            ints = [v for k, v in case.items() if isinstance(v, int) and not isinstance(v, bool) and k != "seed"]
-            return math.prod(abs(v) for v in ints) if ints else 0, len(json.dumps(case, default=str))
+            sizes = [i for k, v in case.items() if k != "seed" for i in ints(v)]  # shapes may be lists: [m, n]
+            return math.prod(sizes) if sizes else 0, len(json.dumps(case, default=str))
 
         return min(self.task.tests, key=size)
 
