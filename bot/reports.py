@@ -21,6 +21,7 @@ from leaderboards.results import (
     RankChangeView,
     Ranking,
     SubmissionDetails,
+    SubmissionReceipt,
     SubmissionStatus,
     SubmissionSummary,
     TaskView,
@@ -120,6 +121,15 @@ def status_text(status: SubmissionStatus, *, public: bool = True) -> str:
     if status.deleted:
         lines.append("(this submission was deleted by an admin)")
     return quiet("\n".join(lines))
+
+
+def thread_intro(receipt: SubmissionReceipt) -> str:
+    """The first message of a submission's private thread."""
+    return (
+        f"The report of submission #{receipt.submission_id} (`{safe(receipt.file_name, 60)}` on "
+        f"**{receipt.leaderboard}**, {receipt.mode}) comes here when it has run: results, messages and logs, "
+        "for you (and the server's moderators) only."
+    )
 
 
 def public_report(status: SubmissionStatus, details_where: str) -> str:

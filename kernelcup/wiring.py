@@ -99,7 +99,8 @@ def reference_check() -> ReferenceCheck:
     except ImportError:
         raise SettingsError(
             "this installation's runner cannot run a problem's reference (runners.entry.check_reference is "
-            "missing); update kernelcup, or pass --skip-run to sync without running the references"
+            "missing): update kernelcup. Without it, `problems validate` without --run and `problems sync --skip-run` "
+            "make every other check"
         ) from None
     settings = load(RunnerSettings)
 

@@ -23,7 +23,7 @@ from bot.follow import AuthorChannel, StatusMessage, follow_submission
 from bot.limits import File, Reply
 from bot.replies import Refused, defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
-from bot.reports import report, show_text, status_text, submissions_text, task_reply
+from bot.reports import report, show_text, status_text, submissions_text, task_reply, thread_intro
 from leaderboards.errors import FileTooLarge
 from leaderboards.results import Ranking, SubmissionReceipt
 
@@ -160,11 +160,7 @@ async def private_thread(interaction: discord.Interaction, receipt: SubmissionRe
             invitable=False,
         )
         await thread.add_user(interaction.user)
-        await thread.send(
-            f"The report of submission #{receipt.submission_id} (`{receipt.file_name}` on "
-            f"**{receipt.leaderboard}**, {receipt.mode}) comes here when it has run: results, messages and logs, "
-            "for you (and the server's moderators) only."
-        )
+        await thread.send(thread_intro(receipt))
     except discord.HTTPException as exc:
         log.warning("could not open a private thread for submission %s: %s", receipt.submission_id, exc)
         return None
