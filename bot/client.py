@@ -4,6 +4,11 @@
 ``bot/commands/`` reach both through ``interaction.client``. Nothing connects in the constructor:
 ``setup_hook`` (run by discord.py after login) registers and syncs the commands and starts the
 background tasks (announcements, and the in-process worker when ``kernelcup bot`` runs one).
+
+The bot serves only the servers in ``DISCORD_GUILD_IDS``: its commands are synced to those servers alone (the
+global list is emptied at start, so a version that synced globally leaves nothing behind), an interaction from
+anywhere else is refused, and it leaves any other server it finds itself in. Its messages mention nobody unless
+a message says so (``allowed_mentions``).
 """
 
 from __future__ import annotations
@@ -17,17 +22,35 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord import app_commands
 
+from bot.cooldowns import Cooldowns
 from bot.peaks import parse_peaks, peak_lookup
-from bot.replies import on_tree_error
+from bot.replies import Refused, on_tree_error
 from bot.settings import BotSettings
 
 if TYPE_CHECKING:
+    from leaderboards.problem_rules import DeviceCheck
     from leaderboards.service import LeaderboardService
+    from leaderboards.sync import ReferenceCheck
 
 log = logging.getLogger(__name__)
 
 Background = Callable[[], Awaitable[Any]]
 """A coroutine factory run as a task for the bot's lifetime (e.g. the in-process worker)."""
+
+
+NOT_HERE = "This bot serves only its own servers; nothing was done."
+
+
+class ServedTree(app_commands.CommandTree):
+    """The command tree, answering only interactions from the configured servers (``DISCORD_GUILD_IDS``)."""
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        settings: BotSettings = interaction.client.settings  # type: ignore[attr-defined]
+        if interaction.guild_id is not None and interaction.guild_id in settings.guild_ids:
+            return True
+        if interaction.type is discord.InteractionType.autocomplete:
+            return False  # offers nothing; there is no message to show under a half-typed option
+        raise Refused(NOT_HERE)
 
 
 class KernelcupBot(discord.Client):
@@ -37,18 +60,27 @@ class KernelcupBot(discord.Client):
         settings: BotSettings,
         *,
         background: Sequence[Background] = (),
+        reference_check: Callable[[], ReferenceCheck] | None = None,
+        device_check: DeviceCheck | None = None,
     ) -> None:
-        # Slash commands need no privileged intents (no message content, no member list).
-        super().__init__(intents=discord.Intents.default())
+        """``reference_check`` and ``device_check`` are what ``/admin sync`` checks a problem set with, as
+        ``kernelcup problems sync`` does (the composition root builds them; without them it skips those checks)."""
+        # Slash commands need no privileged intents (no message content, no member list). No message pings anyone
+        # unless it allows it itself (announcements mention the user they are about).
+        super().__init__(intents=discord.Intents.default(), allowed_mentions=discord.AllowedMentions.none())
         self.service = service
         self.settings = settings
-        self.tree = app_commands.CommandTree(self)
+        self.reference_check = reference_check
+        self.device_check = device_check
+        self.tree = ServedTree(self)
         self.tree.on_error = on_tree_error  # type: ignore[method-assign]
         self.peak_for = peak_lookup(parse_peaks(settings.device_peaks))
         self._background = list(background)
         self._tasks: list[asyncio.Task[Any]] = []
         self._served: list[asyncio.Task[Any]] = []
         """The tasks of ``background`` (the in-process worker), awaited on a graceful stop."""
+        self.cooldowns = Cooldowns()
+        """Per-user command budgets (``bot.cooldowns``)."""
         self.followers: dict[int, asyncio.Task[None]] = {}
         """Live status followers by submission id (one per submission, even if asked twice)."""
 
@@ -59,16 +91,44 @@ class KernelcupBot(discord.Client):
 
         self.tree.add_command(LeaderboardCommands())
         self.tree.add_command(AdminCommands())
-        if self.settings.guild_id is not None:
-            guild = discord.Object(id=self.settings.guild_id)
+        guilds = [discord.Object(id=g) for g in self.settings.guild_ids]
+        for guild in guilds:
             self.tree.copy_global_to(guild=guild)
+        self.tree.clear_commands(guild=None)
+        await self.tree.sync()  # an empty global list: commands an older, globally synced version left are removed
+        for guild in guilds:
             await self.tree.sync(guild=guild)
-        else:
-            await self.tree.sync()
         if self.settings.announce_channel_id is not None:
             self._start(announce_loop(self), "announcements")
         for factory in self._background:
             self._served.append(self._start(factory(), getattr(factory, "__name__", "background")))
+
+    async def on_ready(self) -> None:
+        for guild in list(self.guilds):
+            await self._leave_unless_served(guild)
+        self._check_admin_roles()
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        await self._leave_unless_served(guild)
+
+    async def on_guild_available(self, guild: discord.Guild) -> None:
+        await self._leave_unless_served(guild)
+
+    async def _leave_unless_served(self, guild: discord.Guild) -> None:
+        if guild.id in self.settings.guild_ids:
+            return
+        log.warning("leaving server %r (%s): it is not in DISCORD_GUILD_IDS", guild.name, guild.id)
+        try:
+            await guild.leave()
+        except discord.HTTPException:
+            log.exception("could not leave server %s; its interactions are refused meanwhile", guild.id)
+
+    def _check_admin_roles(self) -> None:
+        """Say at start which configured admin role is in none of the served servers (a typo locks admins out)."""
+        served = [g for g in self.guilds if g.id in self.settings.guild_ids]
+        for role_id in self.settings.admin_role_ids:
+            if served and not any(g.get_role(role_id) for g in served):
+                log.warning("DISCORD_ADMIN_ROLE_IDS: role %s is in none of the servers of DISCORD_GUILD_IDS", role_id)
 
     def _start(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)

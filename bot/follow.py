@@ -1,9 +1,13 @@
-"""The live status message: follow one submission and keep its message up to date, then show the report.
+"""The live status message: follow one submission and keep its message up to date, then report to its author.
 
 One follower per submission polls ``submission_status`` (progress events land in the database, written
 by whichever worker runs the job, in this process or another) and edits the message only when the text
-changed, at most once per ``status_interval_s``: Discord rate-limits message edits. When every job has
-finished it replaces the status with the final report and attaches logs and profiles.
+changed, at most once per ``status_interval_s``: Discord rate-limits message edits.
+
+The status message is public, so it carries status, verdict, score and rank only. When every job has finished,
+the full report (failing tests, benchmarks, messages that may quote the competitor's code, logs and profiles) goes
+to its author alone (``AuthorChannel``: the submission's private thread, else a message only they can see, else a
+direct message), and the public message ends with where the author finds it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import discord
 
 from bot.calls import call
 from bot.limits import Reply, fit
-from bot.reports import report, status_text
+from bot.reports import public_report, report, status_text
 from leaderboards.errors import UserError
 from leaderboards.results import SubmissionStatus, UserRef
 
@@ -57,6 +61,41 @@ class StatusMessage:
             self.message = await channel.send(content=reply.content, embeds=list(reply.embeds), files=files)
 
 
+class AuthorChannel:
+    """Where a submission's details go: its private thread when there is one, else a followup of the submitting
+    interaction that only its author sees (possible for 15 minutes), else a direct message."""
+
+    def __init__(
+        self, interaction: discord.Interaction, upload_limit: int, thread: discord.Thread | None = None
+    ) -> None:
+        self.interaction = interaction
+        self.upload_limit = upload_limit
+        self.thread = thread
+
+    async def send(self, reply: Reply, *, overflow_name: str) -> str | None:
+        """Send ``reply`` to the author; a sentence for the public message saying where it went (None: nowhere)."""
+        reply = fit(reply, upload_limit=self.upload_limit, overflow_name=overflow_name)
+        kwargs = {"content": reply.content or None, "embeds": list(reply.embeds)}
+        if self.thread is not None:
+            try:
+                await self.thread.send(**kwargs, files=reply.discord_files())
+                return f"Report and logs for its author: {self.thread.mention}"
+            except discord.HTTPException as exc:
+                log.warning("could not post to the private thread %s: %s", self.thread.id, exc)
+        if not self.interaction.is_expired():
+            try:
+                await self.interaction.followup.send(**kwargs, files=reply.discord_files(), ephemeral=True)
+                return "Report and logs went to its author (only they can see them)."
+            except discord.HTTPException as exc:
+                log.info("could not send the report privately through the interaction: %s", exc)
+        try:
+            await self.interaction.user.send(**kwargs, files=reply.discord_files())
+            return "Report and logs went to its author by direct message."
+        except discord.HTTPException as exc:
+            log.info("could not send the report by direct message: %s", exc)
+        return None
+
+
 async def _show(status_message: StatusMessage, reply: Reply, submission_id: int, **kwargs: str) -> bool:
     """Show ``reply``; a passing Discord error is logged and reported as False (the next round tries again)."""
     try:
@@ -68,9 +107,15 @@ async def _show(status_message: StatusMessage, reply: Reply, submission_id: int,
 
 
 async def follow_submission(
-    bot: KernelcupBot, submission_id: int, user: UserRef, status_message: StatusMessage, shown: str | None = None
+    bot: KernelcupBot,
+    submission_id: int,
+    user: UserRef,
+    status_message: StatusMessage,
+    shown: str | None = None,
+    author: AuthorChannel | None = None,
 ) -> None:
-    """Edit ``status_message`` (now showing ``shown``) as the submission moves, then show its final report.
+    """Edit ``status_message`` (now showing ``shown``) as the submission moves; at the end send the report to
+    ``author`` and end the public message with its verdicts and where the author finds the rest.
 
     A database or Discord hiccup skips one round (the next poll tries again) rather than ending the follower;
     after ``follow_timeout_s`` it stops and says where to look.
@@ -78,6 +123,7 @@ async def follow_submission(
     settings = bot.settings
     loop = asyncio.get_running_loop()
     give_up_at = loop.time() + settings.follow_timeout_s
+    delivered: str | None = None
     while True:
         status = None
         try:
@@ -85,9 +131,10 @@ async def follow_submission(
         except Exception:
             log.exception("could not read the status of submission %s; trying again", submission_id)
         if status is not None and status.done:
-            final = await _final_reply(bot, submission_id, user, status)
-            if final is not None and await _show(
-                status_message, final, submission_id, overflow_name=f"report-{submission_id}.txt"
+            if delivered is None:
+                delivered = await _deliver(bot, submission_id, user, status, author)
+            if delivered is not None and await _show(
+                status_message, Reply(content=public_report(status, delivered)), submission_id
             ):
                 return
         elif status is not None:
@@ -101,13 +148,20 @@ async def follow_submission(
         await asyncio.sleep(settings.status_interval_s)
 
 
-async def _final_reply(bot: KernelcupBot, submission_id: int, user: UserRef, status: SubmissionStatus) -> Reply | None:
-    """The report of a finished submission (its status alone if an admin deleted it meanwhile); None on a hiccup."""
+async def _deliver(
+    bot: KernelcupBot, submission_id: int, user: UserRef, status: SubmissionStatus, author: AuthorChannel | None
+) -> str | None:
+    """Send the finished submission's report to its author; the public message's last line, or None on a
+    hiccup (the next round tries again)."""
+    lookup = f"Its author sees the details with `/leaderboard submission {submission_id}`."
+    if status.deleted or author is None:
+        return lookup
     try:
         details = await call(bot.service.submission_details, submission_id, user)
     except UserError:  # deleted by an admin while it ran: the status says so
-        return Reply(content=status_text(status))
+        return lookup
     except Exception:
         log.exception("could not read the results of submission %s; trying again", submission_id)
         return None
-    return report(details, bot.peak_for)
+    where = await author.send(report(details, bot.peak_for), overflow_name=f"report-{submission_id}.txt")
+    return f"{where} {lookup}" if where else lookup

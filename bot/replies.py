@@ -42,11 +42,18 @@ async def defer(interaction: discord.Interaction) -> None:
 
 
 async def send(
-    interaction: discord.Interaction, reply: Reply, *, ephemeral: bool = True, overflow_name: str = "message.txt"
+    interaction: discord.Interaction,
+    reply: Reply,
+    *,
+    ephemeral: bool = True,
+    overflow_name: str = "message.txt",
+    view: discord.ui.View | None = None,
 ) -> discord.WebhookMessage:
     """Send ``reply`` (fitted to Discord's limits) as a followup of a deferred interaction."""
     reply = fit(reply, upload_limit=upload_limit(interaction), overflow_name=overflow_name)
     kwargs: dict[str, Any] = {"content": reply.content or None, "ephemeral": ephemeral, "wait": True}
+    if view is not None:
+        kwargs["view"] = view
     if reply.embeds:
         kwargs["embeds"] = list(reply.embeds)
     if reply.files:

@@ -45,9 +45,16 @@ def timestamp(when: datetime, style: str = "R") -> str:
     return f"<t:{int(when.timestamp())}:{style}>"
 
 
+def quiet(text: str) -> str:
+    """Text that came from a user (a file name, an exception message, program output) with its mentions made
+    inert: ``@everyone``, ``@here``, ``<@id>`` and ``<@&id>`` show as text and ping nobody, even where a message
+    allows mentions."""
+    return discord.utils.escape_mentions(text)
+
+
 def safe(text: str, limit: int = NAME_CHARS) -> str:
     """A user-chosen name made safe inside a code block and cut to ``limit`` characters."""
-    text = text.replace("`", "'").replace("\n", " ")
+    text = quiet(text.replace("`", "'").replace("\n", " "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -58,12 +65,22 @@ def _verdict(job: JobView) -> Verdict | None:
         return None
 
 
-def job_line(job: JobView) -> str:
-    """One line for one device of a submission, at any point of its life."""
+def queued_line(device: str, position: int | None, runner_online: bool | None, attempt: str = "") -> str:
+    if runner_online is False:  # "queued" for hours would hide that nothing serves this device right now
+        where = f" (#{position})" if position else ""
+        return f"{WAIT} **{device}**: no runner for {device} is online; your job waits in the queue{where}{attempt}"
+    where = f" (#{position} in the queue)" if position else ""
+    return f"{WAIT} **{device}**: queued{where}{attempt}"
+
+
+def job_line(job: JobView, *, public: bool = False) -> str:
+    """One line for one device of a submission, at any point of its life.
+
+    ``public``: for everyone in the channel: status, verdict, score and rank, never the runner's message (it can
+    quote the competitor's code and output; its author reads it privately)."""
     attempt = f" (attempt {job.attempts}/{job.max_attempts})" if job.attempts > 1 and not job.finished else ""
     if job.status == "queued":
-        where = f" (#{job.queue_position} in the queue)" if job.queue_position else ""
-        return f"{WAIT} **{job.device}**: queued{where}{attempt}"
+        return queued_line(job.device, job.queue_position, job.runner_online, attempt)
     if job.status == "running":
         phase = "started"
         if job.events:
@@ -86,8 +103,8 @@ def job_line(job: JobView) -> str:
         return " · ".join(parts)
     label = verdict.label if verdict is not None else job.status.replace("_", " ")
     text = f"{FAIL} **{job.device}**: {label}"
-    if job.error:
-        text += f": {one_line(job.error, 200)}"
+    if job.error and not public:
+        text += f": {quiet(one_line(job.error, 200))}"
     return text
 
 
@@ -96,24 +113,28 @@ def status_header(submission_id: int, leaderboard: str, file_name: str, mode: st
     return f"**Submission #{submission_id}** · `{file_name}` → **{leaderboard}** · {mode} · by {user_name}"
 
 
-def status_text(status: SubmissionStatus) -> str:
-    """The live status message: a header and one line per device."""
+def status_text(status: SubmissionStatus, *, public: bool = True) -> str:
+    """The live status message: a header and one line per device (``public``: nothing but status, verdict, score
+    and rank, as everyone in the channel sees it)."""
     lines = [status_header(status.submission_id, status.leaderboard, status.file_name, status.mode, status.user_name)]
-    lines.extend(job_line(job) for job in status.jobs)
+    lines.extend(job_line(job, public=public) for job in status.jobs)
     if status.deleted:
         lines.append("(this submission was deleted by an admin)")
-    return "\n".join(lines)
+    return quiet("\n".join(lines))
 
 
-def receipt_text(receipt: SubmissionReceipt) -> str:
-    """The first status message, straight from the receipt (before anything has run)."""
-    lines = [
-        status_header(receipt.submission_id, receipt.leaderboard, receipt.file_name, receipt.mode, receipt.user_name)
-    ]
-    for job in receipt.jobs:
-        where = f" (#{job.queue_position} in the queue)" if job.queue_position else ""
-        lines.append(f"{WAIT} **{job.device}**: queued{where}")
-    return "\n".join(lines)
+def thread_intro(receipt: SubmissionReceipt) -> str:
+    """The first message of a submission's private thread."""
+    return (
+        f"The report of submission #{receipt.submission_id} (`{safe(receipt.file_name, 60)}` on "
+        f"**{receipt.leaderboard}**, {receipt.mode}) comes here when it has run: results, messages and logs, "
+        "for you (and the server's moderators) only."
+    )
+
+
+def public_report(status: SubmissionStatus, details_where: str) -> str:
+    """The status message once every device is done: what everyone may see, and where its author finds the rest."""
+    return status_text(status) + f"\n{details_where}"
 
 
 def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -> Reply:
@@ -148,7 +169,7 @@ def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -
                 files.append(
                     File(f"profile-{status.submission_id}-{_file_safe(job.device)}.txt", result.profile.encode())
                 )
-    return Reply(content="\n".join(lines), files=tuple(files))
+    return Reply(content=quiet("\n".join(lines)), files=tuple(files))
 
 
 def _file_safe(name: str) -> str:

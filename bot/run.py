@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import discord
 
@@ -41,8 +41,8 @@ def start_error(exc: BaseException) -> BotStartError | None:
         return BotStartError("Discord refused the bot's intents; enable them in the developer portal (Bot -> Intents).")
     if isinstance(exc, discord.Forbidden) and exc.code == 50001:
         return BotStartError(
-            "The bot cannot register its slash commands in DISCORD_GUILD_ID's server: invite it with the "
-            "'applications.commands' scope, or check DISCORD_GUILD_ID."
+            "The bot cannot register its slash commands in a server of DISCORD_GUILD_IDS: invite it there with the "
+            "'applications.commands' scope, or check DISCORD_GUILD_IDS."
         )
     return None
 
@@ -57,11 +57,14 @@ def queue_server(worker: Worker, stop: asyncio.Event) -> Background:
     return serve_queue
 
 
-async def run_bot(service: LeaderboardService, settings: BotSettings, *, worker: Worker | None = None) -> None:
-    """Log in and serve until the bot is closed or the process gets SIGINT/SIGTERM."""
+async def run_bot(
+    service: LeaderboardService, settings: BotSettings, *, worker: Worker | None = None, **checks: Any
+) -> None:
+    """Log in and serve until the bot is closed or the process gets SIGINT/SIGTERM. ``checks``: the problem-set
+    checks of ``/admin sync`` (``reference_check``, ``device_check``; see ``KernelcupBot``)."""
     stop = asyncio.Event()
     background = [queue_server(worker, stop)] if worker is not None else []
-    bot = KernelcupBot(service, settings, background=background)
+    bot = KernelcupBot(service, settings, background=background, **checks)
     loop = asyncio.get_running_loop()
     grace = worker.settings.stop_grace_s if worker is not None else 0.0
 

@@ -6,14 +6,22 @@ each command (``kernelcup.settings``), so ``--help`` works with no configuration
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import typer
 
 from kernelcup.commands import bot, db, demo, leaderboard, problems, run, runners, submit, worker
 
+if TYPE_CHECKING:
+    from leaderboards.sync import ReferenceCheck
+
 COMMAND_MODULES = (run, problems, db, submit, leaderboard, worker, bot, runners, demo)
 
 
-def build_app() -> typer.Typer:
+def build_app(*, reference_check: Callable[[], ReferenceCheck] | None = None) -> typer.Typer:
+    """The CLI. ``reference_check`` builds the check ``problems validate --run`` and ``problems sync`` run
+    (default: ``kernelcup.wiring.reference_check``, the sandboxed runner's)."""
     app = typer.Typer(
         name="kernelcup",
         help="kernelcup: GPU kernel competitions. Submit kernels, check and time them, rank them per device.",
@@ -22,7 +30,10 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     for module in COMMAND_MODULES:
-        module.register(app)
+        if module is problems:
+            problems.register(app, reference_check=reference_check)
+        else:
+            module.register(app)
 
     @app.command()
     def version() -> None:

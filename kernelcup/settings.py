@@ -27,6 +27,8 @@ class SettingsError(Exception):
 
 
 def env_name(model: type[BaseSettings], field: str) -> str:
+    if field not in model.model_fields and field.upper() == field:  # already a variable's name (an alias)
+        return field
     info = model.model_fields.get(field)
     alias = info.validation_alias if info is not None else None
     if isinstance(alias, str):
@@ -43,7 +45,9 @@ def load(model: type[S], **overrides: object) -> S:
         lines = []
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else ""
-            what = "is required but not set" if err["type"] == "missing" else f"is invalid: {err['msg']}"
+            ctx = err.get("ctx", {})
+            msg = str(ctx["error"]) if err["type"] == "value_error" and "error" in ctx else err["msg"]
+            what = "is required but not set" if err["type"] == "missing" else f"is invalid: {msg}"
             lines.append(f"setting {env_name(model, field)} {what}")
         raise SettingsError(
             "; ".join(lines) + " (set it in the environment or in .env; see README 'Settings')"

@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kernelcup.settings import load
+from kernelcup.settings import SettingsError, load
 from leaderboards.db import Database, open_database
+from leaderboards.problem_rules import DeviceCheck
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
+from leaderboards.sync import ReferenceCheck
 from leaderboards.worker import Worker, WorkerSettings
+from runners.contract import RunRequest, RunResult
 from runners.launchers.base import Launcher
 
 LAUNCHER_CHOICES = ("routed", "local")
@@ -84,3 +87,41 @@ def build_worker(
         devices=devices,
         submission_id=submission_id,
     )
+
+
+def reference_check() -> ReferenceCheck:
+    """The reference check of ``problems validate --run`` and ``problems sync``: ``runners.entry.check_reference``
+    with this machine's runner settings (it runs generate -> reference -> check in the sandbox on the CPU)."""
+    from runners.settings import RunnerSettings
+
+    try:
+        from runners.entry import check_reference  # type: ignore[attr-defined]
+    except ImportError:
+        raise SettingsError(
+            "this installation's runner cannot run a problem's reference (runners.entry.check_reference is "
+            "missing): update kernelcup. Without it, `problems validate` without --run and `problems sync --skip-run` "
+            "make every other check"
+        ) from None
+    settings = load(RunnerSettings)
+
+    def check(request: RunRequest, /) -> RunResult:
+        return check_reference(request, settings=settings)
+
+    return check
+
+
+def device_check() -> DeviceCheck:
+    """Device name -> why no launcher is routed for it in ``KERNELCUP_ROUTES`` (None when one is)."""
+    from runners.launchers.base import LauncherError
+    from runners.routing import RoutingSettings, build_router
+
+    router = build_router(load(RoutingSettings))
+
+    def check(device: str) -> str | None:
+        try:
+            router.route_for(device)
+        except LauncherError as exc:
+            return str(exc)
+        return None
+
+    return check

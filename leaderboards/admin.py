@@ -8,8 +8,10 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
 
 from leaderboards import ranking
 from leaderboards.errors import (
@@ -28,12 +30,16 @@ from leaderboards.models import (
     User,
     Worker,
 )
+from leaderboards.problem_rules import devices_issue, leaderboard_name_issue, name_key
 from leaderboards.problems import Problem
 from leaderboards.queue import WORKER_ALIVE_S
 from leaderboards.results import (
     LeaderboardSummary,
     LeaderboardUpdate,
     QueueStats,
+    SetEntry,
+    SyncAction,
+    SyncItem,
     UsageStats,
     UserRef,
     UserView,
@@ -45,6 +51,10 @@ from leaderboards.snapshot import (
     incomparable_changes,
     snapshot,
 )
+
+
+class _NothingApplied(Exception):
+    """Rolls back a problem-set sync in which an entry needs --force."""
 
 
 class AdminMixin(ServiceBase):
@@ -64,41 +74,91 @@ class AdminMixin(ServiceBase):
         problem_set: str | None = None,
     ) -> LeaderboardSummary:
         name = name or problem.name
-        self._check_admin_values(name, deadline, devices, rate_limit_per_hour)
-        snap = snapshot(problem)
+        self._check_admin_values(deadline, devices, rate_limit_per_hour, new_name=name)
         with self.db.transaction() as s:
-            if s.scalar(select(Leaderboard.id).where(Leaderboard.name == name)) is not None:
-                raise AlreadyExists(f"A leaderboard named {name!r} already exists.")
-            lb = Leaderboard(
+            lb = self._create(
+                s,
+                problem,
                 name=name,
-                description=description if description is not None else problem.task.description,
-                deadline=deadline.astimezone(UTC),
-                task=snap,
-                lang=problem.task.lang.value,
-                devices=list(dict.fromkeys(devices)),
-                ranking_by=problem.task.ranking_by.value,
-                secret_seed=secrets.randbits(62),
+                deadline=deadline,
+                devices=devices,
                 creator=creator,
+                description=description,
                 visible=visible,
-                paused=False,
                 rate_limit_per_hour=rate_limit_per_hour,
-                fingerprint=fingerprint(snap),
                 problem_set=problem_set,
             )
-            s.add(lb)
-            s.flush()
-            self._audit(s, creator or "system", "create_leaderboard", name, fingerprint=lb.fingerprint)
             return self._summary(lb)
 
+    def _create(
+        self,
+        s: Session,
+        problem: Problem,
+        *,
+        name: str,
+        deadline: datetime,
+        devices: Sequence[str],
+        creator: str,
+        description: str | None = None,
+        visible: bool = True,
+        rate_limit_per_hour: int | None = None,
+        problem_set: str | None = None,
+    ) -> Leaderboard:
+        self._check_name_free(s, name)
+        snap = snapshot(problem)
+        lb = Leaderboard(
+            name=name,
+            description=description if description is not None else problem.task.description,
+            deadline=deadline.astimezone(UTC),
+            task=snap,
+            problem=problem.name,
+            lang=problem.task.lang.value,
+            devices=list(dict.fromkeys(devices)),
+            ranking_by=problem.task.ranking_by.value,
+            secret_seed=secrets.randbits(62),
+            creator=creator,
+            visible=visible,
+            paused=False,
+            rate_limit_per_hour=rate_limit_per_hour,
+            fingerprint=fingerprint(snap),
+            problem_set=problem_set,
+        )
+        s.add(lb)
+        s.flush()
+        self._audit(s, creator or "system", "create_leaderboard", name, fingerprint=lb.fingerprint)
+        return lb
+
+    def _check_name_free(self, s: Session, name: str) -> None:
+        """Refuse a new name that is taken, or that differs from a taken one only in case or look-alike characters
+        (``name_key``): two leaderboards people cannot tell apart."""
+        key = name_key(name)
+        for existing in s.scalars(select(Leaderboard.name)):
+            if existing == name:
+                raise AlreadyExists(f"A leaderboard named {name!r} already exists.")
+            if name_key(existing) == key:
+                raise AlreadyExists(
+                    f"A leaderboard named {existing!r} already exists; {name!r} differs from it only in case or "
+                    "look-alike characters. Choose another name."
+                )
+
     def _check_admin_values(
-        self, name: str, deadline: datetime | None, devices: Sequence[str] | None, rate: int | None
+        self,
+        deadline: datetime | None,
+        devices: Sequence[str] | None,
+        rate: int | None,
+        *,
+        new_name: str | None = None,
     ) -> None:
-        if not name or len(name) > 100 or not name.replace("-", "").replace("_", "").isalnum():
-            raise InvalidChange(f"{name!r} is not a usable leaderboard name (letters, digits, '-' and '_').")
+        if new_name is not None:
+            issue = leaderboard_name_issue(new_name)
+            if issue:
+                raise InvalidChange(issue[0].upper() + issue[1:] + ".")
         if deadline is not None and deadline.tzinfo is None:
             raise InvalidChange("The deadline needs a time zone (use UTC).")
-        if devices is not None and (not devices or any(not d or len(d) > 32 for d in devices)):
-            raise InvalidChange("A leaderboard needs at least one device name (at most 32 characters each).")
+        if devices is not None:
+            issue = devices_issue(devices) if devices else "a leaderboard needs at least one device"
+            if issue:
+                raise InvalidChange(issue[0].upper() + issue[1:] + ".")
         if rate is not None and rate < 1:
             raise InvalidChange("A rate limit is a positive number of submissions per hour (or none).")
 
@@ -116,39 +176,117 @@ class AdminMixin(ServiceBase):
     ) -> LeaderboardUpdate:
         """Change a leaderboard. A new problem whose reference, benchmarks, language or ranking rule differ needs
         ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
-        self._check_admin_values(name, deadline, devices, None)
+        self._check_admin_values(deadline, devices, None)
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
-            changed: list[str] = []
-            reset = False
             if problem is not None:
-                snap = snapshot(problem)
-                reasons = incomparable_changes(lb.task, snap)
+                reasons = incomparable_changes(lb.task, snapshot(problem))
                 if reasons and not force:
                     raise NeedsForce(name, reasons)
-                if snap != lb.task:
-                    changed.append("task")
-                    if description is None and lb.description != problem.task.description:
-                        description = problem.task.description
-                    lb.task, lb.lang, lb.ranking_by = snap, problem.task.lang.value, problem.task.ranking_by.value
-                if reasons:
-                    lb.fingerprint = fingerprint(snap)
-                    ranking.rebuild(s, lb)  # old runs no longer match the fingerprint: the ranking starts over
-                    reset = True
-            for attr, value in (
-                ("deadline", deadline.astimezone(UTC) if deadline else None),
-                ("devices", list(dict.fromkeys(devices)) if devices is not None else None),
-                ("description", description),
-                ("visible", visible),
-            ):
-                if value is not None and getattr(lb, attr) != value:
-                    setattr(lb, attr, value)
-                    changed.append(attr)
+            changed, reset = self._update(
+                s, lb, problem=problem, deadline=deadline, devices=devices, description=description, visible=visible
+            )
             if changed:
-                lb.updated_at = self.clock()
                 self._audit(s, actor or "system", "update_leaderboard", name, changed=changed, reset=reset)
             s.flush()
             return LeaderboardUpdate(self._summary(lb), tuple(changed), reset)
+
+    def _update(
+        self,
+        s: Session,
+        lb: Leaderboard,
+        *,
+        problem: Problem | None = None,
+        deadline: datetime | None = None,
+        devices: Sequence[str] | None = None,
+        description: str | None = None,
+        visible: bool | None = None,
+        problem_set: str | None = None,
+    ) -> tuple[list[str], bool]:
+        """Apply the changes (the caller has checked that incomparable ones are forced); the fields that changed,
+        and whether the ranking started over."""
+        changed: list[str] = []
+        reset = False
+        if problem is not None:
+            snap = snapshot(problem)
+            reasons = incomparable_changes(lb.task, snap)
+            if snap != lb.task:
+                changed.append("task")
+                if description is None and lb.description != problem.task.description:
+                    description = problem.task.description
+                lb.task, lb.lang, lb.ranking_by = snap, problem.task.lang.value, problem.task.ranking_by.value
+                lb.problem = problem.name
+            if reasons:
+                lb.fingerprint = fingerprint(snap)
+                ranking.rebuild(s, lb)  # old runs no longer match the fingerprint: the ranking starts over
+                reset = True
+        for attr, value in (
+            ("deadline", deadline.astimezone(UTC) if deadline else None),
+            ("devices", list(dict.fromkeys(devices)) if devices is not None else None),
+            ("description", description),
+            ("visible", visible),
+            ("problem_set", problem_set),
+        ):
+            if value is not None and getattr(lb, attr) != value:
+                setattr(lb, attr, value)
+                changed.append(attr.replace("_", " "))
+        if changed:
+            lb.updated_at = self.clock()
+        return changed, reset
+
+    def apply_problem_set(
+        self, problem_set: str, entries: Sequence[SetEntry], *, force: bool = False, actor: str = ""
+    ) -> tuple[tuple[SyncItem, ...], bool]:
+        """Create or update one leaderboard per entry, all in one transaction: every entry is applied or none.
+
+        Returns what each entry does and whether it was applied. Nothing is applied when an entry needs ``force``:
+        its scores would become incomparable (reference, benchmarks, language or ranking rule changed) or another
+        problem set owns the leaderboard. A ``UserError`` (e.g. a look-alike of an existing name) also leaves
+        everything as it was.
+        """
+        for e in entries:
+            self._check_admin_values(e.deadline, e.devices, None, new_name=e.name)
+        items: list[SyncItem] = []
+        try:
+            with self.db.transaction() as s:
+                for e in entries:
+                    items.append(self._apply_entry(s, problem_set, e, force=force, actor=actor))
+                if any(i.action is SyncAction.NEEDS_FORCE for i in items):
+                    raise _NothingApplied
+        except _NothingApplied:
+            return tuple(items), False
+        return tuple(items), True
+
+    def _apply_entry(self, s: Session, problem_set: str, e: SetEntry, *, force: bool, actor: str) -> SyncItem:
+        lb = s.scalar(select(Leaderboard).where(Leaderboard.name == e.name).with_for_update())
+        if lb is None:
+            self._create(
+                s,
+                e.problem,
+                name=e.name,
+                deadline=e.deadline,
+                devices=e.devices,
+                creator=actor,
+                problem_set=problem_set,
+            )
+            return SyncItem(e.name, SyncAction.CREATED)
+        reasons = incomparable_changes(lb.task, snapshot(e.problem))
+        if lb.problem_set is not None and lb.problem_set != problem_set:
+            reasons.insert(0, f"it belongs to problem set {lb.problem_set!r} (--force moves it to {problem_set!r})")
+        if reasons and not force:
+            return SyncItem(e.name, SyncAction.NEEDS_FORCE, reasons=tuple(reasons))
+        changed, reset = self._update(
+            s, lb, problem=e.problem, deadline=e.deadline, devices=e.devices, problem_set=problem_set
+        )
+        if not changed:
+            return SyncItem(e.name, SyncAction.UNCHANGED)
+        self._audit(s, actor or "system", "update_leaderboard", e.name, changed=changed, reset=reset)
+        return SyncItem(e.name, SyncAction.UPDATED, tuple(changed), ranking_reset=reset)
+
+    def task_snapshot(self, name: str) -> dict[str, Any]:
+        """The problem a leaderboard stores (task.yml as JSON, files, templates), hidden ones too: for admins."""
+        with self.db.transaction() as s:
+            return dict(self._leaderboard(s, name).task)
 
     def delete_leaderboard(self, name: str, *, actor: str = "") -> None:
         """Delete a leaderboard with all its submissions, jobs and runs."""
@@ -206,7 +344,7 @@ class AdminMixin(ServiceBase):
 
     def set_rate_limit(self, name: str, per_hour: int | None, *, actor: str = "") -> LeaderboardSummary:
         """Submissions per user per hour on this leaderboard; None falls back to KERNELCUP_RATE_LIMIT_PER_HOUR."""
-        self._check_admin_values(name, None, None, per_hour)
+        self._check_admin_values(None, None, per_hour)
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
             lb.rate_limit_per_hour = per_hour

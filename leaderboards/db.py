@@ -44,7 +44,11 @@ def _sqlite_begin(conn: Any) -> None:
 
 
 def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
-    """An engine for ``url`` with the per-dialect settings the platform relies on. No I/O happens here."""
+    """An engine for ``url`` with the per-dialect settings the platform relies on. No I/O happens here.
+
+    Bound parameters are hidden from every error and log line the engine writes (``hide_parameters``): they
+    include the secret seed of a leaderboard and the code of submissions."""
+    kwargs.setdefault("hide_parameters", True)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {}).setdefault("timeout", 30)

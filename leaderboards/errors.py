@@ -65,6 +65,16 @@ class InvalidSubmission(UserError):
     """Wrong file type, too large, empty, not text, wrong mode."""
 
 
+class FileTooLarge(InvalidSubmission):
+    """A submission file over ``KERNELCUP_MAX_SUBMISSION_BYTES``; surfaces raise it from the file's size before
+    reading it, the service from its content."""
+
+    def __init__(self, name: str, size: int, limit: int) -> None:
+        super().__init__(f"{name} is {size / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB.")
+        self.size = size
+        self.limit = limit
+
+
 class RateLimited(UserError):
     def __init__(self, message: str, retry_at: datetime) -> None:
         super().__init__(message)

@@ -130,6 +130,9 @@ class Leaderboard(Base):
         deferred=True,  # tens of KB of files: loaded only where used, not for every ranking or submission check
         comment="snapshot: {'problem', 'task' (task.yml as JSON), 'files', 'templates'}",
     )
+    problem: Mapped[str] = mapped_column(
+        String(200), default="", server_default="", comment="the problem folder's name: lists never load the task"
+    )
     lang: Mapped[str] = mapped_column(String(8))
     devices: Mapped[list[str]] = mapped_column(JSONType)
     ranking_by: Mapped[str] = mapped_column(String(8))

@@ -10,20 +10,44 @@ A problem folder::
 
 A problem set (``problems/<set>.yaml``) is validated by ``ProblemSet``. Loading never imports the
 reference (that needs PyTorch and runs user-facing code); it parses it to check that the three
-functions exist.
+functions exist and that every case's keys are parameters of ``generate_input``.
+
+Problem files are trusted to be honest, not to be well-formed: every file is read through
+``leaderboards.problem_files`` (regular files only, size caps, bounded YAML), and the models below cap the
+number of cases, the timeouts and the snapshot a leaderboard stores. A mistake is a ``FormatIssue`` naming the
+file, the field and what was expected, never a traceback.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from leaderboards.problem_files import MAX_FILE_BYTES, MAX_YAML_BYTES, FileRefused, load_yaml, read_text
+from leaderboards.problem_rules import (
+    MAX_CASES,
+    MAX_DEVICES,
+    MAX_PROBLEM_FILES,
+    MAX_SET_PROBLEMS,
+    MAX_SNAPSHOT_BYTES,
+    MAX_TEMPLATES,
+    MAX_TIMEOUT_S,
+    TEMPLATE_LABEL,
+    DeviceCheck,
+    check_cases,
+    devices_issue,
+    leaderboard_name_issue,
+    name_key,
+)
 from runners.contract import Language, Limits, Mode, RankingRule, RunRequest, SubmissionFile
 
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
@@ -68,41 +92,107 @@ class Task(_Strict):
     templates: dict[str, str] = Field(
         default_factory=dict, description="Starter files by language label (pytorch, triton, cuda-inline, cuda)."
     )
-    tests: list[Case] = Field(min_length=1)
-    benchmarks: list[Case] = Field(min_length=1)
+    tests: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_CASES)
+    benchmarks: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_CASES)
     ranking_by: RankingRule = RankingRule.GEOMEAN
-    test_timeout_s: Annotated[float, Field(gt=0)] = 180.0
-    benchmark_timeout_s: Annotated[float, Field(gt=0)] = 300.0
-    ranked_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    test_timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 180.0
+    benchmark_timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 300.0
+    ranked_timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 600.0
 
     @field_validator("files")
     @classmethod
     def _reference_first(cls, files: list[str]) -> list[str]:
         if "reference.py" not in files:
             raise ValueError("must include reference.py (the runner imports it to generate inputs and check outputs)")
+        if len(files) > MAX_PROBLEM_FILES:
+            raise ValueError(f"lists {len(files)} files; at most {MAX_PROBLEM_FILES} travel with a problem")
+        twice = sorted({f for f in files if files.count(f) > 1})
+        if twice:
+            raise ValueError(f"lists {', '.join(map(repr, twice))} twice")
         return files
+
+    @field_validator("templates")
+    @classmethod
+    def _template_labels(cls, templates: dict[str, str]) -> dict[str, str]:
+        if len(templates) > MAX_TEMPLATES:
+            raise ValueError(f"has {len(templates)} templates; at most {MAX_TEMPLATES}")
+        for label in templates:
+            if not TEMPLATE_LABEL.fullmatch(label):
+                raise ValueError(f"{label!r} is not a template label (1 to 32 ASCII letters, digits, '.', '_', '-')")
+        return templates
+
+    @field_validator("tests", "benchmarks")
+    @classmethod
+    def _typed_cases(cls, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return check_cases(cases)
 
 
 class ProblemSetEntry(_Strict):
     directory: str = Field(description="The problem folder, relative to the problem-set file.")
     name: str | None = Field(default=None, description="The leaderboard name; the folder's name if omitted.")
     deadline: datetime = Field(description="UTC; a time without a zone is read as UTC.")
-    devices: list[str] = Field(min_length=1)
+    devices: list[str] = Field(min_length=1, max_length=MAX_DEVICES)
+
+    @field_validator("directory")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        parts = PurePosixPath(value.replace("\\", "/")).parts
+        if not value.strip() or value.startswith(("/", "\\")) or ".." in parts:
+            raise ValueError(f"{value!r} must be a folder inside the problem set's folder (a relative path)")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        issue = leaderboard_name_issue(value) if value is not None else None
+        if issue:
+            raise ValueError(issue)
+        return value
+
+    @field_validator("deadline", mode="before")
+    @classmethod
+    def _not_a_number(cls, value: Any) -> Any:
+        text = str(value).strip() if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+        if text is not None and re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", text):
+            raise ValueError(
+                f"{value!r} is a number, which would be read as seconds since 1970; "
+                "write the date like 2030-12-31 or 2030-12-31T23:59:59Z"
+            )
+        return value
 
     @field_validator("deadline")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        try:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(f"{value.isoformat()} is out of the range of dates (in UTC)") from None
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, devices: list[str]) -> list[str]:
+        issue = devices_issue(devices)
+        if issue:
+            raise ValueError(issue)
+        return devices
+
+    @model_validator(mode="after")
+    def _usable_name(self) -> ProblemSetEntry:
+        if self.name is None:
+            issue = leaderboard_name_issue(self.leaderboard_name)
+            if issue:
+                raise ValueError(f"{issue}; give the entry a 'name:'")
+        return self
 
     @property
     def leaderboard_name(self) -> str:
-        return self.name or Path(self.directory).name
+        return self.name or PurePosixPath(self.directory.replace("\\", "/")).name
 
 
 class ProblemSet(_Strict):
-    name: str
+    name: str = Field(min_length=1, max_length=200)
     description: str = ""
-    problems: list[ProblemSetEntry] = Field(min_length=1)
+    problems: list[ProblemSetEntry] = Field(min_length=1, max_length=MAX_SET_PROBLEMS)
 
 
 @dataclass(frozen=True)
@@ -117,6 +207,30 @@ class Problem:
     @property
     def name(self) -> str:
         return self.path.name
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a leaderboard stores of its problem (``leaderboards.snapshot``): plain JSON values."""
+        return {
+            "problem": self.name,
+            "task": self.task.model_dump(mode="json"),
+            "files": dict(self.files),
+            "templates": dict(self.templates),
+        }
+
+    def smallest_test(self) -> dict[str, Any]:
+        """The test case with the fewest elements (the product of its integer sizes, seeds left out): the one a
+        reference check runs."""
+
+        def ints(value: Any) -> list[int]:
+            if isinstance(value, list):
+                return [i for item in value for i in ints(item)]
+            return [abs(value)] if isinstance(value, int) and not isinstance(value, bool) else []
+
+        def size(case: dict[str, Any]) -> tuple[float, int]:
+            sizes = [i for k, v in case.items() if k != "seed" for i in ints(v)]  # shapes may be lists: [m, n]
+            return math.prod(sizes) if sizes else 0, len(json.dumps(case, default=str))
+
+        return min(self.task.tests, key=size)
 
     def request(
         self,
@@ -153,43 +267,90 @@ class Problem:
         )
 
 
-def _pydantic_issues(file: Path, exc: ValidationError) -> list[FormatIssue]:
+def _pydantic_issues(file: Path, exc: ValidationError, prefix: str = "") -> list[FormatIssue]:
     issues = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = prefix + ".".join(str(p) for p in err["loc"])
         expected = err["msg"]
         if err["type"] == "missing":
             expected = "this field is required"
         elif err["type"] == "extra_forbidden":
             expected = "unknown field (check its spelling)"
+        elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
+            expected = str(err["ctx"]["error"])
         issues.append(FormatIssue(str(file), loc, expected))
     return issues
 
 
+def _yaml_message(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line: where, then what (PyYAML's own text spans several lines)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return f"not valid YAML: {where}{exc.problem}"
+    return f"not valid YAML: {' '.join(str(exc).split())}"
+
+
 def _read_yaml(file: Path) -> tuple[Any, list[FormatIssue]]:
     try:
-        return yaml.safe_load(file.read_text(encoding="utf-8")), []
-    except FileNotFoundError:
-        return None, [FormatIssue(str(file), "", "file not found")]
+        return load_yaml(read_text(file, MAX_YAML_BYTES)), []
+    except FileRefused as exc:
+        return None, [FormatIssue(str(file), "", "file not found" if str(exc) == "does not exist" else str(exc))]
     except yaml.YAMLError as exc:
-        return None, [FormatIssue(str(file), "", f"not valid YAML: {exc}")]
-    except UnicodeDecodeError:
-        return None, [FormatIssue(str(file), "", "not UTF-8 text")]
+        return None, [FormatIssue(str(file), "", _yaml_message(exc))]
+    except ValueError as exc:
+        return None, [FormatIssue(str(file), "", str(exc))]
 
 
-def _check_reference(file: Path, source: str) -> list[FormatIssue]:
+def _check_reference(file: Path, source: str, task: Task | None = None) -> list[FormatIssue]:
     try:
         tree = ast.parse(source, filename=str(file))
     except SyntaxError as exc:
         return [FormatIssue(str(file), f"line {exc.lineno}", f"syntax error: {exc.msg}")]
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return [FormatIssue(str(file), "", f"cannot be parsed as Python ({type(exc).__name__})")]
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     defined |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    return [
+    issues = [
         FormatIssue(str(file), name, "must be defined at module level")
         for name in REFERENCE_FUNCTIONS
         if name not in defined
     ]
+    if task is not None:
+        issues.extend(_check_case_keys(file, tree, task))
+    return issues
+
+
+def _check_case_keys(file: Path, tree: ast.Module, task: Task) -> list[FormatIssue]:
+    """Every case's keys are keyword arguments ``generate_input`` takes, and no case lacks one it needs.
+
+    Only a plain ``def generate_input(...)`` is checked (one that is assigned or imported is left to
+    ``validate --run``); the last definition wins, as at import."""
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate_input"]
+    if not defs:
+        return []
+    args = defs[-1].args
+    named = [*args.args, *args.kwonlyargs]
+    takes = {a.arg for a in named}
+    required = {a.arg for a in args.args[: len(args.args) - len(args.defaults)]}
+    required |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None}
+    signature = f"generate_input({', '.join(a.arg for a in named)}{', **' + args.kwarg.arg if args.kwarg else ''})"
+    task_file = str(file.with_name("task.yml"))
+    issues = []
+    for kind in ("tests", "benchmarks"):
+        for i, case in enumerate(getattr(task, kind)):
+            unknown = [] if args.kwarg else sorted(set(case) - takes)
+            missing = sorted(required - set(case))
+            where = f"{kind}.{i}"
+            if unknown:
+                verb = "is not a parameter" if len(unknown) == 1 else "are not parameters"
+                what = f"{', '.join(map(repr, unknown))} {verb} of {signature} in reference.py"
+                issues.append(FormatIssue(task_file, where, what))
+            if missing:
+                what = f"lacks {', '.join(map(repr, missing))}, which {signature} needs"
+                issues.append(FormatIssue(task_file, where, what))
+    return issues
 
 
 def load_problem(path: Path | str) -> Problem:
@@ -216,11 +377,25 @@ def load_problem(path: Path | str) -> Problem:
         for label, rel in task.templates.items():
             issues.extend(_read_into(templates, path, rel, task_file, f"templates.{label}", key=label))
         if "reference.py" in files:
-            issues.extend(_check_reference(path / "reference.py", files["reference.py"]))
+            issues.extend(_check_reference(path / "reference.py", files["reference.py"], task))
     if issues:
         raise ProblemFormatError(issues)
     assert task is not None
-    return Problem(path=path, task=task, files=files, templates=templates)
+    problem = Problem(path=path, task=task, files=files, templates=templates)
+    size = len(json.dumps(problem.snapshot(), allow_nan=False, separators=(",", ":")).encode())
+    if size > MAX_SNAPSHOT_BYTES:
+        raise ProblemFormatError(
+            [
+                FormatIssue(
+                    str(path),
+                    "",
+                    f"task.yml, its files and templates come to {size / (1 << 20):.1f} MiB; a leaderboard stores "
+                    f"at most {MAX_SNAPSHOT_BYTES // (1 << 20)} MiB (keep large data out of the problem folder: "
+                    "generate_input makes the inputs)",
+                )
+            ]
+        )
+    return problem
 
 
 def _read_into(
@@ -230,40 +405,72 @@ def _read_into(
     if root.resolve() not in target.parents:
         return [FormatIssue(str(task_file), field_name, f"{rel!r} must be a path inside the problem folder")]
     try:
-        out[key or rel] = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return [FormatIssue(str(task_file), field_name, f"{rel!r} does not exist in {root}")]
-    except UnicodeDecodeError:
-        return [FormatIssue(str(task_file), field_name, f"{rel!r} is not UTF-8 text")]
+        out[key or rel] = read_text(target, MAX_FILE_BYTES)
+    except FileRefused as exc:
+        where = f" in {root}" if str(exc) == "does not exist" else ""
+        return [FormatIssue(str(task_file), field_name, f"{rel!r} {exc}{where}")]
     return []
 
 
-def load_problem_set(file: Path | str) -> tuple[ProblemSet, dict[str, Problem]]:
+def load_problem_set(
+    file: Path | str, *, device_check: DeviceCheck | None = None
+) -> tuple[ProblemSet, dict[str, Problem]]:
     """Load a problem-set file and every problem it lists, keyed by leaderboard name.
 
-    Raises ``ProblemFormatError`` with every error of the set file and of each problem folder.
+    Raises ``ProblemFormatError`` with every error of the set file and of each problem folder. ``device_check``
+    (built from the routes by the composition root) refuses devices no runner can serve.
     """
     file = Path(file)
     raw, issues = _read_yaml(file)
     if issues:
         raise ProblemFormatError(issues)
+    if not isinstance(raw, dict):
+        raise ProblemFormatError([FormatIssue(str(file), "", "expected a mapping with name and problems")])
     try:
         pset = ProblemSet.model_validate(raw)
     except ValidationError as exc:
         raise ProblemFormatError(_pydantic_issues(file, exc)) from None
     problems: dict[str, Problem] = {}
+    keys: dict[str, tuple[int, str]] = {}
+    loaded: dict[Path, Problem] = {}
     for i, entry in enumerate(pset.problems):
         name = entry.leaderboard_name
-        if name in problems:
-            issues.append(FormatIssue(str(file), f"problems.{i}.name", f"leaderboard name {name!r} is used twice"))
+        first = keys.setdefault(name_key(name), (i, name))
+        if first[0] != i:
+            same = "" if first[1] == name else f" (as {first[1]!r}: names are compared ignoring case and look-alikes)"
+            issues.append(
+                FormatIssue(str(file), f"problems.{i}.name", f"leaderboard name {name!r} is used twice{same}")
+            )
+            continue
+        if device_check is not None:
+            for d in entry.devices:
+                why = device_check(d)
+                if why:
+                    issues.append(FormatIssue(str(file), f"problems.{i}.devices", why))
+        folder = (file.parent / entry.directory).resolve()
+        if folder in loaded:
+            problems[name] = loaded[folder]
             continue
         try:
-            problems[name] = load_problem(file.parent / entry.directory)
+            problems[name] = loaded[folder] = load_problem(file.parent / entry.directory)
         except ProblemFormatError as exc:
             issues.extend(exc.errors)
     if issues:
         raise ProblemFormatError(issues)
     return pset, problems
+
+
+def deadline_warnings(file: Path | str, pset: ProblemSet, now: datetime) -> list[FormatIssue]:
+    """Entries whose deadline has passed: their leaderboards would be closed from the start."""
+    return [
+        FormatIssue(
+            str(file),
+            f"problems.{i}.deadline",
+            f"{entry.deadline:%Y-%m-%d %H:%M} UTC is in the past: {entry.leaderboard_name!r} will refuse submissions",
+        )
+        for i, entry in enumerate(pset.problems)
+        if entry.deadline <= now
+    ]
 
 
 def submission_language(file_name: str) -> Language | None:

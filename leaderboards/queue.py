@@ -50,6 +50,11 @@ MAX_DETAIL = 2000
 """Longest event detail / job error stored (launcher messages can be long)."""
 
 
+def serves(worker_devices: Sequence[str], device: str) -> bool:
+    """Whether a worker registered for ``worker_devices`` serves ``device`` (no devices: every device)."""
+    return not worker_devices or device.casefold() in {d.casefold() for d in worker_devices}
+
+
 def new_worker_id() -> str:
     """A worker id unique across hosts and restarts: host, pid and a nonce."""
     return f"{socket.gethostname()[:120]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -413,11 +418,7 @@ class JobQueue:
                 rows = s.scalars(
                     select(WorkerRow).where(WorkerRow.heartbeat_at >= since, WorkerRow.stopped_at.is_(None))
                 ).all()
-                return [
-                    w.id
-                    for w in rows
-                    if device is None or not w.devices or device.casefold() in {d.casefold() for d in w.devices}
-                ]
+                return [w.id for w in rows if device is None or serves(w.devices, device)]
 
         return self._retry(tx, "alive_workers")
 

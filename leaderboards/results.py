@@ -6,6 +6,7 @@ it passed (a competitor needs to know why a submission is not ranked).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -71,6 +72,9 @@ class JobView:
     rank: int | None
     """The submission's current rank on this device if it is the user's ranked best, else None."""
     events: tuple[JobEventView, ...] = ()
+    runner_online: bool | None = None
+    """For a queued job: whether a live worker (heartbeat within ``leaderboards.queue.WORKER_ALIVE_S``) serves its
+    device; None when the job is not waiting."""
 
     @property
     def finished(self) -> bool:
@@ -191,6 +195,36 @@ class LeaderboardUpdate:
     ranking_reset: bool
     """True when a forced change made old scores incomparable and the ranking started over."""
     created: bool = False
+
+
+class SyncAction(enum.StrEnum):
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    NEEDS_FORCE = "needs --force"
+
+
+@dataclass(frozen=True)
+class SyncItem:
+    """What a problem-set sync does (or would do) to one leaderboard."""
+
+    leaderboard: str
+    action: SyncAction
+    changed: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    """Why it needs --force (scores would become incomparable, or another set owns it)."""
+    ranking_reset: bool = False
+
+
+@dataclass(frozen=True)
+class SetEntry:
+    """One leaderboard of a problem set, as ``apply_problem_set`` takes it (the problem already validated)."""
+
+    name: str
+    problem: Any
+    """The ``leaderboards.problems.Problem``."""
+    deadline: datetime
+    devices: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,12 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, undefer
+from sqlalchemy.orm import Session
 
 from leaderboards.admin import AdminMixin
 from leaderboards.errors import (
     Banned,
+    FileTooLarge,
     InvalidChange,
     InvalidSubmission,
     LeaderboardClosed,
@@ -155,7 +156,7 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             )
         limit = self.settings.max_submission_bytes
         if len(content) > limit:
-            raise InvalidSubmission(f"{name} is {len(content) / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB.")
+            raise FileTooLarge(name, len(content), limit)
         if not content.strip():
             raise InvalidSubmission(f"{name} is empty.")
         try:
@@ -252,7 +253,8 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                     .group_by(Submission.leaderboard_id)
                 ).all()
             )
-            stmt = select(Leaderboard).options(undefer(Leaderboard.task)).order_by(Leaderboard.name)
+            # The task snapshot (deferred) is never loaded for a list: everything a list shows has its own column.
+            stmt = select(Leaderboard).order_by(Leaderboard.name)
             if not include_hidden:
                 stmt = stmt.where(Leaderboard.visible.is_(True))
             return tuple(self._summary(lb, int(counts.get(lb.id, 0))) for lb in s.scalars(stmt))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -33,8 +33,10 @@ from leaderboards.models import (
     Run,
     Submission,
     User,
+    Worker,
     utcnow,
 )
+from leaderboards.queue import WORKER_ALIVE_S, serves
 from leaderboards.results import (
     JobEventView,
     JobView,
@@ -120,7 +122,7 @@ class ServiceBase:
             submissions=submissions,
             created_at=lb.created_at,
             creator=lb.creator,
-            problem=str(lb.task.get("problem", "")),
+            problem=lb.problem,
         )
 
     def _queue_position(self, s: Session, job: Job) -> int | None:
@@ -133,7 +135,15 @@ class ServiceBase:
         )
         return int(ahead or 0) + 1
 
-    def _job_view(self, s: Session, job: Job, *, events: bool = True) -> JobView:
+    def _runner_online(self, s: Session) -> Callable[[str], bool]:
+        """Device -> whether a live worker (``WORKER_ALIVE_S``, as ``queue_stats`` counts them) serves it."""
+        since = self.clock() - timedelta(seconds=WORKER_ALIVE_S)
+        alive = s.scalars(select(Worker.devices).where(Worker.heartbeat_at >= since, Worker.stopped_at.is_(None))).all()
+        return lambda device: any(serves(devices, device) for devices in alive)
+
+    def _job_view(
+        self, s: Session, job: Job, *, events: bool = True, online: Callable[[str], bool] | None = None
+    ) -> JobView:
         runs = {r.secret: r for r in s.scalars(select(Run).where(Run.job_id == job.id))}
         public, secret = runs.get(False), runs.get(True)
         rank = None
@@ -166,10 +176,13 @@ class ServiceBase:
             secret_passed=secret.passed if secret is not None else None,
             rank=rank,
             events=event_views,
+            runner_online=online(job.device) if online is not None and job.status == JobStatus.QUEUED else None,
         )
 
     def _status(self, s: Session, sub: Submission, *, events: bool = True) -> SubmissionStatus:
         jobs = s.scalars(select(Job).where(Job.submission_id == sub.id).order_by(Job.id)).all()
+        waiting = any(j.status == JobStatus.QUEUED for j in jobs)
+        online = self._runner_online(s) if waiting else None
         return SubmissionStatus(
             submission_id=sub.id,
             leaderboard=sub.leaderboard.name,
@@ -178,7 +191,7 @@ class ServiceBase:
             mode=sub.mode,
             created_at=sub.created_at,
             deleted=sub.deleted,
-            jobs=tuple(self._job_view(s, j, events=events) for j in jobs),
+            jobs=tuple(self._job_view(s, j, events=events, online=online) for j in jobs),
         )
 
     def _check_devices(self, lb: Leaderboard, devices: Sequence[str] | None) -> list[str]:

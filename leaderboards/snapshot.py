@@ -15,12 +15,7 @@ from leaderboards.problems import Problem, Task
 
 
 def snapshot(problem: Problem) -> dict[str, Any]:
-    return {
-        "problem": problem.name,
-        "task": problem.task.model_dump(mode="json"),
-        "files": dict(problem.files),
-        "templates": dict(problem.templates),
-    }
+    return problem.snapshot()
 
 
 def problem_from_snapshot(snap: dict[str, Any]) -> Problem:

@@ -1,68 +1,156 @@
 """Problem sets into leaderboards: ``kernelcup problems sync`` and ``kernelcup problems validate``.
 
-Sync creates missing leaderboards and updates existing ones. Test cases, descriptions, deadlines and devices
-change freely; a change that makes stored scores incomparable (reference files, benchmark cases, language,
-ranking rule) is refused with the reasons unless forced, and a forced one starts that ranking over.
+``validate`` runs every check ``sync`` runs before it touches the database: the format of every file (with the
+caps and strict types of ``problems.py``), names and devices (and, given a ``device_check``, whether a runner
+serves each device), the snapshot's size, a warning for a deadline in the past, and, given a
+``ReferenceCheck``, the reference run on its smallest test case: generate -> reference -> check.
+
+``sync`` applies a whole set in one transaction (every leaderboard is created or updated, or none is). Test
+cases, descriptions, deadlines and devices change freely; a change that makes stored scores incomparable
+(reference files, benchmark cases, language, ranking rule), or a leaderboard another set owns, needs ``force``:
+without it nothing is applied and the report says why.
 """
 
 from __future__ import annotations
 
-import enum
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
-from leaderboards.errors import LeaderboardNotFound, NeedsForce
-from leaderboards.problems import FormatIssue, ProblemFormatError, load_problem, load_problem_set
+from leaderboards.errors import LeaderboardNotFound
+from leaderboards.problem_rules import DeviceCheck
+from leaderboards.problems import (
+    FormatIssue,
+    Problem,
+    ProblemFormatError,
+    deadline_warnings,
+    load_problem,
+    load_problem_set,
+)
+from leaderboards.results import SetEntry, SyncAction, SyncItem
 from leaderboards.service import LeaderboardService
+from runners.contract import Language, Mode, RunRequest, RunResult, Verdict
+
+__all__ = [
+    "ReferenceCheck",
+    "SyncAction",
+    "SyncItem",
+    "SyncReport",
+    "ValidationReport",
+    "check_references",
+    "reference_request",
+    "sync_problem_set",
+    "validate_path",
+]
+
+REFERENCE_STEPS = "generate_input -> ref_kernel -> check_implementation"
+PLACEHOLDER = {
+    Language.PYTHON: ("reference-check.py", b"# a reference check runs no submission\n"),
+    Language.CUDA: ("reference-check.cu", b"// a reference check runs no submission\n"),
+}
 
 
-class SyncAction(enum.StrEnum):
-    CREATED = "created"
-    UPDATED = "updated"
-    UNCHANGED = "unchanged"
-    NEEDS_FORCE = "needs --force"
+class ReferenceCheck(Protocol):
+    """Runs a problem's reference on ``request.tests[0]`` in the sandboxed trusted evaluator: ``generate_input``,
+    ``ref_kernel``, then ``check_implementation`` on the reference's own output. ACCEPTED when the reference passes
+    its own check; otherwise a result whose message names what the problem did wrong.
+
+    ``runners.entry.check_reference`` is the real one (``kernelcup.wiring.reference_check`` builds it)."""
+
+    def __call__(self, request: RunRequest, /) -> RunResult: ...
+
+
+def reference_request(problem: Problem) -> RunRequest:
+    """The request a reference check runs: test mode on the CPU, the problem's smallest test case only."""
+    name, placeholder = PLACEHOLDER[problem.task.lang]
+    request = problem.request(name, placeholder, Mode.TEST, device="cpu", device_name="cpu")
+    return request.model_copy(update={"tests": [problem.smallest_test()], "benchmarks": []})
+
+
+def check_references(
+    problems: Iterable[Problem],
+    check: ReferenceCheck,
+    *,
+    on_start: Callable[[Problem, dict], None] | None = None,
+) -> list[FormatIssue]:
+    """Run ``check`` on each problem (once per folder); an issue for each reference that fails its own check."""
+    issues = []
+    seen: set[Path] = set()
+    for problem in problems:
+        folder = problem.path.resolve()
+        if folder in seen:
+            continue
+        seen.add(folder)
+        request = reference_request(problem)
+        case = request.tests[0]
+        if on_start is not None:
+            on_start(problem, case)
+        try:
+            result = check(request)
+        except Exception as exc:  # the checker itself broke: say so instead of a traceback
+            message = f"the reference check could not run: {type(exc).__name__}: {exc}"
+        else:
+            if result.verdict is Verdict.ACCEPTED:
+                continue
+            message = result.message or result.verdict.label
+        issues.append(
+            FormatIssue(str(problem.path / "reference.py"), REFERENCE_STEPS, f"on the test case {case}: {message}")
+        )
+    return issues
 
 
 @dataclass(frozen=True)
-class SyncItem:
-    leaderboard: str
-    action: SyncAction
-    changed: tuple[str, ...] = ()
-    reasons: tuple[str, ...] = ()
-    ranking_reset: bool = False
+class SyncReport:
+    items: tuple[SyncItem, ...]
+    applied: bool
+    """False when nothing was applied because an item needs --force."""
+    warnings: tuple[FormatIssue, ...] = ()
+    checked: tuple[str, ...] = ()
+    """Leaderboards whose reference ran its smallest test case (new or changed problems)."""
+
+    @property
+    def refused(self) -> tuple[SyncItem, ...]:
+        return tuple(i for i in self.items if i.action is SyncAction.NEEDS_FORCE)
 
 
 def sync_problem_set(
-    service: LeaderboardService, path: Path | str, *, force: bool = False, actor: str = "problems sync"
-) -> tuple[SyncItem, ...]:
-    """Create or update one leaderboard per problem of the set; raise ``ProblemFormatError`` if the set is invalid.
+    service: LeaderboardService,
+    path: Path | str,
+    *,
+    force: bool = False,
+    actor: str = "problems sync",
+    check: ReferenceCheck | None = None,
+    device_check: DeviceCheck | None = None,
+) -> SyncReport:
+    """Create or update one leaderboard per problem of the set, all in one transaction.
 
-    Each leaderboard is its own transaction: one that needs ``--force`` is reported and left as it was while the
-    others are synced.
+    Raises ``ProblemFormatError`` when the set is invalid or (given ``check``) a new or changed problem's reference
+    fails its own check; raises a ``UserError`` for a name that collides with an existing leaderboard's. In both
+    cases the database is left as it was. Returns what was done, or (``applied`` False) what needs ``force``.
     """
-    pset, problems = load_problem_set(path)
-    items = []
-    for entry in pset.problems:
-        name = entry.leaderboard_name
-        problem = problems[name]
-        try:
-            service.leaderboard(name, include_hidden=True)
-        except LeaderboardNotFound:
-            service.create_leaderboard(
-                problem, name=name, deadline=entry.deadline, devices=entry.devices, creator=actor, problem_set=pset.name
-            )
-            items.append(SyncItem(name, SyncAction.CREATED))
-            continue
-        try:
-            update = service.update_leaderboard(
-                name, problem=problem, deadline=entry.deadline, devices=entry.devices, force=force, actor=actor
-            )
-        except NeedsForce as exc:
-            items.append(SyncItem(name, SyncAction.NEEDS_FORCE, reasons=tuple(exc.reasons)))
-            continue
-        action = SyncAction.UPDATED if update.changed else SyncAction.UNCHANGED
-        items.append(SyncItem(name, action, update.changed, ranking_reset=update.ranking_reset))
-    return tuple(items)
+    pset, problems = load_problem_set(path, device_check=device_check)
+    warnings = tuple(deadline_warnings(path, pset, service.clock()))
+    checked: tuple[str, ...] = ()
+    if check is not None:
+        todo = {name: p for name, p in problems.items() if _changed(service, name, p)}
+        issues = check_references(todo.values(), check)
+        if issues:
+            raise ProblemFormatError(issues)
+        checked = tuple(todo)
+    entries = [
+        SetEntry(e.leaderboard_name, problems[e.leaderboard_name], e.deadline, tuple(e.devices)) for e in pset.problems
+    ]
+    items, applied = service.apply_problem_set(pset.name, entries, force=force, actor=actor)
+    return SyncReport(items, applied, warnings, checked)
+
+
+def _changed(service: LeaderboardService, name: str, problem: Problem) -> bool:
+    try:
+        return service.task_snapshot(name) != problem.snapshot()
+    except LeaderboardNotFound:
+        return True
 
 
 @dataclass(frozen=True)
@@ -70,6 +158,9 @@ class ValidationReport:
     problems: tuple[str, ...]
     problem_sets: tuple[str, ...]
     issues: tuple[FormatIssue, ...]
+    warnings: tuple[FormatIssue, ...] = ()
+    checked: tuple[str, ...] = ()
+    """Problem folders whose reference ran its smallest test case (``--run``)."""
 
     @property
     def ok(self) -> bool:
@@ -80,11 +171,21 @@ def _is_problem_set(file: Path) -> bool:
     return file.suffix in (".yaml", ".yml") and file.name not in ("task.yml", "task.yaml")
 
 
-def validate_path(path: Path | str) -> ValidationReport:
+def validate_path(
+    path: Path | str,
+    *,
+    check: ReferenceCheck | None = None,
+    device_check: DeviceCheck | None = None,
+    now: datetime | None = None,
+    on_check: Callable[[Problem, dict], None] | None = None,
+) -> ValidationReport:
     """Validate a problem folder, a problem-set file, or a folder of both (like ``problems/``); collect every error.
 
-    Each error is reported once even when a problem is listed by several sets.
+    Runs every check ``sync`` runs without the database; with ``check``, also each valid problem's reference on
+    its smallest test case. Each error is reported once even when a problem is listed by several sets.
     """
+    from leaderboards.models import utcnow
+
     path = Path(path)
     problem_dirs: list[Path] = []
     set_files: list[Path] = []
@@ -101,14 +202,30 @@ def validate_path(path: Path | str) -> ValidationReport:
         issue = FormatIssue(str(path), "", "no problem folders (*/task.yml) or problem-set files (*.yaml) found here")
         return ValidationReport((), (), (issue,))
     seen: dict[str, FormatIssue] = {}
+    warned: dict[str, FormatIssue] = {}
+    valid: list[Problem] = []
     for d in problem_dirs:
         try:
-            load_problem(d)
+            valid.append(load_problem(d))
         except ProblemFormatError as exc:
             seen.update((str(e), e) for e in exc.errors)
     for f in set_files:
         try:
-            load_problem_set(f)
+            pset, in_set = load_problem_set(f, device_check=device_check)
         except ProblemFormatError as exc:
             seen.update((str(e), e) for e in exc.errors)
-    return ValidationReport(tuple(str(d) for d in problem_dirs), tuple(str(f) for f in set_files), tuple(seen.values()))
+            continue
+        valid.extend(in_set.values())
+        warned.update((str(w), w) for w in deadline_warnings(f, pset, now or utcnow()))
+    checked: list[str] = []
+    if check is not None:
+        issues = check_references(valid, check, on_start=on_check)
+        seen.update((str(e), e) for e in issues)
+        checked = sorted({str(p.path) for p in valid})
+    return ValidationReport(
+        tuple(str(d) for d in problem_dirs),
+        tuple(str(f) for f in set_files),
+        tuple(seen.values()),
+        tuple(warned.values()),
+        tuple(checked),
+    )

@@ -28,7 +28,7 @@ from sqlalchemy import create_engine, text
 from leaderboards.db import Database, make_engine, upgrade
 from leaderboards.models import Base
 from leaderboards.problems import Problem, load_problem
-from runners.contract import BenchmarkResult, Mode, RunResult, TestResult, TimingStats, Verdict
+from runners.contract import BenchmarkResult, Mode, RunRequest, RunResult, TestResult, TimingStats, Verdict
 
 POSTGRES_URL = os.environ.get("KERNELCUP_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
 
@@ -142,6 +142,40 @@ def write_problem(
     for label, content in templates.items():
         (path / "templates" / f"{label}.py").write_text(content)
     return path
+
+
+def check_reference_in_process(request: RunRequest, *, settings: object = None) -> RunResult:
+    """A reference check with the signature of ``runners.entry.check_reference``, for the tests of the CLI and
+    sync side: it runs the request's reference in this process (no sandbox, no torch), generate_input ->
+    ref_kernel -> check_implementation on ``request.tests[0]``, and returns ACCEPTED or an infrastructure error
+    whose message names the step that failed. The real one runs the same steps in the sandboxed evaluator."""
+    case = request.tests[0]
+    namespace: dict[str, Any] = {"__name__": "reference"}
+    steps = (
+        (
+            "importing reference.py",
+            lambda: exec(compile(request.files["reference.py"], "reference.py", "exec"), namespace),
+        ),
+        ("generate_input", lambda: namespace.__setitem__("data", namespace["generate_input"](**case))),
+        ("ref_kernel", lambda: namespace.__setitem__("output", namespace["ref_kernel"](namespace["data"]))),
+        (
+            "check_implementation",
+            lambda: namespace.__setitem__(
+                "verdict", namespace["check_implementation"](namespace["data"], namespace["output"])
+            ),
+        ),
+    )
+    for step, run in steps:
+        try:
+            run()
+        except Exception as exc:
+            return RunResult.infrastructure_error(request.mode, f"{step} raised {type(exc).__name__}: {exc}")
+    verdict = namespace["verdict"]
+    if not (isinstance(verdict, tuple) and len(verdict) == 2 and verdict[0] is True):
+        return RunResult.infrastructure_error(
+            request.mode, f"check_implementation refused the reference's own output: {verdict!r}"
+        )
+    return RunResult(verdict=Verdict.ACCEPTED, mode=request.mode)
 
 
 def make_problem(root: Path, name: str = "add", **kwargs: Any) -> Problem:

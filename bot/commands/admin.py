@@ -1,8 +1,9 @@
 """``/admin …``: problem sync, leaderboard changes, bans, rate limits, statistics. Admins only.
 
-The guard is one check on the whole group (``is_admin``): members with the configured role
-(``DISCORD_ADMIN_ROLE``, a role name or id) may use it; everyone else gets a polite refusal and nothing
-happens. Each command then makes one service call and says what changed.
+The guard is one check on the whole group (``is_admin``): in a served server (``DISCORD_GUILD_IDS``), members
+holding one of the admin roles (``DISCORD_ADMIN_ROLE_IDS``), compared by id, never by name, may use it;
+everyone else gets a polite refusal and nothing happens. Each command then makes one service call and says what
+changed.
 """
 
 from __future__ import annotations
@@ -20,22 +21,26 @@ from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
 from leaderboards.errors import InvalidChange
 from leaderboards.problems import ProblemFormatError, load_problem
-from leaderboards.sync import SyncAction, sync_problem_set
+from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
+
+NOT_ADMIN = "Sorry, only this server's kernelcup admins can use admin commands. Nothing was changed."
 
 
-def has_admin_role(member: discord.abc.User, role: str) -> bool:
-    """Whether ``member`` holds the admin role, given by name (case-insensitive) or by id."""
-    roles = getattr(member, "roles", None) or []
-    return any(r.name.lower() == role.lower() or str(r.id) == role for r in roles)
+def is_admin_here(interaction: discord.Interaction) -> bool:
+    """Whether the interaction comes from a served server and its member holds an admin role there (by id)."""
+    settings = bot_of(interaction).settings
+    if interaction.guild_id is None or interaction.guild_id not in settings.guild_ids:
+        return False
+    roles = getattr(interaction.user, "roles", None) or []
+    return any(r.id in settings.admin_role_ids and r.guild.id == interaction.guild_id for r in roles)
 
 
 async def is_admin(interaction: discord.Interaction) -> bool:
     """The group's check: admins pass; anyone else gets a polite refusal (``Refused``) and nothing happens."""
-    role = bot_of(interaction).settings.admin_role
     if interaction.guild is None:
         raise Refused("Admin commands work in the server, not in direct messages.")
-    if not has_admin_role(interaction.user, role):
-        raise Refused(f"Sorry, only members with the **{role}** role can use admin commands. Nothing was changed.")
+    if not is_admin_here(interaction):
+        raise Refused(NOT_ADMIN)
     return True
 
 
@@ -45,7 +50,7 @@ async def admin_leaderboard_autocomplete(
     """Every leaderboard, hidden ones too, for admins; nothing for anyone else (discord.py runs no group check
     before autocomplete, so the role is checked here)."""
     bot = bot_of(interaction)
-    if interaction.guild is None or not has_admin_role(interaction.user, bot.settings.admin_role):
+    if not is_admin_here(interaction):
         return []
     boards = await call(bot.service.list_leaderboards, include_hidden=True)
     current = current.lower()
@@ -84,27 +89,47 @@ def _load(root: Path, text: str):
         raise InvalidChange(f"The problem folder has errors:\n{exc}") from None
 
 
-def sync_text(items) -> str:
+def sync_text(report: SyncReport) -> str:
     lines = ["**Problem sync**"]
-    for item in items:
+    for item in report.items:
         line = f"**{item.leaderboard}**: {item.action.value}"
         if item.changed:
             line += f" ({', '.join(item.changed)})"
         if item.ranking_reset:
             line += ", ranking started over"
         if item.action is SyncAction.NEEDS_FORCE:
-            line += f": {'; '.join(item.reasons)}. Run again with force:True to apply it and reset its ranking."
+            line += f": {'; '.join(item.reasons)}."
         lines.append(line)
+    lines.extend(f"⚠️ {w.field}: {w.message}" for w in report.warnings)
+    if report.applied:
+        lines.append("Applied.")
+    else:
+        lines.append(
+            "**Nothing was applied** (a set is applied whole or not at all). Run again with force:True to apply it; "
+            "rankings whose benchmarks or reference changed start over."
+        )
     return "\n".join(lines)
 
 
-def _sync(bot, path: str | None, force: bool, who: str) -> str:
+def _sync(bot, path: str | None, force: bool, skip_run: bool, who: str) -> str:
     root = bot.settings.problems_dir
     target = inside(root, path or bot.settings.problem_set)
+    check = None
+    if bot.reference_check is not None and not skip_run:
+        try:
+            check = bot.reference_check()
+        except Exception as exc:  # e.g. no sandboxed runner on this machine: say so, sync nothing
+            raise InvalidChange(
+                f"The problems' references cannot be run here ({exc}). Nothing was synced; run "
+                "`kernelcup problems validate --run` where they can, then sync with skip_run:True."
+            ) from None
     try:
-        return sync_text(sync_problem_set(bot.service, target, force=force, actor=who))
+        report = sync_problem_set(
+            bot.service, target, force=force, actor=who, check=check, device_check=bot.device_check
+        )
     except ProblemFormatError as exc:
         raise InvalidChange(f"The problem set has errors, nothing was synced:\n{exc}") from None
+    return sync_text(report)
 
 
 @app_commands.guild_only()
@@ -119,10 +144,13 @@ class AdminCommands(app_commands.Group):
     @app_commands.describe(
         path="A problem-set file inside the problems folder (default: the configured one)",
         force="Apply changes that make old scores incomparable (their ranking starts over)",
+        skip_run="Do not run the references of new or changed problems first",
     )
-    async def sync(self, interaction: discord.Interaction, path: str | None = None, force: bool = False) -> None:
+    async def sync(
+        self, interaction: discord.Interaction, path: str | None = None, force: bool = False, skip_run: bool = False
+    ) -> None:
         await defer(interaction)
-        text = await call(_sync, bot_of(interaction), path, force, actor(interaction))
+        text = await call(_sync, bot_of(interaction), path, force, skip_run, actor(interaction))
         await send(interaction, Reply(content=text))
 
     @app_commands.command(name="create", description="Create a leaderboard from a problem folder")

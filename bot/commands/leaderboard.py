@@ -1,11 +1,14 @@
 """``/leaderboard …``: the competitors' commands. Each one defers, makes one service call, renders.
 
 The service is blocking (SQLAlchemy sessions), so every call goes through ``bot.calls.call``
-(``asyncio.to_thread``); errors of the core are shown as they are by the tree's error handler.
+(``asyncio.to_thread``); errors of the core are shown as they are by the tree's error handler. Every command
+spends one of the user's command budgets (``bot.cooldowns``).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
@@ -15,20 +18,25 @@ from discord import app_commands
 
 from bot.calls import bot_of, call, user_ref
 from bot.chart import score_chart_png
-from bot.follow import StatusMessage, follow_submission
+from bot.cooldowns import cooldown
+from bot.follow import AuthorChannel, StatusMessage, follow_submission
 from bot.limits import File, Reply
-from bot.replies import defer, send, upload_limit
+from bot.replies import Refused, defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
-from bot.reports import receipt_text, report, show_text, submissions_text, task_reply
-from leaderboards.errors import InvalidSubmission
-from leaderboards.results import Ranking
+from bot.reports import report, show_text, status_text, submissions_text, task_reply, thread_intro
+from leaderboards.errors import FileTooLarge
+from leaderboards.results import Ranking, SubmissionReceipt
 
 if TYPE_CHECKING:
     from leaderboards.service import LeaderboardService
 
+log = logging.getLogger(__name__)
+
 Mode = Literal["test", "benchmark", "ranked", "profile"]
 ALL_DEVICES = "all"
-MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices
+MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices (and select options)
+PICK_TIMEOUT_S = 180.0
+"""How long the device menu of a submit that named no device waits for a choice."""
 
 
 async def leaderboard_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -100,6 +108,72 @@ def submit_devices(service: LeaderboardService, leaderboard: str, text: str | No
     return parse_devices(text)
 
 
+class DevicePicker(discord.ui.View):
+    """The menu a submit that named no device shows, only to its author: the leaderboard's devices, several
+    allowed. ``chosen`` is set when they pick (None after ``PICK_TIMEOUT_S``)."""
+
+    def __init__(self, leaderboard: str, devices: Sequence[str]) -> None:
+        super().__init__(timeout=PICK_TIMEOUT_S)
+        self.leaderboard = leaderboard
+        self.chosen: list[str] | None = None
+        options = [discord.SelectOption(label=d, value=d) for d in devices[:MAX_CHOICES]]
+        menu: discord.ui.Select[DevicePicker] = discord.ui.Select(
+            placeholder="Devices to run it on", min_values=1, max_values=len(options), options=options
+        )
+        menu.callback = self._picked  # type: ignore[method-assign]
+        self.menu = menu
+        self.add_item(menu)
+
+    async def _picked(self, interaction: discord.Interaction) -> None:
+        self.chosen = list(self.menu.values)
+        await interaction.response.edit_message(
+            content=f"Submitting to **{self.leaderboard}** on {', '.join(self.chosen)}…", view=None
+        )
+        self.stop()
+
+
+async def pick_devices(interaction: discord.Interaction, leaderboard: str, devices: Sequence[str]) -> list[str] | None:
+    """Ask the author which devices to run on; None (and the menu says so) when they do not choose in time."""
+    picker = DevicePicker(leaderboard, devices)
+    question = f"**{leaderboard}** runs on {', '.join(devices)}. Which should run your kernel?"
+    message = await send(interaction, Reply(content=question), view=picker)
+    if await picker.wait():  # timed out
+        try:
+            await message.edit(content="No device was chosen in time; nothing was submitted.", view=None)
+        except discord.HTTPException:
+            log.info("could not close the device menu of %s", interaction.user.id)
+        return None
+    return picker.chosen
+
+
+async def private_thread(interaction: discord.Interaction, receipt: SubmissionReceipt) -> discord.Thread | None:
+    """A private thread for one submission, with its author in it (and, as for any private thread, the server's
+    moderators); None where the channel cannot have one or the bot may not make it (the author then gets
+    ephemeral messages)."""
+    channel = interaction.channel
+    if not isinstance(channel, discord.TextChannel):
+        return None
+    try:
+        thread = await channel.create_thread(
+            name=f"Submission #{receipt.submission_id} ({receipt.leaderboard})",
+            type=discord.ChannelType.private_thread,
+            invitable=False,
+        )
+        await thread.add_user(interaction.user)
+        await thread.send(thread_intro(receipt))
+    except discord.HTTPException as exc:
+        log.warning("could not open a private thread for submission %s: %s", receipt.submission_id, exc)
+        return None
+    return thread
+
+
+def check_channel(interaction: discord.Interaction) -> None:
+    """Submissions only in the configured channels (``DISCORD_SUBMIT_CHANNEL_IDS``), when there are any."""
+    allowed = bot_of(interaction).settings.submit_channel_ids
+    if allowed and interaction.channel_id not in allowed:
+        raise Refused("Submissions go in " + " or ".join(f"<#{c}>" for c in allowed) + "; nothing was submitted.")
+
+
 class LeaderboardCommands(app_commands.Group):
     def __init__(self) -> None:
         super().__init__(name="leaderboard", description="Submit kernels and see the leaderboards")
@@ -112,6 +186,7 @@ class LeaderboardCommands(app_commands.Group):
         device="A device of that leaderboard, several separated by commas, or 'all'",
     )
     @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
+    @cooldown("submit")
     async def submit(
         self,
         interaction: discord.Interaction,
@@ -122,31 +197,42 @@ class LeaderboardCommands(app_commands.Group):
     ) -> None:
         await defer(interaction)
         bot = bot_of(interaction)
+        check_channel(interaction)
         # The service checks the size too; this refuses a large file before it is downloaded, in the same words.
         limit = bot.service.settings.max_submission_bytes
         if file.size > limit:
-            raise InvalidSubmission(
-                f"{file.filename} is {file.size / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB."
-            )
-        content = await file.read()
+            raise FileTooLarge(file.filename, file.size, limit)
         devices = await call(submit_devices, bot.service, leaderboard, device)
+        if devices is None:
+            offered = (await call(bot.service.leaderboard, leaderboard)).devices
+            if len(offered) > 1:
+                devices = await pick_devices(interaction, leaderboard, offered)
+                if devices is None:
+                    return
+        content = await file.read()
         receipt = await call(
             bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode
         )
+        thread = await private_thread(interaction, receipt) if bot.settings.private_threads else None
+        where = f" Its report will be in {thread.mention}." if thread else " You'll get its report here."
         await send(
             interaction,
             Reply(
-                content=f"Submission #{receipt.submission_id} received. I'll keep the status message below up to date."
+                content=f"Submission #{receipt.submission_id} received. I'll keep the status message below up to "
+                f"date.{where}"
             ),
         )
-        text = receipt_text(receipt)
+        text = status_text(await call(bot.service.submission_status, receipt.submission_id))
         message = await send(interaction, Reply(content=text), ephemeral=False)
         status = StatusMessage(message, upload_limit(interaction))
+        author = AuthorChannel(interaction, upload_limit(interaction), thread)
         bot.follow(
-            receipt.submission_id, follow_submission(bot, receipt.submission_id, user_ref(interaction), status, text)
+            receipt.submission_id,
+            follow_submission(bot, receipt.submission_id, user_ref(interaction), status, text, author),
         )
 
     @app_commands.command(name="list", description="All leaderboards, their devices and deadlines")
+    @cooldown("command")
     async def list_(self, interaction: discord.Interaction) -> None:
         await defer(interaction)
         boards = await call(bot_of(interaction).service.list_leaderboards)
@@ -155,6 +241,7 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.command(name="show", description="The top of a leaderboard, per device, with a chart")
     @app_commands.describe(leaderboard="The leaderboard", device="Only this device (default: every device)")
     @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
+    @cooldown("command")
     async def show(self, interaction: discord.Interaction, leaderboard: str, device: str | None = None) -> None:
         await defer(interaction)
         bot = bot_of(interaction)
@@ -168,6 +255,7 @@ class LeaderboardCommands(app_commands.Group):
 
     @app_commands.command(name="mine", description="Your submissions to a leaderboard")
     @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    @cooldown("command")
     async def mine(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
         subs = await call(bot_of(interaction).service.user_submissions, user_ref(interaction), leaderboard)
@@ -175,6 +263,7 @@ class LeaderboardCommands(app_commands.Group):
 
     @app_commands.command(name="task", description="A leaderboard's problem: its description and files")
     @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
+    @cooldown("command")
     async def task(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
         view = await call(bot_of(interaction).service.task, leaderboard)
@@ -183,6 +272,7 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.command(name="template", description="A starter file for a leaderboard, in a language")
     @app_commands.describe(language="pytorch, triton, cuda-inline, cuda, … (what the leaderboard offers)")
     @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, language=language_autocomplete)
+    @cooldown("command")
     async def template(self, interaction: discord.Interaction, leaderboard: str, language: str) -> None:
         await defer(interaction)
         tpl = await call(bot_of(interaction).service.template, leaderboard, language)
@@ -197,6 +287,7 @@ class LeaderboardCommands(app_commands.Group):
 
     @app_commands.command(name="submission", description="One of your submissions: status, results, logs, code")
     @app_commands.describe(submission_id="The submission number (#N in its status message)")
+    @cooldown("command")
     async def submission(self, interaction: discord.Interaction, submission_id: int) -> None:
         await defer(interaction)
         bot = bot_of(interaction)

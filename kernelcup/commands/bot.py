@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         from kernelcup.commands.common import user_errors
         from kernelcup.commands.worker import setup_logging
         from kernelcup.settings import SettingsError, load
-        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, open_platform
+        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, device_check, open_platform, reference_check
         from leaderboards.worker import WorkerSettings
 
         if launcher not in LAUNCHER_CHOICES:
@@ -53,7 +53,10 @@ def register(app: typer.Typer) -> None:
                     "" if worker is None else f" with an in-process worker ({launcher} launchers)",
                     platform.db.engine.url.render_as_string(hide_password=True),
                 )
+                # /admin sync checks a set as `kernelcup problems sync` does: devices against the routes, and (built
+                # when an admin syncs, unless skip_run) each new or changed problem's reference in the sandbox.
+                checks = {"reference_check": reference_check, "device_check": device_check()}
                 try:
-                    asyncio.run(run_bot(platform.service, settings, worker=worker))
+                    asyncio.run(run_bot(platform.service, settings, worker=worker, **checks))
                 except BotStartError as exc:
                     raise SettingsError(str(exc)) from None

@@ -16,7 +16,7 @@ import typer
 from pydantic import BaseModel
 
 from kernelcup.settings import SettingsError, load
-from leaderboards.errors import KernelcupError
+from leaderboards.errors import FileTooLarge, KernelcupError
 from leaderboards.problems import ProblemFormatError
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
@@ -41,6 +41,21 @@ def user_errors() -> Iterator[None]:
     except (KernelcupError, SettingsError, ProblemFormatError) as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
+
+
+def read_submission(path: Path, limit: int) -> bytes:
+    """A submission file's bytes, refused by its size before it is read (and never more than ``limit`` + 1 bytes
+    read, should it grow meanwhile); only regular files."""
+    if not path.is_file():
+        raise typer.BadParameter(f"{path} is not a file", param_hint="FILE")
+    size = path.stat().st_size
+    if size > limit:
+        raise FileTooLarge(path.name, size, limit)
+    with path.open("rb") as f:
+        content = f.read(limit + 1)
+    if len(content) > limit:
+        raise FileTooLarge(path.name, len(content), limit)
+    return content
 
 
 def jsonable(obj: Any) -> Any:

@@ -80,8 +80,9 @@ def plan(service, set_file: Path, *, full: bool, only: list[str], console: Conso
     from leaderboards.problems import load_problem_set
     from leaderboards.sync import sync_problem_set
 
-    items = sync_problem_set(service, set_file, actor="demo")
-    console.print(f"synced {set_file}: " + ", ".join(f"{i.leaderboard} ({i.action.value})" for i in items))
+    # The demo runs every problem's correct solutions next, which exercises each reference; no separate check.
+    report = sync_problem_set(service, set_file, actor="demo")
+    console.print(f"synced {set_file}: " + ", ".join(f"{i.leaderboard} ({i.action.value})" for i in report.items))
     pset, problems = load_problem_set(set_file)
     entries = []
     for entry in pset.problems:

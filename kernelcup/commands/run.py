@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from runners.contract import Mode, ProgressEvent, RunResult
+from runners.contract import Limits, Mode, ProgressEvent, RunResult
 
 app_help = "Evaluate a submission for a problem folder on this machine (test, benchmark, ranked or profile)."
 
@@ -58,6 +58,9 @@ def run(
         _fail(f"--device must be cuda or cpu, not {device!r}")
     if mode is Mode.RANKED and seed is None:
         seed = secrets.randbelow(2**31)
+    limit = Limits().max_submission_bytes
+    if file.stat().st_size > limit:  # refused by its size, before it is read
+        _fail(f"{file.name} is {file.stat().st_size:,} bytes; the limit is {limit:,} bytes")
     request = problem.request(file.name, file.read_bytes(), mode, device=device, device_name=device, seed=seed)
 
     if as_json:

@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from kernelcup.commands.common import format_ns, print_json, user_errors
+from kernelcup.commands.common import format_ns, print_json, read_submission, user_errors
 from leaderboards.events import ProgressUpdate, follow
 from leaderboards.queue import WORKER_ALIVE_S, JobQueue
 from leaderboards.results import SubmissionDetails, UserRef
@@ -134,7 +134,8 @@ def register(app: typer.Typer) -> None:
             worker_settings = load(WorkerSettings)
             with open_platform() as platform:
                 service = platform.service
-                receipt = service.submit(who, file.name, file.read_bytes(), leaderboard, device or None, mode)
+                content = read_submission(file, platform.core.max_submission_bytes)
+                receipt = service.submit(who, file.name, content, leaderboard, device or None, mode)
                 if no_wait:
                     if json_out:
                         print_json(receipt)

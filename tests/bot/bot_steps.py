@@ -6,9 +6,12 @@ from typing import Any
 
 from bot_fakes import launcher as fake_launcher
 
+from leaderboards.queue import JobQueue
 from leaderboards.worker import Worker, WorkerSettings
 
 ADMIN_ROLE = "kernelcup-admin"
+GUILD_ID = 1_100_000_000_000_000_001
+"""The server the bot serves (``DISCORD_GUILD_IDS``); other servers in a test are someone else's."""
 STATUS_INTERVAL = 60.0
 """Longer than SimCord's settle timeout, so a follower parks between polls and tests step it with advance_time."""
 
@@ -26,6 +29,11 @@ async def serve_queue(world: Any, launcher: Any = None) -> list:
     launcher = launcher or fake_launcher()
     settings = WorkerSettings(poll_s=0.01, heartbeat_s=1.0, lease_s=30.0, backoff_base_s=0.0)
     return await Worker(world.service, lambda _device: launcher, settings).run(once=True)
+
+
+def runner_online(world: Any, *devices: str) -> None:
+    """A live worker for ``devices`` (all when none), as a worker process registers itself."""
+    JobQueue(world.service.db).register_worker(f"worker-{'-'.join(devices) or 'all'}", list(devices))
 
 
 def raised(world: Any) -> list[BaseException]:

@@ -1,6 +1,6 @@
 """SimCord world for the bot: the real service on a SQLite database in a temporary folder, a tiny problem,
-a guild with a channel, a competitor and an admin. Every test drives the bot through discord.py's own
-machinery (SimCord 3.2.1), offline."""
+the served guild (``GUILD_ID``) with a channel, a competitor and an admin whose role is configured by id. Every
+test drives the bot through discord.py's own machinery (SimCord 3.2.1), offline."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import simcord
-from bot_steps import ADMIN_ROLE, STATUS_INTERVAL
+from bot_steps import ADMIN_ROLE, GUILD_ID, STATUS_INTERVAL
 
 from bot.client import KernelcupBot
 from bot.settings import BotSettings
@@ -96,9 +96,10 @@ def service(tmp_path: Path, problems_dir: Path) -> LeaderboardService:
 @pytest.fixture
 def bot_settings(problems_dir: Path) -> BotSettings:
     return BotSettings(
+        _env_file=None,
         token="test-token",
-        guild_id=None,
-        admin_role=ADMIN_ROLE,
+        guild_ids=[GUILD_ID],
+        admin_role_ids=[1],  # the world's admin role gets its id when it is made; the world sets it
         announce_channel_id=None,
         status_interval_s=STATUS_INTERVAL,
         problems_dir=problems_dir,
@@ -124,9 +125,10 @@ class World:
 async def world(service: LeaderboardService, bot_settings: BotSettings) -> AsyncIterator[World]:
     bot = KernelcupBot(service, bot_settings)
     async with simcord.run(bot) as env:
-        guild = env.create_guild("kernels")
+        guild = env.create_guild("kernels", id=GUILD_ID)
         channel = guild.create_text_channel("submissions")
         role = guild.create_role(ADMIN_ROLE)
+        bot.settings.admin_role_ids = [role.id]
         alice = guild.add_member(env.create_user("alice"))
         bob = guild.add_member(env.create_user("bob"))
         admin = guild.add_member(env.create_user("root"), roles=[role])

@@ -5,15 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from bot_steps import ADMIN_ROLE, raised, serve_queue, submit
+from bot_steps import raised, serve_queue, submit
 
+from bot.commands.admin import NOT_ADMIN
 from bot.replies import Refused
 from leaderboards.errors import InvalidChange, LeaderboardNotFound, UserNotFound
 from leaderboards.results import UserRef
 
 pytestmark = pytest.mark.anyio
 
-REFUSAL = f"Sorry, only members with the **{ADMIN_ROLE}** role can use admin commands. Nothing was changed."
+REFUSAL = NOT_ADMIN
 
 
 @pytest.mark.parametrize(
@@ -41,12 +42,6 @@ async def test_ban_by_a_non_admin_bans_nobody(world) -> None:
     with pytest.raises(UserNotFound):  # not even a user row was made for bob, let alone a ban
         world.service.user(UserRef("bob", world.bob.id))
     raised(world)
-
-
-async def test_the_role_may_be_given_by_id(world) -> None:
-    world.bot.settings.admin_role = str(world.admin_role.id)
-    result = await world.admin.slash(world.channel, "admin pause", leaderboard="addone")
-    assert result.response.content == "**addone** is paused: new submissions are refused."
 
 
 async def test_admin_autocomplete_is_for_admins_and_shows_hidden_boards(world) -> None:
@@ -86,6 +81,24 @@ async def test_sync_reports_each_leaderboard(world) -> None:
     assert world.service.leaderboard("addone").deadline.year == 2099
     again = await world.admin.slash(world.channel, "admin sync")
     assert again.response.content.splitlines()[1] == "**addone**: unchanged"
+
+
+async def test_sync_runs_changed_references_first_unless_told_not_to(world) -> None:
+    from helpers import check_reference_in_process
+
+    world.bot.reference_check = lambda: check_reference_in_process
+    reference = world.bot.settings.problems_dir / "addone" / "reference.py"
+    reference.write_text(reference.read_text().replace("return [x + 1 for x in data[0]]", "return data[0] + 1"))
+    refused = await world.admin.slash(world.channel, "admin sync", force=True)
+    text = refused.response.content
+    assert text.startswith("The problem set has errors, nothing was synced:")
+    assert "reference.py: generate_input -> ref_kernel -> check_implementation" in text
+    assert "ref_kernel raised TypeError" in text
+    assert world.service.leaderboard("addone").deadline.year != 2099  # nothing applied
+    done = await world.admin.slash(world.channel, "admin sync", force=True, skip_run=True)
+    assert done.response.content.splitlines()[-1] == "Applied."
+    assert world.service.leaderboard("addone").deadline.year == 2099
+    assert [type(e) for e in raised(world)] == [InvalidChange]
 
 
 async def test_sync_refuses_a_path_outside_the_problems_folder(world) -> None:

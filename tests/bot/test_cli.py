@@ -17,9 +17,11 @@ from leaderboards.worker import Worker
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """A clean environment: no .env in the working directory, the embedded database in a temporary folder."""
     monkeypatch.chdir(tmp_path)
-    for name in ("DISCORD_TOKEN", "DATABASE_URL", "KERNELCUP_DATABASE_URL", "DISCORD_GUILD_ID"):
+    for name in ("DISCORD_TOKEN", "DATABASE_URL", "KERNELCUP_DATABASE_URL", "DISCORD_GUILD_ID", "DISCORD_ADMIN_ROLE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KERNELCUP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DISCORD_GUILD_IDS", "1100000000000000001")
+    monkeypatch.setenv("DISCORD_ADMIN_ROLE_IDS", "1100000000000000002")
     return {}
 
 
@@ -63,8 +65,9 @@ def test_unreachable_database_ends_it_before_discord_is_asked(env, monkeypatch: 
 def test_worker_runs_in_process_unless_no_worker(env, monkeypatch: pytest.MonkeyPatch, args, with_worker) -> None:
     started = []
 
-    async def fake_run_bot(service, settings, *, worker=None) -> None:
+    async def fake_run_bot(service, settings, *, worker=None, reference_check=None, device_check=None) -> None:
         started.append((settings.token.get_secret_value(), worker))
+        assert callable(reference_check) and device_check("H100") is None  # /admin sync checks as the CLI does
 
     monkeypatch.setattr(bot.run, "run_bot", fake_run_bot)
     result = invoke(*args, "--launcher", "local", DISCORD_TOKEN="t0k3n")
@@ -72,6 +75,31 @@ def test_worker_runs_in_process_unless_no_worker(env, monkeypatch: pytest.Monkey
     [(token, worker)] = started
     assert token == "t0k3n"
     assert isinstance(worker, Worker) is with_worker
+
+
+def test_the_servers_and_admin_roles_are_required_by_id(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISCORD_GUILD_IDS")
+    monkeypatch.delenv("DISCORD_ADMIN_ROLE_IDS")
+    result = invoke("--no-worker", DISCORD_TOKEN="t")
+    assert result.exit_code == 1
+    assert "setting DISCORD_GUILD_IDS is required but not set" in result.output
+    assert "setting DISCORD_ADMIN_ROLE_IDS is required but not set" in result.output
+
+
+def test_an_admin_role_given_by_name_is_refused_at_start(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISCORD_ADMIN_ROLE_IDS")
+    result = invoke("--no-worker", DISCORD_TOKEN="t", DISCORD_ADMIN_ROLE="kernelcup-admin")
+    assert result.exit_code == 1
+    assert "'kernelcup-admin' is not a role id (DISCORD_ADMIN_ROLE, which took a name" in result.output
+    assert "Copy Role ID" in result.output
+
+
+def test_the_old_single_server_setting_still_names_the_server(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.settings import BotSettings
+
+    monkeypatch.delenv("DISCORD_GUILD_IDS")
+    monkeypatch.setenv("DISCORD_GUILD_ID", "42")
+    assert BotSettings(_env_file=None, token="t").guild_ids == [42]
 
 
 def test_bad_device_peaks_are_named(env) -> None:

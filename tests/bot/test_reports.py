@@ -14,7 +14,6 @@ from bot.reports import (
     leaderboards_text,
     queue_text,
     ranking_table,
-    receipt_text,
     report,
     status_text,
     submissions_text,
@@ -23,7 +22,6 @@ from bot.reports import (
 )
 from leaderboards.results import (
     JobEventView,
-    JobReceipt,
     JobView,
     LeaderboardSummary,
     PublicResult,
@@ -32,7 +30,6 @@ from leaderboards.results import (
     Ranking,
     RankingEntry,
     SubmissionDetails,
-    SubmissionReceipt,
     SubmissionStatus,
     SubmissionSummary,
     TaskView,
@@ -118,11 +115,26 @@ def test_names_cannot_break_out_of_their_markup() -> None:
     assert "`x'''y.py`" in header and "a'b c" in header
 
 
-def test_receipt_text() -> None:
-    receipt = SubmissionReceipt(
-        9, "vectoradd", "bob", "k.py", "test", T0, (JobReceipt(1, "H100", 1), JobReceipt(2, "cpu", None))
+def test_a_waiting_job_says_when_no_runner_serves_its_device() -> None:
+    assert job_line(job(queue_position=4, runner_online=False)) == (
+        "⏳ **H100**: no runner for H100 is online; your job waits in the queue (#4)"
     )
-    assert receipt_text(receipt).splitlines()[1:] == ["⏳ **H100**: queued (#1 in the queue)", "⏳ **cpu**: queued"]
+    assert job_line(job(queue_position=4, runner_online=True)) == "⏳ **H100**: queued (#4 in the queue)"
+
+
+def test_the_public_line_of_a_failure_leaves_its_message_out() -> None:
+    failed = job(status="failed", verdict="runtime_error", error="Traceback: line 3 of kernel.py: secret()")
+    assert job_line(failed, public=True) == "❌ **H100**: runtime error"
+    assert "secret()" in job_line(failed)
+
+
+def test_mentions_in_user_text_are_made_inert() -> None:
+    pinged = SubmissionStatus(
+        1, "lb", "<@&123456789012345678>", "@everyone.py", "test", T0, False, (job(status="failed", error="@here"),)
+    )
+    text = status_text(pinged, public=False)
+    assert "@everyone" not in text and "@here" not in text and "<@&1" not in text
+    assert "@\u200beveryone.py" in text and "@\u200bhere" in text
 
 
 def test_report_has_per_device_results_speed_of_light_and_files() -> None:

@@ -1,4 +1,5 @@
-"""/leaderboard submit: the answer, the live status message, the final report, and every refusal."""
+"""/leaderboard submit: the answer, the live public status message, the report its author alone gets, and every
+refusal."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import discord
 import pytest
 from bot_fakes import HeldLauncher, accepted, compile_error, launcher, wrong_answer
-from bot_steps import GOOD, STATUS_INTERVAL, raised, serve_queue, submit
+from bot_steps import GOOD, STATUS_INTERVAL, raised, runner_online, serve_queue, submit
 
 from leaderboards.errors import UserError
 from leaderboards.results import UserRef
@@ -20,7 +21,15 @@ def edits_of(world, message_id: int) -> list:
     return [r for r in world.env.http_requests if r.method == "PATCH" and str(message_id) in r.path]
 
 
+def private_report(result):
+    """The report its author alone sees: the ephemeral followup after the public status message."""
+    public, private = result.followups
+    assert not public.ephemeral and private.ephemeral
+    return private
+
+
 async def test_submit_answers_privately_and_posts_a_public_status(world) -> None:
+    runner_online(world, "cpu")
     result = await submit(world, world.alice, device="cpu, H100")
     assert result.ephemeral
     assert result.response.content.startswith("Submission #1 received")
@@ -28,7 +37,10 @@ async def test_submit_answers_privately_and_posts_a_public_status(world) -> None
     assert not status.ephemeral
     lines = status.content.splitlines()
     assert lines[0] == "**Submission #1** · `kernel.py` → **addone** · test · by alice"
-    assert lines[1:] == ["⏳ **cpu**: queued (#1 in the queue)", "⏳ **H100**: queued (#1 in the queue)"]
+    assert lines[1:] == [
+        "⏳ **cpu**: queued (#1 in the queue)",
+        "⏳ **H100**: no runner for H100 is online; your job waits in the queue (#1)",
+    ]
 
 
 async def test_status_follows_the_job_then_shows_the_report(world) -> None:
@@ -48,15 +60,23 @@ async def test_status_follows_the_job_then_shows_the_report(world) -> None:
     gate.set()
     await worker
     await world.env.advance_time(STATUS_INTERVAL)
-    report = result.followups[0]
+    public = result.followups[0]
+    assert public.content.splitlines() == [
+        "**Submission #1** · `kernel.py` → **addone** · ranked · by alice",
+        "✅ **cpu**: accepted · score **12.5 µs** · rank **#1** (your best)",
+        "Report and logs went to its author (only they can see them). "
+        "Its author sees the details with `/leaderboard submission 1`.",
+    ]
+    assert public.attachments == []
+    report = private_report(result)
     text = report.content
     assert "✅ **cpu**: accepted · score **12.5 µs** · rank **#1** (your best)" in text
     assert "tests: 2/2 passed" in text
     assert "✅ bench 1 (size=1024, seed=3): 12.5 µs ± 300 ns (n=100)" in text
     assert "secret-seed run: passed" in text
     assert [a.filename for a in report.attachments] == ["logs-1-cpu.txt"]
-    # One edit per change of state (testing, report): polls that saw nothing new edited nothing.
-    assert len(edits_of(world, report.id)) == 2
+    # One edit per change of state (testing, final): polls that saw nothing new edited nothing.
+    assert len(edits_of(world, public.id)) == 2
     assert world.bot.followers == {}
 
 
@@ -67,11 +87,13 @@ async def test_a_second_poll_without_change_edits_nothing(world) -> None:
     assert 1 in world.bot.followers
 
 
-async def test_wrong_answer_report_shows_the_mismatch(world) -> None:
+async def test_wrong_answer_report_shows_the_mismatch_to_its_author_only(world) -> None:
     result = await submit(world, world.alice)
     await serve_queue(world, launcher(wrong_answer))
     await world.env.advance_time(STATUS_INTERVAL)
-    text = result.followups[0].content
+    public = result.followups[0].content
+    assert "❌ **cpu**: wrong answer" in public and "mismatch" not in public and "test 2" not in public
+    text = private_report(result).content
     assert "❌ **cpu**: wrong answer" in text
     assert "❌ test 2 (size=16, seed=2): wrong answer: mismatch at [3]: 4.0 != 5.0" in text
 
@@ -81,7 +103,7 @@ async def test_speed_of_light_uses_the_device_peak(world) -> None:
     await serve_queue(world)
     await world.env.advance_time(STATUS_INTERVAL)
     # 20 MB in 12.5 µs is 1.6 TB/s; the H100's datasheet bandwidth is 3.35 TB/s.
-    assert "48% of speed of light" in result.followups[0].content
+    assert "48% of speed of light" in private_report(result).content
 
 
 async def test_all_devices_gives_one_line_per_device(world) -> None:
@@ -102,7 +124,7 @@ async def test_long_report_becomes_a_file(world, monkeypatch) -> None:
     result = await submit(world, world.alice)
     await serve_queue(world, launcher(chatty))
     await world.env.advance_time(STATUS_INTERVAL)
-    report = result.followups[0]
+    report = private_report(result)
     assert len(report.content) <= 2000
     logs = next(a for a in report.attachments if a.filename == "logs-1-cpu.txt")
     assert "x" * 1000 in (await logs.read()).decode()
@@ -119,7 +141,6 @@ async def test_long_report_becomes_a_file(world, monkeypatch) -> None:
             "There is no leaderboard named 'nope'. Known leaderboards: addone.",
         ),
         (("kernel.py", GOOD), {"device": "TPU"}, "does not run on 'TPU'; choose one of: cpu, H100."),
-        (("kernel.py", GOOD), {"device": None}, "does not run on '(none given)'; choose one of: cpu, H100."),
     ],
 )
 async def test_mistakes_are_explained_only_to_the_submitter(world, file, options, expected) -> None:
@@ -177,7 +198,10 @@ async def test_compile_error_shows_the_error_and_attaches_the_output(world) -> N
     result = await submit(world, world.alice)
     await serve_queue(world, launcher(compile_error))
     await world.env.advance_time(STATUS_INTERVAL)
-    report = result.followups[0]
+    public = result.followups[0]
+    assert public.content.splitlines()[1] == "❌ **cpu**: compile error"
+    assert "SyntaxError" not in public.content and "return [x + 1" not in public.content
+    report = private_report(result)
     assert report.content.splitlines()[2:] == [
         "❌ **cpu**: compile error",
         "↳ kernel.py could not be imported",
@@ -196,7 +220,7 @@ async def test_profile_comes_as_an_attachment(world) -> None:
     result = await submit(world, world.alice, mode="profile")
     await serve_queue(world)
     await world.env.advance_time(STATUS_INTERVAL)
-    report = result.followups[0]
+    report = private_report(result)
     names = [a.filename for a in report.attachments]
     assert names == ["logs-1-cpu.txt", "profile-1-cpu.txt"]
     assert (await report.attachments[1].read()).startswith(b"kernel  time  occupancy")
@@ -219,10 +243,11 @@ async def test_status_moves_to_a_channel_message_when_the_interaction_token_expi
     world.env.inject_error("PATCH", "/webhooks/*", status=401, code=50027, message="Invalid Webhook Token", times=None)
     await serve_queue(world)
     await world.env.advance_time(STATUS_INTERVAL)
-    assert "queued" in result.followups[0].content  # the old message could not be edited any more
+    assert "queue" in result.followups[0].content  # the old message could not be edited any more
     last = world.channel.last_message
     assert last is not None and last.id != result.followups[0].id
     assert last.content.startswith("**Submission #1**") and "✅ **cpu**: accepted" in last.content
+    assert "tests: 2/2 passed" not in last.content  # still only the public part
     assert world.bot.followers == {}
 
 
@@ -284,19 +309,10 @@ async def test_a_file_above_the_upload_limit_is_left_out_with_a_sentence(world, 
     result = await submit(world, world.alice)
     await serve_queue(world, launcher(chatty))
     await world.env.advance_time(STATUS_INTERVAL)
-    report = result.followups[0]
+    report = private_report(result)
     assert report.attachments == []
     assert "logs-1-cpu.txt (9.8 KiB) is above Discord's upload limit (4.0 KiB) and was left out." in report.content
     assert "✅ **cpu**: accepted" in report.content
-
-
-async def test_competitor_commands_work_in_direct_messages_and_admin_ones_are_not_offered(world) -> None:
-    user = world.env.create_user("dana")
-    names = set(user.available_commands())
-    assert "leaderboard list" in names
-    assert not any(n.startswith("admin") for n in names)
-    result = await user.slash("leaderboard list")
-    assert result.response.content.startswith("**Leaderboards**")
 
 
 async def test_a_database_or_discord_hiccup_skips_a_round_not_the_follower(world, monkeypatch) -> None:
@@ -312,11 +328,103 @@ async def test_a_database_or_discord_hiccup_skips_a_round_not_the_follower(world
     monkeypatch.setattr(world.service, "submission_status", flaky)
     await serve_queue(world)
     await world.env.advance_time(STATUS_INTERVAL)  # the database is away for this round
-    assert "queued" in result.followups[0].content
+    assert "queue" in result.followups[0].content
     world.env.inject_error("PATCH", "/webhooks/*", status=503, times=1)
     await world.env.advance_time(STATUS_INTERVAL)  # Discord is away for this one
-    assert "queued" in result.followups[0].content
+    assert "queue" in result.followups[0].content
     await world.env.advance_time(STATUS_INTERVAL)
     assert "✅ **cpu**: accepted" in result.followups[0].content
     assert world.bot.followers == {}
     assert world.env.errors == []
+
+
+async def test_user_text_pings_nobody_and_details_stay_private(world) -> None:
+    def leaky(request):
+        return wrong_answer(request).model_copy(
+            update={"message": "@everyone see line 2: secret_trick()", "stderr": "Traceback: secret_trick()\n"}
+        )
+
+    result = await submit(world, world.alice, file=("@here.py", GOOD))
+    await serve_queue(world, launcher(leaky))
+    await world.env.advance_time(STATUS_INTERVAL)
+    public = result.followups[0].content
+    assert public.startswith("**Submission #1** · `@\u200bhere.py` → **addone**")
+    assert "secret_trick" not in public and "@everyone" not in public
+    private = private_report(result).content
+    assert "@\u200beveryone see line 2: secret_trick()" in private and "@everyone" not in private
+
+
+async def test_a_private_thread_per_submission_holds_the_report(world) -> None:
+    world.bot.settings.private_threads = True
+    result = await submit(world, world.alice)
+    [thread] = world.channel.threads
+    assert thread.name == "Submission #1 (addone)"
+    assert world.env.backend.get_channel(thread.id).type == discord.ChannelType.private_thread.value
+    assert world.alice.id in world.env.backend.get_channel(thread.id).thread_members
+    assert f"Its report will be in <#{thread.id}>." in result.response.content
+    await serve_queue(world)
+    await world.env.advance_time(STATUS_INTERVAL)
+    [public] = result.followups  # nothing ephemeral: the report went to the thread
+    assert public.content.splitlines()[-1].startswith(f"Report and logs for its author: <#{thread.id}>")
+    report = thread.last_message
+    assert "tests: 2/2 passed" in report.content and [a.filename for a in report.attachments] == ["logs-1-cpu.txt"]
+
+
+async def test_submissions_only_in_the_configured_channel(world) -> None:
+    contests = world.guild.create_text_channel("contests")
+    world.bot.settings.submit_channel_ids = [contests.id]
+    refused = await submit(world, world.alice)
+    assert (
+        refused.ephemeral and refused.response.content == f"Submissions go in <#{contests.id}>; nothing was submitted."
+    )
+    assert world.service.user_submissions(UserRef("alice", world.alice.id)) == ()
+    accepted_here = await world.alice.slash(
+        contests, "leaderboard submit", file=("kernel.py", GOOD), leaderboard="addone", mode="test", device="cpu"
+    )
+    assert accepted_here.response.content.startswith("Submission #1 received")
+    raised(world)
+
+
+async def test_no_device_given_offers_a_menu_of_the_leaderboards_devices(world) -> None:
+    result = await submit(world, world.alice, device=None)
+    picker = result.response
+    assert picker.ephemeral and picker.content == "**addone** runs on cpu, H100. Which should run your kernel?"
+    [row] = picker.components
+    assert [o["value"] for o in row["components"][0]["options"]] == ["cpu", "H100"]
+    assert world.service.user_submissions(UserRef("alice", world.alice.id)) == ()
+
+    await world.alice.select(picker, ["H100"])
+    assert result.response.content == "Submitting to **addone** on H100…" and result.response.components == []
+    received, status = result.followups
+    assert received.content.startswith("Submission #1 received") and not status.ephemeral
+    assert "**H100**" in status.content and "**cpu**" not in status.content
+    [sub] = world.service.user_submissions(UserRef("alice", world.alice.id))
+    assert [j.device for j in sub.jobs] == ["H100"]
+
+
+async def test_a_menu_left_unanswered_submits_nothing(world) -> None:
+    from bot.commands.leaderboard import PICK_TIMEOUT_S
+
+    result = await submit(world, world.alice, device=None)
+    await world.env.advance_time(PICK_TIMEOUT_S + 1)
+    assert result.response.content == "No device was chosen in time; nothing was submitted."
+    assert result.response.components == []
+    assert world.service.user_submissions(UserRef("alice", world.alice.id)) == ()
+
+
+async def test_commands_have_a_per_user_cooldown(world) -> None:
+    world.bot.settings.submits_per_minute = 2
+    world.bot.settings.commands_per_minute = 3
+    assert (await submit(world, world.alice)).followups
+    assert (await submit(world, world.alice)).followups
+    third = await submit(world, world.alice)
+    assert third.ephemeral and third.response.content.startswith("Slow down a little: try again in")
+    assert (await submit(world, world.bob)).followups  # budgets are per user
+    for _ in range(3):
+        assert (await world.alice.slash(world.channel, "leaderboard list")).response.content.startswith("**Leader")
+    slow = await world.alice.slash(world.channel, "leaderboard mine", leaderboard="addone")
+    assert slow.response.content.startswith("Slow down a little")  # one budget for the other commands together
+    await world.env.advance_time(61)
+    assert (await submit(world, world.alice)).followups
+    assert len(world.service.user_submissions(UserRef("alice", world.alice.id))) == 3
+    assert [type(e).__name__ for e in raised(world)] == ["CommandOnCooldown", "CommandOnCooldown"]

@@ -154,3 +154,41 @@ def test_naive_datetimes_are_refused(database: Database) -> None:
                 fingerprint="",
             )
         )
+
+
+def test_database_errors_never_show_bound_parameters(database: Database) -> None:
+    """A failed statement's message (printed by the CLI, logged by workers) leaves its parameters out: they hold
+    secret seeds and submitted code."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    secret = "secret-seed-8675309"
+    insert = text("INSERT INTO users (id, identity, name, is_banned) VALUES (1, :identity, 'n', false)")
+    with pytest.raises(DBAPIError) as raised, database.transaction() as s:
+        s.execute(insert, {"identity": secret})
+        s.execute(insert, {"identity": secret})  # the same id again: an integrity error
+    assert secret not in str(raised.value)
+    assert "hidden" in str(raised.value)
+
+
+def test_the_problem_column_is_filled_from_existing_snapshots(tmp_path: Path) -> None:
+    from alembic import command
+    from sqlalchemy import text
+
+    from leaderboards.db import alembic_config
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    command.upgrade(alembic_config(engine), "0002")
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO leaderboards (name, description, deadline, task, lang, devices, ranking_by, secret_seed,"
+                " creator, visible, paused, fingerprint, updated_at) VALUES ('lb', '', '2031-01-01 00:00:00',"
+                " '{\"problem\": \"vectoradd\", \"files\": {}}', 'py', '[\"cpu\"]', 'geom', 1, '', 1, 0, 'f',"
+                " '2030-01-01 00:00:00')"
+            )
+        )
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT problem FROM leaderboards")).scalar_one() == "vectoradd"
+    engine.dispose()

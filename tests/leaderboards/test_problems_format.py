@@ -56,7 +56,7 @@ def test_reference_must_define_the_three_functions(tmp_path: Path) -> None:
 
 
 def test_problem_set_deadlines_are_utc_and_names_unique(tmp_path: Path) -> None:
-    _problem(tmp_path / "add", "description: add\ntests: [{n: 1}]\nbenchmarks: [{n: 2}]\n")
+    _problem(tmp_path / "add", "description: add\ntests: [{size: 1, seed: 1}]\nbenchmarks: [{size: 2, seed: 2}]\n")
     (tmp_path / "set.yaml").write_text(
         "name: s\nproblems:\n"
         "  - {directory: add, deadline: 2030-01-01T00:00:00, devices: [cpu]}\n"
@@ -70,3 +70,17 @@ def test_problem_set_deadlines_are_utc_and_names_unique(tmp_path: Path) -> None:
     pset, problems = load_problem_set(tmp_path / "set.yaml")
     assert pset.problems[0].deadline.isoformat() == "2030-01-01T00:00:00+00:00"
     assert list(problems) == ["add2"]
+
+
+def test_the_reference_check_runs_the_smallest_test_case_on_the_cpu() -> None:
+    from leaderboards.sync import reference_request
+
+    root = Path(__file__).resolve().parents[2] / "problems"
+    matmul = load_problem(root / "matmul")
+    assert matmul.smallest_test() == {"m": 1, "k": 1, "n": 1, "seed": 1357}
+    request = reference_request(matmul)
+    assert request.tests == [{"m": 1, "k": 1, "n": 1, "seed": 1357}] and request.benchmarks == []
+    assert request.device == "cpu" and request.mode is Mode.TEST and request.seed is None
+    assert request.files == matmul.files
+    cuda = reference_request(load_problem(root / "vectoradd_cu"))
+    assert cuda.submission.name.endswith(".cu")

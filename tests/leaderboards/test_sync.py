@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import write_problem, write_problem_set
+from helpers import REFERENCE, check_reference_in_process, write_problem, write_problem_set
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
 from leaderboards.db import Database
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
-from leaderboards.sync import SyncAction, sync_problem_set, validate_path
+from leaderboards.sync import sync_problem_set, validate_path
+from runners.contract import RunRequest, RunResult
 
 DEADLINE = "2031-01-01T00:00:00"
 
@@ -26,7 +27,7 @@ def cli(database: Database, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.chdir(tmp_path)  # no .env from the repository
 
     def invoke(*args: str) -> tuple[int, str, str]:
-        result = CliRunner().invoke(build_app(), list(args))
+        result = CliRunner().invoke(build_app(reference_check=lambda: check_reference_in_process), list(args))
         if result.exception and not isinstance(result.exception, SystemExit):
             raise result.exception
         return result.exit_code, result.stdout, result.stderr
@@ -86,9 +87,13 @@ def test_validate_the_repository_problems_folder_reports_problems_by_file() -> N
 def test_sync_creates_then_leaves_unchanged(problem_set: Path, cli) -> None:
     code, out, _ = cli("problems", "sync", str(problem_set), "--json")
     assert code == 0
-    assert [(i["leaderboard"], i["action"]) for i in json.loads(out)] == [("add", "created"), ("scale-v1", "created")]
+    report = json.loads(out)
+    assert [(i["leaderboard"], i["action"]) for i in report["items"]] == [("add", "created"), ("scale-v1", "created")]
+    assert report["applied"] is True and report["checked"] == ["add", "scale-v1"]  # new problems: references ran
     code, out, _ = cli("problems", "sync", str(problem_set), "--json")
-    assert [i["action"] for i in json.loads(out)] == ["unchanged", "unchanged"]
+    report = json.loads(out)
+    assert [i["action"] for i in report["items"]] == ["unchanged", "unchanged"]
+    assert report["checked"] == []  # nothing changed: no reference runs again
     code, out, _ = cli("leaderboard", "list", "--json")
     boards = {b["name"]: b for b in json.loads(out)}
     assert boards["add"]["devices"] == ["cpu", "H100"] and boards["add"]["deadline"] == "2031-01-01T00:00:00+00:00"
@@ -115,22 +120,26 @@ def test_tests_description_deadline_change_freely_but_benchmarks_need_force(
     code, out, err = cli("problems", "sync", str(problem_set))
     assert code == 1
     assert "scale-v1" in err and "--force" in err and "needs --force" in out and "benchmark cases changed" in out
-    assert service.task("add").description == "Add, better explained." and len(service.task("add").tests) == 2
-    assert len(service.task("scale-v1").benchmarks) == 2  # refused one left as it was
+    assert "nothing was applied" in out
+    # All or nothing: the free changes to 'add' wait with the refused one.
+    assert service.task("add").description == "Add two vectors." and len(service.task("add").tests) == 1
+    assert len(service.task("scale-v1").benchmarks) == 2
     assert len(service.ranking("scale-v1").entries) == 1
 
     (scale / "reference.py").write_text((scale / "reference.py").read_text() + "\n# tweak\n")
-    items = sync_problem_set(service, problem_set)
-    (refused,) = [i for i in items if i.action is SyncAction.NEEDS_FORCE]
+    report = sync_problem_set(service, problem_set)
+    (refused,) = report.refused
     assert refused.reasons == ("reference files changed: reference.py", "benchmark cases changed")
+    assert not report.applied
 
     code, out, _ = cli("problems", "sync", str(problem_set), "--force", "--json")
     assert code == 0
-    forced = {i["leaderboard"]: i for i in json.loads(out)}["scale-v1"]
+    forced = {i["leaderboard"]: i for i in json.loads(out)["items"]}["scale-v1"]
     assert forced["action"] == "updated" and forced["ranking_reset"] is True
     assert service.ranking("scale-v1").entries == () and service.task("scale-v1").benchmarks == (
         {"size": 123, "seed": 1},
     )
+    assert service.task("add").description == "Add, better explained." and len(service.task("add").tests) == 2
 
 
 def test_sync_refuses_an_invalid_set_without_touching_the_database(problem_set: Path, cli) -> None:
@@ -186,3 +195,52 @@ def test_cli_formatting_helpers() -> None:
         "b": "x",
         "s": [1, 2],
     }
+
+
+def test_validate_run_and_sync_run_each_reference_on_its_smallest_case(
+    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI gets the reference check from its composition root; this one records what it was asked to run."""
+    monkeypatch.setenv("DATABASE_URL", database.engine.url.render_as_string(hide_password=False))
+    monkeypatch.chdir(tmp_path)
+    asked: list[tuple[str, list[dict], str, str]] = []
+
+    def check_reference(request: RunRequest, *, settings: object = None) -> RunResult:
+        asked.append((request.problem, request.tests, request.device, request.mode.value))
+        return check_reference_in_process(request, settings=settings)
+
+    app = build_app(reference_check=lambda: check_reference)
+    root = tmp_path / "problems"
+    write_problem(root, "add", tests=[{"size": 30, "seed": 1}, {"size": 2, "seed": 9}, {"size": 7, "seed": 3}])
+    # generate_input returns a number where its own reference (and every kernel) expects a list
+    wrong_type = REFERENCE.replace("return list(range(size))", "return size").replace("return data", "return data[:]")
+    broken = write_problem(root, "broken", reference=wrong_type)
+    entries = [{"directory": d, "deadline": DEADLINE, "devices": ["cpu"]} for d in ("add", "broken")]
+    set_file = write_problem_set(root, entries, name="starter")
+
+    result = CliRunner().invoke(app, ["problems", "validate", str(root / "add")])
+    assert result.exit_code == 0 and asked == []  # without --run nothing runs
+    result = CliRunner().invoke(app, ["problems", "validate", "--run", str(root / "add")])
+    assert result.exit_code == 0, result.output
+    assert "1 reference(s) passed their own check" in result.stdout
+    assert asked == [("add", [{"size": 2, "seed": 9}], "cpu", "test")]  # the smallest case, on the CPU
+
+    asked.clear()
+    result = CliRunner().invoke(app, ["problems", "sync", str(set_file)])
+    assert result.exit_code == 1
+    assert f"{broken}/reference.py: generate_input -> ref_kernel -> check_implementation" in result.stderr
+    assert "ref_kernel raised TypeError" in result.stderr
+    assert [a[0] for a in asked] == ["add", "broken"]
+    assert LeaderboardService(database).list_leaderboards(include_hidden=True) == ()  # nothing applied
+
+    asked.clear()
+    result = CliRunner().invoke(app, ["problems", "sync", "--skip-run", str(set_file)])
+    assert result.exit_code == 0, result.output
+    assert asked == [] and "applied: 2 created, 0 updated, 0 unchanged" in result.stdout
+
+
+def test_sync_says_when_nothing_was_applied(problem_set: Path, cli) -> None:
+    cli("problems", "sync", str(problem_set))
+    edit_task(problem_set.parent / "scale", benchmarks=[{"size": 5, "seed": 5}])
+    code, out, err = cli("problems", "sync", str(problem_set))
+    assert code == 1 and "nothing was applied" in out and "Nothing in the set was changed" in err

@@ -1,0 +1,14 @@
+import not_a_module_anywhere  # noqa: F401 - the mistake this case is about
+
+
+def generate_input(size, seed):
+    return ([float((seed * 7 + i) % 11) for i in range(size)],)
+
+
+def ref_kernel(data):
+    return [x + 1 for x in data[0]]
+
+
+def check_implementation(data, output):
+    expected = ref_kernel(data)
+    return output == expected, "" if output == expected else f"got {output}, expected {expected}"

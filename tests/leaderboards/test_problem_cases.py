@@ -1,0 +1,107 @@
+"""Bad problem definitions as data (``problem_cases/*/expect.yml``): validate names each mistake, sync refuses it
+with the same words and leaves the database exactly as it was, on SQLite and PostgreSQL.
+
+See ``problem_cases/README.md`` for the format of a case.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import check_reference_in_process
+
+from leaderboards.errors import KernelcupError
+from leaderboards.problems import ProblemFormatError
+from leaderboards.service import LeaderboardService
+from leaderboards.sync import sync_problem_set, validate_path
+from runners.launchers.base import LauncherError
+from runners.routing import RoutingSettings, build_router
+
+CASES = Path(__file__).parent / "problem_cases"
+NAMES = sorted(p.name for p in CASES.iterdir() if p.is_dir() and not p.name.startswith("_"))
+ROUTES = "H100=local,cpu=local"
+
+
+def routed(device: str) -> str | None:
+    """The device check of the CLI (``kernelcup.wiring.device_check``) on fixed routes without a '*'."""
+    try:
+        build_router(RoutingSettings(KERNELCUP_ROUTES=ROUTES)).route_for(device)
+    except LauncherError as exc:
+        return str(exc)
+    return None
+
+
+def prepare(name: str, into: Path) -> tuple[Path, dict[str, Any]]:
+    """The case's files laid over ``_base`` in ``into``, and its expectations."""
+    shutil.copytree(CASES / "_base", into)
+    shutil.copytree(CASES / name, into, dirs_exist_ok=True)
+    expect = yaml.safe_load((into / "expect.yml").read_text())
+    make = expect.get("make", {})
+    if "fifo" in make:
+        os.mkfifo(into / make["fifo"])
+    for rel, size in make.get("pad", {}).items():
+        target = into / rel
+        text = target.read_text() if target.exists() else ""
+        line = "# " + "x" * 97 + "\n"
+        target.write_text(text + line * ((size - len(text)) // len(line) + 1))
+    return into / "set.yaml", expect
+
+
+def state(service: LeaderboardService) -> list[tuple[Any, ...]]:
+    """Everything sync could change, per leaderboard."""
+    return [
+        (b.name, b.deadline, b.devices, b.description, service.task_snapshot(b.name))
+        for b in service.list_leaderboards(include_hidden=True)
+    ]
+
+
+def test_every_case_says_what_it_expects() -> None:
+    assert len(NAMES) >= 30
+    for name in NAMES:
+        expect = yaml.safe_load((CASES / name / "expect.yml").read_text())
+        assert expect.get("why") and (expect.get("error") or expect.get("warning")), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_validate_names_the_mistake(name: str, tmp_path: Path) -> None:
+    set_file, expect = prepare(name, tmp_path / name)
+    report = validate_path(set_file, check=check_reference_in_process, device_check=routed)
+    errors = "\n".join(str(i) for i in report.issues)
+    warnings = "\n".join(str(w) for w in report.warnings)
+    if expect.get("error") and not expect.get("sync_only"):
+        assert expect["error"] in errors
+        assert all(i.file for i in report.issues)  # every message names its file
+    else:
+        assert report.ok, errors
+    if expect.get("warning"):
+        assert expect["warning"] in warnings
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sync_refuses_it_and_changes_nothing(name: str, tmp_path: Path, service: LeaderboardService) -> None:
+    set_file, expect = prepare(name, tmp_path / name)
+    if expect.get("before"):
+        first = sync_problem_set(service, set_file.parent / expect["before"], check=check_reference_in_process)
+        assert first.applied
+    before = state(service)
+    try:
+        report = sync_problem_set(service, set_file, check=check_reference_in_process, device_check=routed)
+    except (ProblemFormatError, KernelcupError) as exc:
+        message = str(exc)
+        assert expect.get("error"), message
+    else:
+        message = "; ".join(r for item in report.refused for r in item.reasons)
+        if expect.get("warning"):
+            assert expect["warning"] in "\n".join(str(w) for w in report.warnings)
+        if not expect.get("error"):
+            assert report.applied and [i.leaderboard for i in report.items] == [b[0] for b in state(service)]
+            return
+        assert not report.applied
+    assert expect["error"] in message
+    assert "Traceback" not in message
+    assert state(service) == before
