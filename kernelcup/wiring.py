@@ -75,12 +75,22 @@ def build_worker(
     submission_id: int | None = None,
     local: Launcher | None = None,
 ) -> Worker:
-    """A worker on the platform's database serving ``devices`` (all when empty) through the chosen launchers."""
+    """A worker on the platform's database serving ``devices`` (all when empty) through the chosen launchers.
+
+    It keeps finished results in the spool folder until they are stored, and sweeps stale job folders and cgroups
+    of this machine's runner at start and every ``KERNELCUP_WORKER_SWEEP_S``."""
+    from leaderboards.spool import ResultSpool
+    from runners.cleanup import sweep
+    from runners.settings import RunnerSettings
+
     settings = settings or load(WorkerSettings)
+    runner = load(RunnerSettings)
     return Worker(
         platform.service,
         launcher_for(launcher, local=local),
         settings,
         devices=devices,
         submission_id=submission_id,
+        spool=ResultSpool(settings.resolved_spool_dir()),
+        housekeeping=lambda: sweep(runner),
     )

@@ -245,7 +245,10 @@ class AdminMixin(ServiceBase):
             return QueueStats(
                 jobs=jobs,
                 oldest_queued_at=oldest.replace(tzinfo=UTC) if oldest is not None and oldest.tzinfo is None else oldest,
-                workers=tuple(WorkerView(w.id, w.hostname, tuple(w.devices), w.heartbeat_at) for w in workers),
+                workers=tuple(
+                    WorkerView(w.id, w.hostname, tuple(w.devices), w.heartbeat_at, w.healthy, w.health_note or "")
+                    for w in workers
+                ),
             )
 
     def usage_stats(self, since: datetime | None = None) -> UsageStats:
