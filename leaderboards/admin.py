@@ -205,7 +205,8 @@ class AdminMixin(ServiceBase):
             return self._user_view(u)
 
     def set_rate_limit(self, name: str, per_hour: int | None, *, actor: str = "") -> LeaderboardSummary:
-        """Submissions per user per hour on this leaderboard; None falls back to KERNELCUP_RATE_LIMIT_PER_HOUR."""
+        """Submissions per user per hour on this leaderboard, every mode counted; None falls back to the defaults
+        (KERNELCUP_RANKED_RATE_LIMIT_PER_HOUR for ranked, KERNELCUP_RATE_LIMIT_PER_HOUR for the other modes)."""
         self._check_admin_values(name, None, None, per_hour)
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
