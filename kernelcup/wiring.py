@@ -6,6 +6,7 @@ build workers with ``build_worker``. Nothing here connects anywhere until a func
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -43,6 +44,22 @@ def open_platform(core: CoreSettings | None = None, *, migrate: bool | None = No
     core = core or load(CoreSettings)
     db = open_database(core, migrate=migrate)
     return Platform(core=core, db=db, service=LeaderboardService(db, core))
+
+
+def open_platform_waiting(core: CoreSettings | None = None, *, log: logging.Logger | None = None) -> Platform:
+    """``open_platform`` for long-running processes (workers): while the database cannot be reached, wait and try
+    again (backoff up to 30 s, logged) instead of exiting; a schema that is behind still stops at once."""
+    from leaderboards.errors import DatabaseUnreachable
+    from runners.retry import retrying
+
+    policy = retrying(
+        retry_if=lambda exc: isinstance(exc, DatabaseUnreachable),
+        what="opening the database",
+        first_s=1.0,
+        max_s=30.0,
+        log=log or logging.getLogger(__name__),
+    )
+    return policy(open_platform, core)
 
 
 def launcher_for(kind: str = "routed", *, local: Launcher | None = None) -> Callable[[str], Launcher]:
@@ -91,6 +108,6 @@ def build_worker(
         settings,
         devices=devices,
         submission_id=submission_id,
-        spool=ResultSpool(settings.resolved_spool_dir()),
+        spool=ResultSpool(settings.resolved_spool_dir(platform.core.resolved_data_dir())),
         housekeeping=lambda: sweep(runner),
     )

@@ -89,16 +89,11 @@ class WorkerSettings(BaseSettings):
     )
     spool_dir: Path | None = Field(
         default=None,
-        description="Where finished results wait until the database has them (default: the user data directory's "
-        "kernelcup/spool).",
+        description="Where finished results wait until the database has them (default: spool/ in the data directory).",
     )
 
-    def resolved_spool_dir(self) -> Path:
-        if self.spool_dir is not None:
-            return self.spool_dir.expanduser()
-        from platformdirs import user_data_path
-
-        return user_data_path("kernelcup", appauthor=False) / "spool"
+    def resolved_spool_dir(self, data_dir: Path) -> Path:
+        return self.spool_dir.expanduser() if self.spool_dir is not None else data_dir / "spool"
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> WorkerSettings:

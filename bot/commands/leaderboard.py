@@ -133,12 +133,13 @@ class LeaderboardCommands(app_commands.Group):
         receipt = await call(
             bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode
         )
-        await send(
-            interaction,
-            Reply(
-                content=f"Submission #{receipt.submission_id} received. I'll keep the status message below up to date."
-            ),
-        )
+        received = f"Submission #{receipt.submission_id} received. I'll keep the status message below up to date."
+        if receipt.duplicate:
+            received = (
+                f"You sent this same file a moment ago: that is submission #{receipt.submission_id}, so it was not run "
+                "again. Its status is below."
+            )
+        await send(interaction, Reply(content=received))
         text = receipt_text(receipt)
         message = await send(interaction, Reply(content=text), ephemeral=False)
         status = StatusMessage(message, upload_limit(interaction))
