@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, case, delete, func, or_, select, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -219,12 +219,14 @@ class JobQueue:
     def _fair_candidates(
         self, s: Session, now: datetime, devices: Sequence[str] | None, submission_id: int | None
     ) -> list[int]:
-        """Runnable job ids in the order they should be served: per user the oldest one, users who were served
-        least recently first (round-robin), then by age. A few, so that concurrent workers each find one."""
+        """Runnable job ids in the order they should be served: jobs whose worker died first (they were started
+        already and have waited a lease), then per user the oldest job, users who were served least recently first
+        (round-robin), then by age. A few, so that concurrent workers each find one."""
         per_user = (
             select(
                 Job.id.label("job_id"),
                 Submission.user_id.label("user_id"),
+                case((Job.status == JobStatus.RUNNING.value, 0), else_=1).label("fresh"),
                 func.row_number().over(partition_by=Submission.user_id, order_by=Job.id).label("turn"),
             )
             .join(Submission, Submission.id == Job.submission_id)
@@ -234,8 +236,8 @@ class JobQueue:
         rows = s.execute(
             select(per_user.c.job_id)
             .join(User, User.id == per_user.c.user_id)
-            .where(per_user.c.turn <= 2)
-            .order_by(per_user.c.turn, User.last_claimed_at.asc().nulls_first(), per_user.c.job_id)
+            .where(or_(per_user.c.turn <= 2, per_user.c.fresh == 0))
+            .order_by(per_user.c.fresh, per_user.c.turn, User.last_claimed_at.asc().nulls_first(), per_user.c.job_id)
             .limit(CLAIM_CANDIDATES)
         ).all()
         return [int(r[0]) for r in rows]
