@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 class CoreSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore", env_parse_none_str="none"
     )
 
     database_url: str | None = Field(
@@ -31,19 +31,19 @@ class CoreSettings(BaseSettings):
         default=30,
         ge=1,
         description="Test, benchmark and profile submissions per user per leaderboard per hour where a leaderboard "
-        "sets no limit of its own (unset: no limit).",
+        "sets no limit of its own ('none': no limit).",
     )
     ranked_rate_limit_per_hour: int | None = Field(
         default=10,
         ge=1,
         description="Ranked submissions per user per leaderboard per hour where a leaderboard sets no limit of its "
-        "own (unset: no limit).",
+        "own ('none': no limit).",
     )
     max_new_files_per_day: int | None = Field(
         default=100,
         ge=1,
         description="Different files (by content) one user may store in 24 hours, across leaderboards; resubmitting "
-        "a stored file does not count (unset: no cap).",
+        "a stored file does not count ('none': no cap).",
     )
     duplicate_window_s: float = Field(
         default=600.0,
