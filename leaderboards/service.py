@@ -109,7 +109,9 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
         now = self.clock()
         with self.db.transaction() as s:
             u = self._user(s, user)
-            s.execute(select(User.id).where(User.id == u.id).with_for_update())  # SQLite: BEGIN IMMEDIATE does it
+            # FOR NO KEY UPDATE: serialises this user's submits, yet lets foreign-key checks (KEY SHARE) of runs and
+            # rankings being stored for the user pass, so the two cannot deadlock. SQLite: BEGIN IMMEDIATE does it.
+            s.execute(select(User.id).where(User.id == u.id).with_for_update(key_share=True))
             if u.is_banned:
                 raise Banned(u.ban_reason)
             lb = self._leaderboard(s, leaderboard, include_hidden=False)

@@ -35,7 +35,7 @@ def run_migrations_online() -> None:
                 if broken:
                     raise RuntimeError(f"the migration left rows whose foreign keys point nowhere: {broken[:5]}")
         if sqlite:
-            connection.connection.dbapi_connection.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
+            connection.invalidate()  # never hand this foreign-keys-off connection back to the pool
 
 
 if context.is_offline_mode():
