@@ -257,13 +257,7 @@ class Worker:
             self._closing.set()
             for task in slots:
                 task.cancel()
-            await asyncio.gather(*slots, return_exceptions=True)
-            # A slot cancelled at once (a second signal) leaves its job's task behind: kill those runs too.
-            jobs = [task for _, task in self._held.values() if not task.done()]
-            for _, task in self._held.values():
-                self._why_cancelled.setdefault(_job_of(task), "the worker stopped")
-                task.cancel()
-            await asyncio.gather(*jobs, return_exceptions=True)
+            await asyncio.gather(*slots, return_exceptions=True)  # each slot kills its job's run as it ends
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
@@ -315,6 +309,11 @@ class Worker:
             self._held[claim.job_id] = (claim, task)
             try:
                 await self._until_done_or_stopped(task, stop)
+            except asyncio.CancelledError:  # stopped at once (a second signal): kill the run before letting go
+                self._why_cancelled.setdefault(claim.job_id, "the worker was stopped at once")
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise
             finally:
                 self._held.pop(claim.job_id, None)
 

@@ -83,7 +83,9 @@ def killed_within(root: Path, timeout_s: float) -> float:
 
 
 def case(
-    svc: LeaderboardService, tmp_path: Path, let_go: Callable[[LeaderboardService, int, asyncio.Event], None]
+    svc: LeaderboardService,
+    tmp_path: Path,
+    let_go: Callable[[LeaderboardService, int, asyncio.Event, asyncio.Task[object]], None],
 ) -> tuple[int, float, list[tuple[str, str]]]:
     root = (tmp_path / "jobs").resolve()
     root.mkdir()
@@ -95,14 +97,14 @@ def case(
     async def main() -> float:
         stop = asyncio.Event()
         task = await run_until_spinning(worker, root, stop)
-        let_go(svc, job_id, stop)
+        let_go(svc, job_id, stop, task)
         t0 = time.monotonic()
         while runs_under(root):
             assert time.monotonic() - t0 < 5, "the run outlived its job by 5 s"
             await asyncio.sleep(0.02)
         took = time.monotonic() - t0
         stop.set()
-        await asyncio.wait_for(task, 30)
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
         return took
 
     took = asyncio.run(main())
@@ -111,7 +113,7 @@ def case(
 
 
 def test_cancelled_job_kills_its_run(svc: LeaderboardService, tmp_path: Path) -> None:
-    job_id, took, evs = case(svc, tmp_path, lambda s, _job, _stop: s.cancel(1, UserRef("ann")))
+    job_id, took, evs = case(svc, tmp_path, lambda s, _job, _stop, _task: s.cancel(1, UserRef("ann")))
     assert took < SETTINGS.heartbeat_s + 2
     assert ("cancelled", "cancelled by its author") in evs
     assert any(p == "killed" and "lease" in d for p, d in evs), evs
@@ -120,7 +122,7 @@ def test_cancelled_job_kills_its_run(svc: LeaderboardService, tmp_path: Path) ->
 
 
 def test_lease_taken_over_kills_the_old_run(svc: LeaderboardService, tmp_path: Path) -> None:
-    def take_over(s: LeaderboardService, job_id: int, _stop: asyncio.Event) -> None:
+    def take_over(s: LeaderboardService, job_id: int, _stop: asyncio.Event, _task: object) -> None:
         with s.db.transaction() as session:
             session.execute(update(Job).where(Job.id == job_id).values(lease_owner="another-worker#1"))
 
@@ -130,9 +132,19 @@ def test_lease_taken_over_kills_the_old_run(svc: LeaderboardService, tmp_path: P
 
 
 def test_stopping_worker_kills_the_run_and_requeues_the_job(svc: LeaderboardService, tmp_path: Path) -> None:
-    job_id, took, evs = case(svc, tmp_path, lambda _s, _job, stop: stop.set())
+    job_id, took, evs = case(svc, tmp_path, lambda _s, _job, stop, _task: stop.set())
     assert took < SETTINGS.stop_grace_s + 2
     assert any(p == "killed" and "stopped" in d for p, d in evs), evs
     with svc.db.transaction() as s:
         job = s.get(Job, job_id)
         assert job is not None and job.status == JobStatus.QUEUED and job.attempts == 0  # not charged
+
+
+def test_stopping_at_once_kills_the_run_too(svc: LeaderboardService, tmp_path: Path) -> None:
+    """A second SIGTERM cancels the worker itself (``kernelcup worker``): the run must die with it, not run on."""
+    job_id, took, evs = case(svc, tmp_path, lambda _s, _job, _stop, task: task.cancel())
+    assert took < 2
+    assert any(p == "killed" and "at once" in d for p, d in evs), evs
+    with svc.db.transaction() as s:
+        job = s.get(Job, job_id)
+        assert job is not None and job.status == JobStatus.QUEUED and job.attempts == 0
