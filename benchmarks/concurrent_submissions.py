@@ -107,7 +107,13 @@ def main() -> int:
 
 
 def run(db: Database, args: argparse.Namespace, schema: str | None) -> int:
-    core = CoreSettings(_env_file=None, rate_limit_per_hour=None, max_pending_jobs_per_user=10_000)
+    core = CoreSettings(
+        _env_file=None,
+        rate_limit_per_hour=None,
+        ranked_rate_limit_per_hour=None,
+        max_new_files_per_day=None,
+        max_pending_jobs_per_user=10_000,
+    )
     service = LeaderboardService(db, core)
     task = Task(description="bench", tests=[{"size": 1, "seed": 1}], benchmarks=[{"size": 2, "seed": 2}])
     problem = Problem(path=Path("bench"), task=task, files={"reference.py": REFERENCE})

@@ -3,8 +3,9 @@
 The rank changes are recorded by the core in the same transaction as the run that caused them, and
 ``claim_announcements`` hands each one out once (it marks them in the database as it hands them out),
 so a restarted bot, or two bots on one database, never announce a change twice. A message Discord refuses
-is tried again in the next rounds (``MAX_TRIES``); only a bot killed between the claim and the message
-loses that one announcement (the service has no "release" to hand it back).
+is tried again an interval later, up to ``MAX_TRIES`` times (the platform's retry policy, ``runners.retry``); only
+a bot stopped between the claim and the message loses that announcement (the service has no "release" to hand it
+back).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import logging
 import os
 import socket
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import discord
@@ -21,6 +22,7 @@ import discord
 from bot.calls import call
 from bot.limits import MESSAGE_CHARS, cut
 from bot.reports import announcement_text
+from runners.retry import aretrying
 
 if TYPE_CHECKING:
     from bot.client import KernelcupBot
@@ -34,50 +36,38 @@ def claimer_name() -> str:
 
 
 MAX_TRIES = 5
-"""Rounds a claimed change is tried before it is given up (logged): a passing Discord error loses nothing."""
+"""Tries of a claimed change's message, one announcement interval apart, before it is given up (logged): a passing
+Discord error loses nothing."""
 
 
-@dataclass
-class Unsent:
-    """A claimed change whose message failed, and how often it did."""
-
-    change: RankChangeView
-    tries: int = 0
-
-
-async def announce_once(
-    bot: KernelcupBot, channel: discord.abc.Messageable, backlog: list[Unsent] | None = None
-) -> int:
-    """Post every rank change not announced yet; return how many were posted.
-
-    ``backlog`` holds changes claimed earlier whose message failed (Discord down, rate limit); they go first
-    and stay there, up to ``MAX_TRIES`` rounds, until their message is out.
-    """
-    backlog = backlog if backlog is not None else []
-    claimed = await call(bot.service.claim_announcements, claimer_name())
-    todo = [*backlog, *(Unsent(change) for change in claimed)]
-    backlog.clear()
+async def post_changes(channel: discord.abc.Messageable, changes: Sequence[RankChangeView], interval_s: float) -> int:
+    """Post claimed changes in order; a message Discord refuses is tried again every ``interval_s`` on the platform's
+    retry policy, up to ``MAX_TRIES`` tries. Returns how many were posted."""
     posted = 0
-    for item in todo:
-        text = cut(announcement_text(item.change), MESSAGE_CHARS)
+    for change in changes:
+        text = cut(announcement_text(change), MESSAGE_CHARS)
+        policy = aretrying(
+            retry_if=lambda exc: isinstance(exc, discord.HTTPException),
+            what=f"announcing rank change {change.change_id}",
+            first_s=interval_s,
+            max_s=interval_s,
+            attempts=MAX_TRIES,
+            log=log,
+        )
         try:
-            await channel.send(text, allowed_mentions=discord.AllowedMentions(users=True, roles=False, everyone=False))
+            await policy(
+                channel.send, text, allowed_mentions=discord.AllowedMentions(users=True, roles=False, everyone=False)
+            )
         except discord.HTTPException:
-            item.tries += 1
-            if item.tries < MAX_TRIES:
-                backlog.append(item)
-                log.warning(
-                    "could not announce rank change %s (try %d); trying again", item.change.change_id, item.tries
-                )
-            else:
-                log.exception("gave up announcing rank change %s after %d tries", item.change.change_id, item.tries)
+            log.exception("gave up announcing rank change %s after %d tries", change.change_id, MAX_TRIES)
         else:
             posted += 1
     return posted
 
 
 async def announce_loop(bot: KernelcupBot) -> None:
-    """Look for rank changes every ``announce_interval_s`` for the bot's lifetime."""
+    """Look for rank changes every ``announce_interval_s`` for the bot's lifetime. Each round's changes are posted
+    by a task of their own, so a message being retried never holds up the next round's claim."""
     await bot.wait_until_ready()
     channel_id = bot.settings.announce_channel_id
     assert channel_id is not None
@@ -85,10 +75,20 @@ async def announce_loop(bot: KernelcupBot) -> None:
     if not isinstance(channel, discord.abc.Messageable):
         log.error("DISCORD_ANNOUNCE_CHANNEL_ID=%s is not a text channel the bot can see; no announcements", channel_id)
         return
-    backlog: list[Unsent] = []
-    while not bot.is_closed():
-        try:
-            await announce_once(bot, channel, backlog)
-        except Exception:
-            log.exception("announcements failed; trying again in %.0f s", bot.settings.announce_interval_s)
-        await asyncio.sleep(bot.settings.announce_interval_s)
+    interval = bot.settings.announce_interval_s
+    posting: set[asyncio.Task[int]] = set()
+    try:
+        while not bot.is_closed():
+            try:
+                claimed = await call(bot.service.claim_announcements, claimer_name())
+            except Exception:
+                log.exception("announcements failed; trying again in %.0f s", interval)
+            else:
+                if claimed:
+                    task = asyncio.create_task(post_changes(channel, claimed, interval))
+                    posting.add(task)
+                    task.add_done_callback(posting.discard)
+            await asyncio.sleep(interval)
+    finally:
+        for task in posting:
+            task.cancel()

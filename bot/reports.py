@@ -266,6 +266,11 @@ def queue_text(stats: QueueStats) -> str:
             "Workers: "
             + ", ".join(f"{safe(w.worker_id, 40)} ({', '.join(w.devices) or 'any device'})" for w in stats.workers)
         )
+        lines.extend(
+            f"⚠️ {safe(w.worker_id, 40)} is **unhealthy** and claims no jobs: {safe(w.health_note, 300)}"
+            for w in stats.workers
+            if not w.healthy
+        )
     else:
         lines.append("Workers: **none alive**; start one with `kernelcup worker`.")
     return "\n".join(lines)

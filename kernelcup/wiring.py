@@ -6,10 +6,11 @@ build workers with ``build_worker``. Nothing here connects anywhere until a func
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kernelcup.settings import SettingsError, load
+from kernelcup.settings import load
 from leaderboards.db import Database, open_database
 from leaderboards.problem_rules import DeviceCheck
 from leaderboards.service import LeaderboardService
@@ -48,6 +49,22 @@ def open_platform(core: CoreSettings | None = None, *, migrate: bool | None = No
     return Platform(core=core, db=db, service=LeaderboardService(db, core))
 
 
+def open_platform_waiting(core: CoreSettings | None = None, *, log: logging.Logger | None = None) -> Platform:
+    """``open_platform`` for long-running processes (workers): while the database cannot be reached, wait and try
+    again (backoff up to 30 s, logged) instead of exiting; a schema that is behind still stops at once."""
+    from leaderboards.errors import DatabaseUnreachable
+    from runners.retry import retrying
+
+    policy = retrying(
+        retry_if=lambda exc: isinstance(exc, DatabaseUnreachable),
+        what="opening the database",
+        first_s=1.0,
+        max_s=30.0,
+        log=log or logging.getLogger(__name__),
+    )
+    return policy(open_platform, core)
+
+
 def launcher_for(kind: str = "routed", *, local: Launcher | None = None) -> Callable[[str], Launcher]:
     """Device name -> launcher. ``routed``: the router of ``KERNELCUP_ROUTES`` (default ``*=local``); ``local``:
     this machine's launcher for every device. ``local`` may pass a prepared local launcher (e.g. the demo's)."""
@@ -78,30 +95,33 @@ def build_worker(
     submission_id: int | None = None,
     local: Launcher | None = None,
 ) -> Worker:
-    """A worker on the platform's database serving ``devices`` (all when empty) through the chosen launchers."""
+    """A worker on the platform's database serving ``devices`` (all when empty) through the chosen launchers.
+
+    It keeps finished results in the spool folder until they are stored, and sweeps stale job folders and cgroups
+    of this machine's runner at start and every ``KERNELCUP_WORKER_SWEEP_S``."""
+    from leaderboards.spool import ResultSpool
+    from runners.cleanup import sweep
+    from runners.settings import RunnerSettings
+
     settings = settings or load(WorkerSettings)
+    runner = load(RunnerSettings)
     return Worker(
         platform.service,
         launcher_for(launcher, local=local),
         settings,
         devices=devices,
         submission_id=submission_id,
+        spool=ResultSpool(settings.resolved_spool_dir(platform.core.resolved_data_dir())),
+        housekeeping=lambda: sweep(runner),
     )
 
 
 def reference_check() -> ReferenceCheck:
     """The reference check of ``problems validate --run`` and ``problems sync``: ``runners.entry.check_reference``
     with this machine's runner settings (it runs generate -> reference -> check in the sandbox on the CPU)."""
+    from runners.entry import check_reference
     from runners.settings import RunnerSettings
 
-    try:
-        from runners.entry import check_reference  # type: ignore[attr-defined]
-    except ImportError:
-        raise SettingsError(
-            "this installation's runner cannot run a problem's reference (runners.entry.check_reference is "
-            "missing): update kernelcup. Without it, `problems validate` without --run and `problems sync --skip-run` "
-            "make every other check"
-        ) from None
     settings = load(RunnerSettings)
 
     def check(request: RunRequest, /) -> RunResult:

@@ -343,7 +343,8 @@ class AdminMixin(ServiceBase):
             return self._user_view(u)
 
     def set_rate_limit(self, name: str, per_hour: int | None, *, actor: str = "") -> LeaderboardSummary:
-        """Submissions per user per hour on this leaderboard; None falls back to KERNELCUP_RATE_LIMIT_PER_HOUR."""
+        """Submissions per user per hour on this leaderboard, every mode counted; None falls back to the defaults
+        (KERNELCUP_RANKED_RATE_LIMIT_PER_HOUR for ranked, KERNELCUP_RATE_LIMIT_PER_HOUR for the other modes)."""
         self._check_admin_values(None, None, per_hour)
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
@@ -383,7 +384,10 @@ class AdminMixin(ServiceBase):
             return QueueStats(
                 jobs=jobs,
                 oldest_queued_at=oldest.replace(tzinfo=UTC) if oldest is not None and oldest.tzinfo is None else oldest,
-                workers=tuple(WorkerView(w.id, w.hostname, tuple(w.devices), w.heartbeat_at) for w in workers),
+                workers=tuple(
+                    WorkerView(w.id, w.hostname, tuple(w.devices), w.heartbeat_at, w.healthy, w.health_note or "")
+                    for w in workers
+                ),
             )
 
     def usage_stats(self, since: datetime | None = None) -> UsageStats:

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from leaderboards.errors import DatabaseNotReady
+from leaderboards.errors import DatabaseNotReady, DatabaseUnreachable
 from leaderboards.settings import CoreSettings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -92,11 +92,11 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
 
 
-def unreachable(engine: Engine, exc: Exception, *, doing: str = "reach") -> DatabaseNotReady:
+def unreachable(engine: Engine, exc: Exception, *, doing: str = "reach") -> DatabaseUnreachable:
     """The error for a database that cannot be reached (or migrated), naming the URL (no password) and the setting."""
     reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
     where = engine.url.render_as_string(hide_password=True)
-    return DatabaseNotReady(f"Cannot {doing} the database at {where}: {reason} (check DATABASE_URL)")
+    return DatabaseUnreachable(f"Cannot {doing} the database at {where}: {reason} (check DATABASE_URL)")
 
 
 class Database:

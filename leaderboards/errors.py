@@ -112,6 +112,10 @@ class DatabaseNotReady(KernelcupError):
     """The database cannot be reached or its schema is behind; the message says which command fixes it."""
 
 
+class DatabaseUnreachable(DatabaseNotReady):
+    """The database server did not answer (down, restarting, network blocked): worth waiting for."""
+
+
 class LeaseLost(KernelcupError):
     """A worker tried to store a result for a job it no longer holds (lease expired, job cancelled)."""
 

@@ -115,6 +115,9 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(100))
     is_banned: Mapped[bool] = mapped_column(Boolean(), default=False, server_default=false())
     ban_reason: Mapped[str | None] = mapped_column(Text())
+    last_claimed_at: Mapped[datetime | None] = mapped_column(
+        UTCDateTime(), comment="when a worker last took one of this user's jobs: claims go round-robin by it"
+    )
     created_at: Mapped[datetime] = _created()
 
 
@@ -158,7 +161,11 @@ class SubmissionCode(Base):
 
 class Submission(Base):
     __tablename__ = "submissions"
-    __table_args__ = (Index(None, "leaderboard_id", "user_id", "created_at"), Index(None, "user_id", "created_at"))
+    __table_args__ = (
+        Index(None, "leaderboard_id", "user_id", "created_at"),
+        Index(None, "user_id", "created_at"),
+        {"sqlite_autoincrement": True},  # an id is never handed out again after a deletion (followers, links)
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
@@ -180,7 +187,11 @@ class Job(Base):
     """One run of one submission on one device. The job rows are the queue (``leaderboards/queue.py``)."""
 
     __tablename__ = "jobs"
-    __table_args__ = (Index(None, "status", "device", "next_attempt_at"), Index(None, "status", "lease_expires_at"))
+    __table_args__ = (
+        Index(None, "status", "device", "next_attempt_at"),
+        Index(None, "status", "lease_expires_at"),
+        {"sqlite_autoincrement": True},  # a late write for a deleted job can never land on a new one
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
@@ -251,6 +262,9 @@ class Worker(Base):
     started_at: Mapped[datetime] = _created()
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    healthy: Mapped[bool] = mapped_column(Boolean(), default=True, server_default=true())
+    health_note: Mapped[str | None] = mapped_column(Text(), comment="why the worker stopped claiming, for operators")
+    unhealthy_since: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class BestScore(Base):

@@ -23,21 +23,22 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import and_, case, delete, func, or_, select, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
 from leaderboards.db import Database
 from leaderboards.errors import LeaseLost
-from leaderboards.models import Job, JobEvent, JobStatus, Run, utcnow
+from leaderboards.models import Job, JobEvent, JobStatus, Run, Submission, User, utcnow
 from leaderboards.models import Worker as WorkerRow
+from runners.retry import retrying
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ T = TypeVar("T")
 NOT_YOUR_FAULT = "not your fault"
 WORKER_ALIVE_S = 60.0
 """A worker counts as alive (for ``kernelcup submit``) when it heartbeated this recently."""
+CLAIM_CANDIDATES = 16
+"""Candidates a claim tries to lock, in fair order (concurrent workers skip the ones another holds)."""
 MAX_DETAIL = 2000
 """Longest event detail / job error stored (launcher messages can be long)."""
 
@@ -64,29 +67,31 @@ def _clip(text: str, limit: int = MAX_DETAIL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _transient(exc: BaseException) -> bool:
+def transient_db_error(exc: BaseException) -> bool:
     """A database error worth retrying: a dropped connection, or SQLite's writer lock being busy."""
     # OperationalError: lost connection, server restart, 'database is locked'
     return (isinstance(exc, DBAPIError) and exc.connection_invalidated) or isinstance(exc, OperationalError)
 
 
-def with_db_retry(fn: Callable[[], T], *, budget_s: float = 60.0, what: str = "database call") -> T:
-    """Run ``fn`` (one whole transaction), retrying it while the database is unreachable, for at most ``budget_s``.
+def with_db_retry(
+    fn: Callable[[], T],
+    *,
+    budget_s: float | None = 60.0,
+    what: str = "database call",
+    until: threading.Event | None = None,
+    max_wait_s: float = 2.0,
+) -> T:
+    """Run ``fn`` (one whole transaction), retrying it while the database is unreachable, for at most ``budget_s``
+    (None: until it answers, or until ``until`` is set).
 
     A dropped connection is invalidated by SQLAlchemy and replaced from the pool on the next try, so a killed
-    backend (``pg_terminate_backend``) or a restarted server costs a retry, not a job.
+    backend (``pg_terminate_backend``) or a restarted server costs a retry, not a job. The waits follow the
+    platform's one retry policy (``runners.retry``): 0.05 s doubling up to 2 s.
     """
-    deadline = time.monotonic() + budget_s
-    delay = 0.05
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            if not _transient(exc) or time.monotonic() + delay > deadline:
-                raise
-            log.warning("%s failed (%s); retrying in %.2fs", what, type(exc).__name__, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+    policy = retrying(
+        retry_if=transient_db_error, what=what, first_s=0.05, max_s=max_wait_s, budget_s=budget_s, log=log, until=until
+    )
+    return policy(fn)
 
 
 @dataclass(frozen=True)
@@ -156,19 +161,27 @@ class JobQueue:
         devices: Sequence[str] | None = None,
         submission_id: int | None = None,
     ) -> Claim | None:
-        """Take the oldest runnable job for ``devices`` (all when empty) under a new lease, or None."""
+        """Take a runnable job for ``devices`` (all when empty) under a new lease, or None.
+
+        Fair between users: each user's oldest runnable job is a candidate, and the user whose job a worker took
+        least recently (never, first) is served first, then the oldest job. So one user's hundred queued jobs
+        take turns with everyone else's instead of sitting in front of them.
+        """
 
         def tx() -> Claim | None:
             now = self.clock()
             with self.db.transaction() as s:
                 self._fail_exhausted(s, now, devices)
-                job = s.scalar(
-                    select(Job)
-                    .where(*self._runnable(now, devices, submission_id))
-                    .order_by(Job.id)
-                    .limit(1)
-                    .with_for_update(skip_locked=True)
-                )
+                job = None
+                for job_id in self._fair_candidates(s, now, devices, submission_id):
+                    # Lock the candidate only if it is still runnable (another worker may have taken it meanwhile).
+                    job = s.scalar(
+                        select(Job)
+                        .where(Job.id == job_id, *self._runnable(now, devices, submission_id))
+                        .with_for_update(skip_locked=True)
+                    )
+                    if job is not None:
+                        break
                 if job is None:
                     return None
                 reclaimed = job.status == JobStatus.RUNNING.value
@@ -181,6 +194,15 @@ class JobQueue:
                 job.heartbeat_at = now
                 job.next_attempt_at = None
                 job.started_at = job.started_at or now
+                s.execute(
+                    update(User)
+                    .where(
+                        User.id
+                        == select(Submission.user_id).where(Submission.id == job.submission_id).scalar_subquery()
+                    )
+                    .values(last_claimed_at=now)
+                    .execution_options(synchronize_session=False)
+                )
                 detail = f"attempt {job.attempts}/{job.max_attempts} by worker {worker_id}"
                 if reclaimed:
                     detail += f" (the lease of {previous} expired)"
@@ -198,6 +220,32 @@ class JobQueue:
                 )
 
         return self._retry(tx, "claim")
+
+    def _fair_candidates(
+        self, s: Session, now: datetime, devices: Sequence[str] | None, submission_id: int | None
+    ) -> list[int]:
+        """Runnable job ids in the order they should be served: jobs whose worker died first (they were started
+        already and have waited a lease), then per user the oldest job, users who were served least recently first
+        (round-robin), then by age. A few, so that concurrent workers each find one."""
+        per_user = (
+            select(
+                Job.id.label("job_id"),
+                Submission.user_id.label("user_id"),
+                case((Job.status == JobStatus.RUNNING.value, 0), else_=1).label("fresh"),
+                func.row_number().over(partition_by=Submission.user_id, order_by=Job.id).label("turn"),
+            )
+            .join(Submission, Submission.id == Job.submission_id)
+            .where(*self._runnable(now, devices, submission_id))
+            .subquery()
+        )
+        rows = s.execute(
+            select(per_user.c.job_id)
+            .join(User, User.id == per_user.c.user_id)
+            .where(or_(per_user.c.turn <= 2, per_user.c.fresh == 0))
+            .order_by(per_user.c.fresh, per_user.c.turn, User.last_claimed_at.asc().nulls_first(), per_user.c.job_id)
+            .limit(CLAIM_CANDIDATES)
+        ).all()
+        return [int(r[0]) for r in rows]
 
     def _fail_exhausted(self, s: Session, now: datetime, devices: Sequence[str] | None) -> None:
         """Fail running jobs whose lease expired on their last attempt (their worker died every time)."""
@@ -255,14 +303,39 @@ class JobQueue:
 
         self._retry(tx, "set_remote_ref")
 
-    def add_event(self, job_id: int, phase: str, detail: str = "") -> None:
-        """Record a progress event (informational: not fenced, a late event of a lost lease is harmless)."""
+    def add_event(self, claim: Claim, phase: str, detail: str = "") -> bool:
+        """Record a progress event of the run in flight, fenced like results: only while ``claim`` holds the job.
+
+        A late event of a worker that lost its lease (or of a job that was cancelled) is dropped, so a job's
+        timeline only ever shows its current holder's progress. False when dropped."""
+
+        def tx() -> bool:
+            with self.db.transaction() as s:
+                held = s.scalar(
+                    select(Job.id).where(
+                        Job.id == claim.job_id,
+                        Job.lease_owner == claim.owner,
+                        Job.status == JobStatus.RUNNING.value,
+                    )
+                )
+                if held is None:
+                    return False
+                s.add(JobEvent(job_id=claim.job_id, phase=phase[:32], detail=_clip(detail), created_at=self.clock()))
+                return True
+
+        return self._retry(tx, "add_event")
+
+    def add_note(self, claim: Claim, phase: str, detail: str) -> None:
+        """Record what a worker did to a job it held, even after losing the lease (the run it killed). Checked
+        against the claim's submission, so it can never land on another job."""
 
         def tx() -> None:
             with self.db.transaction() as s:
-                s.add(JobEvent(job_id=job_id, phase=phase[:32], detail=_clip(detail), created_at=self.clock()))
+                if s.scalar(select(Job.submission_id).where(Job.id == claim.job_id)) != claim.submission_id:
+                    return
+                s.add(JobEvent(job_id=claim.job_id, phase=phase[:32], detail=_clip(detail), created_at=self.clock()))
 
-        self._retry(tx, "add_event")
+        self._retry(tx, "add_note")
 
     # -- ending an attempt ----------------------------------------------------------------------------------------
 
@@ -356,6 +429,7 @@ class JobQueue:
                 job.lease_owner = None
                 job.lease_expires_at = None
                 job.next_attempt_at = None
+                job.remote_ref = None  # the run was killed (launchers cancel their remote run when stopped)
                 s.add(JobEvent(job_id=job.id, phase="queued", detail=_clip(f"requeued: {reason}"), created_at=now))
                 return True
 
@@ -383,6 +457,23 @@ class JobQueue:
                     row.heartbeat_at, row.stopped_at, row.devices = now, None, list(devices)
 
         self._retry(tx, "register_worker")
+
+    def set_worker_health(self, worker_id: str, healthy: bool, note: str = "") -> None:
+        """Record whether a worker claims jobs (healthy) or stopped because its runner is broken, and why."""
+
+        def tx() -> None:
+            now = self.clock()
+            with self.db.transaction() as s:
+                row = s.get(WorkerRow, worker_id)
+                if row is None:
+                    return
+                if healthy:
+                    row.healthy, row.health_note, row.unhealthy_since = True, None, None
+                else:
+                    row.unhealthy_since = row.unhealthy_since if not row.healthy else now
+                    row.healthy, row.health_note = False, _clip(note)
+
+        self._retry(tx, "set_worker_health")
 
     def worker_heartbeat(self, worker_id: str) -> None:
         def tx() -> None:

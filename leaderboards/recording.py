@@ -30,7 +30,7 @@ from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
     problem_from_snapshot,
 )
-from runners.contract import Limits, Mode, RankingRule, RunResult, Verdict, worst
+from runners.contract import Language, Limits, Mode, RankingRule, RunRequest, RunResult, Verdict, worst
 
 
 def harness_device(device: str) -> str:
@@ -59,25 +59,41 @@ class RecordingMixin(ServiceBase):
             problem = problem_from_snapshot(lb.task)
             mode = Mode(sub.mode)
             done = set(s.scalars(select(Run.secret).where(Run.job_id == job.id)))
-            limits = Limits(max_submission_bytes=self.settings.max_submission_bytes)
             kinds = [False, True] if mode is Mode.RANKED else [False]
             return tuple(
                 PlannedRun(
                     job_id=job.id,
                     secret=secret,
-                    request=problem.request(
-                        sub.file_name,
-                        sub.code.content,
-                        mode,
-                        device=harness_device(job.device),
-                        device_name=job.device,
-                        seed=secret_seed_for(lb.secret_seed, sub.id, job.device) if secret else None,
-                        limits=limits,
+                    request=self._within_board_limit(
+                        problem.request(
+                            sub.file_name,
+                            sub.code.content,
+                            mode,
+                            device=harness_device(job.device),
+                            device_name=job.device,
+                            seed=secret_seed_for(lb.secret_seed, sub.id, job.device) if secret else None,
+                            limits=Limits(max_submission_bytes=self.settings.max_submission_bytes),
+                        )
                     ),
                     recorded=secret in done,
                 )
                 for secret in kinds
             )
+
+    def _within_board_limit(self, request: RunRequest) -> RunRequest:
+        """Bound a run by the leaderboard's time limit for its mode, compile step included.
+
+        ``Problem.request`` sets the run budget from task.yml. A Python submission has no compile step of its own
+        (Triton and ``load_inline`` build inside the run, on the run's clock), so its compile budget is zero; a
+        native CUDA submission's compile budget (``compile_budget_s``, at most half the limit) is taken out of the
+        limit, not added to it. Either way compile + run is the board's limit, which bounds the worker's wait.
+        """
+        board = request.limits.run_timeout_s
+        compile_s = 0.0
+        if request.lang is Language.CUDA:
+            compile_s = min(self.settings.compile_budget_s, board / 2)
+        limits = request.limits.model_copy(update={"compile_timeout_s": compile_s, "run_timeout_s": board - compile_s})
+        return request.model_copy(update={"limits": limits})
 
     def record_run(
         self,

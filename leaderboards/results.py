@@ -42,6 +42,9 @@ class SubmissionReceipt:
     mode: str
     created_at: datetime
     jobs: tuple[JobReceipt, ...]
+    duplicate: bool = False
+    """True when nothing new was queued: the same user sent the same file to the same leaderboard, mode and devices
+    a moment ago, and this is that earlier submission's receipt (its id, its jobs). ``force`` runs it again."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,10 @@ class WorkerView:
     hostname: str
     devices: tuple[str, ...]
     heartbeat_at: datetime
+    healthy: bool = True
+    """False while the worker does not claim jobs because its runner failed its self-check or jobs in a row."""
+    health_note: str = ""
+    """Why it is unhealthy (the failing check), for the operator."""
 
 
 @dataclass(frozen=True)

@@ -96,12 +96,23 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
         leaderboard: str,
         devices: Sequence[str] | None = None,
         mode: Mode | str = Mode.RANKED,
+        *,
+        force: bool = False,
     ) -> SubmissionReceipt:
-        """Check a submission and queue one job per device; raise a ``UserError`` saying what to fix."""
+        """Check a submission and queue one job per device; raise a ``UserError`` saying what to fix.
+
+        The same file from the same user to the same leaderboard, mode and devices within
+        ``duplicate_window_s`` is not run again: the earlier submission's receipt comes back with ``duplicate``
+        set (``force`` runs it anyway). The user's row is locked first, so that concurrent submissions of one user
+        are checked against the rate limits and caps one after the other, never side by side.
+        """
         mode = _parse_mode(mode)
         now = self.clock()
         with self.db.transaction() as s:
             u = self._user(s, user)
+            # FOR NO KEY UPDATE: serialises this user's submits, yet lets foreign-key checks (KEY SHARE) of runs and
+            # rankings being stored for the user pass, so the two cannot deadlock. SQLite: BEGIN IMMEDIATE does it.
+            s.execute(select(User.id).where(User.id == u.id).with_for_update(key_share=True))
             if u.is_banned:
                 raise Banned(u.ban_reason)
             lb = self._leaderboard(s, leaderboard, include_hidden=False)
@@ -111,8 +122,14 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                 raise LeaderboardPaused(lb.name)
             chosen = self._check_devices(lb, devices)
             name = self._check_file(lb, file_name, content)
-            self._check_rate(s, u, lb, now)
+            digest = hashlib.sha256(content).hexdigest()
+            if not force:
+                earlier = self._duplicate(s, u, lb, digest, mode, chosen, now)
+                if earlier is not None:
+                    return self._receipt(s, earlier, duplicate=True)
+            self._check_rate(s, u, lb, mode, now)
             self._check_pending(s, u, len(chosen))
+            self._check_new_files(s, u, digest, now)
             code = self._store_code(s, content)
             sub = Submission(
                 user_id=u.id, leaderboard_id=lb.id, code_id=code.id, file_name=name, mode=mode.value, created_at=now
@@ -133,15 +150,54 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             s.add_all(jobs)
             s.flush()
             s.add_all(JobEvent(job_id=j.id, phase="queued", detail="", created_at=now) for j in jobs)
-            return SubmissionReceipt(
-                submission_id=sub.id,
-                leaderboard=lb.name,
-                user_name=u.name,
-                file_name=name,
-                mode=mode.value,
-                created_at=sub.created_at,
-                jobs=tuple(JobReceipt(j.id, j.device, self._queue_position(s, j)) for j in jobs),
+            return self._receipt(s, sub, jobs=jobs)
+
+    def _receipt(
+        self, s: Session, sub: Submission, *, jobs: Sequence[Job] | None = None, duplicate: bool = False
+    ) -> SubmissionReceipt:
+        jobs = list(jobs) if jobs is not None else list(s.scalars(select(Job).where(Job.submission_id == sub.id)))
+        return SubmissionReceipt(
+            submission_id=sub.id,
+            leaderboard=sub.leaderboard.name,
+            user_name=sub.user.name,
+            file_name=sub.file_name,
+            mode=sub.mode,
+            created_at=sub.created_at,
+            jobs=tuple(
+                JobReceipt(j.id, j.device, self._queue_position(s, j)) for j in sorted(jobs, key=lambda j: j.id)
+            ),
+            duplicate=duplicate,
+        )
+
+    def _duplicate(
+        self, s: Session, u: User, lb: Leaderboard, digest: str, mode: Mode, devices: Sequence[str], now: datetime
+    ) -> Submission | None:
+        """The user's latest submission of this very file to ``lb`` in ``mode`` on ``devices`` within the duplicate
+        window, if none of its jobs failed or was cancelled (those deserve a new run)."""
+        window = self.settings.duplicate_window_s
+        if not window:
+            return None
+        sub = s.scalar(
+            select(Submission)
+            .join(SubmissionCode, SubmissionCode.id == Submission.code_id)
+            .where(
+                Submission.user_id == u.id,
+                Submission.leaderboard_id == lb.id,
+                Submission.mode == mode.value,
+                Submission.deleted.is_(False),
+                Submission.created_at > now - timedelta(seconds=window),
+                SubmissionCode.sha256 == digest,
             )
+            .order_by(Submission.id.desc())
+            .limit(1)
+        )
+        if sub is None:
+            return None
+        jobs = s.scalars(select(Job).where(Job.submission_id == sub.id)).all()
+        usable = (JobStatus.QUEUED.value, JobStatus.RUNNING.value, JobStatus.SUCCEEDED.value)
+        if sorted(j.device for j in jobs) != sorted(devices) or any(j.status not in usable for j in jobs):
+            return None
+        return sub
 
     def _check_file(self, lb: Leaderboard, file_name: str, content: bytes) -> str:
         name = file_name.replace("\\", "/").rsplit("/", 1)[-1].strip()
@@ -165,23 +221,52 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             raise InvalidSubmission(f"{name} is not UTF-8 text (byte {exc.start} is not valid).") from None
         return name
 
-    def _check_rate(self, s: Session, u: User, lb: Leaderboard, now: datetime) -> None:
-        limit = lb.rate_limit_per_hour or self.settings.rate_limit_per_hour
+    def _check_rate(self, s: Session, u: User, lb: Leaderboard, mode: Mode, now: datetime) -> None:
+        """At most N submissions per hour per user and leaderboard: the leaderboard's own limit (every mode counts),
+        else the default for ranked submissions (lower) or for the other modes."""
+        if lb.rate_limit_per_hour:
+            limit, modes, what = lb.rate_limit_per_hour, None, "times"
+        elif mode is Mode.RANKED:
+            limit, modes, what = self.settings.ranked_rate_limit_per_hour, [Mode.RANKED.value], "ranked submissions"
+        else:
+            others = [m.value for m in Mode if m is not Mode.RANKED]
+            limit, modes, what = self.settings.rate_limit_per_hour, others, "test, benchmark or profile runs"
         if not limit:
             return
         window = now - timedelta(hours=1)
+        conds = [Submission.leaderboard_id == lb.id, Submission.user_id == u.id, Submission.created_at > window]
+        if modes is not None:
+            conds.append(Submission.mode.in_(modes))
         recent = s.scalars(
-            select(Submission.created_at)
-            .where(Submission.leaderboard_id == lb.id, Submission.user_id == u.id, Submission.created_at > window)
-            .order_by(Submission.created_at.desc())
-            .limit(limit)
+            select(Submission.created_at).where(*conds).order_by(Submission.created_at.desc()).limit(limit)
         ).all()
         if len(recent) >= limit:
             retry_at = recent[-1] + timedelta(hours=1)
             raise RateLimited(
-                f"You can submit {limit} times per hour to {lb.name!r}; try again after {retry_at:%H:%M:%S} UTC.",
+                f"You can send {limit} {what} per hour to {lb.name!r}; try again after {retry_at:%H:%M:%S} UTC.",
                 retry_at,
             )
+
+    def _check_new_files(self, s: Session, u: User, digest: str, now: datetime) -> None:
+        """At most N different files stored per user in 24 hours (resubmitting one of them is always fine)."""
+        cap = self.settings.max_new_files_per_day
+        if not cap:
+            return
+        since = now - timedelta(days=1)
+        rows = s.execute(
+            select(SubmissionCode.sha256, func.min(Submission.created_at))
+            .join(Submission, Submission.code_id == SubmissionCode.id)
+            .where(Submission.user_id == u.id, Submission.created_at > since)
+            .group_by(SubmissionCode.sha256)
+        ).all()
+        if digest in {sha for sha, _ in rows} or len(rows) < cap:
+            return
+        retry_at = min(first for _, first in rows) + timedelta(days=1)
+        raise RateLimited(
+            f"You sent {len(rows)} different files in the last 24 hours, the most allowed; resubmit one of them, or "
+            f"send a new one after {retry_at:%Y-%m-%d %H:%M} UTC.",
+            retry_at,
+        )
 
     def _check_pending(self, s: Session, u: User, new_jobs: int) -> None:
         pending = s.scalar(

@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 class CoreSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore", env_parse_none_str="none"
     )
 
     database_url: str | None = Field(
@@ -28,7 +28,34 @@ class CoreSettings(BaseSettings):
     db_echo: bool = Field(default=False, description="Log every SQL statement (debugging).")
     max_submission_bytes: int = Field(default=1024 * 1024, gt=0, description="Largest accepted submission file.")
     rate_limit_per_hour: int | None = Field(
-        default=None, ge=1, description="Submissions per user per leaderboard per hour where a leaderboard sets none."
+        default=30,
+        ge=1,
+        description="Test, benchmark and profile submissions per user per leaderboard per hour where a leaderboard "
+        "sets no limit of its own ('none': no limit).",
+    )
+    ranked_rate_limit_per_hour: int | None = Field(
+        default=10,
+        ge=1,
+        description="Ranked submissions per user per leaderboard per hour where a leaderboard sets no limit of its "
+        "own ('none': no limit).",
+    )
+    max_new_files_per_day: int | None = Field(
+        default=100,
+        ge=1,
+        description="Different files (by content) one user may store in 24 hours, across leaderboards; resubmitting "
+        "a stored file does not count ('none': no cap).",
+    )
+    duplicate_window_s: float = Field(
+        default=600.0,
+        ge=0,
+        description="A submission of the same file by the same user to the same leaderboard, mode and devices within "
+        "this many seconds answers with the earlier one instead of running it again (0: never).",
+    )
+    compile_budget_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Time for the compile step of native CUDA problems, taken out of the leaderboard's time limit "
+        "(Python submissions have no separate compile step).",
     )
     max_attempts: int = Field(default=3, ge=1, description="Tries of a job before an infrastructure failure sticks.")
     announce_top: int = Field(default=3, ge=1, description="Rank changes into this top-N are recorded to announce.")

@@ -27,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import Field, model_validator
@@ -37,9 +39,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from leaderboards.errors import LeaseLost
 from leaderboards.models import JobStatus
-from leaderboards.queue import Claim, JobQueue, new_worker_id, with_db_retry
+from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
 from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.service import LeaderboardService
+from leaderboards.spool import ResultSpool
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.launchers.base import Launcher, LauncherError
 
@@ -74,6 +77,23 @@ class WorkerSettings(BaseSettings):
         default=30.0, ge=0, description="On SIGTERM/SIGINT, how long running jobs may finish before they are requeued."
     )
     db_retry_s: float = Field(default=60.0, gt=0, description="How long a database call is retried while unreachable.")
+    unhealthy_after: int = Field(
+        default=3,
+        ge=1,
+        description="Infrastructure failures in a row after which a worker stops claiming and probes its runner.",
+    )
+    probe_s: float = Field(default=30.0, gt=0, description="How often an unhealthy worker probes its runner again.")
+    probe_timeout_s: float = Field(default=60.0, gt=0, description="Bound of one probe of a launcher (its check).")
+    sweep_s: float = Field(
+        default=600.0, gt=0, description="How often stale job folders and cgroups of dead runs are swept."
+    )
+    spool_dir: Path | None = Field(
+        default=None,
+        description="Where finished results wait until the database has them (default: spool/ in the data directory).",
+    )
+
+    def resolved_spool_dir(self, data_dir: Path) -> Path:
+        return self.spool_dir.expanduser() if self.spool_dir is not None else data_dir / "spool"
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> WorkerSettings:
@@ -139,13 +159,17 @@ class QueueJobHandle:
         self._last = key
         self._events += 1
         try:
-            await self._worker._db(self._worker.queue.add_event, self._claim.job_id, event.phase.value, event.detail)
+            await self._worker._db(self._worker.queue.add_event, self._claim, event.phase.value, event.detail)
         except Exception:  # progress must never break a run
             log.exception("could not store a progress event of job %s", self._claim.job_id)
 
 
 class Worker:
-    """Serves jobs from the queue. Build it with the service and a device->launcher function; ``run`` it."""
+    """Serves jobs from the queue. Build it with the service and a device->launcher function; ``run`` it.
+
+    ``housekeeping`` (optional, blocking) runs on a thread at start and every ``sweep_s``: the composition root
+    passes the sweep of stale job folders and cgroups (``runners.cleanup``) for workers with a local runner.
+    """
 
     def __init__(
         self,
@@ -157,6 +181,8 @@ class Worker:
         worker_id: str | None = None,
         submission_id: int | None = None,
         queue: JobQueue | None = None,
+        housekeeping: Callable[[], object] | None = None,
+        spool: ResultSpool | None = None,
     ) -> None:
         self.service = service
         self.launcher_for = launcher_for
@@ -165,23 +191,37 @@ class Worker:
         self.worker_id = worker_id or new_worker_id()
         self.submission_id = submission_id
         self.queue = queue or JobQueue(service.db, clock=service.clock, db_retry_s=self.settings.db_retry_s)
+        self.housekeeping = housekeeping
+        self.spool = spool if spool is not None else ResultSpool(self.settings.spool_dir)
         self.reports: list[JobReport] = []
+        self.launches = 0
+        """Launcher calls started (a benchmark compares them with the runs stored)."""
         self._held: dict[int, tuple[Claim, asyncio.Task[Any]]] = {}
         self._storing: set[int] = set()  # jobs whose result is being committed: never cancelled then
+        self._why_cancelled: dict[int, str] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._wake = asyncio.Event()
+        self._closing = threading.Event()  # set when the worker stops: endless database retries give up
+        self._failed_jobs: set[int] = set()  # distinct jobs that failed in a row on this worker
+        self._unhealthy: str | None = None
+        self._suspects: dict[str, Launcher] = {}
+        self._recovering: asyncio.Lock | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.settings.concurrency + 2, thread_name_prefix="kc-db")
+            self._pool = ThreadPoolExecutor(max_workers=self.settings.concurrency + 3, thread_name_prefix="kc-db")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
 
     def wake(self) -> None:
         """Look for a job now instead of at the next poll (same event loop only)."""
         self._wake.set()
+
+    @property
+    def healthy(self) -> bool:
+        return self._unhealthy is None
 
     # -- the loop ---------------------------------------------------------------------------------------------------
 
@@ -193,31 +233,62 @@ class Worker:
         until: Callable[[], bool] | None = None,
     ) -> list[JobReport]:
         """Serve jobs until ``stop`` is set (or, with ``once``, until the queue has nothing for us; or until
-        ``until()`` is true). On stop, running jobs get ``stop_grace_s`` to finish, then go back to the queue."""
+        ``until()`` is true). On stop, running jobs get ``stop_grace_s`` to finish, then they are killed and go
+        back to the queue. A database that cannot be reached is waited for, never a reason to exit."""
         stop = stop or asyncio.Event()
-        await self._db(self.queue.register_worker, self.worker_id, self.devices)
-        heartbeat = asyncio.create_task(self._heartbeats(stop), name="kc-heartbeat")
-        slots = [
-            asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{i}")
-            for i in range(self.settings.concurrency)
+        self._closing.clear()
+        self._recovering = asyncio.Lock()
+        if not await self._register(stop):
+            return self.reports
+        background = [
+            asyncio.create_task(self._heartbeats(stop), name="kc-heartbeat"),
+            asyncio.create_task(self._housekeeping(stop), name="kc-housekeeping"),
         ]
+        slots: list[asyncio.Task[None]] = []
         try:
+            await self._store_spooled()
+            await self._self_check()
+            slots = [
+                asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{i}")
+                for i in range(self.settings.concurrency)
+            ]
             await asyncio.gather(*slots)
         finally:
+            self._closing.set()
             for task in slots:
                 task.cancel()
-            await asyncio.gather(*slots, return_exceptions=True)
-            heartbeat.cancel()
-            await asyncio.gather(heartbeat, return_exceptions=True)
+            await asyncio.gather(*slots, return_exceptions=True)  # each slot kills its job's run as it ends
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             with contextlib.suppress(Exception):
-                await self._db(self.queue.stop_worker, self.worker_id)
+                await asyncio.wait_for(self._db(self.queue.stop_worker, self.worker_id), 5)
             if self._pool is not None:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
         return self.reports
 
+    async def _register(self, stop: asyncio.Event) -> bool:
+        """Register in the ``workers`` table, waiting for the database as long as it takes (False: stopped)."""
+        delay = 1.0
+        while not stop.is_set():
+            try:
+                await self._db(self.queue.register_worker, self.worker_id, self.devices)
+                return True
+            except Exception as exc:
+                log.warning("cannot reach the database to register (%s); trying again in %.0f s", _why(exc), delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, 30.0)
+        return False
+
     async def _slot(self, stop: asyncio.Event, once: bool, until: Callable[[], bool] | None) -> None:
         while not stop.is_set() and not (until is not None and until()):
+            if not self.healthy:
+                if once:
+                    return  # nothing this worker can serve now
+                await self._recover(stop)
+                continue
             try:
                 claim = await self._db(
                     self.queue.claim,
@@ -226,8 +297,8 @@ class Worker:
                     devices=self.devices,
                     submission_id=self.submission_id,
                 )
-            except Exception:
-                log.exception("claiming a job failed; trying again shortly")
+            except Exception as exc:
+                log.warning("claiming a job failed (%s); trying again shortly", _why(exc))
                 claim = None
             if claim is None:
                 if once:
@@ -238,14 +309,19 @@ class Worker:
             self._held[claim.job_id] = (claim, task)
             try:
                 await self._until_done_or_stopped(task, stop)
+            except asyncio.CancelledError:  # stopped at once (a second signal): kill the run before letting go
+                self._why_cancelled.setdefault(claim.job_id, "the worker was stopped at once")
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise
             finally:
                 self._held.pop(claim.job_id, None)
 
-    async def _idle(self, stop: asyncio.Event) -> None:
+    async def _idle(self, stop: asyncio.Event, timeout_s: float | None = None) -> None:
         self._wake.clear()
         waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
         try:
-            await asyncio.wait(waiters, timeout=self.settings.poll_s, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waiters, timeout=timeout_s or self.settings.poll_s, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for w in waiters:
                 w.cancel()
@@ -256,9 +332,10 @@ class Worker:
             await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
-        if not task.done():  # asked to stop: let the job finish within the grace period, then requeue it
+        if not task.done():  # asked to stop: let the job finish within the grace period, then kill and requeue it
             done, _ = await asyncio.wait([task], timeout=self.settings.stop_grace_s)
             if not done:
+                self._why_cancelled.setdefault(_job_of(task), "the worker stopped (grace period over)")
                 task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
@@ -268,43 +345,151 @@ class Worker:
             await asyncio.sleep(self.settings.heartbeat_s)
             try:
                 await self._db(self.queue.worker_heartbeat, self.worker_id)
-            except Exception:
-                log.exception("worker heartbeat failed")
+            except Exception as exc:
+                log.warning("worker heartbeat failed (%s)", _why(exc))
             for job_id, (claim, task) in list(self._held.items()):
                 try:
                     held = await self._db(self.queue.heartbeat, claim, lease_s=self.settings.lease_s)
-                except Exception:
-                    log.exception("lease heartbeat of job %s failed; trying again next beat", job_id)
+                except Exception as exc:
+                    log.warning("lease heartbeat of job %s failed (%s); trying again next beat", job_id, _why(exc))
                     continue
                 if not held and not task.done() and job_id not in self._storing:
-                    log.warning("lost the lease of job %s (expired or cancelled); abandoning it", job_id)
+                    log.warning(
+                        "lost the lease of job %s (cancelled, or expired and taken over); killing its run", job_id
+                    )
+                    self._why_cancelled.setdefault(job_id, "the worker lost the job's lease")
                     task.cancel(msg="lease lost")
+
+    async def _housekeeping(self, stop: asyncio.Event) -> None:
+        if self.housekeeping is None:
+            return
+        while not stop.is_set():
+            try:
+                await asyncio.to_thread(self.housekeeping)
+            except Exception:
+                log.exception("housekeeping (sweeping stale job folders and cgroups) failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.settings.sweep_s)
+
+    # -- health -----------------------------------------------------------------------------------------------------
+
+    async def _probe(self, launcher: Launcher) -> str | None:
+        """None when ``launcher`` passes its check, else what is wrong."""
+        try:
+            await asyncio.wait_for(launcher.check(), self.settings.probe_timeout_s)
+        except TimeoutError:
+            return f"the {launcher.name} runner's self-check gave no answer within {self.settings.probe_timeout_s:g} s"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return f"the {launcher.name} runner fails its self-check: {str(exc) or type(exc).__name__}"
+        return None
+
+    async def _self_check(self) -> None:
+        """Probe the launchers of the devices this worker serves before claiming anything."""
+        for device in self.devices:
+            try:
+                launcher = self.launcher_for(device)
+            except Exception:
+                continue  # an unrouted device: its jobs fail with the routing message, not the worker's health
+            problem = await self._probe(launcher)
+            if problem is not None:
+                await self._mark_unhealthy(problem, launcher)
+                return
+
+    async def _mark_unhealthy(self, problem: str, launcher: Launcher) -> None:
+        self._suspects[launcher.name] = launcher
+        if self._unhealthy is None:
+            log.error("worker %s is unhealthy and stops claiming jobs: %s", self.worker_id, problem)
+        self._unhealthy = problem
+        try:
+            await self._db(self.queue.set_worker_health, self.worker_id, False, problem)
+        except Exception as exc:
+            log.warning("could not record the worker's health (%s)", _why(exc))
+
+    async def _recover(self, stop: asyncio.Event) -> None:
+        """Wait ``probe_s``, probe the runners that failed; healthy again when every one passes."""
+        assert self._recovering is not None
+        async with self._recovering:
+            if self.healthy or stop.is_set():
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.settings.probe_s)
+            if stop.is_set():
+                return
+            for launcher in list(self._suspects.values()):
+                problem = await self._probe(launcher)
+                if problem is not None:
+                    await self._mark_unhealthy(problem, launcher)
+                    log.warning("worker %s still unhealthy: %s", self.worker_id, problem)
+                    return
+            log.info("worker %s passes its self-check again; claiming jobs", self.worker_id)
+            self._unhealthy = None
+            self._failed_jobs.clear()
+            self._suspects.clear()
+            try:
+                await self._db(self.queue.set_worker_health, self.worker_id, True)
+            except Exception as exc:
+                log.warning("could not record the worker's health (%s)", _why(exc))
+
+    async def _blame(self, claim: Claim, launcher: Launcher | None, reason: str) -> str | None:
+        """After an infrastructure failure: is it this worker's? Probe the launcher and count the distinct jobs
+        that failed in a row here (one job failing again and again says more about the job); the worker's problem
+        (it then stops claiming) or None when the job should be charged as usual."""
+        if launcher is None:
+            return None
+        problem = await self._probe(launcher)
+        self._failed_jobs.add(claim.job_id)
+        if problem is None and len(self._failed_jobs) >= self.settings.unhealthy_after:
+            problem = f"{len(self._failed_jobs)} different jobs in a row failed on this worker (last: {reason})"
+        if problem is not None:
+            await self._mark_unhealthy(problem, launcher)
+        return problem
 
     # -- one job ----------------------------------------------------------------------------------------------------
 
     async def process(self, claim: Claim) -> JobReport:
-        """Run one claimed job to an end: stored, requeued for a retry, failed, or abandoned (lease lost)."""
+        """Run one claimed job to an end: stored, requeued for a retry, failed, or abandoned (lease lost).
+
+        Never raises for a database outage: the job is then left to its lease (another worker takes it over)."""
         log.info("job %s (%s): attempt %d/%d", claim.job_id, claim.device, claim.attempt, claim.max_attempts)
         try:
             report = await self._process(claim)
         except asyncio.CancelledError:
-            released = await asyncio.shield(self._release_quietly(claim))
-            report = JobReport(claim.job_id, "released" if released else "abandoned", message="stopped")
+            why = self._why_cancelled.pop(claim.job_id, "the worker stopped")
+            report = await asyncio.shield(self._after_kill(claim, why))
             self.reports.append(report)
             raise
+        except Exception as exc:
+            log.error(
+                "job %s: gave up on the database (%s); its lease will expire and it runs again", claim.job_id, exc
+            )
+            report = JobReport(claim.job_id, "abandoned", message=f"database unreachable: {_why(exc)}")
+        self._why_cancelled.pop(claim.job_id, None)
         self.reports.append(report)
         log.info("job %s (%s): %s %s", claim.job_id, claim.device, report.status, report.message)
         return report
 
-    async def _release_quietly(self, claim: Claim) -> bool:
+    async def _after_kill(self, claim: Claim, why: str) -> JobReport:
+        """The job's run was killed (its coroutine cancelled: the launcher killed the process tree or cancelled the
+        remote run before letting go). Say so in its events, and give the job back if we still hold it."""
         try:
-            return await self._db(self.queue.release, claim)
-        except Exception:
-            log.exception("could not requeue job %s; its lease will expire instead", claim.job_id)
+            await self._db(self.queue.add_note, claim, "killed", f"the run was killed: {why}")
+        except Exception as exc:
+            log.warning("could not record that job %s was killed (%s)", claim.job_id, _why(exc))
+        released = await self._release_quietly(claim, why)
+        return JobReport(claim.job_id, "released" if released else "abandoned", message=f"killed: {why}")
+
+    async def _release_quietly(self, claim: Claim, reason: str = "the worker stopped") -> bool:
+        try:
+            return await self._db(self.queue.release, claim, reason=reason)
+        except Exception as exc:
+            log.warning("could not requeue job %s (%s); its lease will expire instead", claim.job_id, _why(exc))
             return False
 
     async def _process(self, claim: Claim) -> JobReport:
         recorded: list[RecordedRun] = []
+        launcher: Launcher | None = None
         try:
             planned = await self._db(self.service.run_requests, claim.job_id)
             todo = [p for p in planned if not p.recorded]
@@ -320,10 +505,11 @@ class Worker:
                 final = i == len(todo) - 1 or not result.passed
                 self._storing.add(claim.job_id)  # the fence in the transaction decides; a cancel would only lie
                 try:
-                    rec = await self._db(self._record, claim, run, result, final)
+                    rec = await self._store(claim, run.secret, result, final)
                 finally:
                     self._storing.discard(claim.job_id)
                 recorded.append(rec)
+                self._failed_jobs.clear()  # the runner works: whatever the verdict, it was the submission's
                 if final:
                     break
             return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, tuple(recorded))
@@ -331,14 +517,16 @@ class Worker:
             log.warning("%s", exc)
             return JobReport(claim.job_id, "lease_lost", tuple(recorded), str(exc))
         except InfrastructureFailure as exc:
-            return await self._failed(claim, exc.reason, exc.timed_out, recorded)
+            return await self._failed(claim, exc.reason, exc.timed_out, recorded, launcher)
         except LauncherError as exc:  # raised before a launch started (e.g. an unrouted device)
-            return await self._failed(claim, str(exc) or type(exc).__name__, False, recorded)
+            return await self._failed(claim, str(exc) or type(exc).__name__, False, recorded, None)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a bug of ours or of a launcher: not the user's fault either
-            log.exception("job %s failed unexpectedly", claim.job_id)
-            return await self._failed(claim, f"internal error ({type(exc).__name__})", False, recorded)
+        except Exception as exc:
+            if transient_db_error(exc):
+                raise  # the database is down: leave the job to its lease, charge nothing (``process``)
+            log.exception("job %s failed unexpectedly", claim.job_id)  # a bug of ours or of a launcher
+            return await self._failed(claim, f"internal error ({type(exc).__name__})", False, recorded, None)
 
     async def _earlier_failure(self, claim: Claim, planned: Sequence[PlannedRun]) -> str | None:
         """If an earlier attempt stored a failing public run, the job is done: the secret run cannot help."""
@@ -350,7 +538,14 @@ class Worker:
             return job.verdict or ""
         return None
 
-    async def _failed(self, claim: Claim, reason: str, timed_out: bool, recorded: list[RecordedRun]) -> JobReport:
+    async def _failed(
+        self, claim: Claim, reason: str, timed_out: bool, recorded: list[RecordedRun], launcher: Launcher | None
+    ) -> JobReport:
+        problem = await self._blame(claim, launcher, reason)
+        if problem is not None:  # the worker's fault: the job goes back uncharged, to a healthy worker
+            why = f"worker {self.worker_id} is unhealthy ({problem}); not counted as an attempt"
+            released = await self._release_quietly(claim, why)
+            return JobReport(claim.job_id, "released" if released else "lease_lost", tuple(recorded), why)
         final = JobStatus.TIMED_OUT if timed_out else JobStatus.FAILED
         try:
             outcome = await self._db(
@@ -369,6 +564,7 @@ class Worker:
     async def _launch(self, launcher: Launcher, claim: Claim, request: RunRequest, ref: str | None) -> RunResult:
         handle = QueueJobHandle(self, claim, ref)
         bound = launch_timeout_s(request, self.settings.launch_margin_s, launcher)
+        self.launches += 1
         try:
             result = await asyncio.wait_for(launcher.run(request, handle), bound)
         except TimeoutError:
@@ -390,29 +586,62 @@ class Worker:
             raise InfrastructureFailure(result.message or "the runner reported an infrastructure error")
         return result
 
-    def _record(self, claim: Claim, run: PlannedRun, result: RunResult, final: bool) -> RecordedRun:
-        """Store one run (fenced by the lease) and, for the last one, complete the job: one transaction."""
+    # -- storing results --------------------------------------------------------------------------------------------
+
+    async def _store(self, claim: Claim, secret: bool, result: RunResult, final: bool) -> RecordedRun:
+        """Store a finished run. It is spooled to disk first and kept until the database has it: a database outage
+        is waited out (with backoff, as long as the worker runs), never a reason to throw the result away."""
+        path = await asyncio.to_thread(self.spool.put, claim, secret, final, result)
+        try:
+            rec = await self._db(self._record, claim, secret, result, final)
+        except LeaseLost:
+            self.spool.remove(path)
+            raise
+        self.spool.remove(path)
+        return rec
+
+    async def _store_spooled(self) -> None:
+        """Store what a stopped or killed worker on this machine left in the spool (fenced by its old lease)."""
+        for item in await asyncio.to_thread(self.spool.pending):
+            try:
+                await self._db(
+                    self._record, item.claim, item.secret, item.result, item.final, retry_s=self.settings.db_retry_s
+                )
+            except LeaseLost:
+                log.info("spooled result of job %s: the job was taken over meanwhile; dropped", item.claim.job_id)
+            except Exception as exc:
+                log.warning("spooled result of job %s not stored yet (%s); kept", item.claim.job_id, _why(exc))
+                continue
+            else:
+                log.info("stored the spooled result of job %s", item.claim.job_id)
+            self.spool.remove(item.path)
+
+    def _record(
+        self, claim: Claim, secret: bool, result: RunResult, final: bool, retry_s: float | None = None
+    ) -> RecordedRun:
+        """Store one run (fenced by the lease) and, for the last one, complete the job: one transaction, retried
+        while the database is unreachable (``retry_s``; None: until it answers or the worker stops)."""
         db = self.service.db
 
         def tx() -> RecordedRun:
             with db.transaction() as s:
-                rec = self.service.record_run(claim.job_id, result, secret=run.secret, owner=claim.owner, session=s)
+                rec = self.service.record_run(claim.job_id, result, secret=secret, owner=claim.owner, session=s)
                 self.queue.clear_remote_ref(s, claim)
                 if final:
                     self.queue.complete(s, claim, detail=_done_detail(rec, result))
                 return rec
 
         try:
-            return with_db_retry(tx, budget_s=self.settings.db_retry_s, what="record_run")
+            return with_db_retry(tx, budget_s=retry_s, what="storing a result", until=self._closing, max_wait_s=5.0)
         except LeaseLost:
             # The commit may have gone through although the connection dropped before we heard of it.
-            if final and self.queue.finished_by(claim):
+            if final and with_db_retry(lambda: self.queue.finished_by(claim), budget_s=retry_s, until=self._closing):
                 return RecordedRun(
                     0,
                     claim.job_id,
                     claim.submission_id,
                     claim.device,
-                    run.secret,
+                    secret,
                     result.passed,
                     result.verdict.value,
                     result.score_ns,
@@ -423,6 +652,18 @@ class Worker:
     def _complete_only(self, claim: Claim, verdict: str) -> None:
         with self.service.db.transaction() as s:
             self.queue.complete(s, claim, detail=verdict)
+
+
+def _job_of(task: asyncio.Task[Any]) -> int:
+    name = task.get_name()
+    return int(name.rsplit("-", 1)[-1]) if name.startswith("kc-job-") else -1
+
+
+def _why(exc: BaseException) -> str:
+    """One line about a (database) error, without SQL or bound parameters."""
+    orig = getattr(exc, "orig", None)
+    text = " ".join(str(orig or exc).split())
+    return f"{type(exc).__name__}: {text[:200]}"
 
 
 def _done_detail(rec: RecordedRun, result: RunResult) -> str:

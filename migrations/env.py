@@ -17,6 +17,11 @@ def run_migrations_online() -> None:
     if engine is None:
         engine = make_engine(CoreSettings().resolved_database_url())
     with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # Rebuilding a table (batch mode) drops the old one; with foreign keys on, that DELETE would cascade into
+            # every child table. SQLite only lets the pragma change outside a transaction, hence the DBAPI level.
+            connection.connection.dbapi_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
         context.configure(
             connection=connection,
             target_metadata=target_metadata,
@@ -25,6 +30,12 @@ def run_migrations_online() -> None:
         )
         with context.begin_transaction():
             context.run_migrations()
+            if sqlite:
+                broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise RuntimeError(f"the migration left rows whose foreign keys point nowhere: {broken[:5]}")
+        if sqlite:
+            connection.invalidate()  # never hand this foreign-keys-off connection back to the pool
 
 
 if context.is_offline_mode():

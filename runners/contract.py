@@ -145,7 +145,9 @@ class SubmissionFile(_Model):
 class Limits(_Model):
     """Bounds on one run. Every wait in the runner is bounded by one of these."""
 
-    compile_timeout_s: float = Field(default=300.0, gt=0)
+    compile_timeout_s: float = Field(
+        default=300.0, ge=0, description="Wall time of a separate compile step (native CUDA); 0 where there is none."
+    )
     run_timeout_s: float = Field(default=300.0, gt=0, description="Wall time for tests + benchmarks, per run.")
     output_cap_bytes: int = Field(default=16 * 1024, gt=0, description="Kept bytes of stdout and of stderr each.")
     host_memory_mb: int = Field(default=16 * 1024, gt=0, description="Resident memory cap of the submission.")

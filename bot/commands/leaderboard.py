@@ -215,13 +215,13 @@ class LeaderboardCommands(app_commands.Group):
         )
         thread = await private_thread(interaction, receipt) if bot.settings.private_threads else None
         where = f" Its report will be in {thread.mention}." if thread else " You'll get its report here."
-        await send(
-            interaction,
-            Reply(
-                content=f"Submission #{receipt.submission_id} received. I'll keep the status message below up to "
-                f"date.{where}"
-            ),
-        )
+        received = f"Submission #{receipt.submission_id} received. I'll keep the status message below up to date."
+        if receipt.duplicate:
+            received = (
+                f"You sent this same file a moment ago: that is submission #{receipt.submission_id}, so it was not run "
+                "again. Its status is below."
+            )
+        await send(interaction, Reply(content=received + where))
         text = status_text(await call(bot.service.submission_status, receipt.submission_id))
         message = await send(interaction, Reply(content=text), ephemeral=False)
         status = StatusMessage(message, upload_limit(interaction))

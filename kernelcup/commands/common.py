@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from kernelcup.settings import SettingsError, load
 from leaderboards.errors import FileTooLarge, KernelcupError
@@ -41,6 +42,17 @@ def user_errors() -> Iterator[None]:
     except (KernelcupError, SettingsError, ProblemFormatError) as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
+    except DBAPIError as exc:  # one line, never a traceback with SQL and its parameters
+        typer.secho(f"error: {database_error(exc)}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+
+
+def database_error(exc: DBAPIError) -> str:
+    """A database error in one line, without the statement or its bound parameters."""
+    reason = " ".join(str(exc.orig or type(exc).__name__).split())[:300]
+    if isinstance(exc, OperationalError):
+        return f"the database could not be reached ({reason}); check DATABASE_URL and that the server is up"
+    return f"the database refused the operation ({type(exc.orig).__name__}: {reason})"
 
 
 def read_submission(path: Path, limit: int) -> bytes:

@@ -56,6 +56,63 @@ async def check_routes(limit_s: float) -> list[CheckLine]:
     return lines
 
 
+@dataclass(frozen=True)
+class WorkerLine:
+    worker: str
+    devices: str
+    healthy: bool
+    note: str
+
+
+def worker_health(limit_s: float) -> tuple[list[WorkerLine], str]:
+    """The live workers of the configured database and whether each claims jobs; ([], why) when unreadable."""
+    import threading
+
+    from kernelcup.commands.common import database_error
+    from kernelcup.wiring import open_platform
+    from leaderboards.errors import KernelcupError
+
+    found: list[object] = []
+
+    def read() -> None:
+        try:
+            with open_platform(migrate=False) as platform:
+                found.append(platform.service.queue_stats())
+        except (KernelcupError, SettingsError) as exc:
+            found.append(str(exc))
+        except Exception as exc:
+            from sqlalchemy.exc import DBAPIError
+
+            found.append(database_error(exc) if isinstance(exc, DBAPIError) else f"{type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=read, daemon=True, name="kernelcup-runners-check-db")
+    thread.start()
+    thread.join(limit_s)
+    if not found:
+        return [], f"the database gave no answer within {limit_s:g} s"
+    stats = found[0]
+    if isinstance(stats, str):
+        return [], stats
+    return [
+        WorkerLine(w.worker_id, ", ".join(w.devices) or "any", w.healthy, w.health_note)
+        for w in stats.workers  # type: ignore[attr-defined]
+    ], ""
+
+
+def render_workers(workers: list[WorkerLine], note: str) -> Table:
+    table = Table(title="workers (live, from the database)")
+    table.add_column("worker")
+    table.add_column("devices")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for w in workers:
+        status = "[green]claiming[/green]" if w.healthy else "[red]unhealthy[/red]"
+        table.add_row(w.worker, w.devices, status, w.note)
+    if not workers:
+        table.add_row("-", "-", "[yellow]none[/yellow]", note or "no worker heartbeated in the last minute")
+    return table
+
+
 def render(lines: list[CheckLine]) -> Table:
     table = Table(title="runners (KERNELCUP_ROUTES)")
     table.add_column("device")
@@ -78,10 +135,18 @@ def register(app: typer.Typer) -> None:
     def check(
         timeout: float = typer.Option(15.0, "--timeout", min=0.1, help="Seconds each launcher's check may take."),
         as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+        workers: bool = typer.Option(
+            False,
+            "--workers",
+            help="Also list the live workers in the database (DATABASE_URL) and whether each claims jobs; --json then "
+            "prints {routes, workers}.",
+        ),
     ) -> None:
-        """Print the routing table and check each launcher's configuration and credentials (runs no job).
+        """Print the routing table and check each launcher's configuration and credentials (runs no job); with
+        --workers, also the live workers and whether each claims jobs (one whose runner fails its self-check or
+        failed jobs in a row does not, and says why).
 
-        Exits 1 when a route's launcher is not ready.
+        Exits 1 when a route's launcher is not ready, or (--workers) a live worker is unhealthy.
         """
         from kernelcup.commands.common import print_json
 
@@ -90,11 +155,14 @@ def register(app: typer.Typer) -> None:
         except SettingsError as exc:
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
             raise typer.Exit(1) from None
+        live, note = worker_health(timeout) if workers else ([], "")
         if as_json:
-            print_json(lines)
+            print_json({"routes": lines, "workers": live, "workers_note": note} if workers else lines)
         else:
             Console().print(render(lines))
-        if not all(line.ok for line in lines):
+            if workers:
+                Console().print(render_workers(live, note))
+        if not all(line.ok for line in lines) or not all(w.healthy for w in live):
             raise typer.Exit(1)
 
     app.add_typer(runners_app, name="runners")

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from kernelcup.commands.common import format_ns, print_json, read_submission, user_errors
 from leaderboards.events import ProgressUpdate, follow
-from leaderboards.queue import WORKER_ALIVE_S, JobQueue
+from leaderboards.queue import WORKER_ALIVE_S, JobQueue, with_db_retry
 from leaderboards.results import SubmissionDetails, UserRef
 from leaderboards.worker import Worker, WorkerSettings
 from runners.contract import Mode
@@ -121,6 +121,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON (no progress display)."),
         no_wait: bool = typer.Option(False, "--no-wait", help="Queue it and return at once with its id."),
         timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=1, help="Longest wait for the result (s)."),
+        force: bool = typer.Option(
+            False, "--force", help="Run it even if you sent this same file moments ago (else you get that result)."
+        ),
     ) -> None:
         """Submit a kernel: queue it, run it (here, if no worker is running), and print the report."""
         from kernelcup.settings import load
@@ -135,7 +138,16 @@ def register(app: typer.Typer) -> None:
             with open_platform() as platform:
                 service = platform.service
                 content = read_submission(file, platform.core.max_submission_bytes)
-                receipt = service.submit(who, file.name, content, leaderboard, device or None, mode)
+                receipt = with_db_retry(
+                    lambda: service.submit(who, file.name, content, leaderboard, device or None, mode, force=force),
+                    budget_s=worker_settings.db_retry_s,
+                    what="submitting",
+                )
+                if receipt.duplicate:
+                    console.print(
+                        f"you sent this same file to {receipt.leaderboard} a moment ago: showing submission "
+                        f"#{receipt.submission_id} instead of running it again (--force runs it again)"
+                    )
                 if no_wait:
                     if json_out:
                         print_json(receipt)
@@ -184,7 +196,11 @@ def register(app: typer.Typer) -> None:
                 finally:
                     for w in local:
                         w.stop(worker_settings.stop_grace_s + 5)
-                details = service.submission_details(receipt.submission_id, who)
+                details = with_db_retry(
+                    lambda: service.submission_details(receipt.submission_id, who),
+                    budget_s=worker_settings.db_retry_s,
+                    what="reading the result",
+                )
         if json_out:
             print_json(details)
         else:

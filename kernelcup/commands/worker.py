@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve queued jobs until stopped (SIGTERM/SIGINT stop gracefully)."""
         from kernelcup.commands.common import user_errors
-        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, open_platform
+        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, open_platform_waiting
 
         if launcher not in LAUNCHER_CHOICES:
             raise typer.BadParameter(f"choose one of: {', '.join(LAUNCHER_CHOICES)}", param_hint="--launcher")
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         with user_errors():
             overrides = {"concurrency": concurrency} if concurrency else {}
             settings = load(WorkerSettings, **overrides)
-            with open_platform() as platform:
+            with open_platform_waiting(log=logging.getLogger(__name__)) as platform:
                 try:
                     worker = build_worker(platform, devices=device, launcher=launcher, settings=settings)
                 except ValueError as exc:  # routing settings

@@ -50,7 +50,12 @@ async def call_blocking(fn: Callable[[], T], *, limit_s: float, what: str) -> T:
 
     threading.Thread(target=target, name=f"kernelcup-{what[:40]}", daemon=True).start()
     # asyncio.wait, not wait_for: a TimeoutError raised by fn itself must reach the caller as it is.
-    done, _ = await asyncio.wait({future}, timeout=limit_s)
+    try:
+        done, _ = await asyncio.wait({future}, timeout=limit_s)
+    except asyncio.CancelledError:
+        future.cancel()  # nobody waits any more: the thread's late answer is dropped, not left unretrieved
+        raise
     if not done:
+        future.cancel()
         raise CallTimeout(f"{what} did not answer within {limit_s:g} s")
     return future.result()

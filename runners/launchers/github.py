@@ -47,6 +47,7 @@ from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdic
 from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
 from runners.remote_settings import GithubSettings
+from runners.retry import aretrying
 
 T = TypeVar("T")
 
@@ -129,7 +130,12 @@ class GithubLauncher:
                 )
             await job.set_remote_ref(f"{prefix}run:{run_id}:{nonce}")
             await job.progress(ProgressEvent(phase=Phase.QUEUED, detail=f"waiting for a runner ({self.name})"))
-        state = await self._wait(run_id, request, job)
+        try:
+            state = await self._wait(run_id, request, job)
+        except asyncio.CancelledError:
+            # The job was cancelled, its lease lost, or the worker stops: the run must not go on without us.
+            await asyncio.shield(self._cancel(run_id))
+            raise
         result = await self._fetch_result(state, nonce)
         await job.progress(ProgressEvent(phase=Phase.DONE, detail=result.verdict.label))
         return result
@@ -355,32 +361,47 @@ class GithubLauncher:
     async def _api(
         self, fn: Callable[[], T], what: str, *, attempts: int | None = None, limit_s: float | None = None
     ) -> T:
+        """One API call in a bounded thread, retried (the platform's retry policy) on 5xx, network errors and rate
+        limits that reset soon enough; every failure that is left becomes a ``LauncherError`` that says what to do."""
         tries = attempts or self.settings.api_attempts
         bound = limit_s or (2 * self.settings.http_timeout_s + 5)
-        for attempt in range(1, tries + 1):
-            try:
-                return await call_blocking(fn, limit_s=bound, what=f"GitHub ({what})")
-            except BadCredentialsException:
-                raise LauncherError("GitHub rejected GITHUB_TOKEN (401): is it expired or revoked?") from None
-            except RateLimitExceededException as exc:
-                wait = _rate_limit_wait(exc)
-                if attempt == tries or wait > self.settings.max_rate_limit_wait_s:
-                    raise LauncherError(f"GitHub rate limit while {what}; it resets in {wait:.0f} s") from None
-            except UnknownObjectException:
-                raise LauncherError(
-                    f"GitHub answered 404 while {what}: check GITHUB_REPO={self.settings.repo}, "
-                    f"GITHUB_WORKFLOW={self.settings.workflow} and that GITHUB_TOKEN can see them"
-                ) from None
-            except GithubException as exc:
-                if exc.status < 500 or attempt == tries:
-                    raise LauncherError(f"GitHub answered {exc.status} while {what}: {_message(exc)}") from None
-                wait = min(RETRY_BASE_S * 2.0**attempt, 30.0)
-            except (CallTimeout, requests.RequestException) as exc:
-                if attempt == tries:
-                    raise LauncherError(f"could not reach GitHub while {what}: {_net_reason(exc)}") from None
-                wait = min(RETRY_BASE_S * 2.0**attempt, 30.0)
-            await asyncio.sleep(wait)
-        raise AssertionError("unreachable")
+        max_rate_wait = self.settings.max_rate_limit_wait_s
+
+        def worth_retrying(exc: BaseException) -> bool:
+            if isinstance(exc, RateLimitExceededException):
+                return _rate_limit_wait(exc) <= max_rate_wait
+            if isinstance(exc, BadCredentialsException | UnknownObjectException):
+                return False
+            if isinstance(exc, GithubException):
+                return exc.status >= 500
+            return isinstance(exc, CallTimeout | requests.RequestException)
+
+        def wait_for(exc: BaseException, delay: float) -> float:
+            return _rate_limit_wait(exc) if isinstance(exc, RateLimitExceededException) else delay  # type: ignore[arg-type]
+
+        policy = aretrying(
+            retry_if=worth_retrying,
+            what=f"GitHub ({what})",
+            first_s=2 * RETRY_BASE_S,
+            max_s=30.0,
+            attempts=tries,
+            wait_for=wait_for,
+        )
+        try:
+            return await policy(call_blocking, fn, limit_s=bound, what=f"GitHub ({what})")
+        except BadCredentialsException:
+            raise LauncherError("GitHub rejected GITHUB_TOKEN (401): is it expired or revoked?") from None
+        except RateLimitExceededException as exc:
+            raise LauncherError(f"GitHub rate limit while {what}; it resets in {_rate_limit_wait(exc):.0f} s") from None
+        except UnknownObjectException:
+            raise LauncherError(
+                f"GitHub answered 404 while {what}: check GITHUB_REPO={self.settings.repo}, "
+                f"GITHUB_WORKFLOW={self.settings.workflow} and that GITHUB_TOKEN can see them"
+            ) from None
+        except GithubException as exc:
+            raise LauncherError(f"GitHub answered {exc.status} while {what}: {_message(exc)}") from None
+        except (CallTimeout, requests.RequestException) as exc:
+            raise LauncherError(f"could not reach GitHub while {what}: {_net_reason(exc)}") from None
 
 
 def _rate_limit_wait(exc: GithubException) -> float:

@@ -1,14 +1,33 @@
-"""The local launcher: evaluates on this machine through ``runners.entry.run_request`` in a worker thread."""
+"""The local launcher: evaluates on this machine through ``runners.entry.run_request`` in a worker thread.
+
+A thread cannot be cancelled, so the run gets a cancel event: when the launcher's coroutine is cancelled (the job
+was cancelled, its lease lost, the worker stops, or the worker's bound on the call ran out), the event kills the
+run's whole sandboxed process tree at once, and the launcher lets go only after the thread has returned, so no
+run outlives its job on this machine (two runs sharing a GPU would spoil both timings)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
 
 from runners.contract import ProgressEvent, RunRequest, RunResult
 from runners.launchers.base import JobHandle, LauncherError
 from runners.settings import RunnerSettings
+
+log = logging.getLogger(__name__)
+
+KILL_WAIT_S = 10.0
+"""How long a cancelled run may take to die (the sandbox needs ~0.1 s) before the launcher lets go anyway."""
+MIN_FREE_MB = 64
+"""A job folder needs room for the submission, its build and its output; less free space fails the self-check."""
 
 
 class LocalLauncher:
@@ -34,13 +53,26 @@ class LocalLauncher:
             with contextlib.suppress(RuntimeError):  # the loop is closing: progress is best effort
                 loop.call_soon_threadsafe(schedule)
 
-        result = await asyncio.to_thread(
-            run_request,
-            request,
-            on_progress,
-            settings=self.settings,
-            require_sandbox=not self.settings.allow_unsandboxed,
+        cancel = threading.Event()
+        thread = asyncio.ensure_future(
+            asyncio.to_thread(
+                run_request,
+                request,
+                on_progress,
+                settings=self.settings,
+                require_sandbox=not self.settings.allow_unsandboxed,
+                cancel=cancel,
+            )
         )
+        try:
+            result = await asyncio.shield(thread)
+        except asyncio.CancelledError:
+            cancel.set()  # the sandbox kills the tree within a poll; wait for the thread to see it
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(thread), KILL_WAIT_S)
+            if not thread.done():
+                log.error("the run of %s did not stop within %.0f s of being cancelled", request.problem, KILL_WAIT_S)
+            raise
         await asyncio.sleep(0)  # let the last scheduled progress callbacks start
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
@@ -56,11 +88,45 @@ class LocalLauncher:
                 f"local runner cannot sandbox submissions ({note}); install bubblewrap (`make setup`) or set "
                 "KERNELCUP_ALLOW_UNSANDBOXED=true on a machine that runs only your own code"
             )
+        problem = await asyncio.to_thread(self._probe_host)
+        if problem:
+            raise LauncherError(problem)
         gpu = await asyncio.to_thread(sysinfo.gpu_query)
         device = f"GPU {gpu['name']} (driver {gpu['driver']})" if gpu else "no NVIDIA GPU found (cpu only)"
         nvcc = "nvcc found" if shutil.which("nvcc") else "no nvcc (native .cu problems cannot run here)"
         sandbox = "sandboxed" if bwrap else "NOT sandboxed (allowed by KERNELCUP_ALLOW_UNSANDBOXED)"
         return f"local: {device}; {nvcc}; {sandbox}: {note}"
+
+    def _probe_host(self) -> str:
+        """What would make every run fail here, whatever the submission: a job folder that cannot be written
+        (full or read-only disk) or an evaluation interpreter that does not start. Empty when fine."""
+        root = self.settings.job_root or Path(tempfile.gettempdir())
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            free_mb = shutil.disk_usage(root).free // (1 << 20)
+            with tempfile.NamedTemporaryFile(dir=root, prefix="kernelcup-probe-") as f:
+                f.write(b"\0" * 65536)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            return f"cannot write job folders in {root} ({exc.strerror or exc}); set KERNELCUP_JOB_ROOT or free it"
+        if free_mb < MIN_FREE_MB:
+            return f"only {free_mb} MiB free in {root}, the job folders' place (KERNELCUP_JOB_ROOT); free some space"
+        python = self.settings.python or sys.executable
+        try:
+            done = subprocess.run(
+                [python, "-I", "-c", "import sys; print(sys.version_info[0])"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the evaluation interpreter {python} does not start ({exc}); check KERNELCUP_PYTHON"
+        if done.returncode != 0 or done.stdout.strip() != "3":
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+            return f"the evaluation interpreter {python} is broken ({tail[0][:200]}); check KERNELCUP_PYTHON"
+        return ""
 
 
 async def _quiet(coro: object) -> None:

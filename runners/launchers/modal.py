@@ -21,6 +21,7 @@ from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
 from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
 from runners.remote_settings import ModalSettings
+from runners.retry import aretrying
 
 MODAL_GPUS = ("T4", "L4", "A100", "A100-80GB", "H100", "H200", "B200")
 """The GPU types the app deploys a function for (``runners/modal_app.py`` GPUS, checked by a test)."""
@@ -96,7 +97,12 @@ class ModalLauncher:
             call = await self._spawn(modal, client, request)
             await job.set_remote_ref(REF_PREFIX + call.object_id)
             await job.progress(ProgressEvent(phase=Phase.QUEUED, detail=f"started on Modal ({self.gpu})"))
-        output = await self._wait(modal, call, budget)
+        try:
+            output = await self._wait(modal, call, budget)
+        except asyncio.CancelledError:
+            # The job was cancelled, its lease lost, or the worker stops: the call must not run on without us.
+            await asyncio.shield(self._cancel(call))
+            raise
         result = self._parse(output)
         await job.progress(ProgressEvent(phase=Phase.DONE, detail=result.verdict.label))
         return result
@@ -177,7 +183,12 @@ class ModalLauncher:
     async def _wait(self, modal: Any, call: Any, budget: float) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
-        transient = 0
+        transient = (
+            modal.exception.ConnectionError,
+            modal.exception.InternalError,
+            modal.exception.ServiceError,
+            CallTimeout,
+        )
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -186,24 +197,32 @@ class ModalLauncher:
                     f"the Modal call {call.object_id} ({self.gpu}) gave no result within {budget:g} s; cancelled it"
                 )
             step = min(self.settings.poll_s, remaining)
+            # One poll, retried on transient errors (the platform's retry policy); "not ready yet" ends the poll.
+            poll = aretrying(
+                retry_if=lambda exc: isinstance(exc, transient),
+                what=f"Modal call {call.object_id}",
+                first_s=2 * RETRY_BASE_S,
+                max_s=float("inf"),
+                attempts=MAX_TRANSIENT_ERRORS,
+                wait_for=lambda _exc, delay: min(delay, max(0.0, deadline - loop.time())),
+            )
             try:
-                return await call_blocking(
-                    functools.partial(call.get, timeout=step), limit_s=step + self.settings.rpc_timeout_s, what="Modal"
+                return await poll(
+                    call_blocking,
+                    functools.partial(call.get, timeout=step),
+                    limit_s=step + self.settings.rpc_timeout_s,
+                    what="Modal",
                 )
+            except transient as exc:
+                raise LauncherError(f"Modal is unreachable ({MAX_TRANSIENT_ERRORS} tries): {exc}") from None
             except modal.exception.OutputExpiredError:
                 raise LauncherError(f"the Modal call {call.object_id} was lost (its output expired)") from None
             except modal.exception.FunctionTimeoutError:
                 raise LauncherError(f"the Modal call {call.object_id} hit its time limit") from None
-            except (modal.exception.ConnectionError, modal.exception.InternalError, modal.exception.ServiceError,
-                    CallTimeout) as exc:  # fmt: skip
-                transient += 1
-                if transient >= MAX_TRANSIENT_ERRORS:
-                    raise LauncherError(f"Modal is unreachable ({transient} tries): {exc}") from None
-                await asyncio.sleep(min(RETRY_BASE_S * 2.0**transient, max(0.0, deadline - loop.time())))
             except modal.exception.Error as exc:
                 raise LauncherError(f"the Modal call {call.object_id} failed: {type(exc).__name__}: {exc}") from None
             except TimeoutError:  # not ready yet (the builtin, raised by FunctionCall.get)
-                transient = 0
+                continue
             except Exception as exc:  # the function raised: the entry point crashed or overran
                 raise LauncherError(f"the Modal call {call.object_id} failed: {type(exc).__name__}: {exc}") from None
 

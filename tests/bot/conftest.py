@@ -82,7 +82,14 @@ def problems_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def service(tmp_path: Path, problems_dir: Path) -> LeaderboardService:
-    settings = CoreSettings(data_dir=tmp_path / "data", database_url=None, rate_limit_per_hour=None)
+    settings = CoreSettings(
+        data_dir=tmp_path / "data",
+        database_url=None,
+        rate_limit_per_hour=None,
+        ranked_rate_limit_per_hour=None,
+        max_new_files_per_day=None,
+        duplicate_window_s=0,
+    )
     svc = LeaderboardService(open_database(settings), settings)
     svc.create_leaderboard(
         load_problem(problems_dir / "addone"),

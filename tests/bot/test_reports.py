@@ -266,6 +266,11 @@ def test_queue_and_usage_text() -> None:
         "Workers: w1 (H100)",
     ]
     assert "Workers: **none alive**" in queue_text(QueueStats({}, None, ()))
+    sick = WorkerView("w2", "box", (), T0, healthy=False, health_note="cannot write job folders in /tmp (disk full)")
+    assert queue_text(QueueStats({}, None, (sick,))).splitlines()[-2:] == [
+        "Workers: w2 (any device)",
+        "⚠️ w2 is **unhealthy** and claims no jobs: cannot write job folders in /tmp (disk full)",
+    ]
     usage = UsageStats(None, 4, 2, {"vectoradd": 4}, {"test": 3, "ranked": 1}, 7200.0)
     assert usage_text(usage).splitlines() == [
         "**Usage**",

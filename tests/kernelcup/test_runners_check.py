@@ -80,3 +80,26 @@ def test_worker_margin_shorter_than_a_remote_wait_is_flagged() -> None:
     assert "KERNELCUP_WORKER_LAUNCH_MARGIN_S" in warning and str(int(launcher.wait_margin_s)) in warning
     assert margin_warning(launcher, launcher.wait_margin_s) == ""
     assert margin_warning(ReadyLocal(), 1.0) == "", "a launcher without its own waits is never flagged"
+
+
+def test_workers_lists_live_workers_and_fails_on_an_unhealthy_one(env, tmp_path) -> None:
+    from leaderboards.db import open_database
+    from leaderboards.queue import JobQueue
+    from leaderboards.settings import CoreSettings
+
+    env.setenv("KERNELCUP_DATA_DIR", str(tmp_path / "data"))
+    env.delenv("DATABASE_URL", raising=False)
+    env.delenv("KERNELCUP_DATABASE_URL", raising=False)
+    db = open_database(CoreSettings(_env_file=None, data_dir=tmp_path / "data"))
+    queue = JobQueue(db)
+    queue.register_worker("gpu-box:1", ["H100"])
+    queue.register_worker("cpu-box:2", [])
+    result = invoke("--workers", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["routes"][0]["ok"] and {w["worker"] for w in data["workers"]} == {"gpu-box:1", "cpu-box:2"}
+    queue.set_worker_health("gpu-box:1", False, "the evaluation interpreter /opt/py is broken; check KERNELCUP_PYTHON")
+    db.dispose()
+    result = invoke("--workers")
+    assert result.exit_code == 1
+    assert "unhealthy" in result.output and "KERNELCUP_PYTHON" in result.output

@@ -166,3 +166,52 @@ def test_worker_process_stops_gracefully_on_sigterm(env: Path) -> None:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
+
+
+def test_submitting_the_same_file_again_shows_the_earlier_result_unless_forced(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu"])
+    (env / "sol.py").write_text(SOLUTION)
+    first = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann"])
+    assert first.exit_code == 0, first.output
+    runs = len(fake.requests)
+    again = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann"])
+    assert again.exit_code == 0, again.output
+    assert "a moment ago: showing submission #1 instead of running it again" in " ".join(again.output.split())
+    assert len(fake.requests) == runs  # not run again
+    forced = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann", "--force"])
+    assert forced.exit_code == 0 and "submission #2" in forced.output
+    assert len(fake.requests) == 2 * runs
+
+
+def test_an_unreachable_database_is_one_line_not_a_traceback(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (env / "sol.py").write_text(SOLUTION)
+    monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg2://nobody@127.0.0.1:9/none?connect_timeout=2")
+    result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add"])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: Cannot reach the database at"), result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_dropped_connection_while_submitting_is_retried(
+    env: Path, fake: FakeLauncher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    from leaderboards.service import LeaderboardService
+
+    sync(env, ["cpu"])
+    (env / "sol.py").write_text(SOLUTION)
+    real = LeaderboardService.submit
+    drops = [1]
+
+    def dropping(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if drops:
+            drops.pop()
+            raise OperationalError("INSERT", {}, Exception("server closed the connection unexpectedly"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LeaderboardService, "submit", dropping)
+    result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann"])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "submission #1" in result.output

@@ -52,7 +52,15 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
 @pytest.fixture
 def settings(tmp_path: Path) -> CoreSettings:
     """Core settings independent of the environment and any .env file."""
-    return CoreSettings(_env_file=None, database_url=None, data_dir=tmp_path / "data", rate_limit_per_hour=None)
+    return CoreSettings(
+        _env_file=None,
+        database_url=None,
+        data_dir=tmp_path / "data",
+        rate_limit_per_hour=None,
+        ranked_rate_limit_per_hour=None,
+        max_new_files_per_day=None,
+        duplicate_window_s=0,
+    )
 
 
 @pytest.fixture

@@ -192,3 +192,41 @@ def test_the_problem_column_is_filled_from_existing_snapshots(tmp_path: Path) ->
     with engine.connect() as conn:
         assert conn.execute(text("SELECT problem FROM leaderboards")).scalar_one() == "vectoradd"
     engine.dispose()
+
+
+def test_sqlite_migration_0003_keeps_every_row_and_stops_reusing_ids(tmp_path: Path) -> None:
+    """0003 rebuilds ``jobs`` and ``submissions`` as AUTOINCREMENT tables on SQLite; with foreign keys on, dropping
+    the old table would cascade into runs and events. Down and up again with data in every table: nothing lost."""
+    from alembic import command
+    from helpers import future, make_problem, run_result
+    from sqlalchemy import func, select, text
+
+    from leaderboards.db import Database, alembic_config, make_engine, upgrade
+    from leaderboards.models import Job, JobEvent, Run
+    from leaderboards.results import UserRef
+    from leaderboards.service import LeaderboardService
+    from runners.contract import Mode
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'm.sqlite3'}")
+    upgrade(engine)
+    service = LeaderboardService(Database(engine), CoreSettings(_env_file=None, duplicate_window_s=0))
+    service.create_leaderboard(make_problem(tmp_path), name="add", deadline=future(), devices=["cpu"])
+    receipts = [service.submit(UserRef("ann"), "s.py", f"# {i}\n".encode(), "add", ["cpu"], "test") for i in range(3)]
+    for r in receipts:
+        service.record_run(r.jobs[0].job_id, run_result(mode=Mode.TEST))
+
+    def counts() -> tuple[int, int, int]:
+        with service.db.transaction() as s:
+            return tuple(int(s.scalar(select(func.count()).select_from(t)) or 0) for t in (Job, Run, JobEvent))  # type: ignore[return-value]
+
+    before = counts()
+    command.downgrade(alembic_config(engine), "0002")
+    upgrade(engine)
+    assert counts() == before == (3, 3, 3)
+    with engine.connect() as conn:
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1  # switched back on for the pool's connection
+        assert "AUTOINCREMENT" in conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'jobs'")).scalar()
+    with service.db.transaction() as s:
+        s.execute(text("DELETE FROM submissions WHERE id = 3"))
+    assert service.submit(UserRef("ann"), "s.py", b"# new\n", "add", ["cpu"], "test").submission_id == 4
+    engine.dispose()

@@ -41,7 +41,7 @@ def test_follow_yields_every_event_in_order_and_ends_when_done(svc: LeaderboardS
     queue = JobQueue(svc.db)
     claim = queue.claim("w", lease_s=30)
     assert claim is not None
-    queue.add_event(claim.job_id, "testing", "test 1/1")
+    assert queue.add_event(claim, "testing", "test 1/1")
     with svc.db.transaction() as s:
         svc.record_run(claim.job_id, run_result(), owner=claim.owner, session=s)
         queue.complete(s, claim, detail="accepted")

@@ -502,3 +502,25 @@ def test_a_mangled_reference_is_a_launcher_error_not_a_crash(make_job, make_requ
     job = make_job(remote_ref=f"github:{REPO}:run:not-a-number:n1")
     with responses.RequestsMock(), pytest.raises(LauncherError, match="not one this launcher wrote"):
         run(GithubLauncher(settings(), labels="x"), make_request(), job)
+
+
+def test_cancelling_the_launcher_cancels_the_workflow_run(job, make_request) -> None:
+    """Issue 11: a job cancelled, its lease lost or its worker stopped must not leave its GitHub run going."""
+    launcher = GithubLauncher(settings(), labels="gpu-nvidia")
+
+    async def main() -> None:
+        task = asyncio.create_task(launcher.run(make_request(), job))
+        for _ in range(500):  # until the launcher polls the run
+            if any(call.request.url.endswith(f"/runs/{RUN_ID}") for call in rsps.calls):
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with responses.RequestsMock() as rsps:
+        rsps.post(f"{WF}/dispatches", json={"workflow_run_id": RUN_ID, "run_url": RUN, "html_url": "h"})
+        rsps.get(RUN, json=run_json("in_progress", None))
+        cancel = rsps.post(f"{RUN}/cancel", status=202)
+        asyncio.run(main())
+    assert cancel.call_count == 1

@@ -330,3 +330,22 @@ def test_function_body_bounds_the_entry_point(tmp_path: Path) -> None:
     root = _fake_runner(tmp_path, "import time\ntime.sleep(30)\n")
     with pytest.raises(RuntimeError, match="overran"):
         modal_app.run_entry("{}", 0.5, python=sys.executable, cwd=str(root))
+
+
+def test_cancelling_the_launcher_cancels_the_remote_call(patched, job, make_request) -> None:
+    """Issue 11: a job cancelled, its lease lost or its worker stopped must not leave its Modal call running."""
+    call = FakeCall("fc-cancel", [NOT_READY])
+    patched(FakeFunction(call))
+
+    async def main() -> None:
+        task = asyncio.create_task(ModalLauncher(settings(), gpu="H100").run(make_request(), job))
+        for _ in range(500):  # until the launcher waits on the call
+            if call.gets:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert call.cancelled, "the remote call must be cancelled (containers terminated) when the launcher is"

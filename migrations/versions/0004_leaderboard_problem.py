@@ -1,7 +1,7 @@
 """The problem's name in its own column, so listing leaderboards never loads a task snapshot.
 
-Revision ID: 0003_trust
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 """
 
 from collections.abc import Sequence
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_trust"
-down_revision: str | Sequence[str] | None = "0002"
+revision: str = "0004"
+down_revision: str | Sequence[str] | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
