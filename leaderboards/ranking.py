@@ -6,7 +6,8 @@ thing from ``runs`` alone; it rebuilds a user's or a whole leaderboard's rows (a
 forced problem change) and the tests check that the two always agree.
 
 A submission is eligible on a device when it is a ranked, not deleted submission whose job has a passed public
-run with a score and a passed secret-seed run, both recorded under the leaderboard's current fingerprint.
+run and a passed secret-seed run, both with a score and recorded under the leaderboard's current fingerprint; its
+score is the worse (higher) of the two (:func:`ranked_score`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, delete, func, insert, or_, select
+from sqlalchemy import and_, case, delete, func, insert, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from leaderboards.models import BestScore, Job, Leaderboard, RankChange, Run, Submission, User
@@ -30,8 +31,16 @@ class Eligible:
     submitted_at: datetime
 
 
+def ranked_score(public: float, secret: float) -> float:
+    """A ranked submission's score: the worse of its public and its secret-seed run. The public run's inputs come
+    from seeds anyone can read in the problem, the secret run's from a secret; ranking the worse one means
+    precomputing public answers can only hurt."""
+    return max(public, secret)
+
+
 def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None) -> tuple[list, list]:
-    """The joins and conditions that make a submission eligible on a device (see the module docstring)."""
+    """The score expression, joins and conditions that make a submission eligible on a device (see the module
+    docstring). The score is :func:`ranked_score` of the two runs, in SQL."""
     pub, sec = aliased(Run), aliased(Run)
     conditions = [
         Submission.leaderboard_id == leaderboard.id,
@@ -60,28 +69,30 @@ def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None)
                 sec.job_id == Job.id,
                 sec.secret.is_(True),
                 sec.passed.is_(True),
+                sec.score.is_not(None),
                 sec.fingerprint == leaderboard.fingerprint,
             ),
         ),
     ]
-    return [pub, *joins], conditions
+    score = case((pub.score >= sec.score, pub.score), else_=sec.score).label("score")
+    return [score, *joins], conditions
 
 
 def eligible_bests(
     session: Session, leaderboard: Leaderboard, *, device: str | None = None, user_id: int | None = None
 ) -> list[Eligible]:
     """Each user's best eligible submission per device, computed from ``runs`` (ties: earlier submission)."""
-    (pub, *joins), conditions = _eligible(leaderboard, device, user_id)
+    (score, *joins), conditions = _eligible(leaderboard, device, user_id)
     ranked = select(
         Submission.user_id,
         Job.device,
         Submission.id.label("submission_id"),
-        pub.score,
+        score,
         Submission.created_at,
         func.row_number()
         .over(
             partition_by=(Submission.user_id, Job.device),
-            order_by=(pub.score, Submission.created_at, Submission.id),
+            order_by=(score, Submission.created_at, Submission.id),
         )
         .label("rn"),
     )
@@ -99,8 +110,8 @@ def eligible_bests(
 def eligible_history(session: Session, leaderboard: Leaderboard, device: str) -> list[tuple[datetime, float]]:
     """(submitted at, score) of every eligible submission on a device by a user who is not banned, oldest first:
     what a "best score over time" chart draws."""
-    (pub, *joins), conditions = _eligible(leaderboard, device, None)
-    stmt = select(Submission.created_at, pub.score)
+    (score, *joins), conditions = _eligible(leaderboard, device, None)
+    stmt = select(Submission.created_at, score)
     for target, on in joins:
         stmt = stmt.join(target, on)
     stmt = stmt.join(User, User.id == Submission.user_id).where(*conditions, User.is_banned.is_(False))

@@ -164,13 +164,15 @@ class RecordingMixin(ServiceBase):
                 or sub.deleted
                 or public is None
                 or secret_run is None
-                or not (public.passed and secret_run.passed and public.score is not None)
+                or not (public.passed and secret_run.passed)
+                or public.score is None
+                or secret_run.score is None
                 or public.fingerprint != lb.fingerprint
                 or secret_run.fingerprint != lb.fingerprint
             ):
                 return recorded
-            assert public.score is not None
-            best = ranking.offer(s, lb, sub, job.device, public.score, announce_top=self.settings.announce_top)
+            score_ranked = ranking.ranked_score(public.score, secret_run.score)
+            best = ranking.offer(s, lb, sub, job.device, score_ranked, announce_top=self.settings.announce_top)
             change = None
             if best.change is not None:
                 c = best.change

@@ -274,6 +274,10 @@ class RunResult(_Model):
     wall_time_s: float = 0.0
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    phase_times: dict[str, float] = Field(
+        default_factory=dict,
+        description="Seconds from the run's start to the first report of each phase (where the time went).",
+    )
     request_sha256: str = Field(default="", description="RunRequest.digest() of the request this result answers.")
     nonce: str = Field(default="", description="The request's nonce, echoed.")
 

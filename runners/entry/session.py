@@ -61,6 +61,8 @@ class Report:
     fatal: RFatal | None = None
     done: bool = False
     phase: str = "starting"
+    times: dict[str, float] = field(default_factory=dict)
+    """Seconds from the session's start to the first report of each kind or phase."""
 
 
 @dataclass
@@ -114,6 +116,7 @@ class Session:
         self.cancel = cancel
         self.start_submission = start_submission
         self.report = Report()
+        self.started = time.monotonic()
 
     def emit(self, phase: str, detail: str = "") -> None:
         if self.on_progress is None:
@@ -260,6 +263,9 @@ class Session:
                 if self.report.done:
                     return
 
+    def _mark(self, name: str) -> None:
+        self.report.times.setdefault(name, round(time.monotonic() - self.started, 3))
+
     def _handle(self, line: bytes) -> None:
         rep = self.report
         if rep.done:
@@ -272,6 +278,7 @@ class Session:
             raise ReportError(f"a malformed report: {exc.errors()[0].get('msg', '')}") from None
         if rep.hello is None and not isinstance(msg, RHello | RFatal | RDone):
             raise ReportError(f"{type(msg).__name__} before hello")
+        self._mark(msg.t if not isinstance(msg, RProgress) else msg.phase)
         if isinstance(msg, RHello):
             rep.hello = msg
         elif isinstance(msg, RProgress):

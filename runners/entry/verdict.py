@@ -83,6 +83,7 @@ def build_result(request: RunRequest, out: Outcomes, system: SystemInfo, profile
         stderr_truncated=bool(sub and sub.stderr_truncated),
         system=system,
         profile=profile,
+        phase_times=dict(rep.times),
     )
     loaded = rep.compiled is not None or rep.phase not in ("starting",)
     if rep.fatal is not None:

@@ -212,6 +212,7 @@ class Evaluator:
             ) from None
         for arena in self.arenas.values():
             arena.close_fd()
+        self.progress("starting", "the submission process is up")
         self.window = (
             GpuWindow(torch, self.driver, self.arenas, "ctrl", self.flush_buffer)
             if self.cuda
@@ -330,6 +331,7 @@ class Evaluator:
         return all_ok
 
     def run_benchmarks(self, fresh: bool) -> None:
+        self.progress("calibrating", "the evaluator's clock")
         calibration = self.calibrate()
         for i, case in enumerate(self.job.benchmarks):
             self.progress("benchmarking", f"case {i + 1} of {len(self.job.benchmarks)}")
@@ -525,13 +527,12 @@ class Evaluator:
     def run(self) -> None:
         job = self.job
         self.secret: int | str = job.secret if job.secret is not None else secrets.token_hex(16)
+        if job.mode in ("benchmark", "ranked"):
+            self.start_echo()  # first: its interpreter and PyTorch start while ours do
         self.setup()
         if job.mode == "reference":
             self.run_reference_check()
             return
-        timed_mode = job.mode in ("benchmark", "ranked")
-        if timed_mode:
-            self.start_echo()
         self.start()
         if job.mode in ("test", "ranked", "profile") and not self.run_tests():
             return

@@ -406,7 +406,7 @@ def _watch(
             next_disk = now + 0.5
             if _disk_usage(workdir, spec.disk_mb * _MIB)[0] > spec.disk_mb * _MIB:
                 watch.disk_limit_exceeded = True
-                watch.reason = f"wrote more than {spec.disk_mb} MB to the job directory"
+                watch.reason = f"wrote more than {spec.disk_mb} MB (or {MAX_FILES:,} files) to the job directory"
                 return
 
 
@@ -450,10 +450,18 @@ def _pss(pid: int) -> int | None:
     return None
 
 
+MAX_FILES = 100_000
+"""Entries in a job directory past which the disk limit counts as exceeded: the watchdog walks the directory, and a
+limit it could not finish counting would be no limit (many small files would outrun it)."""
+
+
 def _disk_usage(root: Path, stop_above: int) -> tuple[int, int]:
-    """(bytes allocated under ``root``, size of the largest file); stops counting past ``stop_above``."""
+    """(bytes allocated under ``root``, size of the largest file); stops counting past ``stop_above``, and past
+    :data:`MAX_FILES` entries reports more than ``stop_above`` (too many files is over the limit too)."""
     total, largest, stack, seen = 0, 0, [str(root)], 0
-    while stack and total <= stop_above and seen < 200_000:
+    while stack and total <= stop_above:
+        if seen >= MAX_FILES:
+            return stop_above + 1, largest
         with contextlib.suppress(OSError), os.scandir(stack.pop()) as it:
             for entry in it:
                 seen += 1

@@ -116,6 +116,19 @@ def test_the_secret_run_must_pass_too(service: LeaderboardService, board: str) -
     assert_consistent(service)
 
 
+def test_the_worse_of_the_public_and_the_secret_run_is_the_score(service: LeaderboardService, board: str) -> None:
+    # A submission that precomputed the public inputs' answers is fast only on the public run: it ranks by its
+    # secret run.
+    r = service.submit(UserRef("ivy"), "s.py", CODE, board, ["cpu"])
+    service.record_run(r.jobs[0].job_id, run_result([1.0, 1.0]))
+    service.record_run(r.jobs[0].job_id, run_result([400.0, 400.0]), secret=True)
+    finish(service, "joe", [100.0, 100.0])
+    ranking_now = service.ranking("add", "cpu").entries
+    assert [e.user_name for e in ranking_now] == ["joe", "ivy"]
+    assert ranking_now[1].score_ns == pytest.approx(400.0)
+    assert_consistent(service)
+
+
 def test_a_public_run_alone_or_a_secret_run_alone_is_not_ranked(service: LeaderboardService, board: str) -> None:
     r = service.submit(UserRef("gina"), "s.py", CODE, board, ["cpu"])
     service.record_run(r.jobs[0].job_id, run_result([10.0, 10.0]), secret=True)

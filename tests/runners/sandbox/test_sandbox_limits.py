@@ -214,6 +214,17 @@ def test_many_small_files_hit_the_disk_limit(run_py) -> None:
     assert out.disk_limit_exceeded and not out.timed_out
 
 
+def test_too_many_empty_files_count_as_over_the_disk_limit(run_py, monkeypatch) -> None:
+    # Empty files take no blocks: a watchdog that gave up counting would let a job fill the disk's inodes.
+    monkeypatch.setattr(sandbox, "MAX_FILES", 2_000)
+    out = run_py(
+        "import os, time\nos.mkdir('d')\nfor i in range(5_000):\n    open(f'd/f{i}', 'wb').close()\ntime.sleep(5)",
+        disk_mb=1024,
+        timeout_s=10,
+    )
+    assert out.disk_limit_exceeded and "files" in out.killed_reason and not out.timed_out
+
+
 def test_segfault_is_reported_with_its_signal(run_py) -> None:
     out = run_py("import ctypes\nctypes.string_at(0)")
     assert out.signal == signal.SIGSEGV and out.returncode is None
