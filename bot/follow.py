@@ -1,8 +1,9 @@
 """The live status message: follow one submission and keep its message up to date, then show the report.
 
-One follower per submission polls ``submission_status`` (progress events land in the database, written
-by whichever worker runs the job, in this process or another) and edits the message only when the text
-changed, at most once per ``status_interval_s``: Discord rate-limits message edits. When every job has
+One follower per submission polls the core's progress follower (``leaderboards.events.Follower``: progress
+events land in the database, written by whichever worker runs the job, in this process or another), re-renders
+``submission_status`` when something changed, and edits the message only when the text changed, at most once per
+``status_interval_s``: Discord rate-limits message edits. When every job has
 finished it replaces the status with the final report and attaches logs and profiles.
 """
 
@@ -78,10 +79,13 @@ async def follow_submission(
     settings = bot.settings
     loop = asyncio.get_running_loop()
     give_up_at = loop.time() + settings.follow_timeout_s
+    follower = bot.service.follower(submission_id)
     while True:
         status = None
         try:
-            status = await call(bot.service.submission_status, submission_id)
+            progress = await call(follower.poll)  # the one progress follower: only a change is worth a re-render
+            if progress.updates or progress.done:
+                status = await call(bot.service.submission_status, submission_id)
         except Exception:
             log.exception("could not read the status of submission %s; trying again", submission_id)
         if status is not None and status.done:

@@ -15,6 +15,7 @@ import discord
 from bot.limits import EMBED_DESCRIPTION_CHARS, File, Reply, cut
 from bot.render import FAIL, PASS, WAIT, DevicePeak, failure_excerpt, format_ns, logs_text, one_line, result_lines
 from leaderboards.results import (
+    JobStatus,
     JobView,
     LeaderboardSummary,
     QueueStats,
@@ -27,7 +28,7 @@ from leaderboards.results import (
     TaskView,
     UsageStats,
 )
-from runners.contract import Verdict
+from runners.contract import Mode
 
 RUNNING = "⚙️"
 PeakLookup = Callable[[str], DevicePeak | None]
@@ -51,29 +52,21 @@ def safe(text: str, limit: int = NAME_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _verdict(job: JobView) -> Verdict | None:
-    try:
-        return Verdict(job.verdict) if job.verdict else None
-    except ValueError:
-        return None
-
-
 def job_line(job: JobView) -> str:
     """One line for one device of a submission, at any point of its life."""
     attempt = f" (attempt {job.attempts}/{job.max_attempts})" if job.attempts > 1 and not job.finished else ""
-    if job.status == "queued":
+    if job.status is JobStatus.QUEUED:
         where = f" (#{job.queue_position} in the queue)" if job.queue_position else ""
         return f"{WAIT} **{job.device}**: queued{where}{attempt}"
-    if job.status == "running":
+    if job.status is JobStatus.RUNNING:
         phase = "started"
         if job.events:
             last = job.events[-1]
             phase = last.phase + (f": {one_line(last.detail, 80)}" if last.detail else "")
         return f"{RUNNING} **{job.device}**: {phase}{attempt}"
-    if job.status == "cancelled":
+    if job.status is JobStatus.CANCELLED:
         return f"{FAIL} **{job.device}**: cancelled"
-    verdict = _verdict(job)
-    if job.status == "succeeded" and verdict is not None and verdict.passed:
+    if job.accepted:
         parts = [f"{PASS} **{job.device}**: accepted"]
         if job.score_ns is not None:
             parts.append(f"score **{format_ns(job.score_ns)}**")
@@ -84,7 +77,7 @@ def job_line(job: JobView) -> str:
         elif job.secret_passed:
             parts.append("not better than your best: your rank stays")
         return " · ".join(parts)
-    label = verdict.label if verdict is not None else job.status.replace("_", " ")
+    label = job.verdict.label if job.verdict is not None else job.status.value.replace("_", " ")
     text = f"{FAIL} **{job.device}**: {label}"
     if job.error:
         text += f": {one_line(job.error, 200)}"
@@ -137,7 +130,7 @@ def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -
                 excerpt = failure_excerpt(result)
                 if excerpt:
                     lines.append(excerpt)
-            if status.mode == "ranked" and job.secret_passed is not None:
+            if status.mode is Mode.RANKED and job.secret_passed is not None:
                 lines.append(
                     "secret-seed run: passed" if job.secret_passed else "secret-seed run: **failed** (not ranked)"
                 )

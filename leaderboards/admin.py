@@ -16,7 +16,6 @@ from leaderboards.errors import (
     AlreadyExists,
     InvalidChange,
     NeedsForce,
-    PermissionDenied,
     SubmissionNotFound,
 )
 from leaderboards.models import (
@@ -62,6 +61,7 @@ class AdminMixin(ServiceBase):
         visible: bool = True,
         rate_limit_per_hour: int | None = None,
         problem_set: str | None = None,
+        code_public_after_deadline: bool = False,
     ) -> LeaderboardSummary:
         name = name or problem.name
         self._check_admin_values(name, deadline, devices, rate_limit_per_hour)
@@ -84,6 +84,7 @@ class AdminMixin(ServiceBase):
                 rate_limit_per_hour=rate_limit_per_hour,
                 fingerprint=fingerprint(snap),
                 problem_set=problem_set,
+                code_public_after_deadline=code_public_after_deadline,
             )
             s.add(lb)
             s.flush()
@@ -113,6 +114,7 @@ class AdminMixin(ServiceBase):
         visible: bool | None = None,
         force: bool = False,
         actor: str = "",
+        code_public_after_deadline: bool | None = None,
     ) -> LeaderboardUpdate:
         """Change a leaderboard. A new problem whose reference, benchmarks, language or ranking rule differ needs
         ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
@@ -140,6 +142,7 @@ class AdminMixin(ServiceBase):
                 ("devices", list(dict.fromkeys(devices)) if devices is not None else None),
                 ("description", description),
                 ("visible", visible),
+                ("code_public_after_deadline", code_public_after_deadline),
             ):
                 if value is not None and getattr(lb, attr) != value:
                     setattr(lb, attr, value)
@@ -166,7 +169,7 @@ class AdminMixin(ServiceBase):
         with self.db.transaction() as s:
             sub = self._submission(s, submission_id)
             if user is not None and sub.user.identity != user.identity:
-                raise PermissionDenied(f"Submission #{submission_id} is not yours; only its author can delete it.")
+                raise SubmissionNotFound(submission_id, mine=True)
             if sub.deleted:
                 raise SubmissionNotFound(submission_id)
             sub.deleted, sub.deleted_at = True, now
@@ -185,7 +188,7 @@ class AdminMixin(ServiceBase):
 
     @staticmethod
     def _user_view(u: User) -> UserView:
-        return UserView(u.id, u.name, u.identity, u.discord_id, u.is_banned, u.ban_reason)
+        return UserView(u.id, u.name, u.identity, u.discord_id, u.is_banned, u.ban_reason, u.is_program)
 
     def ban_user(self, user: UserRef, *, reason: str = "", actor: str = "") -> UserView:
         """Refuse the user's submissions and hide them from every ranking (kept, so unbanning restores them)."""

@@ -13,24 +13,29 @@ functions in ``recording.py``, shared plumbing in ``service_base.py``.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, undefer
 
+from leaderboards.accounts import AccountsMixin
 from leaderboards.admin import AdminMixin
+from leaderboards.directives import parse_directives
 from leaderboards.errors import (
     Banned,
+    FileTooLarge,
     InvalidChange,
     InvalidSubmission,
     LeaderboardClosed,
     LeaderboardPaused,
     NotFound,
-    PermissionDenied,
     RateLimited,
+    SubmissionNotFound,
 )
+from leaderboards.events import queue_positions
 from leaderboards.models import (
     BestScore,
     Job,
@@ -38,7 +43,6 @@ from leaderboards.models import (
     JobStatus,
     Leaderboard,
     RankChange,
-    Run,
     Submission,
     SubmissionCode,
     User,
@@ -49,11 +53,9 @@ from leaderboards.recording import RecordingMixin, harness_device, secret_seed_f
 from leaderboards.results import (
     JobReceipt,
     LeaderboardSummary,
-    PublicResult,
     RankChangeView,
     Ranking,
     RankingEntry,
-    SubmissionDetails,
     SubmissionReceipt,
     SubmissionStatus,
     SubmissionSummary,
@@ -65,7 +67,8 @@ from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
     template_file_name,
 )
-from runners.contract import Language, Mode, RunResult
+from leaderboards.viewing import ViewingMixin
+from runners.contract import Language, Mode
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
@@ -73,18 +76,32 @@ MAX_FILE_NAME = 255
 LANGUAGE_NAMES = {Language.PYTHON: "Python", Language.CUDA: "CUDA"}
 
 
+def _base_name(file_name: str) -> str:
+    """The last part of a path a client sent (``../x/a.py`` -> ``a.py``), stripped: never a path."""
+    return file_name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+
+
 def _parse_mode(mode: Mode | str) -> Mode:
     try:
-        return Mode(mode)
+        return Mode(str(mode).strip().lower())
     except ValueError:
-        raise InvalidSubmission(f"Unknown mode {mode!r}; choose one of: {', '.join(m.value for m in Mode)}.") from None
+        choices = ", ".join(m.value for m in Mode)
+        raise InvalidSubmission(
+            f"Unknown mode {mode!r}; choose one of: {choices}.", code="unknown_mode", field="mode"
+        ) from None
 
 
-class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
+ALL_DEVICES = "all"
+"""A device list of just this word means every device of the leaderboard."""
+
+
+class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, RecordingMixin, ServiceBase):
     """The one API of the core. Build with an open ``Database`` (``leaderboards.db.open_database``) and settings.
 
-    Competitor functions are here; admin functions come from ``AdminMixin`` (``admin.py``) and the workers'
-    functions from ``RecordingMixin`` (``recording.py``).
+    Competitor functions are here, what a submission's viewers may see in ``ViewingMixin`` (``viewing.py``); admin
+    functions come from ``AdminMixin`` (``admin.py``), accounts and API
+    tokens from ``AccountsMixin`` (``accounts.py``) and the workers' functions from ``RecordingMixin``
+    (``recording.py``).
     """
 
     def submit(
@@ -92,13 +109,28 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
         user: UserRef,
         file_name: str,
         content: bytes,
-        leaderboard: str,
+        leaderboard: str | None = None,
         devices: Sequence[str] | None = None,
-        mode: Mode | str = Mode.RANKED,
+        mode: Mode | str | None = None,
     ) -> SubmissionReceipt:
-        """Check a submission and queue one job per device; raise a ``UserError`` saying what to fix."""
-        mode = _parse_mode(mode)
+        """Check a submission and queue one job per device; raise a ``UserError`` saying what to fix.
+
+        ``leaderboard``, ``devices`` and ``mode`` that are not given come from the file's header directives
+        (``leaderboards.directives``); ``mode`` defaults to ranked, ``devices`` to the leaderboard's only device.
+        ``devices=["all"]`` is every device of the leaderboard.
+        """
         now = self.clock()
+        name = self._check_content(file_name, content)
+        header = parse_directives(content.decode("utf-8"))
+        leaderboard = leaderboard or header.leaderboard
+        if not leaderboard:
+            raise InvalidSubmission(
+                "Name the leaderboard: pass it (e.g. --leaderboard NAME), or put a line "
+                "'#!kernelcup leaderboard NAME' at the top of the file.",
+                code="no_leaderboard",
+                field="leaderboard",
+            )
+        mode = _parse_mode(mode or header.mode or Mode.RANKED)
         with self.db.transaction() as s:
             u = self._user(s, user)
             if u.is_banned:
@@ -108,8 +140,11 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                 raise LeaderboardClosed(lb.name, lb.deadline)
             if lb.paused:
                 raise LeaderboardPaused(lb.name)
-            chosen = self._check_devices(lb, devices)
-            name = self._check_file(lb, file_name, content)
+            wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
+            if [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
+                wanted = list(lb.devices)
+            chosen = self._check_devices(lb, wanted)
+            self._check_language(lb, name)
             self._check_rate(s, u, lb, now)
             self._check_pending(s, u, len(chosen))
             code = self._store_code(s, content)
@@ -132,40 +167,67 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             s.add_all(jobs)
             s.flush()
             s.add_all(JobEvent(job_id=j.id, phase="queued", detail="", created_at=now) for j in jobs)
+            positions = queue_positions(s, {j.id: (j.device, j.status) for j in jobs})
             return SubmissionReceipt(
                 submission_id=sub.id,
                 leaderboard=lb.name,
                 user_name=u.name,
                 file_name=name,
-                mode=mode.value,
+                mode=mode,
                 created_at=sub.created_at,
-                jobs=tuple(JobReceipt(j.id, j.device, self._queue_position(s, j)) for j in jobs),
+                jobs=tuple(JobReceipt(j.id, j.device, positions.get(j.id)) for j in jobs),
             )
 
-    def _check_file(self, lb: Leaderboard, file_name: str, content: bytes) -> str:
-        name = file_name.replace("\\", "/").rsplit("/", 1)[-1].strip()
-        if not name or name.startswith(".") or len(name) > MAX_FILE_NAME:
-            raise InvalidSubmission(f"{file_name!r} is not a usable file name; name it like 'submission.py'.")
+    def check_upload_size(self, file_name: str, size: int) -> None:
+        """Refuse a file above ``KERNELCUP_MAX_SUBMISSION_BYTES`` (``FileTooLarge``): surfaces call this with the
+        size an upload announces, before reading it, and ``submit`` again with the bytes it got."""
+        limit = self.settings.max_submission_bytes
+        if size > limit:
+            raise FileTooLarge(_base_name(file_name) or "the file", size, limit)
+
+    def _check_content(self, file_name: str, content: bytes) -> str:
+        """The file's safe base name, after the checks that need no leaderboard: name, size, text."""
+        name = _base_name(file_name)
+        if (
+            not name
+            or name.startswith(".")
+            or len(name) > MAX_FILE_NAME
+            or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name)
+        ):
+            raise InvalidSubmission(
+                f"{file_name!r} is not a usable file name; name it like 'submission.py'.", code="bad_file_name"
+            )
+        self.check_upload_size(name, len(content))
+        if not content.strip():
+            raise InvalidSubmission(f"{name} is empty.", code="empty_file")
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidSubmission(
+                f"{name} is not UTF-8 text (byte {exc.start} is not valid); submit the source file, not a binary.",
+                code="binary_file",
+            ) from None
+        if "\x00" in text:
+            raise InvalidSubmission(
+                f"{name} contains NUL bytes; submit the source file, not a binary.", code="binary_file"
+            )
+        return name
+
+    def _check_language(self, lb: Leaderboard, name: str) -> None:
         lang = Language(lb.lang)
         suffixes = SUBMISSION_SUFFIXES[lang]
         if submission_language(name) is not lang:
             raise InvalidSubmission(
                 f"Leaderboard {lb.name!r} takes {LANGUAGE_NAMES[lang]} files ({', '.join(suffixes)}); "
-                f"{name!r} is not one."
+                f"{name!r} is not one.",
+                code="wrong_file_type",
             )
-        limit = self.settings.max_submission_bytes
-        if len(content) > limit:
-            raise InvalidSubmission(f"{name} is {len(content) / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB.")
-        if not content.strip():
-            raise InvalidSubmission(f"{name} is empty.")
-        try:
-            content.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidSubmission(f"{name} is not UTF-8 text (byte {exc.start} is not valid).") from None
-        return name
 
     def _check_rate(self, s: Session, u: User, lb: Leaderboard, now: datetime) -> None:
-        limit = lb.rate_limit_per_hour or self.settings.rate_limit_per_hour
+        if u.is_program:  # programs have their own limit, whatever the leaderboard allows people
+            limit = self.settings.program_rate_limit_per_hour
+        else:
+            limit = lb.rate_limit_per_hour or self.settings.rate_limit_per_hour
         if not limit:
             return
         window = now - timedelta(hours=1)
@@ -189,7 +251,7 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             .join(Submission, Submission.id == Job.submission_id)
             .where(Submission.user_id == u.id, Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)))
         )
-        cap = self.settings.max_pending_jobs_per_user
+        cap = self.settings.program_max_pending_jobs if u.is_program else self.settings.max_pending_jobs_per_user
         if int(pending or 0) + new_jobs > cap:
             raise RateLimited(
                 f"You have {pending} runs waiting or running (at most {cap}); wait for some to finish.",
@@ -221,8 +283,8 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
         now = self.clock()
         with self.db.transaction() as s:
             sub = self._submission(s, submission_id)
-            if sub.user.identity != user.identity:
-                raise PermissionDenied(f"Submission #{submission_id} is not yours; only its author can cancel it.")
+            if sub.user.identity != user.identity or sub.deleted:
+                raise SubmissionNotFound(submission_id, mine=True)
             jobs = s.scalars(
                 select(Job)
                 .where(
@@ -275,23 +337,37 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             (dev,) = self._check_devices(lb, [device] if device else None)
             return tuple(eligible_history(s, lb, dev))
 
-    def ranking(self, leaderboard: str, device: str | None = None, limit: int | None = 100) -> Ranking:
+    def ranking(
+        self,
+        leaderboard: str,
+        device: str | None = None,
+        limit: int | None = 100,
+        *,
+        offset: int = 0,
+        programs: bool | None = None,
+    ) -> Ranking:
         """The best eligible ranked submission per user on one device, best first (ties: earlier submission).
 
-        ``device`` may be omitted when the leaderboard has only one.
+        ``device`` may be omitted when the leaderboard has only one. ``programs`` says whether program accounts'
+        entries count (default ``KERNELCUP_RANKINGS_SHOW_PROGRAMS``); ``offset``/``limit`` page through it.
         """
+        programs = self.settings.rankings_show_programs if programs is None else programs
         with self.db.transaction() as s:
             lb = self._leaderboard(s, leaderboard, include_hidden=False)
             (dev,) = self._check_devices(lb, [device] if device else None)
             here = (BestScore.leaderboard_id == lb.id, BestScore.device == dev)
-            # How many are ranked, in the same round trip: all rows here (an index-only count) minus banned users'
-            # rows (few, found through the partial index on banned users).
+            hidden = User.is_banned.is_(True) if programs else or_(User.is_banned.is_(True), User.is_program.is_(True))
+            shown = (
+                User.is_banned.is_(False) if programs else and_(User.is_banned.is_(False), User.is_program.is_(False))
+            )
+            # How many are ranked, in the same round trip: all rows here (an index-only count) minus hidden users'
+            # rows (banned ones are few, found through their partial index; programs only when left out).
             total = (
                 select(func.count()).select_from(BestScore).where(*here).scalar_subquery()
                 - select(func.count())
                 .select_from(BestScore)
                 .join(User, User.id == BestScore.user_id)
-                .where(*here, User.is_banned.is_(True))
+                .where(*here, hidden)
                 .scalar_subquery()
             )
             stmt = (
@@ -302,18 +378,28 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                     Submission.file_name,
                     BestScore.score,
                     BestScore.submitted_at,
+                    User.is_program,
                     total.label("total"),
                 )
                 .join(User, User.id == BestScore.user_id)
                 .join(Submission, Submission.id == BestScore.submission_id)
-                .where(*here, User.is_banned.is_(False))
+                .where(*here, shown)
                 .order_by(BestScore.score, BestScore.submitted_at, BestScore.submission_id)
+                .offset(offset or None)
                 .limit(limit)
             )
             rows = s.execute(stmt).all()
-            entries = tuple(RankingEntry(i, *row[:6]) for i, row in enumerate(rows, start=1))
-            count = int(rows[0].total) if rows else 0 if limit != 0 else int(s.scalar(select(total)) or 0)
-            return Ranking(leaderboard=lb.name, device=dev, ranking_by=lb.ranking_by, entries=entries, total=count)
+            entries = tuple(RankingEntry(i, *row[:7]) for i, row in enumerate(rows, start=offset + 1))
+            count = int(rows[0].total) if rows else int(s.scalar(select(total)) or 0)
+            return Ranking(
+                leaderboard=lb.name,
+                device=dev,
+                ranking_by=lb.ranking_by,
+                entries=entries,
+                total=count,
+                programs=programs,
+                offset=offset,
+            )
 
     def user_submissions(
         self, user: UserRef, leaderboard: str | None = None, *, limit: int = 50
@@ -332,30 +418,11 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                     submission_id=sub.id,
                     leaderboard=sub.leaderboard.name,
                     file_name=sub.file_name,
-                    mode=sub.mode,
+                    mode=Mode(sub.mode),
                     created_at=sub.created_at,
                     jobs=self._status(s, sub, events=False).jobs,
                 )
                 for sub in subs
-            )
-
-    def submission_details(self, submission_id: int, user: UserRef) -> SubmissionDetails:
-        """The owner's view of a submission: code and public results. Secret runs are never shown."""
-        with self.db.transaction() as s:
-            sub = self._submission(s, submission_id)
-            if sub.user.identity != user.identity or sub.deleted:
-                raise PermissionDenied(f"Submission #{submission_id} is not yours; only its author can see it.")
-            public = s.execute(
-                select(Job.device, Run.result)
-                .join(Run, Run.job_id == Job.id)
-                .where(Job.submission_id == sub.id, Run.secret.is_(False))
-                .order_by(Job.id)
-            ).all()
-            return SubmissionDetails(
-                status=self._status(s, sub),
-                code=sub.code.content.decode("utf-8", errors="replace"),
-                code_sha256=sub.code.sha256,
-                results=tuple(PublicResult(device, RunResult.model_validate(result)) for device, result in public),
             )
 
     def task(self, name: str) -> TaskView:

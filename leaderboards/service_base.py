@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,7 @@ from leaderboards.errors import (
     SubmissionNotFound,
     UserNotFound,
 )
+from leaderboards.events import queue_positions
 from leaderboards.models import (
     AuditLog,
     BestScore,
@@ -43,6 +44,7 @@ from leaderboards.results import (
     UserRef,
 )
 from leaderboards.settings import CoreSettings
+from runners.contract import Mode, Verdict
 
 EVENTS_PER_JOB = 20
 """Latest progress events returned with each job's status."""
@@ -121,17 +123,11 @@ class ServiceBase:
             created_at=lb.created_at,
             creator=lb.creator,
             problem=str(lb.task.get("problem", "")),
+            code_public_after_deadline=lb.code_public_after_deadline,
         )
 
     def _queue_position(self, s: Session, job: Job) -> int | None:
-        if job.status != JobStatus.QUEUED:
-            return None
-        ahead = s.scalar(
-            select(func.count())
-            .select_from(Job)
-            .where(Job.status == JobStatus.QUEUED.value, Job.device == job.device, Job.id < job.id)
-        )
-        return int(ahead or 0) + 1
+        return queue_positions(s, {job.id: (job.device, job.status)}).get(job.id)
 
     def _job_view(self, s: Session, job: Job, *, events: bool = True) -> JobView:
         runs = {r.secret: r for r in s.scalars(select(Run).where(Run.job_id == job.id))}
@@ -152,8 +148,8 @@ class ServiceBase:
         return JobView(
             job_id=job.id,
             device=job.device,
-            status=job.status,
-            verdict=job.verdict,
+            status=JobStatus(job.status),
+            verdict=Verdict(job.verdict) if job.verdict else None,
             attempts=job.attempts,
             max_attempts=job.max_attempts,
             error=job.error,
@@ -175,7 +171,7 @@ class ServiceBase:
             leaderboard=sub.leaderboard.name,
             user_name=sub.user.name,
             file_name=sub.file_name,
-            mode=sub.mode,
+            mode=Mode(sub.mode),
             created_at=sub.created_at,
             deleted=sub.deleted,
             jobs=tuple(self._job_view(s, j, events=events) for j in jobs),

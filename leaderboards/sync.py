@@ -49,13 +49,25 @@ def sync_problem_set(
             service.leaderboard(name, include_hidden=True)
         except LeaderboardNotFound:
             service.create_leaderboard(
-                problem, name=name, deadline=entry.deadline, devices=entry.devices, creator=actor, problem_set=pset.name
+                problem,
+                name=name,
+                deadline=entry.deadline,
+                devices=entry.devices,
+                creator=actor,
+                problem_set=pset.name,
+                code_public_after_deadline=pset.code_public(entry),
             )
             items.append(SyncItem(name, SyncAction.CREATED))
             continue
         try:
             update = service.update_leaderboard(
-                name, problem=problem, deadline=entry.deadline, devices=entry.devices, force=force, actor=actor
+                name,
+                problem=problem,
+                deadline=entry.deadline,
+                devices=entry.devices,
+                force=force,
+                actor=actor,
+                code_public_after_deadline=pset.code_public(entry),
             )
         except NeedsForce as exc:
             items.append(SyncItem(name, SyncAction.NEEDS_FORCE, reasons=tuple(exc.reasons)))

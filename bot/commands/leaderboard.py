@@ -20,7 +20,6 @@ from bot.limits import File, Reply
 from bot.replies import defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
 from bot.reports import receipt_text, report, show_text, submissions_text, task_reply
-from leaderboards.errors import InvalidSubmission
 from leaderboards.results import Ranking
 
 if TYPE_CHECKING:
@@ -93,11 +92,12 @@ def parse_devices(text: str | None) -> list[str] | None:
     return list(dict.fromkeys(devices)) or None
 
 
-def submit_devices(service: LeaderboardService, leaderboard: str, text: str | None) -> list[str] | None:
-    """'all' is every device of the leaderboard; nothing lets the service decide (its only device, or an error)."""
-    if text is not None and text.strip().lower() == ALL_DEVICES:
-        return list(service.leaderboard(leaderboard).devices)
-    return parse_devices(text)
+def submit_devices(text: str | None) -> list[str] | None:
+    """The submit command's devices option as the service takes it ('all' included); None lets the service decide
+    (the file's header directives, else the leaderboard's only device)."""
+    if text is None or not text.strip():
+        return None
+    return [d.strip() for d in text.split(",") if d.strip()] or None
 
 
 class LeaderboardCommands(app_commands.Group):
@@ -107,8 +107,9 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.command(name="submit", description="Submit a kernel file to a leaderboard")
     @app_commands.describe(
         file="Your kernel: a .py file defining custom_kernel(data), or a .cu file",
-        leaderboard="The leaderboard (problem) to submit to",
-        mode="test: check correctness · benchmark: time it · ranked: enter the ranking · profile: profile it",
+        leaderboard="The leaderboard (problem) to submit to (default: the file's '#!kernelcup leaderboard' line)",
+        mode="test: check correctness · benchmark: time it · ranked: enter the ranking · profile: profile it "
+        "(default: the file's '#!kernelcup mode' line, else ranked)",
         device="A device of that leaderboard, several separated by commas, or 'all'",
     )
     @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
@@ -116,22 +117,22 @@ class LeaderboardCommands(app_commands.Group):
         self,
         interaction: discord.Interaction,
         file: discord.Attachment,
-        leaderboard: str,
-        mode: Mode,
+        leaderboard: str | None = None,
+        mode: Mode | None = None,
         device: str | None = None,
     ) -> None:
         await defer(interaction)
         bot = bot_of(interaction)
-        # The service checks the size too; this refuses a large file before it is downloaded, in the same words.
-        limit = bot.service.settings.max_submission_bytes
-        if file.size > limit:
-            raise InvalidSubmission(
-                f"{file.filename} is {file.size / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB."
-            )
+        bot.service.check_upload_size(file.filename, file.size)  # refused before it is downloaded
         content = await file.read()
-        devices = await call(submit_devices, bot.service, leaderboard, device)
         receipt = await call(
-            bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode
+            bot.service.submit,
+            user_ref(interaction),
+            file.filename,
+            content,
+            leaderboard,
+            submit_devices(device),
+            mode,
         )
         await send(
             interaction,

@@ -1,5 +1,6 @@
 """What the database-backed commands share: opening the service, showing errors, JSON and time formatting."""
 
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,6 @@ from pydantic import BaseModel
 
 from kernelcup.settings import SettingsError, load
 from leaderboards.errors import KernelcupError
-from leaderboards.problems import ProblemFormatError
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
 
@@ -38,7 +38,7 @@ def user_errors() -> Iterator[None]:
     """Show a core, settings or problem-format error as one message on stderr and exit with status 1."""
     try:
         yield
-    except (KernelcupError, SettingsError, ProblemFormatError) as exc:
+    except (KernelcupError, SettingsError) as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
 
@@ -67,17 +67,6 @@ def jsonable(obj: Any) -> Any:
 def print_json(obj: Any) -> None:
     json.dump(jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")
-
-
-def format_ns(ns: float | None) -> str:
-    """A time in the unit that reads best: 812 ns, 12.3 µs, 4.56 ms, 1.23 s."""
-    if ns is None:
-        return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            value = ns / scale
-            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{ns:.0f} ns"
 
 
 def format_time(t: datetime | None) -> str:

@@ -6,7 +6,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelcup.commands.common import format_ns, format_time, open_service, print_json, user_errors
+from kernelcup.commands.common import format_time, open_service, print_json, user_errors
+from leaderboards.formatting import format_ns
 from leaderboards.results import LeaderboardSummary, Ranking
 
 

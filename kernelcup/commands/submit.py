@@ -16,8 +16,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from kernelcup.commands.common import format_ns, print_json, user_errors
+from kernelcup.commands.common import print_json, user_errors
 from leaderboards.events import ProgressUpdate, follow
+from leaderboards.formatting import format_ns
 from leaderboards.queue import WORKER_ALIVE_S, JobQueue
 from leaderboards.results import SubmissionDetails, UserRef
 from leaderboards.worker import Worker, WorkerSettings
@@ -87,13 +88,13 @@ def render_details(console: Console, details: SubmissionDetails) -> None:
     )
     results = {r.device: r.result for r in details.results}
     for job in status.jobs:
-        colour = "green" if job.status == "succeeded" and job.verdict == "accepted" else "red"
-        line = f"[bold]{job.device}[/]: [{colour}]{job.status}[/]"
+        colour = "green" if job.accepted else "red"
+        line = f"[bold]{job.device}[/]: [{colour}]{job.status.value}[/]"
         if job.verdict:
-            line += f", {job.verdict}"
+            line += f", {job.verdict.value}"
         if job.score_ns is not None:
             line += f", score {format_ns(job.score_ns)}"
-        if status.mode == Mode.RANKED.value and job.secret_passed is not None:
+        if status.mode is Mode.RANKED and job.secret_passed is not None:
             line += f", secret-seed run {'passed' if job.secret_passed else 'failed'}"
         if job.rank is not None:
             line += f", [bold]rank {job.rank}[/]"
@@ -102,10 +103,6 @@ def render_details(console: Console, details: SubmissionDetails) -> None:
             console.print(f"  {job.error}", markup=False)
         if job.device in results:
             render(results[job.device], status.leaderboard, status.file_name, job.device)
-
-
-def all_accepted(details: SubmissionDetails) -> bool:
-    return all(j.status == "succeeded" and j.verdict == "accepted" for j in details.status.jobs)
 
 
 def register(app: typer.Typer) -> None:
@@ -188,4 +185,4 @@ def register(app: typer.Typer) -> None:
             print_json(details)
         else:
             render_details(console, details)
-        raise typer.Exit(0 if all_accepted(details) else 1)
+        raise typer.Exit(0 if details.accepted else 1)

@@ -118,8 +118,8 @@ async def test_long_report_becomes_a_file(world, monkeypatch) -> None:
             {"leaderboard": "nope"},
             "There is no leaderboard named 'nope'. Known leaderboards: addone.",
         ),
-        (("kernel.py", GOOD), {"device": "TPU"}, "does not run on 'TPU'; choose one of: cpu, H100."),
-        (("kernel.py", GOOD), {"device": None}, "does not run on '(none given)'; choose one of: cpu, H100."),
+        (("kernel.py", GOOD), {"device": "TPU"}, "does not run on 'TPU'; choose one of: cpu, H100 (or 'all')."),
+        (("kernel.py", GOOD), {"device": None}, "does not run on '(none given)'; choose one of: cpu, H100 (or 'all')."),
     ],
 )
 async def test_mistakes_are_explained_only_to_the_submitter(world, file, options, expected) -> None:
