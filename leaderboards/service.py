@@ -67,6 +67,7 @@ from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
     template_file_name,
 )
+from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
 from runners.contract import Language, Mode
 
@@ -95,13 +96,13 @@ ALL_DEVICES = "all"
 """A device list of just this word means every device of the leaderboard."""
 
 
-class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, RecordingMixin, ServiceBase):
+class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, RecordingMixin, ServiceBase):
     """The one API of the core. Build with an open ``Database`` (``leaderboards.db.open_database``) and settings.
 
-    Competitor functions are here, what a submission's viewers may see in ``ViewingMixin`` (``viewing.py``); admin
-    functions come from ``AdminMixin`` (``admin.py``), accounts and API
-    tokens from ``AccountsMixin`` (``accounts.py``) and the workers' functions from ``RecordingMixin``
-    (``recording.py``).
+    Competitor functions are here; the parts: what a submission's viewers may see (``ViewingMixin``,
+    ``viewing.py``), accounts and API tokens (``AccountsMixin``, ``accounts.py``), admin functions (``AdminMixin``,
+    ``admin.py``), readiness and job times (``StatsMixin``, ``stats.py``), the workers' functions
+    (``RecordingMixin``, ``recording.py``).
     """
 
     def submit(
