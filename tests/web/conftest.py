@@ -71,7 +71,7 @@ class World:
     def auth(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}"}
 
-    def submit(self, token: str, *, name: str = "k.py", content: bytes = GOOD, **fields: object):  # noqa: ANN201
+    def submit(self, token: str, *, name: str = "k.py", content: bytes = GOOD, **fields: object):
         data = {"leaderboard": "add", "devices": "cpu", "mode": "test", **fields}
         data = {k: v for k, v in data.items() if v is not None}
         return self.client.post(

@@ -10,7 +10,7 @@ from runners.contract import Verdict
 from runners.launchers.fake import FakeLauncher, verdict_result
 
 
-def error_of(response) -> dict:  # noqa: ANN001
+def error_of(response) -> dict:
     body = response.json()
     assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "field"}, body
     return body["error"]
