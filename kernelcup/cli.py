@@ -8,9 +8,37 @@ from __future__ import annotations
 
 import typer
 
-from kernelcup.commands import bot, db, demo, leaderboard, problems, run, runners, submit, worker
+from kernelcup.commands import (
+    bot,
+    db,
+    demo,
+    leaderboard,
+    login,
+    problems,
+    run,
+    runners,
+    serve,
+    submissions,
+    submit,
+    tokens,
+    worker,
+)
 
-COMMAND_MODULES = (run, problems, db, submit, leaderboard, worker, bot, runners, demo)
+COMMAND_MODULES = (
+    run,
+    problems,
+    db,
+    submit,
+    submissions,
+    leaderboard,
+    login,
+    worker,
+    bot,
+    serve,
+    tokens,
+    runners,
+    demo,
+)
 
 
 def build_app() -> typer.Typer:

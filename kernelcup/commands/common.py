@@ -1,6 +1,5 @@
 """What the database-backed commands share: opening the service, showing errors, JSON and time formatting."""
 
-
 from __future__ import annotations
 
 import dataclasses
@@ -35,11 +34,19 @@ def open_service(settings: CoreSettings | None = None) -> LeaderboardService:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Show a core, settings or problem-format error as one message on stderr and exit with status 1."""
+    """Show a core, settings, problem-format or API error as one message on stderr and exit with status 1."""
+    from kernelcup.client import ApiError
+
     try:
         yield
     except (KernelcupError, SettingsError) as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+    except ApiError as exc:  # the server's answer, shown as it is, with the way to a token where one is missing
+        hint = ""
+        if exc.code == "invalid_token":
+            hint = " (log in with `kernelcup login --server URL`; get a token with /token in Discord)"
+        typer.secho(f"error: {exc.message}{hint}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
 
 
