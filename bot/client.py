@@ -56,9 +56,11 @@ class KernelcupBot(discord.Client):
         from bot.announce import announce_loop
         from bot.commands.admin import AdminCommands
         from bot.commands.leaderboard import LeaderboardCommands
+        from bot.commands.token import token_command
 
         self.tree.add_command(LeaderboardCommands())
         self.tree.add_command(AdminCommands())
+        self.tree.add_command(token_command)
         if self.settings.guild_id is not None:
             guild = discord.Object(id=self.settings.guild_id)
             self.tree.copy_global_to(guild=guild)

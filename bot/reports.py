@@ -18,6 +18,7 @@ from leaderboards.results import (
     JobStatus,
     JobView,
     LeaderboardSummary,
+    NewToken,
     QueueStats,
     RankChangeView,
     Ranking,
@@ -268,3 +269,16 @@ def announcement_text(change: RankChangeView) -> str:
     if change.previous_score_ns is not None:
         text += f" (their previous best: {format_ns(change.previous_score_ns)})"
     return text + f" · submission #{change.submission_id}"
+
+
+def token_text(new: NewToken, server: str | None) -> str:
+    """``/token``: the token (shown this once), when it expires, and how to use it."""
+    expires = f"expires {timestamp(new.info.expires_at)}" if new.info.expires_at else "never expires"
+    where = server or "https://<this server's API>"
+    return (
+        f"Your API token (#{new.info.token_id}, {expires}). It is shown only now and only to you; keep it secret:\n"
+        f"```\n{new.token}\n```\n"
+        f"Use it with the CLI: `kernelcup login --server {where} --token <token>`, then `kernelcup submit FILE`; "
+        "or send it as `Authorization: Bearer <token>` to the API. Run /token again for a new one; "
+        "`kernelcup logout --revoke` revokes it."
+    )

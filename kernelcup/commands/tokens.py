@@ -43,11 +43,11 @@ def register(app: typer.Typer) -> None:
             print_json(new)
             return
         info = new.info
-        err = Console(stderr=True)
-        err.print(
+        typer.echo(
             f"token #{info.token_id} for {info.identity}{' (a program)' if info.is_program else ''}, "
             f"scopes {', '.join(info.scopes)}, expires {expiry_text(info.expires_at)}. "
-            "It is shown only now: keep it secret (`kernelcup login --server URL` takes it)."
+            "It is shown only now: keep it secret (`kernelcup login --server URL` takes it).",
+            err=True,
         )
         typer.echo(new.token)
 
