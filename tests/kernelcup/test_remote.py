@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers import write_problem, write_problem_set
+from helpers import Proxy, write_problem, write_problem_set
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
@@ -234,50 +234,6 @@ def test_client_batch_and_async(server: Server) -> None:
     asyncio.run(run())
 
 
-class Proxy:
-    """A loopback TCP proxy whose connections the test can cut (a dropped network, for the event stream)."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target = target_port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a: socket.socket, b: socket.socket) -> None:
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        for s in self.sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-        self.sockets.clear()
-
-    def close(self) -> None:
-        self.listener.close()
-        self.cut()
-
-
 def streams_open(server: Server) -> float:
     text = httpx.get(f"{server.url}/metrics").text
     return float(re.search(r"^kernelcup_api_event_streams (\S+)$", text, re.M).group(1))  # type: ignore[union-attr]
@@ -301,7 +257,7 @@ def test_event_stream_reconnects_and_a_gone_client_leaves_nothing_running(server
             assert rest.count("started") == 1
             assert kc.submission(sub.id).result().accepted
     finally:
-        proxy.close()
+        proxy.stop()
     for _ in range(50):
         if streams_open(server) == 0.0:
             break
