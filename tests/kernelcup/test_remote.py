@@ -8,7 +8,6 @@ it should report (``# median N`` / ``# wrong``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re

@@ -31,7 +31,7 @@ def proxied(postgres_schema: PostgresSchema) -> Iterator[tuple[Proxy, Database]]
     postgres_schema.truncate()
 
 
-def test_database_down_then_back(proxied: tuple[Proxy, Database], tmp_path) -> None:  # noqa: ANN001
+def test_database_down_then_back(proxied: tuple[Proxy, Database], tmp_path) -> None:
     proxy, db = proxied
     service = LeaderboardService(db, CoreSettings(_env_file=None, data_dir=tmp_path))
     service.create_leaderboard(make_problem(tmp_path), deadline=future(), devices=["cpu"])
