@@ -18,7 +18,12 @@ bearer = HTTPBearer(
 )
 
 
-def service_of(request: Request) -> LeaderboardService:
+async def service_of(request: Request) -> LeaderboardService:
+    """The service (a dependency; async because it only reads app state: no thread pool hop for it)."""
+    return _service(request)
+
+
+def _service(request: Request) -> LeaderboardService:
     return request.app.state.service
 
 
@@ -28,12 +33,12 @@ def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
 
 def submitter(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
     """A token with the ``submit`` scope (every account's token has it)."""
-    return service_of(request).authenticate(_token(credentials), Scope.SUBMIT)
+    return _service(request).authenticate(_token(credentials), Scope.SUBMIT)
 
 
 def admin(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
     """A token with the ``admin`` scope."""
-    return service_of(request).authenticate(_token(credentials), Scope.ADMIN)
+    return _service(request).authenticate(_token(credentials), Scope.ADMIN)
 
 
 def maybe_user(
@@ -41,4 +46,4 @@ def maybe_user(
 ) -> Principal | None:
     """Whoever the token speaks for, or None without one (public reads); a bad token is still a 401."""
     token = _token(credentials)
-    return None if token is None else service_of(request).authenticate(token, None)
+    return None if token is None else _service(request).authenticate(token, None)

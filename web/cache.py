@@ -1,7 +1,9 @@
 """A small time-bounded memo for public reads that many clients ask at once (a leaderboard's ranking page).
 
 Each uvicorn worker has its own; an answer is at most ``ttl_s`` old (``KERNELCUP_API_RANKINGS_CACHE_S``), which is
-what lets 200 readers of one ranking cost one query a second instead of 200. Errors are never cached.
+what lets 200 readers of one ranking cost about one query a second instead of 200. When an answer expires, one
+request recomputes it while the others are served the previous one (no stampede of identical queries). Errors are
+never cached.
 """
 
 from __future__ import annotations
@@ -21,21 +23,37 @@ class TTLCache:
         self.ttl_s = ttl_s
         self.clock = clock
         self._data: dict[Hashable, tuple[float, Any]] = {}
+        self._refreshing: set[Hashable] = set()
         self._lock = threading.Lock()
 
+    def fresh(self, key: Hashable) -> Any | None:
+        """The cached answer if it is still fresh, else None (cheap: no computation, usable on an event loop)."""
+        if self.ttl_s <= 0:
+            return None
+        with self._lock:
+            hit = self._data.get(key)
+        return hit[1] if hit is not None and self.clock() - hit[0] < self.ttl_s else None
+
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The answer for ``key``: cached while fresh; when stale and another caller is already recomputing it,
+        the stale one; else computed here (blocking)."""
         if self.ttl_s <= 0:
             return compute()
         now = self.clock()
         with self._lock:
             hit = self._data.get(key)
-        if hit is not None and now - hit[0] < self.ttl_s:
-            return hit[1]
-        value = compute()
+            if hit is not None and (now - hit[0] < self.ttl_s or key in self._refreshing):
+                return hit[1]
+            self._refreshing.add(key)
+        try:
+            value = compute()
+        finally:
+            with self._lock:
+                self._refreshing.discard(key)
         with self._lock:
             if len(self._data) >= MAX_ENTRIES:
                 self._data.clear()
-            self._data[key] = (now, value)
+            self._data[key] = (self.clock(), value)
         return value
 
     def clear(self) -> None:

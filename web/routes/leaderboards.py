@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query, Request
+import asyncio
+
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from leaderboards.errors import UserError
 from leaderboards.service import LeaderboardService
@@ -44,7 +46,7 @@ def get_template(name: str, language: str, service: LeaderboardService = Depends
 
 
 @router.get("/leaderboards/{name}/rankings", response_model=RankingOut, summary="The ranking on one device")
-def get_rankings(
+async def get_rankings(
     request: Request,
     name: str,
     device: str | None = Query(None, description="Required when the leaderboard has several devices."),
@@ -52,15 +54,23 @@ def get_rankings(
     offset: int = Query(0, ge=0),
     programs: bool | None = Query(None, description="Include program accounts (default: the server's setting)."),
     service: LeaderboardService = Depends(service_of),
-) -> RankingOut:
+) -> Response:
     most = request.app.state.settings.max_rankings_limit
     if limit > most:
         raise UserError(f"limit is at most {most}; page with offset.", code="invalid_field", field="limit")
+    # The busiest public read: its JSON is cached (serialised once), answered on the event loop while fresh, else
+    # computed through a thread (the service blocks).
+    cache = request.app.state.rankings_cache
     key = (name, device, limit, offset, programs)
-    ranking = request.app.state.rankings_cache.get(
-        key, lambda: service.ranking(name, device, limit, offset=offset, programs=programs)
-    )
-    return RankingOut.model_validate(ranking)
+    body = cache.fresh(key)
+    if body is None:
+
+        def compute() -> bytes:
+            ranking = service.ranking(name, device, limit, offset=offset, programs=programs)
+            return RankingOut.model_validate(ranking).model_dump_json().encode()
+
+        body = await asyncio.to_thread(cache.get, key, compute)
+    return Response(body, media_type="application/json")
 
 
 @router.get("/leaderboards/{name}/history", response_model=HistoryOut, summary="Best score over time")
