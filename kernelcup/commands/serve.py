@@ -11,6 +11,8 @@ import tempfile
 import typer
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+MAX_REQUEST_HEAD_BYTES = 16 * 1024
+"""Request line and headers together; a longer head is refused with 400 before the app sees it."""
 
 
 def register(app: typer.Typer) -> None:
@@ -70,7 +72,16 @@ def register(app: typer.Typer) -> None:
                     "" if background is None else f" with an in-process worker ({launcher} launchers)",
                     platform.db.engine.url.render_as_string(hide_password=True),
                 )
-                common = {"host": host, "port": port, "log_config": None, "access_log": verbose, "lifespan": "off"}
+                common = {
+                    "host": host,
+                    "port": port,
+                    "log_config": None,
+                    "access_log": verbose,
+                    "lifespan": "off",
+                    # h11 bounds a request's head (httptools would buffer any size of headers): larger is refused
+                    "http": "h11",
+                    "h11_max_incomplete_event_size": MAX_REQUEST_HEAD_BYTES,
+                }
                 metrics_dir = None
                 if background is not None:
                     background.start()

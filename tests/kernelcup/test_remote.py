@@ -39,6 +39,7 @@ from runners.launchers.fake import FakeLauncher, accepted_result
 pytestmark = pytest.mark.slow
 
 SOLUTION = "def custom_kernel(data):\n    return data\n"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def respond(request: RunRequest) -> RunResult:
@@ -46,7 +47,9 @@ def respond(request: RunRequest) -> RunResult:
     if "# wrong" in text:
         return RunResult(verdict=Verdict.WRONG_ANSWER, mode=request.mode, message="mismatch at [0]")
     match = re.search(r"# median (\d+)", text)
-    return accepted_result(request, float(match.group(1)) if match else 1000.0)
+    block = re.search(r"BLOCK=(\d+)", text)  # the docs' example: a bigger block is "faster"
+    median = float(match.group(1)) if match else 1e6 / int(block.group(1)) if block else 1000.0
+    return accepted_result(request, median)
 
 
 def free_port() -> int:
@@ -79,6 +82,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         [
             {"directory": "add", "deadline": "2099-01-01", "devices": ["cpu"]},
             {"directory": "multi", "deadline": "2099-01-01", "devices": ["cpu", "H100"]},
+            {"directory": str(REPO / "problems" / "vectoradd"), "deadline": "2099-01-01", "devices": ["H100"]},
         ],
         name="starter",
     )
@@ -298,3 +302,16 @@ def test_oversized_headers_and_uploads_are_refused_by_the_server(server: Server)
     except httpx.TransportError:
         pass  # the server may close the connection while the client still sends: also a refusal
     assert httpx.get(f"{server.url}/healthz").status_code == 200  # and it is still serving
+
+
+def test_the_docs_example_runs(server: Server, tmp_path: Path) -> None:
+    doc = (REPO / "docs" / "api.md").read_text()
+    example = doc.split("## The Python client", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(example.splitlines()) <= 32
+    script = tmp_path / "example.py"
+    script.write_text(example)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELCUP_")}
+    env.update(KERNELCUP_SERVER=server.url, KERNELCUP_TOKEN=server.token, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"best: block4096\.py \(submission #\d+\) at 0\.24 µs\n", done.stdout), done.stdout
