@@ -6,10 +6,13 @@ and its ranking built; then
 
 - ``kernelcup serve --no-worker --workers 2`` (a subprocess, on a loopback port, default settings otherwise);
 - one ``kernelcup`` worker process with the fake launcher (no harness run), ``--concurrency`` jobs at once;
-- a process of --readers clients, each reading the ranking (``GET …/rankings?device=H100&limit=100``) in a loop
-  with a think time of --think seconds on average (uniform 0.5x–1.5x), until the submissions are done;
+- a process of --readers clients (a minimal keep-alive HTTP client: 200 httpx clients in one Python process
+  would cost more CPU than the server they measure), each reading the ranking
+  (``GET …/rankings?device=H100&limit=100``) in a loop with a think time of --think seconds on average (uniform
+  0.5x–1.5x), until the submissions are done;
 - a process of --submitters clients posting --submissions ranked submissions in all (multipart, each with its own
-  account and token), as fast as the answers come.
+  account and token), each pausing --submit-think seconds on average before each one (0: as fast as the answers
+  come, which saturates the machine: then the latency measures the queue in front of two cores, not the API).
 
 Reported: the latency of each request as its client saw it (p50, p90, p99, max), throughput, and the checks that
 every submission was stored once and run exactly once (one launcher call per run kind, one stored run each, every
@@ -54,6 +57,7 @@ from leaderboards.settings import CoreSettings  # noqa: E402
 
 DEFAULT_URL = os.environ.get("KERNELCUP_BENCH_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
 DEVICE = "H100"
+BOARD = "bench"
 CODE = "def custom_kernel(data):\n    return data  # {tag}\n"
 
 
@@ -79,35 +83,54 @@ def p99(ms: list[float]) -> float:
 # -- client processes ----------------------------------------------------------------------------------------------
 
 
+async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, path: str) -> int:
+    """One keep-alive HTTP/1.1 GET on an open connection; the status. A minimal client on purpose: 200 httpx
+    clients in one Python process cost more CPU than the server they measure, on a 2-core machine."""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    await reader.readexactly(length)
+    return status
+
+
 def readers(base: str, n: int, think_s: float, stop, out: str) -> None:  # type: ignore[no-untyped-def]
     latencies: list[float] = []
     errors: Counter[str] = Counter()
+    host = base.removeprefix("http://")
+    address, port = host.rsplit(":", 1)
+    path = f"/api/v1/leaderboards/{BOARD}/rankings?device={DEVICE}&limit=100"
 
-    async def client(c: httpx.AsyncClient, i: int) -> None:
+    async def client(i: int) -> None:
         rng = random.Random(i)
         await asyncio.sleep(rng.uniform(0, think_s))  # spread the first requests over one think time
+        reader, writer = await asyncio.open_connection(address, int(port))
         while not stop.is_set():
             t = time.perf_counter()
             try:
-                r = await c.get("/api/v1/leaderboards/bench/rankings", params={"device": DEVICE, "limit": 100})
-                if r.status_code != 200:
-                    errors[str(r.status_code)] += 1
+                status = await asyncio.wait_for(_get(reader, writer, host, path), 30)
+                if status != 200:
+                    errors[str(status)] += 1
                 else:
                     latencies.append((time.perf_counter() - t) * 1000)
-            except httpx.HTTPError as exc:
+            except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
                 errors[type(exc).__name__] += 1
+                writer.close()
+                reader, writer = await asyncio.open_connection(address, int(port))
             await asyncio.sleep(think_s * rng.uniform(0.5, 1.5))
+        writer.close()
 
     async def main() -> None:
-        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-        async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as c:
-            await asyncio.gather(*(client(c, i) for i in range(n)))
+        await asyncio.gather(*(client(i) for i in range(n)))
 
     asyncio.run(main())
     Path(out).write_text(json.dumps({"latencies": latencies, "errors": dict(errors)}))
 
 
-def submitters(base: str, tokens: list[str], total: int, out: str) -> None:
+def submitters(base: str, tokens: list[str], total: int, think_s: float, out: str) -> None:
     latencies: list[float] = []
     ids: list[int] = []
     errors: Counter[str] = Counter()
@@ -115,7 +138,10 @@ def submitters(base: str, tokens: list[str], total: int, out: str) -> None:
 
     async def client(c: httpx.AsyncClient, i: int) -> None:
         headers = {"Authorization": f"Bearer {tokens[i]}"}
+        rng = random.Random(1000 + i)
         for k in range(shares[i]):
+            if think_s:
+                await asyncio.sleep(think_s * rng.uniform(0.5, 1.5))
             code = CODE.format(tag=f"{i}-{k}").encode()
             data = {"leaderboard": "bench", "devices": DEVICE, "mode": "ranked"}
             t = time.perf_counter()
@@ -198,11 +224,15 @@ def main() -> int:
     ap.add_argument("--think", type=float, default=1.0, help="readers' mean pause between two reads (s)")
     ap.add_argument("--submitters", type=int, default=20)
     ap.add_argument("--submissions", type=int, default=500)
+    ap.add_argument(
+        "--submit-think", type=float, default=1.0, help="submitters' mean pause before each submission (s); 0: flat out"
+    )
     ap.add_argument("--api-workers", type=int, default=2, help="uvicorn worker processes")
     ap.add_argument("--concurrency", type=int, default=2, help="jobs at once in the one kernelcup worker")
     ap.add_argument("--delay", type=float, default=0.005, help="fake runner time per run (s)")
     ap.add_argument("--min-seconds", type=float, default=30.0, help="read for at least this long")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rankings-cache", type=float, default=None, help="KERNELCUP_API_RANKINGS_CACHE_S for the API")
     args = ap.parse_args()
 
     schema = f"kc_bench_{os.getpid()}_{secrets.token_hex(3)}"
@@ -231,6 +261,7 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
     env.update(
         DATABASE_URL=url,
         KERNELCUP_MAX_PENDING_JOBS_PER_USER="10000",
+        **({} if args.rankings_cache is None else {"KERNELCUP_API_RANKINGS_CACHE_S": str(args.rankings_cache)}),
         PYTHONPATH=os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")]),
     )
     server = subprocess.Popen(
@@ -268,7 +299,9 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
             target=worker_proc, args=(url, str(tmp / "worker.json"), stop_worker, args.delay, args.concurrency)
         )
         reading = ctx.Process(target=readers, args=(base, args.readers, args.think, stop_readers, str(tmp / "r.json")))
-        submitting = ctx.Process(target=submitters, args=(base, tokens, args.submissions, str(tmp / "s.json")))
+        submitting = ctx.Process(
+            target=submitters, args=(base, tokens, args.submissions, args.submit_think, str(tmp / "s.json"))
+        )
         worker.start()
         reading.start()
         time.sleep(min(args.think, 2.0))  # the readers are all reading before the submissions start
@@ -328,7 +361,8 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
         f"({len(reads) / t_done:.0f}/s): {percentiles(reads)}"
     )
     print(
-        f"submit: {args.submitters} clients, {n} ranked submissions accepted in {t_submitted:.1f} s "
+        f"submit: {args.submitters} clients (think {args.submit_think:g} s), {n} ranked submissions accepted in "
+        f"{t_submitted:.1f} s "
         f"({n / t_submitted:.0f}/s): {percentiles(s_out['latencies'])}"
     )
     print(f"all {n} submissions run and ranked after {t_done:.1f} s ({w['calls']} launcher calls)")

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, func, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, undefer
 
 from leaderboards.accounts import AccountsMixin
@@ -148,9 +149,13 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             self._check_language(lb, name)
             self._check_rate(s, u, lb, now)
             self._check_pending(s, u, len(chosen))
-            code = self._store_code(s, content)
             sub = Submission(
-                user_id=u.id, leaderboard_id=lb.id, code_id=code.id, file_name=name, mode=mode.value, created_at=now
+                user_id=u.id,
+                leaderboard_id=lb.id,
+                code_id=self._store_code(s, content),
+                file_name=name,
+                mode=mode.value,
+                created_at=now,
             )
             s.add(sub)
             s.flush()
@@ -259,20 +264,23 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 self.clock() + timedelta(minutes=1),
             )
 
-    def _store_code(self, s: Session, content: bytes) -> SubmissionCode:
+    def _store_code(self, s: Session, content: bytes) -> int:
+        """The id of the stored copy of ``content`` (files are stored once): a look-up, else one insert that a
+        concurrent submission of the same file cannot make fail (``ON CONFLICT DO NOTHING``, no savepoint)."""
         digest = hashlib.sha256(content).hexdigest()
-        code = s.scalar(select(SubmissionCode).where(SubmissionCode.sha256 == digest))
-        if code is not None:
-            return code
-        try:
-            with s.begin_nested():
-                code = SubmissionCode(sha256=digest, content=content)
-                s.add(code)
-        except IntegrityError:  # stored by a concurrent submission of the same file
-            code = s.scalar(select(SubmissionCode).where(SubmissionCode.sha256 == digest))
-            if code is None:
-                raise
-        return code
+        by_digest = select(SubmissionCode.id).where(SubmissionCode.sha256 == digest)
+        code_id = s.scalar(by_digest)
+        if code_id is not None:
+            return code_id
+        insert = postgresql_insert if self.db.dialect == "postgresql" else sqlite_insert
+        stmt = (
+            insert(SubmissionCode)
+            .values(sha256=digest, content=content, created_at=self.clock())
+            .on_conflict_do_nothing(index_elements=["sha256"])
+            .returning(SubmissionCode.id)
+        )
+        code_id = s.scalar(stmt)
+        return code_id if code_id is not None else s.scalar(by_digest)  # stored meanwhile by a concurrent submission
 
     def submission_status(self, submission_id: int) -> SubmissionStatus:
         """Where a submission is: each job's status, queue position, latest events, verdict and score."""

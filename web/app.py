@@ -15,7 +15,7 @@ from starlette.types import Scope
 from leaderboards.peaks import parse_peaks, peak_lookup
 from leaderboards.service import LeaderboardService
 from web import errors
-from web.cache import TTLCache
+from web.cache import CachedReadsMiddleware, TTLCache
 from web.metrics import ApiMetrics, MetricsMiddleware
 from web.routes import admin, events, health, leaderboards, me, submissions
 from web.schemas import API_PREFIX
@@ -64,9 +64,15 @@ def create_app(service: LeaderboardService, settings: WebSettings | None = None)
             return upload_limit + MULTIPART_ENVELOPE, upload_message
         return settings.max_body_bytes, body_message
 
-    # Outermost last: metrics see every request, errors turn what escaped into the error shape, the body limit
-    # stops an upload before the multipart parser reads it.
+    # Outermost last: metrics see every request, a fresh cached ranking is answered before routing, errors turn
+    # what escaped into the error shape, the body limit stops an upload before the multipart parser reads it.
     app.add_middleware(errors.BodyLimitMiddleware, limit_for=limit_for)
     app.add_middleware(errors.ErrorMiddleware)
+    app.add_middleware(
+        CachedReadsMiddleware,
+        cache=app.state.rankings_cache,
+        pattern=leaderboards.RANKINGS_PATH,
+        route=leaderboards.RANKINGS_ROUTE,
+    )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -154,7 +154,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, tracking_send)
         finally:
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            route = getattr(scope.get("route"), "path", None) or scope.get("kernelcup.route") or "unmatched"
             method = scope["method"]
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route).observe(time.perf_counter() - start)

@@ -6,25 +6,20 @@ competitors and an admin; ``serve`` runs a worker with the fake launcher until t
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from helpers import PostgresSchema, future, make_problem, migrated_sqlite_template, postgres_reachable, sqlite_database
+from web_world import World
 
 from leaderboards.db import Database
 from leaderboards.results import Scope, UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
-from leaderboards.worker import Worker, WorkerSettings
-from runners.launchers.fake import FakeLauncher
 from web.app import create_app
 from web.settings import WebSettings
-
-GOOD = b"def custom_kernel(data):\n    return data\n"
 
 
 @pytest.fixture(scope="session")
@@ -57,32 +52,6 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
     finally:
         db.dispose()
         schema.truncate()
-
-
-@dataclass
-class World:
-    service: LeaderboardService
-    client: TestClient
-    problems: Path
-    ann: str
-    bob: str
-    admin: str
-
-    def auth(self, token: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {token}"}
-
-    def submit(self, token: str, *, name: str = "k.py", content: bytes = GOOD, **fields: object):
-        data = {"leaderboard": "add", "devices": "cpu", "mode": "test", **fields}
-        data = {k: v for k, v in data.items() if v is not None}
-        return self.client.post(
-            "/api/v1/submissions", headers=self.auth(token), files={"file": (name, content)}, data=data
-        )
-
-    def serve(self, launcher: FakeLauncher | None = None) -> None:
-        launcher = launcher or FakeLauncher()
-        settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0, backoff_base_s=0.0)
-        asyncio.run(Worker(self.service, lambda _d: launcher, settings).run(once=True))
-        self.client.app.state.rankings_cache.clear()  # type: ignore[attr-defined]
 
 
 @pytest.fixture

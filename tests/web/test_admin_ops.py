@@ -7,10 +7,9 @@ import logging
 import re
 
 import pytest
-from conftest import World
 from helpers import write_problem, write_problem_set
 from sqlalchemy import select
-from test_api import error_of
+from web_world import World, error_of
 
 from leaderboards.models import AuditLog, Leaderboard
 from leaderboards.queue import JobQueue

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import json
 
-from conftest import GOOD, World
+from web_world import GOOD, World, error_of
 
 from runners.contract import Verdict
 from runners.launchers.fake import FakeLauncher, verdict_result
-
-
-def error_of(response) -> dict:
-    body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "field"}, body
-    return body["error"]
 
 
 def test_public_reads_need_no_token(world: World) -> None:
@@ -165,3 +159,22 @@ def test_events_of_a_finished_submission(world: World) -> None:
         "testing",
         "done",
     ]
+
+
+def test_a_fresh_ranking_is_served_from_the_cache_then_refreshed(world: World) -> None:
+    cache = world.client.app.state.rankings_cache  # type: ignore[attr-defined]
+    cache.ttl_s = 3600.0
+    url = "/api/v1/leaderboards/add/rankings?device=cpu"
+    assert world.client.get(url).json()["total"] == 0
+    world.submit(world.ann, mode="ranked")
+    world.serve()
+    first = world.client.get(url).json()
+    assert first["total"] == 1
+    world.submit(world.bob, mode="ranked")
+    world.serve(clear_cache=False)
+    assert world.client.get(url).json() == first  # still fresh: answered from memory, before routing
+    assert world.service.ranking("add", "cpu").total == 2
+    cache.ttl_s = 0.0
+    assert world.client.get(url).json()["total"] == 2
+    metrics = world.client.get("/metrics").text
+    assert 'route="/api/v1/leaderboards/{name}/rankings",status="200"} 4.0' in metrics

@@ -6,8 +6,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from conftest import GOOD, World
-from test_api import error_of
+from web_world import GOOD, World, error_of
 
 from leaderboards.results import UserRef
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from leaderboards.errors import UserError
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
+from web.cache import read_key
 from web.schemas import (
     API_PREFIX,
     HistoryOut,
@@ -45,6 +47,10 @@ def get_template(name: str, language: str, service: LeaderboardService = Depends
     return TemplateOut.model_validate(service.template(name, language))
 
 
+RANKINGS_ROUTE = f"{API_PREFIX}/leaderboards/{{name}}/rankings"
+RANKINGS_PATH = re.compile(rf"^{API_PREFIX}/leaderboards/[^/]+/rankings$")
+
+
 @router.get("/leaderboards/{name}/rankings", response_model=RankingOut, summary="The ranking on one device")
 async def get_rankings(
     request: Request,
@@ -61,7 +67,7 @@ async def get_rankings(
     # The busiest public read: its JSON is cached (serialised once), answered on the event loop while fresh, else
     # computed through a thread (the service blocks).
     cache = request.app.state.rankings_cache
-    key = (name, device, limit, offset, programs)
+    key = read_key(request.scope)  # the key CachedReadsMiddleware answers from before routing
     body = cache.fresh(key)
     if body is None:
 

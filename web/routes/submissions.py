@@ -3,13 +3,16 @@ code of a ranked entry that its problem set made public after the deadline."""
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
 
 from leaderboards.errors import InvalidChange, SubmissionNotFound
-from leaderboards.results import Principal
+from leaderboards.results import Principal, Scope, SubmissionReceipt
 from leaderboards.service import LeaderboardService
-from web.auth import maybe_user, service_of, submitter
+from web.auth import bearer, maybe_user, service_of, submitter
 from web.routes.common import links, submission_out
 from web.schemas import (
     API_PREFIX,
@@ -47,19 +50,23 @@ def _devices(fields: list[str]) -> list[str] | None:
         429: {"model": ErrorOut, "description": "Rate limit or pending-job quota reached (see Retry-After)"},
     },
 )
-def submit(
+async def submit(
     request: Request,
     file: UploadFile = File(..., description="The kernel: a .py file defining custom_kernel(data), or a .cu file."),
     leaderboard: str | None = Form(None, description="Default: the file's '#!kernelcup leaderboard' line."),
     devices: list[str] = Form([], description="One or more devices, or 'all'. Default: the file's, or the only one."),
     mode: str | None = Form(None, description="test, benchmark, ranked or profile. Default: the file's, else ranked."),
-    who: Principal = Depends(submitter),
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     service: LeaderboardService = Depends(service_of),
 ) -> JSONResponse:
-    name = file.filename or ""
-    service.check_upload_size(name, file.size or 0)
-    content = file.file.read(service.settings.max_submission_bytes + 1)
-    receipt = service.submit(who.user, name, content, leaderboard, _devices(devices), mode)
+    def accept() -> SubmissionReceipt:  # the token, the size and the submission in one trip to a thread
+        who = service.authenticate(credentials.credentials if credentials else None, Scope.SUBMIT)
+        name = file.filename or ""
+        service.check_upload_size(name, file.size or 0)
+        content = file.file.read(service.settings.max_submission_bytes + 1)
+        return service.submit(who.user, name, content, leaderboard, _devices(devices), mode)
+
+    receipt = await asyncio.to_thread(accept)
     out = SubmissionReceiptOut(
         **{k: getattr(receipt, k) for k in ("submission_id", "leaderboard", "user_name", "file_name", "mode")},
         created_at=receipt.created_at,
