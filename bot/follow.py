@@ -80,11 +80,13 @@ async def follow_submission(
     loop = asyncio.get_running_loop()
     give_up_at = loop.time() + settings.follow_timeout_s
     follower = bot.service.follower(submission_id)
+    behind = True  # the message may not show the latest state (a change not rendered yet, or a failed edit)
     while True:
         status = None
         try:
             progress = await call(follower.poll)  # the one progress follower: only a change is worth a re-render
-            if progress.updates or progress.done:
+            behind = behind or bool(progress.updates) or progress.done
+            if behind:
                 status = await call(bot.service.submission_status, submission_id)
         except Exception:
             log.exception("could not read the status of submission %s; trying again", submission_id)
@@ -96,8 +98,8 @@ async def follow_submission(
                 return
         elif status is not None:
             text = status_text(status)
-            if text != shown and await _show(status_message, Reply(content=text), submission_id):
-                shown = text
+            if text == shown or await _show(status_message, Reply(content=text), submission_id):
+                shown, behind = text, False
         if loop.time() >= give_up_at:
             note = f"(Stopped following it here: see `/leaderboard submission {submission_id}`.)"
             await _show(status_message, Reply(content=f"{shown}\n{note}" if shown else note), submission_id)
