@@ -315,3 +315,40 @@ def test_the_docs_example_runs(server: Server, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"best: block4096\.py \(submission #\d+\) at 0\.24 µs\n", done.stdout), done.stdout
+
+
+def test_serve_with_its_worker_is_ready_and_stops_gracefully(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "KERNELCUP_"))}
+    env.update(KERNELCUP_DATA_DIR=str(tmp_path / "data"), PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelcup.cli", "serve", "--port", str(port), "--launcher", "local"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        ready = None
+        for _ in range(300):
+            try:
+                ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                if ready.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        assert ready is not None and ready.json() == {
+            "ready": True,
+            "database": "ok",
+            "schema": "ok",
+            "devices_without_worker": [],
+        }
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        assert "kernelcup_workers_alive 1.0" in metrics  # the in-process worker registered
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0, out
+    assert "stopping the in-process worker" in out and "Traceback" not in out
