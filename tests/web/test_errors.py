@@ -154,3 +154,33 @@ def test_a_huge_upload_is_refused_at_the_limit_without_reading_it(world: World) 
 def test_a_path_in_the_file_name_is_dropped(world: World) -> None:
     r = world.submit(world.ann, name="../../../etc/passwd/ünï.py")
     assert r.status_code == 202 and r.json()["file_name"] == "ünï.py"
+
+
+def test_a_bug_is_a_500_with_a_reference_and_no_traceback(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals at /srv/kernelcup")
+
+    monkeypatch.setattr(world.service, "list_leaderboards", broken)
+    r = world.client.get("/api/v1/leaderboards")
+    err = error_of(r)
+    assert r.status_code == 500 and err["code"] == "internal_error" and "not your fault" in err["message"]
+    ref = err["message"].rsplit("reference ", 1)[1].rstrip(".")
+    assert "secret internals" not in r.text and "Traceback" not in r.text
+    assert any(ref in rec.getMessage() for rec in caplog.records)  # the log line the reference points at
+
+
+def test_a_broken_problem_is_named_in_the_answer(world: World) -> None:
+    bad = world.problems / "bad"
+    bad.mkdir()
+    (bad / "task.yml").write_text("description: x\ntests: []\nbenchmarks: [{n: 1}]\nlang: fortran\n")
+    (bad / "reference.py").write_text("def generate_input(): pass\n")
+    r = world.client.post(
+        "/api/v1/admin/leaderboards",
+        headers=world.auth(world.admin),
+        json={"problem": "bad", "deadline": "2099-01-01T00:00:00Z", "devices": ["cpu"]},
+    )
+    err = error_of(r)
+    assert r.status_code == 422 and err["code"] == "problem_format"
+    assert "task.yml: lang:" in err["message"] and "task.yml: tests:" in err["message"]
