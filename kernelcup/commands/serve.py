@@ -42,8 +42,8 @@ def register(app: typer.Typer) -> None:
         from kernelcup.commands.common import user_errors
         from kernelcup.commands.worker import setup_logging
         from kernelcup.inprocess import InProcessWorker
-        from kernelcup.settings import SettingsError, load
-        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, open_platform
+        from kernelcup.settings import load
+        from kernelcup.wiring import LAUNCHER_CHOICES, open_platform, serving_worker
         from leaderboards.worker import WorkerSettings
         from web.app import create_app
         from web.settings import WebSettings
@@ -58,10 +58,7 @@ def register(app: typer.Typer) -> None:
             with open_platform() as platform:  # the database is checked (and SQLite migrated) before listening
                 background = None
                 if worker_settings is not None:
-                    try:
-                        worker = build_worker(platform, devices=device, launcher=launcher, settings=worker_settings)
-                    except ValueError as exc:  # routing settings
-                        raise SettingsError(str(exc)) from None
+                    worker = serving_worker(platform, devices=device, launcher=launcher, settings=worker_settings)
                     background = InProcessWorker(worker)
                 log.info(
                     "serving the API on http://%s:%d (%d process%s)%s; database %s",
