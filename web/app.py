@@ -59,10 +59,10 @@ def create_app(service: LeaderboardService, settings: WebSettings | None = None)
     )
     body_message = f"The request body is larger than {settings.max_body_bytes / 1024:.0f} KiB."
 
-    def limit_for(scope: Scope) -> tuple[int, str]:
+    def limit_for(scope: Scope) -> tuple[int, str, str]:
         if scope["path"] == f"{API_PREFIX}/submissions":
-            return upload_limit + MULTIPART_ENVELOPE, upload_message
-        return settings.max_body_bytes, body_message
+            return upload_limit + MULTIPART_ENVELOPE, "file_too_large", upload_message
+        return settings.max_body_bytes, "body_too_large", body_message
 
     # Outermost last: metrics see every request, a fresh cached ranking is answered before routing, errors turn
     # what escaped into the error shape, the body limit stops an upload before the multipart parser reads it.

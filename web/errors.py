@@ -128,7 +128,7 @@ async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _on_http(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    code = HTTP_CODES.get(exc.status_code, "error")
+    code = getattr(exc, "code", None) or HTTP_CODES.get(exc.status_code, "error")
     detail = exc.detail if isinstance(exc.detail, str) else "The request cannot be served."
     if exc.status_code == 404 and detail == "Not Found":
         detail = "There is no such page; the API is under /api/v1 (see /api/docs)."
@@ -182,7 +182,8 @@ class BodyLimitMiddleware:
     """Refuses a request body above its limit at the limit: at once when ``Content-Length`` says so, else while
     it streams in. Nothing above the limit is read into memory (or onto disk by the multipart parser).
 
-    ``limit_for(scope)`` gives the limit of a request, e.g. a submission's file limit plus the multipart envelope.
+    ``limit_for(scope)`` gives the limit of a request, its error code and message, e.g. a submission's file limit
+    plus the multipart envelope.
     """
 
     def __init__(self, app: ASGIApp, limit_for: Any) -> None:
@@ -193,10 +194,10 @@ class BodyLimitMiddleware:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             await self.app(scope, receive, send)
             return
-        limit, message = self.limit_for(scope)
+        limit, code, message = self.limit_for(scope)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await error_response(413, "file_too_large", message)(scope, receive, send)
+            await error_response(413, code, message)(scope, receive, send)
             return
         seen = 0
         started = False
@@ -207,7 +208,7 @@ class BodyLimitMiddleware:
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > limit:
-                    raise BodyTooLarge(message)  # an HTTPException: FastAPI's body parsing passes it on as it is
+                    raise BodyTooLarge(code, message)  # an HTTPException: FastAPI's body parsing passes it on as is
             return msg
 
         async def tracking_send(msg: Message) -> None:
@@ -219,9 +220,10 @@ class BodyLimitMiddleware:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await error_response(413, "file_too_large", message)(scope, receive, send)
+                await error_response(413, code, message)(scope, receive, send)
 
 
 class BodyTooLarge(FastAPIHTTPException):
-    def __init__(self, message: str) -> None:
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(status_code=413, detail=message)
+        self.code = code

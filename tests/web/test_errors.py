@@ -184,3 +184,8 @@ def test_a_broken_problem_is_named_in_the_answer(world: World) -> None:
     err = error_of(r)
     assert r.status_code == 422 and err["code"] == "problem_format"
     assert "task.yml: lang:" in err["message"] and "task.yml: tests:" in err["message"]
+
+
+def test_a_body_above_the_limit_elsewhere_is_refused(world: World) -> None:
+    r = world.client.post("/api/v1/admin/sync", headers=world.auth(world.admin), json={"path": "x" * (2 * 1024 * 1024)})
+    assert r.status_code == 413 and error_of(r)["code"] == "body_too_large"
