@@ -73,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
             request = request.model_copy(update={"timing": timing})
             result = run_request(request)
             wall = time.monotonic() - t0
-            print(f"# {name}/{path.name}: {result.verdict.value} in {wall:.0f} s {result.message[:200]}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"# {name}/{path.name}: {result.verdict.value} in {wall:.0f} s {result.message[:200]}",
+                file=sys.stderr,
+                flush=True,
+            )
             times, best = [], ""
             for bench in result.benchmarks:
                 if bench.stats is None:

@@ -88,9 +88,11 @@ class KernelcupBot(discord.Client):
         from bot.announce import announce_loop
         from bot.commands.admin import AdminCommands
         from bot.commands.leaderboard import LeaderboardCommands
+        from bot.commands.token import token_command
 
         self.tree.add_command(LeaderboardCommands())
         self.tree.add_command(AdminCommands())
+        self.tree.add_command(token_command)
         guilds = [discord.Object(id=g) for g in self.settings.guild_ids]
         for guild in guilds:
             self.tree.copy_global_to(guild=guild)

@@ -1,8 +1,9 @@
 """The live status message: follow one submission and keep its message up to date, then report to its author.
 
-One follower per submission polls ``submission_status`` (progress events land in the database, written
-by whichever worker runs the job, in this process or another) and edits the message only when the text
-changed, at most once per ``status_interval_s``: Discord rate-limits message edits.
+One follower per submission polls the core's progress follower (``leaderboards.events.Follower``: progress
+events land in the database, written by whichever worker runs the job, in this process or another), re-renders
+``submission_status`` when something changed, and edits the message only when the text changed, at most once per
+``status_interval_s``: Discord rate-limits message edits.
 
 The status message is public, so it carries status, verdict, score and rank only. When every job has finished,
 the full report (failing tests, benchmarks, messages that may quote the competitor's code, logs and profiles) goes
@@ -124,10 +125,15 @@ async def follow_submission(
     loop = asyncio.get_running_loop()
     give_up_at = loop.time() + settings.follow_timeout_s
     delivered: str | None = None
+    follower = bot.service.follower(submission_id)
+    behind = True  # the message may not show the latest state (a change not rendered yet, or a failed edit)
     while True:
         status = None
         try:
-            status = await call(bot.service.submission_status, submission_id)
+            progress = await call(follower.poll)  # the one progress follower: only a change is worth a re-render
+            behind = behind or bool(progress.updates) or progress.done
+            if behind:
+                status = await call(bot.service.submission_status, submission_id)
         except Exception:
             log.exception("could not read the status of submission %s; trying again", submission_id)
         if status is not None and status.done:
@@ -139,8 +145,8 @@ async def follow_submission(
                 return
         elif status is not None:
             text = status_text(status)
-            if text != shown and await _show(status_message, Reply(content=text), submission_id):
-                shown = text
+            if text == shown or await _show(status_message, Reply(content=text), submission_id):
+                shown, behind = text, False
         if loop.time() >= give_up_at:
             note = f"(Stopped following it here: see `/leaderboard submission {submission_id}`.)"
             await _show(status_message, Reply(content=f"{shown}\n{note}" if shown else note), submission_id)

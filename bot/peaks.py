@@ -1,47 +1,8 @@
-"""Peak memory bandwidth of known devices, for the "fraction of speed of light" in reports.
-
-Only bandwidth is listed: a FLOP/s peak depends on the data type and the units used (tensor cores or
-not), so a problem whose results report ``flops`` gets a fraction only where an operator configures a
-FLOP/s peak (``DISCORD_DEVICE_PEAKS``). Values are the vendors' datasheet figures.
-"""
+"""Peak memory bandwidth of known devices, for the "fraction of speed of light" in reports: the core's
+(``leaderboards.peaks``, shared with the web API), re-exported for the bot."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from bot.render import DevicePeak
-
-DATASHEET_BANDWIDTH = {
-    "H100": 3.35e12,  # SXM5 80 GB, HBM3
-    "H200": 4.8e12,
-    "B200": 8.0e12,
-    "A100": 2.039e12,  # SXM4 80 GB
-    "L40S": 864e9,
-    "L4": 300e9,
-    "A10G": 600e9,
-    "T4": 320e9,
-}
-
-
-def parse_peaks(spec: Mapping[str, str]) -> dict[str, DevicePeak]:
-    """``{"H100": "3.35e12,989e12"}`` (bytes/s, optional FLOP/s) into peaks; a bad entry raises ValueError."""
-    out = {}
-    for device, text in spec.items():
-        parts = [p.strip() for p in text.split(",")]
-        if not 1 <= len(parts) <= 2 or not parts[0]:
-            raise ValueError(f"peak of {device!r} must be 'BYTES_PER_S[,FLOPS_PER_S]', not {text!r}")
-        bw = float(parts[0])
-        flops = float(parts[1]) if len(parts) == 2 and parts[1] else None
-        out[device] = DevicePeak(bytes_per_s=bw, flops_per_s=flops)
-    return out
-
-
-def peak_lookup(configured: Mapping[str, DevicePeak]):
-    """A lookup by device name (case-insensitive): configured peaks first, then the datasheet bandwidths."""
-    table = {k.lower(): v for k, v in configured.items()}
-    datasheet = {k.lower(): DevicePeak(bytes_per_s=v) for k, v in DATASHEET_BANDWIDTH.items()}
-
-    def lookup(device: str) -> DevicePeak | None:
-        return table.get(device.lower()) or datasheet.get(device.lower())
-
-    return lookup
+from leaderboards.peaks import DATASHEET_BANDWIDTH as DATASHEET_BANDWIDTH
+from leaderboards.peaks import parse_peaks as parse_peaks
+from leaderboards.peaks import peak_lookup as peak_lookup

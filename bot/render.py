@@ -6,11 +6,13 @@ so each is tested on its own (tests/bot/test_render.py).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+# The duration formatter and speed of light are the core's (one copy for every surface); re-exported here.
+from leaderboards.formatting import format_ns as format_ns
+from leaderboards.peaks import DevicePeak as DevicePeak
+from leaderboards.peaks import speed_of_light as speed_of_light
 from runners.contract import BenchmarkResult, RunResult, TestResult, Verdict
 
 PASS = "✅"
@@ -19,25 +21,6 @@ WAIT = "⏳"
 
 CASE_CHARS = 60
 MESSAGE_LINE_CHARS = 300
-
-
-@dataclass(frozen=True)
-class DevicePeak:
-    """What a device can do at best: memory bandwidth and arithmetic throughput (either may be unknown)."""
-
-    bytes_per_s: float | None = None
-    flops_per_s: float | None = None
-
-
-def format_ns(ns: float | None) -> str:
-    """A duration in nanoseconds with a unit a person reads at a glance: 812 ns, 12.3 µs, 4.56 ms, 1.20 s."""
-    if ns is None or not math.isfinite(ns):
-        return "–"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            value = ns / scale
-            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{ns:.0f} ns"
 
 
 def format_case(case: Mapping[str, Any], limit: int = CASE_CHARS) -> str:
@@ -54,24 +37,6 @@ def one_line(text: str, limit: int = MESSAGE_LINE_CHARS) -> str:
 
 def verdict_mark(verdict: Verdict) -> str:
     return PASS if verdict.passed else FAIL
-
-
-def speed_of_light(bench: BenchmarkResult, peak: DevicePeak | None) -> float | None:
-    """The fraction of the device's speed of light a benchmark reached, or None when it cannot be known.
-
-    The speed-of-light time is the roofline bound: the longer of moving ``bytes_moved`` at peak
-    bandwidth and doing ``flops`` at peak throughput. The fraction is that bound over the median time.
-    """
-    if peak is None or bench.stats is None or bench.stats.median_ns <= 0:
-        return None
-    bounds = []
-    if bench.bytes_moved and peak.bytes_per_s:
-        bounds.append(bench.bytes_moved / peak.bytes_per_s)
-    if bench.flops and peak.flops_per_s:
-        bounds.append(bench.flops / peak.flops_per_s)
-    if not bounds:
-        return None
-    return max(bounds) / (bench.stats.median_ns * 1e-9)
 
 
 def lines_of_tests(tests: Sequence[TestResult]) -> list[str]:

@@ -15,8 +15,10 @@ import discord
 from bot.limits import EMBED_DESCRIPTION_CHARS, File, Reply, cut
 from bot.render import FAIL, PASS, WAIT, DevicePeak, failure_excerpt, format_ns, logs_text, one_line, result_lines
 from leaderboards.results import (
+    JobStatus,
     JobView,
     LeaderboardSummary,
+    NewToken,
     QueueStats,
     RankChangeView,
     Ranking,
@@ -27,7 +29,7 @@ from leaderboards.results import (
     TaskView,
     UsageStats,
 )
-from runners.contract import Verdict
+from runners.contract import Mode
 
 RUNNING = "⚙️"
 PeakLookup = Callable[[str], DevicePeak | None]
@@ -58,13 +60,6 @@ def safe(text: str, limit: int = NAME_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _verdict(job: JobView) -> Verdict | None:
-    try:
-        return Verdict(job.verdict) if job.verdict else None
-    except ValueError:
-        return None
-
-
 def queued_line(device: str, position: int | None, runner_online: bool | None, attempt: str = "") -> str:
     if runner_online is False:  # "queued" for hours would hide that nothing serves this device right now
         where = f" (#{position})" if position else ""
@@ -79,18 +74,17 @@ def job_line(job: JobView, *, public: bool = False) -> str:
     ``public``: for everyone in the channel: status, verdict, score and rank, never the runner's message (it can
     quote the competitor's code and output; its author reads it privately)."""
     attempt = f" (attempt {job.attempts}/{job.max_attempts})" if job.attempts > 1 and not job.finished else ""
-    if job.status == "queued":
+    if job.status is JobStatus.QUEUED:
         return queued_line(job.device, job.queue_position, job.runner_online, attempt)
-    if job.status == "running":
+    if job.status is JobStatus.RUNNING:
         phase = "started"
         if job.events:
             last = job.events[-1]
             phase = last.phase + (f": {one_line(last.detail, 80)}" if last.detail else "")
         return f"{RUNNING} **{job.device}**: {phase}{attempt}"
-    if job.status == "cancelled":
+    if job.status is JobStatus.CANCELLED:
         return f"{FAIL} **{job.device}**: cancelled"
-    verdict = _verdict(job)
-    if job.status == "succeeded" and verdict is not None and verdict.passed:
+    if job.accepted:
         parts = [f"{PASS} **{job.device}**: accepted"]
         if job.score_ns is not None:
             parts.append(f"score **{format_ns(job.score_ns)}**")
@@ -101,7 +95,7 @@ def job_line(job: JobView, *, public: bool = False) -> str:
         elif job.secret_passed:
             parts.append("not better than your best: your rank stays")
         return " · ".join(parts)
-    label = verdict.label if verdict is not None else job.status.replace("_", " ")
+    label = job.verdict.label if job.verdict is not None else job.status.value.replace("_", " ")
     text = f"{FAIL} **{job.device}**: {label}"
     if job.error and not public:
         text += f": {quiet(one_line(job.error, 200))}"
@@ -158,7 +152,7 @@ def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -
                 excerpt = failure_excerpt(result)
                 if excerpt:
                     lines.append(excerpt)
-            if status.mode == "ranked" and job.secret_passed is not None:
+            if status.mode is Mode.RANKED and job.secret_passed is not None:
                 lines.append(
                     "secret-seed run: passed" if job.secret_passed else "secret-seed run: **failed** (not ranked)"
                 )
@@ -301,3 +295,16 @@ def announcement_text(change: RankChangeView) -> str:
     if change.previous_score_ns is not None:
         text += f" (their previous best: {format_ns(change.previous_score_ns)})"
     return text + f" · submission #{change.submission_id}"
+
+
+def token_text(new: NewToken, server: str | None) -> str:
+    """``/token``: the token (shown this once), when it expires, and how to use it."""
+    expires = f"expires {timestamp(new.info.expires_at)}" if new.info.expires_at else "never expires"
+    where = server or "https://<this server's API>"
+    return (
+        f"Your API token (#{new.info.token_id}, {expires}). It is shown only now and only to you; keep it secret:\n"
+        f"```\n{new.token}\n```\n"
+        f"Use it with the CLI: `kernelcup login --server {where} --token <token>`, then `kernelcup submit FILE`; "
+        "or send it as `Authorization: Bearer <token>` to the API. Run /token again for a new one; "
+        "`kernelcup logout --revoke` revokes it."
+    )

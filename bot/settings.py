@@ -97,6 +97,9 @@ class BotSettings(BaseSettings):
     )
     problem_set: str = Field(default="starter.yaml", description="The problem set /admin sync uses by default.")
     leaderboard_rows: int = Field(default=10, ge=1, le=25, description="Rows per device in /leaderboard show.")
+    api_url: str | None = Field(
+        default=None, description="The HTTP API's public URL, shown with /token (e.g. https://kernelcup.example.org)."
+    )
 
     @field_validator("guild_ids", mode="before")
     @classmethod

@@ -11,12 +11,40 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kernelcup.commands import bot, db, demo, leaderboard, problems, run, runners, submit, worker
+from kernelcup.commands import (
+    bot,
+    db,
+    demo,
+    leaderboard,
+    login,
+    problems,
+    run,
+    runners,
+    serve,
+    submissions,
+    submit,
+    tokens,
+    worker,
+)
 
 if TYPE_CHECKING:
     from leaderboards.sync import ReferenceCheck
 
-COMMAND_MODULES = (run, problems, db, submit, leaderboard, worker, bot, runners, demo)
+COMMAND_MODULES = (
+    run,
+    problems,
+    db,
+    submit,
+    submissions,
+    leaderboard,
+    login,
+    worker,
+    bot,
+    serve,
+    tokens,
+    runners,
+    demo,
+)
 
 
 def build_app(*, reference_check: Callable[[], ReferenceCheck] | None = None) -> typer.Typer:

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kernelcup.settings import load
+from kernelcup.settings import SettingsError, load
 from leaderboards.db import Database, open_database
 from leaderboards.problem_rules import DeviceCheck
 from leaderboards.service import LeaderboardService
@@ -145,3 +145,14 @@ def device_check() -> DeviceCheck:
         return None
 
     return check
+
+
+def serving_worker(platform: Platform, *, devices: Sequence[str], launcher: str, settings: WorkerSettings) -> Worker:
+    """The worker that ``kernelcup bot`` and ``kernelcup serve`` run in their own process; a routing setting
+    that cannot be read is a ``SettingsError`` naming it."""
+    if launcher not in LAUNCHER_CHOICES:
+        raise SettingsError(f"--launcher must be one of: {', '.join(LAUNCHER_CHOICES)} (not {launcher!r})")
+    try:
+        return build_worker(platform, devices=devices, launcher=launcher, settings=settings)
+    except ValueError as exc:  # routing settings
+        raise SettingsError(str(exc)) from None

@@ -18,7 +18,6 @@ from leaderboards.errors import (
     AlreadyExists,
     InvalidChange,
     NeedsForce,
-    PermissionDenied,
     SubmissionNotFound,
 )
 from leaderboards.models import (
@@ -72,6 +71,7 @@ class AdminMixin(ServiceBase):
         visible: bool = True,
         rate_limit_per_hour: int | None = None,
         problem_set: str | None = None,
+        code_public_after_deadline: bool = False,
     ) -> LeaderboardSummary:
         name = name or problem.name
         self._check_admin_values(deadline, devices, rate_limit_per_hour, new_name=name)
@@ -87,6 +87,7 @@ class AdminMixin(ServiceBase):
                 visible=visible,
                 rate_limit_per_hour=rate_limit_per_hour,
                 problem_set=problem_set,
+                code_public_after_deadline=code_public_after_deadline,
             )
             return self._summary(lb)
 
@@ -103,6 +104,7 @@ class AdminMixin(ServiceBase):
         visible: bool = True,
         rate_limit_per_hour: int | None = None,
         problem_set: str | None = None,
+        code_public_after_deadline: bool = False,
     ) -> Leaderboard:
         self._check_name_free(s, name)
         snap = snapshot(problem)
@@ -122,6 +124,7 @@ class AdminMixin(ServiceBase):
             rate_limit_per_hour=rate_limit_per_hour,
             fingerprint=fingerprint(snap),
             problem_set=problem_set,
+            code_public_after_deadline=code_public_after_deadline,
         )
         s.add(lb)
         s.flush()
@@ -173,6 +176,7 @@ class AdminMixin(ServiceBase):
         visible: bool | None = None,
         force: bool = False,
         actor: str = "",
+        code_public_after_deadline: bool | None = None,
     ) -> LeaderboardUpdate:
         """Change a leaderboard. A new problem whose reference, benchmarks, language or ranking rule differ needs
         ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
@@ -184,7 +188,14 @@ class AdminMixin(ServiceBase):
                 if reasons and not force:
                     raise NeedsForce(name, reasons)
             changed, reset = self._update(
-                s, lb, problem=problem, deadline=deadline, devices=devices, description=description, visible=visible
+                s,
+                lb,
+                problem=problem,
+                deadline=deadline,
+                devices=devices,
+                description=description,
+                visible=visible,
+                code_public_after_deadline=code_public_after_deadline,
             )
             if changed:
                 self._audit(s, actor or "system", "update_leaderboard", name, changed=changed, reset=reset)
@@ -202,6 +213,7 @@ class AdminMixin(ServiceBase):
         description: str | None = None,
         visible: bool | None = None,
         problem_set: str | None = None,
+        code_public_after_deadline: bool | None = None,
     ) -> tuple[list[str], bool]:
         """Apply the changes (the caller has checked that incomparable ones are forced); the fields that changed,
         and whether the ranking started over."""
@@ -226,6 +238,7 @@ class AdminMixin(ServiceBase):
             ("description", description),
             ("visible", visible),
             ("problem_set", problem_set),
+            ("code_public_after_deadline", code_public_after_deadline),
         ):
             if value is not None and getattr(lb, attr) != value:
                 setattr(lb, attr, value)
@@ -268,6 +281,7 @@ class AdminMixin(ServiceBase):
                 devices=e.devices,
                 creator=actor,
                 problem_set=problem_set,
+                code_public_after_deadline=e.code_public_after_deadline,
             )
             return SyncItem(e.name, SyncAction.CREATED)
         reasons = incomparable_changes(lb.task, snapshot(e.problem))
@@ -276,7 +290,13 @@ class AdminMixin(ServiceBase):
         if reasons and not force:
             return SyncItem(e.name, SyncAction.NEEDS_FORCE, reasons=tuple(reasons))
         changed, reset = self._update(
-            s, lb, problem=e.problem, deadline=e.deadline, devices=e.devices, problem_set=problem_set
+            s,
+            lb,
+            problem=e.problem,
+            deadline=e.deadline,
+            devices=e.devices,
+            problem_set=problem_set,
+            code_public_after_deadline=e.code_public_after_deadline,
         )
         if not changed:
             return SyncItem(e.name, SyncAction.UNCHANGED)
@@ -304,7 +324,7 @@ class AdminMixin(ServiceBase):
         with self.db.transaction() as s:
             sub = self._submission(s, submission_id)
             if user is not None and sub.user.identity != user.identity:
-                raise PermissionDenied(f"Submission #{submission_id} is not yours; only its author can delete it.")
+                raise SubmissionNotFound(submission_id, mine=True)
             if sub.deleted:
                 raise SubmissionNotFound(submission_id)
             sub.deleted, sub.deleted_at = True, now
@@ -323,7 +343,7 @@ class AdminMixin(ServiceBase):
 
     @staticmethod
     def _user_view(u: User) -> UserView:
-        return UserView(u.id, u.name, u.identity, u.discord_id, u.is_banned, u.ban_reason)
+        return UserView(u.id, u.name, u.identity, u.discord_id, u.is_banned, u.ban_reason, u.is_program)
 
     def ban_user(self, user: UserRef, *, reason: str = "", actor: str = "") -> UserView:
         """Refuse the user's submissions and hide them from every ranking (kept, so unbanning restores them)."""

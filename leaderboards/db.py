@@ -14,7 +14,8 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from leaderboards.errors import DatabaseNotReady, DatabaseUnreachable
@@ -97,6 +98,14 @@ def unreachable(engine: Engine, exc: Exception, *, doing: str = "reach") -> Data
     reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
     where = engine.url.render_as_string(hide_password=True)
     return DatabaseUnreachable(f"Cannot {doing} the database at {where}: {reason} (check DATABASE_URL)")
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database cannot be reached right now (down, restarting, connection dropped, pool
+    exhausted), as opposed to a bug: surfaces answer such a request with "try again" and recover on their own."""
+    if isinstance(exc, DatabaseNotReady | OperationalError | InterfaceError | PoolTimeout):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 
 
 class Database:

@@ -2,7 +2,9 @@
 
 ``UserError`` is what a user got wrong (every surface shows it, e.g. as an ephemeral Discord reply or a CLI
 error line); other ``KernelcupError``s are the platform's (database not ready, a worker that lost its lease).
-No HTTP codes or Discord types here: each surface maps the classes it cares about.
+No HTTP codes or Discord types here: each surface maps the classes it cares about. Every class carries a
+machine-readable ``code`` (a stable name a program can branch on, e.g. ``file_too_large``) and, where one input
+is to blame, the ``field`` that names it; surfaces show ``message`` and may pass ``code``/``field`` on.
 """
 
 from __future__ import annotations
@@ -13,37 +15,58 @@ from datetime import datetime
 class KernelcupError(Exception):
     """Base of every error the core raises on purpose; ``str(error)`` is a message for people."""
 
-    def __init__(self, message: str) -> None:
+    code: str = "platform_error"
+    """A stable, machine-readable name of the error (overridden per class, or per instance)."""
+    field: str | None = None
+    """The input the error is about (``file``, ``devices``, ``leaderboard``, …), where one is."""
+
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        if code is not None:
+            self.code = code
+        if field is not None:
+            self.field = field
 
 
 class UserError(KernelcupError):
     """Something the user can fix; the message says what and how."""
 
+    code = "bad_request"
+
 
 class NotFound(UserError):
-    pass
+    code = "not_found"
 
 
 class LeaderboardNotFound(NotFound):
+    code = "leaderboard_not_found"
+
     def __init__(self, name: str, known: list[str] | None = None) -> None:
         hint = f" Known leaderboards: {', '.join(sorted(known))}." if known else ""
-        super().__init__(f"There is no leaderboard named {name!r}.{hint}")
+        super().__init__(f"There is no leaderboard named {name!r}.{hint}", field="leaderboard")
         self.name = name
 
 
 class SubmissionNotFound(NotFound):
-    def __init__(self, submission_id: int) -> None:
-        super().__init__(f"There is no submission #{submission_id}.")
+    """No such submission, or (``mine=True``) none of the asker's: someone else's submission is answered exactly
+    like a missing one, so ids say nothing about what exists."""
+
+    code = "submission_not_found"
+
+    def __init__(self, submission_id: int, *, mine: bool = False) -> None:
+        of = " of yours" if mine else ""
+        super().__init__(f"There is no submission #{submission_id}{of}.")
         self.submission_id = submission_id
 
 
 class UserNotFound(NotFound):
-    pass
+    code = "user_not_found"
 
 
 class LeaderboardClosed(UserError):
+    code = "leaderboard_closed"
+
     def __init__(self, name: str, deadline: datetime) -> None:
         super().__init__(
             f"Leaderboard {name!r} closed on {deadline:%Y-%m-%d %H:%M} UTC; it no longer accepts submissions."
@@ -52,22 +75,34 @@ class LeaderboardClosed(UserError):
 
 
 class LeaderboardPaused(UserError):
+    code = "leaderboard_paused"
+
     def __init__(self, name: str) -> None:
         super().__init__(f"Leaderboard {name!r} is paused by the admins; submissions are not accepted right now.")
 
 
 class DeviceNotAllowed(UserError):
+    code = "device_not_allowed"
+
     def __init__(self, name: str, device: str, allowed: list[str]) -> None:
-        super().__init__(f"Leaderboard {name!r} does not run on {device!r}; choose one of: {', '.join(allowed)}.")
+        super().__init__(
+            f"Leaderboard {name!r} does not run on {device!r}; choose one of: {', '.join(allowed)} (or 'all').",
+            field="devices",
+        )
 
 
 class InvalidSubmission(UserError):
-    """Wrong file type, too large, empty, not text, wrong mode."""
+    """Wrong file type, too large, empty, not text, wrong mode, a bad header directive; ``code`` says which."""
+
+    code = "invalid_submission"
+    field = "file"
 
 
 class FileTooLarge(InvalidSubmission):
     """A submission file over ``KERNELCUP_MAX_SUBMISSION_BYTES``; surfaces raise it from the file's size before
     reading it, the service from its content."""
+
+    code = "file_too_large"
 
     def __init__(self, name: str, size: int, limit: int) -> None:
         super().__init__(f"{name} is {size / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB.")
@@ -76,30 +111,50 @@ class FileTooLarge(InvalidSubmission):
 
 
 class RateLimited(UserError):
-    def __init__(self, message: str, retry_at: datetime) -> None:
-        super().__init__(message)
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_at: datetime, *, code: str | None = None) -> None:
+        super().__init__(message, code=code)
         self.retry_at = retry_at
 
 
 class Banned(UserError):
+    code = "banned"
+
     def __init__(self, reason: str | None = None) -> None:
         why = f" Reason: {reason}" if reason else ""
         super().__init__(f"You are banned from submitting.{why}")
 
 
 class PermissionDenied(UserError):
-    pass
+    code = "forbidden"
+
+
+class InvalidToken(UserError):
+    """No token, or one that is unknown, expired or revoked: the message says which and how to get a new one."""
+
+    code = "invalid_token"
+
+
+class MissingScope(PermissionDenied):
+    """A valid token without the scope an operation needs."""
+
+    code = "missing_scope"
 
 
 class AlreadyExists(UserError):
-    pass
+    code = "already_exists"
 
 
 class InvalidChange(UserError):
     """An admin change that is not allowed as asked (bad value, or incomparable scores without --force)."""
 
+    code = "invalid_change"
+
 
 class NeedsForce(InvalidChange):
+    code = "needs_force"
+
     def __init__(self, name: str, reasons: list[str]) -> None:
         super().__init__(
             f"Updating leaderboard {name!r} would make existing scores incomparable ({'; '.join(reasons)}). "
@@ -111,6 +166,8 @@ class NeedsForce(InvalidChange):
 class DatabaseNotReady(KernelcupError):
     """The database cannot be reached or its schema is behind; the message says which command fixes it."""
 
+    code = "database_unavailable"
+
 
 class DatabaseUnreachable(DatabaseNotReady):
     """The database server did not answer (down, restarting, network blocked): worth waiting for."""
@@ -118,6 +175,8 @@ class DatabaseUnreachable(DatabaseNotReady):
 
 class LeaseLost(KernelcupError):
     """A worker tried to store a result for a job it no longer holds (lease expired, job cancelled)."""
+
+    code = "lease_lost"
 
     def __init__(self, job_id: int, owner: str | None) -> None:
         super().__init__(f"job {job_id} is no longer held by {owner!r}; its result was not stored")

@@ -14,7 +14,6 @@ checks that with Alembic's ``compare_metadata`` on both dialects.
 
 from __future__ import annotations
 
-import enum
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +39,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from leaderboards.results import JobStatus as JobStatus  # the status enum is part of the answers; stored as text
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -79,19 +80,6 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class JobStatus(enum.StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    CANCELLED = "cancelled"
-
-    @property
-    def finished(self) -> bool:
-        return self not in (JobStatus.QUEUED, JobStatus.RUNNING)
-
-
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -117,6 +105,9 @@ class User(Base):
     ban_reason: Mapped[str | None] = mapped_column(Text())
     last_claimed_at: Mapped[datetime | None] = mapped_column(
         UTCDateTime(), comment="when a worker last took one of this user's jobs: claims go round-robin by it"
+    )
+    is_program: Mapped[bool] = mapped_column(
+        Boolean(), default=False, server_default=false(), comment="a program (e.g. a kernel generator), not a person"
     )
     created_at: Mapped[datetime] = _created()
 
@@ -146,6 +137,9 @@ class Leaderboard(Base):
     rate_limit_per_hour: Mapped[int | None] = mapped_column(Integer())
     fingerprint: Mapped[str] = mapped_column(String(64), comment="hash of what makes scores comparable")
     problem_set: Mapped[str | None] = mapped_column(String(200))
+    code_public_after_deadline: Mapped[bool] = mapped_column(
+        Boolean(), default=False, server_default=false(), comment="ranked entries' code is public after the deadline"
+    )
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
@@ -313,6 +307,26 @@ class RankChange(Base):
     created_at: Mapped[datetime] = _created()
     announced_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     announced_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class ApiToken(Base):
+    """An API token of a user: only its SHA-256 is stored (the token itself is shown once, at creation)."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100), default="", comment="what the owner calls it")
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, comment="sha256 hex of the token")
+    prefix: Mapped[str] = mapped_column(String(16), comment="the token's first characters, to recognise it")
+    scopes: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    user: Mapped[User] = relationship(lazy="joined")
 
 
 class AuditLog(Base):

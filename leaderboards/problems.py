@@ -32,6 +32,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from leaderboards.errors import UserError
 from leaderboards.problem_files import MAX_FILE_BYTES, MAX_YAML_BYTES, FileRefused, load_yaml, read_text
 from leaderboards.problem_rules import (
     MAX_CASES,
@@ -57,8 +58,11 @@ Case = dict[str, CaseValue]
 SUBMISSION_SUFFIXES = {Language.PYTHON: (".py",), Language.CUDA: (".cu", ".cuh")}
 
 
-class ProblemFormatError(Exception):
-    """One or more errors in a problem folder or problem-set file; ``errors`` names each one."""
+class ProblemFormatError(UserError):
+    """One or more errors in a problem folder or problem-set file; ``errors`` names each one (file, field, what
+    was expected). A ``UserError``: every surface shows it as it is."""
+
+    code = "problem_format"
 
     def __init__(self, errors: list[FormatIssue]) -> None:
         self.errors = errors
@@ -132,6 +136,9 @@ class ProblemSetEntry(_Strict):
     name: str | None = Field(default=None, description="The leaderboard name; the folder's name if omitted.")
     deadline: datetime = Field(description="UTC; a time without a zone is read as UTC.")
     devices: list[str] = Field(min_length=1, max_length=MAX_DEVICES)
+    code_public_after_deadline: bool | None = Field(
+        default=None, description="Override of the set's code_public_after_deadline for this leaderboard."
+    )
 
     @field_validator("directory")
     @classmethod
@@ -192,7 +199,16 @@ class ProblemSetEntry(_Strict):
 class ProblemSet(_Strict):
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
+    code_public_after_deadline: bool = Field(
+        default=False, description="After a leaderboard's deadline, anyone may read its ranked entries' code."
+    )
     problems: list[ProblemSetEntry] = Field(min_length=1, max_length=MAX_SET_PROBLEMS)
+
+    def code_public(self, entry: ProblemSetEntry) -> bool:
+        """Whether ``entry``'s ranked code becomes public after its deadline (its own setting, else the set's)."""
+        if entry.code_public_after_deadline is not None:
+            return entry.code_public_after_deadline
+        return self.code_public_after_deadline
 
 
 @dataclass(frozen=True)

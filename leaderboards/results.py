@@ -11,7 +11,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runners.contract import RunRequest, RunResult
+from runners.contract import Mode, RunRequest, RunResult, Verdict
+
+
+class JobStatus(enum.StrEnum):
+    """Where a job is in its life (``docs/queue.md``); stored as its value in ``jobs.status``."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self not in (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 @dataclass(frozen=True)
@@ -24,6 +39,14 @@ class UserRef:
     @property
     def identity(self) -> str:
         return f"discord:{self.discord_id}" if self.discord_id is not None else f"local:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> UserRef:
+        """A user as an admin types one: ``discord:<id>`` or a local name (``local:<name>`` or just ``<name>``)."""
+        kind, sep, rest = text.partition(":")
+        if sep and kind == "discord" and rest.strip().isdigit():
+            return cls(name=f"discord:{rest.strip()}", discord_id=int(rest.strip()))
+        return cls(name=rest if sep and kind == "local" else text)
 
 
 @dataclass(frozen=True)
@@ -39,7 +62,7 @@ class SubmissionReceipt:
     leaderboard: str
     user_name: str
     file_name: str
-    mode: str
+    mode: Mode
     created_at: datetime
     jobs: tuple[JobReceipt, ...]
     duplicate: bool = False
@@ -58,8 +81,8 @@ class JobEventView:
 class JobView:
     job_id: int
     device: str
-    status: str
-    verdict: str | None
+    status: JobStatus
+    verdict: Verdict | None
     attempts: int
     max_attempts: int
     error: str | None
@@ -81,7 +104,12 @@ class JobView:
 
     @property
     def finished(self) -> bool:
-        return self.status not in ("queued", "running")
+        return self.status.finished
+
+    @property
+    def accepted(self) -> bool:
+        """The job ran to the end and every run of it passed (whatever its score or rank)."""
+        return self.status is JobStatus.SUCCEEDED and self.verdict is Verdict.ACCEPTED
 
 
 @dataclass(frozen=True)
@@ -90,14 +118,20 @@ class SubmissionStatus:
     leaderboard: str
     user_name: str
     file_name: str
-    mode: str
+    mode: Mode
     created_at: datetime
     deleted: bool
     jobs: tuple[JobView, ...]
 
     @property
     def done(self) -> bool:
+        """Every job has finished (succeeded, failed, timed out or cancelled)."""
         return all(j.finished for j in self.jobs)
+
+    @property
+    def accepted(self) -> bool:
+        """Every job was accepted."""
+        return bool(self.jobs) and all(j.accepted for j in self.jobs)
 
 
 @dataclass(frozen=True)
@@ -115,13 +149,29 @@ class SubmissionDetails:
     code_sha256: str
     results: tuple[PublicResult, ...]
 
+    @property
+    def accepted(self) -> bool:
+        return self.status.accepted
+
+
+@dataclass(frozen=True)
+class SubmissionCodeView:
+    submission_id: int
+    leaderboard: str
+    user_name: str
+    file_name: str
+    code: str
+    code_sha256: str
+    public: bool
+    """True when anyone may read it (a ranked entry after a deadline whose problem set made code public)."""
+
 
 @dataclass(frozen=True)
 class SubmissionSummary:
     submission_id: int
     leaderboard: str
     file_name: str
-    mode: str
+    mode: Mode
     created_at: datetime
     jobs: tuple[JobView, ...]
 
@@ -142,6 +192,7 @@ class LeaderboardSummary:
     created_at: datetime
     creator: str = ""
     problem: str = ""
+    code_public_after_deadline: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,6 +204,7 @@ class RankingEntry:
     file_name: str
     score_ns: float
     submitted_at: datetime
+    is_program: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,7 +214,10 @@ class Ranking:
     ranking_by: str
     entries: tuple[RankingEntry, ...]
     total: int
-    """How many users are ranked (``entries`` may be cut by ``limit``)."""
+    """How many users are ranked (``entries`` may be cut by ``limit`` and ``offset``)."""
+    programs: bool = True
+    """Whether program accounts' entries are included (in ``entries``, ``total`` and the ranks)."""
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -228,6 +283,7 @@ class SetEntry:
     """The ``leaderboards.problems.Problem``."""
     deadline: datetime
     devices: tuple[str, ...]
+    code_public_after_deadline: bool = False
 
 
 @dataclass(frozen=True)
@@ -238,6 +294,61 @@ class UserView:
     discord_id: int | None
     is_banned: bool
     ban_reason: str | None
+    is_program: bool = False
+
+
+class Scope(enum.StrEnum):
+    """What an API token may do: ``submit`` (submit, see and cancel one's own submissions) and ``admin``."""
+
+    SUBMIT = "submit"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """An API token as its owner and admins see it: never the token itself, only its first characters."""
+
+    token_id: int
+    user_name: str
+    identity: str
+    is_program: bool
+    name: str
+    prefix: str
+    scopes: tuple[Scope, ...]
+    created_at: datetime
+    created_by: str
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """A token just created: ``token`` is shown this once and stored only as a hash."""
+
+    token: str
+    info: TokenView
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a valid token speaks for, and what it may do."""
+
+    user: UserRef
+    user_id: int
+    is_program: bool
+    token_id: int
+    scopes: frozenset[Scope]
+    expires_at: datetime | None
+
+    @property
+    def is_admin(self) -> bool:
+        return Scope.ADMIN in self.scopes
+
+    @property
+    def actor(self) -> str:
+        """The name admin actions are recorded under: the user and the token that acted."""
+        return f"{self.user.identity} (token #{self.token_id})"
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,18 @@ functions in ``recording.py``, shared plumbing in ``service_base.py``.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from leaderboards.accounts import AccountsMixin
 from leaderboards.admin import AdminMixin
+from leaderboards.directives import parse_directives
 from leaderboards.errors import (
     Banned,
     FileTooLarge,
@@ -29,9 +33,10 @@ from leaderboards.errors import (
     LeaderboardClosed,
     LeaderboardPaused,
     NotFound,
-    PermissionDenied,
     RateLimited,
+    SubmissionNotFound,
 )
+from leaderboards.events import queue_positions
 from leaderboards.models import (
     BestScore,
     Job,
@@ -39,7 +44,6 @@ from leaderboards.models import (
     JobStatus,
     Leaderboard,
     RankChange,
-    Run,
     Submission,
     SubmissionCode,
     User,
@@ -50,11 +54,9 @@ from leaderboards.recording import RecordingMixin, harness_device, secret_seed_f
 from leaderboards.results import (
     JobReceipt,
     LeaderboardSummary,
-    PublicResult,
     RankChangeView,
     Ranking,
     RankingEntry,
-    SubmissionDetails,
     SubmissionReceipt,
     SubmissionStatus,
     SubmissionSummary,
@@ -66,7 +68,9 @@ from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
     template_file_name,
 )
-from runners.contract import Language, Mode, RunResult
+from leaderboards.stats import StatsMixin
+from leaderboards.viewing import ViewingMixin
+from runners.contract import Language, Mode
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
@@ -74,18 +78,32 @@ MAX_FILE_NAME = 255
 LANGUAGE_NAMES = {Language.PYTHON: "Python", Language.CUDA: "CUDA"}
 
 
+def _base_name(file_name: str) -> str:
+    """The last part of a path a client sent (``../x/a.py`` -> ``a.py``), stripped: never a path."""
+    return file_name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+
+
 def _parse_mode(mode: Mode | str) -> Mode:
     try:
-        return Mode(mode)
+        return Mode(str(mode).strip().lower())
     except ValueError:
-        raise InvalidSubmission(f"Unknown mode {mode!r}; choose one of: {', '.join(m.value for m in Mode)}.") from None
+        choices = ", ".join(m.value for m in Mode)
+        raise InvalidSubmission(
+            f"Unknown mode {mode!r}; choose one of: {choices}.", code="unknown_mode", field="mode"
+        ) from None
 
 
-class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
+ALL_DEVICES = "all"
+"""A device list of just this word means every device of the leaderboard."""
+
+
+class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, RecordingMixin, ServiceBase):
     """The one API of the core. Build with an open ``Database`` (``leaderboards.db.open_database``) and settings.
 
-    Competitor functions are here; admin functions come from ``AdminMixin`` (``admin.py``) and the workers'
-    functions from ``RecordingMixin`` (``recording.py``).
+    Competitor functions are here; the parts: what a submission's viewers may see (``ViewingMixin``,
+    ``viewing.py``), accounts and API tokens (``AccountsMixin``, ``accounts.py``), admin functions (``AdminMixin``,
+    ``admin.py``), readiness and job times (``StatsMixin``, ``stats.py``), the workers' functions
+    (``RecordingMixin``, ``recording.py``).
     """
 
     def submit(
@@ -93,21 +111,35 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
         user: UserRef,
         file_name: str,
         content: bytes,
-        leaderboard: str,
+        leaderboard: str | None = None,
         devices: Sequence[str] | None = None,
-        mode: Mode | str = Mode.RANKED,
+        mode: Mode | str | None = None,
         *,
         force: bool = False,
     ) -> SubmissionReceipt:
         """Check a submission and queue one job per device; raise a ``UserError`` saying what to fix.
+
+        ``leaderboard``, ``devices`` and ``mode`` that are not given come from the file's header directives
+        (``leaderboards.directives``); ``mode`` defaults to ranked, ``devices`` to the leaderboard's only device.
+        ``devices=["all"]`` is every device of the leaderboard.
 
         The same file from the same user to the same leaderboard, mode and devices within
         ``duplicate_window_s`` is not run again: the earlier submission's receipt comes back with ``duplicate``
         set (``force`` runs it anyway). The user's row is locked first, so that concurrent submissions of one user
         are checked against the rate limits and caps one after the other, never side by side.
         """
-        mode = _parse_mode(mode)
         now = self.clock()
+        name = self._check_content(file_name, content)
+        header = parse_directives(content.decode("utf-8"))
+        leaderboard = leaderboard or header.leaderboard
+        if not leaderboard:
+            raise InvalidSubmission(
+                "Name the leaderboard: pass it (e.g. --leaderboard NAME), or put a line "
+                "'#!kernelcup leaderboard NAME' at the top of the file.",
+                code="no_leaderboard",
+                field="leaderboard",
+            )
+        mode = _parse_mode(mode or header.mode or Mode.RANKED)
         with self.db.transaction() as s:
             u = self._user(s, user)
             # FOR NO KEY UPDATE: serialises this user's submits, yet lets foreign-key checks (KEY SHARE) of runs and
@@ -120,8 +152,11 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                 raise LeaderboardClosed(lb.name, lb.deadline)
             if lb.paused:
                 raise LeaderboardPaused(lb.name)
-            chosen = self._check_devices(lb, devices)
-            name = self._check_file(lb, file_name, content)
+            wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
+            if [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
+                wanted = list(lb.devices)
+            chosen = self._check_devices(lb, wanted)
+            self._check_language(lb, name)
             digest = hashlib.sha256(content).hexdigest()
             if not force:
                 earlier = self._duplicate(s, u, lb, digest, mode, chosen, now)
@@ -130,9 +165,13 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             self._check_rate(s, u, lb, mode, now)
             self._check_pending(s, u, len(chosen))
             self._check_new_files(s, u, digest, now)
-            code = self._store_code(s, content)
             sub = Submission(
-                user_id=u.id, leaderboard_id=lb.id, code_id=code.id, file_name=name, mode=mode.value, created_at=now
+                user_id=u.id,
+                leaderboard_id=lb.id,
+                code_id=self._store_code(s, content),
+                file_name=name,
+                mode=mode.value,
+                created_at=now,
             )
             s.add(sub)
             s.flush()
@@ -156,16 +195,16 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
         self, s: Session, sub: Submission, *, jobs: Sequence[Job] | None = None, duplicate: bool = False
     ) -> SubmissionReceipt:
         jobs = list(jobs) if jobs is not None else list(s.scalars(select(Job).where(Job.submission_id == sub.id)))
+        jobs.sort(key=lambda j: j.id)
+        positions = queue_positions(s, {j.id: (j.device, j.status) for j in jobs})
         return SubmissionReceipt(
             submission_id=sub.id,
             leaderboard=sub.leaderboard.name,
             user_name=sub.user.name,
             file_name=sub.file_name,
-            mode=sub.mode,
+            mode=Mode(sub.mode),
             created_at=sub.created_at,
-            jobs=tuple(
-                JobReceipt(j.id, j.device, self._queue_position(s, j)) for j in sorted(jobs, key=lambda j: j.id)
-            ),
+            jobs=tuple(JobReceipt(j.id, j.device, positions.get(j.id)) for j in jobs),
             duplicate=duplicate,
         )
 
@@ -199,32 +238,57 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             return None
         return sub
 
-    def _check_file(self, lb: Leaderboard, file_name: str, content: bytes) -> str:
-        name = file_name.replace("\\", "/").rsplit("/", 1)[-1].strip()
-        if not name or name.startswith(".") or len(name) > MAX_FILE_NAME:
-            raise InvalidSubmission(f"{file_name!r} is not a usable file name; name it like 'submission.py'.")
+    def check_upload_size(self, file_name: str, size: int) -> None:
+        """Refuse a file above ``KERNELCUP_MAX_SUBMISSION_BYTES`` (``FileTooLarge``): surfaces call this with the
+        size an upload announces, before reading it, and ``submit`` again with the bytes it got."""
+        limit = self.settings.max_submission_bytes
+        if size > limit:
+            raise FileTooLarge(_base_name(file_name) or "the file", size, limit)
+
+    def _check_content(self, file_name: str, content: bytes) -> str:
+        """The file's safe base name, after the checks that need no leaderboard: name, size, text."""
+        name = _base_name(file_name)
+        if (
+            not name
+            or name.startswith(".")
+            or len(name) > MAX_FILE_NAME
+            or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name)
+        ):
+            raise InvalidSubmission(
+                f"{file_name!r} is not a usable file name; name it like 'submission.py'.", code="bad_file_name"
+            )
+        self.check_upload_size(name, len(content))
+        if not content.strip():
+            raise InvalidSubmission(f"{name} is empty.", code="empty_file")
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidSubmission(
+                f"{name} is not UTF-8 text (byte {exc.start} is not valid); submit the source file, not a binary.",
+                code="binary_file",
+            ) from None
+        if "\x00" in text:
+            raise InvalidSubmission(
+                f"{name} contains NUL bytes; submit the source file, not a binary.", code="binary_file"
+            )
+        return name
+
+    def _check_language(self, lb: Leaderboard, name: str) -> None:
         lang = Language(lb.lang)
         suffixes = SUBMISSION_SUFFIXES[lang]
         if submission_language(name) is not lang:
             raise InvalidSubmission(
                 f"Leaderboard {lb.name!r} takes {LANGUAGE_NAMES[lang]} files ({', '.join(suffixes)}); "
-                f"{name!r} is not one."
+                f"{name!r} is not one.",
+                code="wrong_file_type",
             )
-        limit = self.settings.max_submission_bytes
-        if len(content) > limit:
-            raise FileTooLarge(name, len(content), limit)
-        if not content.strip():
-            raise InvalidSubmission(f"{name} is empty.")
-        try:
-            content.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidSubmission(f"{name} is not UTF-8 text (byte {exc.start} is not valid).") from None
-        return name
 
     def _check_rate(self, s: Session, u: User, lb: Leaderboard, mode: Mode, now: datetime) -> None:
-        """At most N submissions per hour per user and leaderboard: the leaderboard's own limit (every mode counts),
-        else the default for ranked submissions (lower) or for the other modes."""
-        if lb.rate_limit_per_hour:
+        """At most N submissions per hour per user and leaderboard: a program's own limit; else the leaderboard's
+        own limit (every mode counts); else the default for ranked submissions (lower) or for the other modes."""
+        if u.is_program:  # programs have their own limit, whatever the leaderboard allows people
+            limit, modes, what = self.settings.program_rate_limit_per_hour, None, "times"
+        elif lb.rate_limit_per_hour:
             limit, modes, what = lb.rate_limit_per_hour, None, "times"
         elif mode is Mode.RANKED:
             limit, modes, what = self.settings.ranked_rate_limit_per_hour, [Mode.RANKED.value], "ranked submissions"
@@ -275,27 +339,30 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             .join(Submission, Submission.id == Job.submission_id)
             .where(Submission.user_id == u.id, Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)))
         )
-        cap = self.settings.max_pending_jobs_per_user
+        cap = self.settings.program_max_pending_jobs if u.is_program else self.settings.max_pending_jobs_per_user
         if int(pending or 0) + new_jobs > cap:
             raise RateLimited(
                 f"You have {pending} runs waiting or running (at most {cap}); wait for some to finish.",
                 self.clock() + timedelta(minutes=1),
             )
 
-    def _store_code(self, s: Session, content: bytes) -> SubmissionCode:
+    def _store_code(self, s: Session, content: bytes) -> int:
+        """The id of the stored copy of ``content`` (files are stored once): a look-up, else one insert that a
+        concurrent submission of the same file cannot make fail (``ON CONFLICT DO NOTHING``, no savepoint)."""
         digest = hashlib.sha256(content).hexdigest()
-        code = s.scalar(select(SubmissionCode).where(SubmissionCode.sha256 == digest))
-        if code is not None:
-            return code
-        try:
-            with s.begin_nested():
-                code = SubmissionCode(sha256=digest, content=content)
-                s.add(code)
-        except IntegrityError:  # stored by a concurrent submission of the same file
-            code = s.scalar(select(SubmissionCode).where(SubmissionCode.sha256 == digest))
-            if code is None:
-                raise
-        return code
+        by_digest = select(SubmissionCode.id).where(SubmissionCode.sha256 == digest)
+        code_id = s.scalar(by_digest)
+        if code_id is not None:
+            return code_id
+        insert = postgresql_insert if self.db.dialect == "postgresql" else sqlite_insert
+        stmt = (
+            insert(SubmissionCode)
+            .values(sha256=digest, content=content, created_at=self.clock())
+            .on_conflict_do_nothing(index_elements=["sha256"])
+            .returning(SubmissionCode.id)
+        )
+        code_id = s.scalar(stmt)
+        return code_id if code_id is not None else s.scalar(by_digest)  # stored meanwhile by a concurrent submission
 
     def submission_status(self, submission_id: int) -> SubmissionStatus:
         """Where a submission is: each job's status, queue position, latest events, verdict and score."""
@@ -307,8 +374,8 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
         now = self.clock()
         with self.db.transaction() as s:
             sub = self._submission(s, submission_id)
-            if sub.user.identity != user.identity:
-                raise PermissionDenied(f"Submission #{submission_id} is not yours; only its author can cancel it.")
+            if sub.user.identity != user.identity or sub.deleted:
+                raise SubmissionNotFound(submission_id, mine=True)
             jobs = s.scalars(
                 select(Job)
                 .where(
@@ -362,23 +429,37 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
             (dev,) = self._check_devices(lb, [device] if device else None)
             return tuple(eligible_history(s, lb, dev))
 
-    def ranking(self, leaderboard: str, device: str | None = None, limit: int | None = 100) -> Ranking:
+    def ranking(
+        self,
+        leaderboard: str,
+        device: str | None = None,
+        limit: int | None = 100,
+        *,
+        offset: int = 0,
+        programs: bool | None = None,
+    ) -> Ranking:
         """The best eligible ranked submission per user on one device, best first (ties: earlier submission).
 
-        ``device`` may be omitted when the leaderboard has only one.
+        ``device`` may be omitted when the leaderboard has only one. ``programs`` says whether program accounts'
+        entries count (default ``KERNELCUP_RANKINGS_SHOW_PROGRAMS``); ``offset``/``limit`` page through it.
         """
+        programs = self.settings.rankings_show_programs if programs is None else programs
         with self.db.transaction() as s:
             lb = self._leaderboard(s, leaderboard, include_hidden=False)
             (dev,) = self._check_devices(lb, [device] if device else None)
             here = (BestScore.leaderboard_id == lb.id, BestScore.device == dev)
-            # How many are ranked, in the same round trip: all rows here (an index-only count) minus banned users'
-            # rows (few, found through the partial index on banned users).
+            hidden = User.is_banned.is_(True) if programs else or_(User.is_banned.is_(True), User.is_program.is_(True))
+            shown = (
+                User.is_banned.is_(False) if programs else and_(User.is_banned.is_(False), User.is_program.is_(False))
+            )
+            # How many are ranked, in the same round trip: all rows here (an index-only count) minus hidden users'
+            # rows (banned ones are few, found through their partial index; programs only when left out).
             total = (
                 select(func.count()).select_from(BestScore).where(*here).scalar_subquery()
                 - select(func.count())
                 .select_from(BestScore)
                 .join(User, User.id == BestScore.user_id)
-                .where(*here, User.is_banned.is_(True))
+                .where(*here, hidden)
                 .scalar_subquery()
             )
             stmt = (
@@ -389,18 +470,28 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                     Submission.file_name,
                     BestScore.score,
                     BestScore.submitted_at,
+                    User.is_program,
                     total.label("total"),
                 )
                 .join(User, User.id == BestScore.user_id)
                 .join(Submission, Submission.id == BestScore.submission_id)
-                .where(*here, User.is_banned.is_(False))
+                .where(*here, shown)
                 .order_by(BestScore.score, BestScore.submitted_at, BestScore.submission_id)
+                .offset(offset or None)
                 .limit(limit)
             )
             rows = s.execute(stmt).all()
-            entries = tuple(RankingEntry(i, *row[:6]) for i, row in enumerate(rows, start=1))
-            count = int(rows[0].total) if rows else 0 if limit != 0 else int(s.scalar(select(total)) or 0)
-            return Ranking(leaderboard=lb.name, device=dev, ranking_by=lb.ranking_by, entries=entries, total=count)
+            entries = tuple(RankingEntry(i, *row[:7]) for i, row in enumerate(rows, start=offset + 1))
+            count = int(rows[0].total) if rows else int(s.scalar(select(total)) or 0)
+            return Ranking(
+                leaderboard=lb.name,
+                device=dev,
+                ranking_by=lb.ranking_by,
+                entries=entries,
+                total=count,
+                programs=programs,
+                offset=offset,
+            )
 
     def user_submissions(
         self, user: UserRef, leaderboard: str | None = None, *, limit: int = 50
@@ -419,30 +510,11 @@ class LeaderboardService(AdminMixin, RecordingMixin, ServiceBase):
                     submission_id=sub.id,
                     leaderboard=sub.leaderboard.name,
                     file_name=sub.file_name,
-                    mode=sub.mode,
+                    mode=Mode(sub.mode),
                     created_at=sub.created_at,
                     jobs=self._status(s, sub, events=False).jobs,
                 )
                 for sub in subs
-            )
-
-    def submission_details(self, submission_id: int, user: UserRef) -> SubmissionDetails:
-        """The owner's view of a submission: code and public results. Secret runs are never shown."""
-        with self.db.transaction() as s:
-            sub = self._submission(s, submission_id)
-            if sub.user.identity != user.identity or sub.deleted:
-                raise PermissionDenied(f"Submission #{submission_id} is not yours; only its author can see it.")
-            public = s.execute(
-                select(Job.device, Run.result)
-                .join(Run, Run.job_id == Job.id)
-                .where(Job.submission_id == sub.id, Run.secret.is_(False))
-                .order_by(Job.id)
-            ).all()
-            return SubmissionDetails(
-                status=self._status(s, sub),
-                code=sub.code.content.decode("utf-8", errors="replace"),
-                code_sha256=sub.code.sha256,
-                results=tuple(PublicResult(device, RunResult.model_validate(result)) for device, result in public),
             )
 
     def task(self, name: str) -> TaskView:

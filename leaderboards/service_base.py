@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,7 @@ from leaderboards.errors import (
     SubmissionNotFound,
     UserNotFound,
 )
+from leaderboards.events import queue_positions
 from leaderboards.models import (
     AuditLog,
     BestScore,
@@ -45,6 +46,7 @@ from leaderboards.results import (
     UserRef,
 )
 from leaderboards.settings import CoreSettings
+from runners.contract import Mode, Verdict
 
 EVENTS_PER_JOB = 20
 """Latest progress events returned with each job's status."""
@@ -123,17 +125,11 @@ class ServiceBase:
             created_at=lb.created_at,
             creator=lb.creator,
             problem=lb.problem,
+            code_public_after_deadline=lb.code_public_after_deadline,
         )
 
     def _queue_position(self, s: Session, job: Job) -> int | None:
-        if job.status != JobStatus.QUEUED:
-            return None
-        ahead = s.scalar(
-            select(func.count())
-            .select_from(Job)
-            .where(Job.status == JobStatus.QUEUED.value, Job.device == job.device, Job.id < job.id)
-        )
-        return int(ahead or 0) + 1
+        return queue_positions(s, {job.id: (job.device, job.status)}).get(job.id)
 
     def _runner_online(self, s: Session) -> Callable[[str], bool]:
         """Device -> whether a live worker (``WORKER_ALIVE_S``, as ``queue_stats`` counts them) serves it."""
@@ -162,8 +158,8 @@ class ServiceBase:
         return JobView(
             job_id=job.id,
             device=job.device,
-            status=job.status,
-            verdict=job.verdict,
+            status=JobStatus(job.status),
+            verdict=Verdict(job.verdict) if job.verdict else None,
             attempts=job.attempts,
             max_attempts=job.max_attempts,
             error=job.error,
@@ -188,7 +184,7 @@ class ServiceBase:
             leaderboard=sub.leaderboard.name,
             user_name=sub.user.name,
             file_name=sub.file_name,
-            mode=sub.mode,
+            mode=Mode(sub.mode),
             created_at=sub.created_at,
             deleted=sub.deleted,
             jobs=tuple(self._job_view(s, j, events=events, online=online) for j in jobs),

@@ -62,6 +62,21 @@ class CoreSettings(BaseSettings):
     max_pending_jobs_per_user: int = Field(
         default=50, ge=1, description="Queued or running jobs one user may have at once."
     )
+    program_rate_limit_per_hour: int | None = Field(
+        default=120,
+        ge=1,
+        description="Submissions per program account per leaderboard per hour (instead of the people's limit); "
+        "unset: no limit.",
+    )
+    program_max_pending_jobs: int = Field(
+        default=20, ge=1, description="Queued or running jobs one program account may have at once."
+    )
+    rankings_show_programs: bool = Field(
+        default=True, description="Whether rankings list program accounts' entries unless a reader asks otherwise."
+    )
+    token_expiry_days: int | None = Field(
+        default=90, ge=1, description="Lifetime of a new API token unless its creator gives one; unset: no expiry."
+    )
 
     def resolved_database_url(self) -> str:
         """``DATABASE_URL``, or the embedded SQLite file in the data directory."""

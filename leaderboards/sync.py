@@ -140,7 +140,8 @@ def sync_problem_set(
             raise ProblemFormatError(issues)
         checked = tuple(todo)
     entries = [
-        SetEntry(e.leaderboard_name, problems[e.leaderboard_name], e.deadline, tuple(e.devices)) for e in pset.problems
+        SetEntry(e.leaderboard_name, problems[e.leaderboard_name], e.deadline, tuple(e.devices), pset.code_public(e))
+        for e in pset.problems
     ]
     items, applied = service.apply_problem_set(pset.name, entries, force=force, actor=actor)
     return SyncReport(items, applied, warnings, checked)

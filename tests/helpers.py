@@ -12,10 +12,13 @@ sessions and other helpers' tests never see each other's rows.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
 import shutil
+import socket
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -227,3 +230,54 @@ def run_result(
         started_at=now - timedelta(seconds=2),
         finished_at=now,
     )
+
+
+class Proxy:
+    """A loopback TCP proxy that a test can cut (drop every connection) or stop and start again on the same port:
+    a network that drops, or a database server that goes away and comes back."""
+
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+        self.target = (target_host, target_port)
+        self.port = 0
+        self.sockets: list[socket.socket] = []
+        self.listener: socket.socket | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                return
+            self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := a.recv(65536):
+                b.sendall(data)
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        for s in self.sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+        self.sockets.clear()
+
+    def stop(self) -> None:
+        if self.listener is not None:
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread (close alone does not)
+            self.listener.close()
+            self.listener = None
+        self.cut()

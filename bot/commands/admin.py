@@ -20,6 +20,7 @@ from bot.limits import Reply
 from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
 from leaderboards.errors import InvalidChange
+from leaderboards.paths import inside
 from leaderboards.problems import ProblemFormatError, load_problem
 from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
 
@@ -69,17 +70,6 @@ def parse_deadline(text: str) -> datetime:
     except ValueError:
         raise InvalidChange(f"{text!r} is not a date; write it like 2026-12-31 or 2026-12-31 18:00 (UTC).") from None
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when
-
-
-def inside(root: Path, text: str) -> Path:
-    """A path an admin typed, refused unless it lies inside the problems folder of this server."""
-    root = root.resolve()
-    path = (root / text).resolve() if not Path(text).is_absolute() else Path(text).resolve()
-    if path != root and root not in path.parents:
-        raise InvalidChange(f"{text!r} is outside the problems folder ({root}); give a path inside it.")
-    if not path.exists():
-        raise InvalidChange(f"{text!r} does not exist in the problems folder ({root}).")
-    return path
 
 
 def _load(root: Path, text: str):

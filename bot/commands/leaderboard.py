@@ -24,7 +24,7 @@ from bot.limits import File, Reply
 from bot.replies import Refused, defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
 from bot.reports import report, show_text, status_text, submissions_text, task_reply, thread_intro
-from leaderboards.errors import FileTooLarge
+from leaderboards.directives import parse_directives
 from leaderboards.results import Ranking, SubmissionReceipt
 
 if TYPE_CHECKING:
@@ -101,11 +101,12 @@ def parse_devices(text: str | None) -> list[str] | None:
     return list(dict.fromkeys(devices)) or None
 
 
-def submit_devices(service: LeaderboardService, leaderboard: str, text: str | None) -> list[str] | None:
-    """'all' is every device of the leaderboard; nothing lets the service decide (its only device, or an error)."""
-    if text is not None and text.strip().lower() == ALL_DEVICES:
-        return list(service.leaderboard(leaderboard).devices)
-    return parse_devices(text)
+def submit_devices(text: str | None) -> list[str] | None:
+    """The submit command's devices option as the service takes it ('all' included); None lets the service decide
+    (the file's header directives, else the leaderboard's only device)."""
+    if text is None or not text.strip():
+        return None
+    return [d.strip() for d in text.split(",") if d.strip()] or None
 
 
 class DevicePicker(discord.ui.View):
@@ -181,8 +182,9 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.command(name="submit", description="Submit a kernel file to a leaderboard")
     @app_commands.describe(
         file="Your kernel: a .py file defining custom_kernel(data), or a .cu file",
-        leaderboard="The leaderboard (problem) to submit to",
-        mode="test: check correctness · benchmark: time it · ranked: enter the ranking · profile: profile it",
+        leaderboard="The leaderboard (problem) to submit to (default: the file's '#!kernelcup leaderboard' line)",
+        mode="test: check correctness · benchmark: time it · ranked: enter the ranking · profile: profile it "
+        "(default: the file's '#!kernelcup mode' line, else ranked)",
         device="A device of that leaderboard, several separated by commas, or 'all'",
     )
     @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
@@ -191,25 +193,26 @@ class LeaderboardCommands(app_commands.Group):
         self,
         interaction: discord.Interaction,
         file: discord.Attachment,
-        leaderboard: str,
-        mode: Mode,
+        leaderboard: str | None = None,
+        mode: Mode | None = None,
         device: str | None = None,
     ) -> None:
         await defer(interaction)
         bot = bot_of(interaction)
         check_channel(interaction)
-        # The service checks the size too; this refuses a large file before it is downloaded, in the same words.
-        limit = bot.service.settings.max_submission_bytes
-        if file.size > limit:
-            raise FileTooLarge(file.filename, file.size, limit)
-        devices = await call(submit_devices, bot.service, leaderboard, device)
-        if devices is None:
-            offered = (await call(bot.service.leaderboard, leaderboard)).devices
-            if len(offered) > 1:
-                devices = await pick_devices(interaction, leaderboard, offered)
-                if devices is None:
-                    return
+        bot.service.check_upload_size(file.filename, file.size)  # refused before it is downloaded
         content = await file.read()
+        devices = submit_devices(device)
+        if devices is None:  # no device named here or in the file: offer the leaderboard's, if it has several
+            text = content.decode("utf-8", errors="replace")
+            header = parse_directives(text)
+            name = leaderboard or header.leaderboard
+            if name and not header.devices:
+                offered = (await call(bot.service.leaderboard, name)).devices
+                if len(offered) > 1:
+                    devices = await pick_devices(interaction, name, offered)
+                    if devices is None:
+                        return
         receipt = await call(
             bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode
         )

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         from kernelcup.commands.common import user_errors
         from kernelcup.commands.worker import setup_logging
         from kernelcup.settings import SettingsError, load
-        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, device_check, open_platform, reference_check
+        from kernelcup.wiring import LAUNCHER_CHOICES, device_check, open_platform, reference_check, serving_worker
         from leaderboards.worker import WorkerSettings
 
         if launcher not in LAUNCHER_CHOICES:
@@ -44,10 +44,7 @@ def register(app: typer.Typer) -> None:
             with open_platform() as platform:
                 worker = None
                 if worker_settings is not None:
-                    try:
-                        worker = build_worker(platform, devices=device, launcher=launcher, settings=worker_settings)
-                    except ValueError as exc:  # routing settings
-                        raise SettingsError(str(exc)) from None
+                    worker = serving_worker(platform, devices=device, launcher=launcher, settings=worker_settings)
                 logging.getLogger(__name__).info(
                     "starting the Discord bot%s (database %s)",
                     "" if worker is None else f" with an in-process worker ({launcher} launchers)",

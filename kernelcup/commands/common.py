@@ -18,7 +18,6 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from kernelcup.settings import SettingsError, load
 from leaderboards.errors import FileTooLarge, KernelcupError
-from leaderboards.problems import ProblemFormatError
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
 
@@ -36,11 +35,19 @@ def open_service(settings: CoreSettings | None = None) -> LeaderboardService:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Show a core, settings or problem-format error as one message on stderr and exit with status 1."""
+    """Show a core, settings, problem-format or API error as one message on stderr and exit with status 1."""
+    from kernelcup.client import ApiError
+
     try:
         yield
-    except (KernelcupError, SettingsError, ProblemFormatError) as exc:
+    except (KernelcupError, SettingsError) as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+    except ApiError as exc:  # the server's answer, shown as it is, with the way to a token where one is missing
+        hint = ""
+        if exc.code == "invalid_token":
+            hint = " (log in with `kernelcup login --server URL`; get a token with /token in Discord)"
+        typer.secho(f"error: {exc.message}{hint}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
     except DBAPIError as exc:  # one line, never a traceback with SQL and its parameters
         typer.secho(f"error: {database_error(exc)}", fg=typer.colors.RED, err=True)
@@ -94,17 +101,6 @@ def jsonable(obj: Any) -> Any:
 def print_json(obj: Any) -> None:
     json.dump(jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")
-
-
-def format_ns(ns: float | None) -> str:
-    """A time in the unit that reads best: 812 ns, 12.3 µs, 4.56 ms, 1.23 s."""
-    if ns is None:
-        return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            value = ns / scale
-            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{ns:.0f} ns"
 
 
 def format_time(t: datetime | None) -> str:

@@ -1,22 +1,28 @@
-"""`kernelcup leaderboard list|show`: the leaderboards and their rankings per device."""
+"""`kernelcup leaderboard list|show`: the leaderboards and their rankings per device (local, or through a server's
+API: see ``kernelcup.remote``)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelcup.commands.common import format_ns, format_time, open_service, print_json, user_errors
+from kernelcup.commands.common import format_time, open_service, print_json, user_errors
+from kernelcup.remote import client_for, resolve, server_option
+from leaderboards.formatting import format_ns
 from leaderboards.results import LeaderboardSummary, Ranking
+from web.schemas import LeaderboardOut, RankingOut
 
 
-def _state(lb: LeaderboardSummary) -> str:
+def _state(lb: LeaderboardSummary | LeaderboardOut) -> str:
     if not lb.is_open:
         return "closed"
     return "paused" if lb.paused else "open"
 
 
-def ranking_table(ranking: Ranking) -> Table:
+def ranking_table(ranking: Ranking | RankingOut) -> Table:
     table = Table(title=f"{ranking.leaderboard} on {ranking.device} (ranked by {ranking.ranking_by})")
     for col, justify in (
         ("#", "right"),
@@ -50,11 +56,17 @@ def register(app: typer.Typer) -> None:
     @lb_app.command("list")
     def list_cmd(
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
-        include_hidden: bool = typer.Option(False, "--all", help="Include hidden leaderboards."),
+        include_hidden: bool = typer.Option(False, "--all", help="Include hidden leaderboards (local database)."),
+        server: str | None = server_option(),
     ) -> None:
         """List the leaderboards with their devices, deadline and state."""
+        login = resolve(server)
         with user_errors():
-            boards = open_service().list_leaderboards(include_hidden=include_hidden)
+            if login is not None:
+                with client_for(login) as client:
+                    boards: Sequence[LeaderboardSummary | LeaderboardOut] = client.leaderboards()
+            else:
+                boards = open_service().list_leaderboards(include_hidden=include_hidden)
         if json_out:
             print_json(boards)
             return
@@ -75,12 +87,21 @@ def register(app: typer.Typer) -> None:
         device: list[str] = typer.Option(None, "--device", "-d", help="Only this device (repeatable)."),
         limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many places to show per device."),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        server: str | None = server_option(),
     ) -> None:
         """Show a leaderboard's ranking on each of its devices (or the ones given)."""
+        login = resolve(server)
         with user_errors():
-            service = open_service()
-            lb = service.leaderboard(name)
-            rankings = [service.ranking(name, d, limit) for d in (device or lb.devices)]
+            lb: LeaderboardSummary | LeaderboardOut
+            rankings: list[Ranking] | list[RankingOut]
+            if login is not None:
+                with client_for(login) as client:
+                    lb = client.leaderboard(name)
+                    rankings = [client.rankings(name, d, limit=limit) for d in (device or lb.devices)]
+            else:
+                service = open_service()
+                lb = service.leaderboard(name)
+                rankings = [service.ranking(name, d, limit) for d in (device or lb.devices)]
         if json_out:
             print_json({"leaderboard": lb, "rankings": rankings})
             return

@@ -1,5 +1,8 @@
 """`kernelcup submit`: send a file through the service and the queue, follow its progress, print the report.
 
+With a server configured (``kernelcup login``, ``--server``, ``KERNELCUP_SERVER``) the file goes through the HTTP API
+instead and progress comes from its event stream; the report is rendered by the same code.
+
 When no live worker serves a device of the submission (no recent heartbeat in the ``workers`` table), the command
 runs a worker in-process, limited to this submission's jobs, until they are done — so one command works on a
 laptop. Progress comes from ``job_events`` (``leaderboards.events.follow``), never from the runner directly.
@@ -7,60 +10,27 @@ laptop. Progress comes from ``job_events`` (``leaderboards.events.follow``), nev
 
 from __future__ import annotations
 
-import asyncio
 import getpass
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from kernelcup.commands.common import format_ns, print_json, read_submission, user_errors
-from leaderboards.events import ProgressUpdate, follow
+from kernelcup.commands.common import print_json, read_submission, user_errors
+from kernelcup.inprocess import InProcessWorker
+from kernelcup.remote import Login, client_for, resolve, server_option
+from leaderboards.events import FollowTimeout, ProgressUpdate
+from leaderboards.formatting import format_ns
 from leaderboards.queue import WORKER_ALIVE_S, JobQueue, with_db_retry
-from leaderboards.results import SubmissionDetails, UserRef
-from leaderboards.worker import Worker, WorkerSettings
+from leaderboards.results import SubmissionDetails, SubmissionReceipt, UserRef
+from leaderboards.worker import WorkerSettings
 from runners.contract import Mode
+from web.schemas import ProgressOut, SubmissionOut, SubmissionReceiptOut
 
 DEFAULT_TIMEOUT_S = 3 * 3600.0
-
-
-class InProcessWorker:
-    """A worker on a background thread with its own event loop, serving one submission's jobs."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, name="kernelcup-inprocess-worker", daemon=True)
-
-    def _main(self) -> None:
-        async def run() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stop = asyncio.Event()
-            self._ready.set()
-            await self.worker.run(self._stop)
-
-        try:
-            asyncio.run(run())
-        finally:
-            self._ready.set()
-
-    def start(self) -> None:
-        self._thread.start()
-        self._ready.wait(30)
-
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self, timeout_s: float) -> None:
-        """Ask it to stop (a running job gets the worker's grace period, then goes back to the queue)."""
-        if self._loop is not None and self._stop is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout_s)
 
 
 def ensure_served(queue: JobQueue, devices: Sequence[str], start: Callable[[], None]) -> bool:
@@ -71,13 +41,13 @@ def ensure_served(queue: JobQueue, devices: Sequence[str], start: Callable[[], N
     return False
 
 
-def describe(update: ProgressUpdate, many_devices: bool) -> str:
+def describe(update: ProgressUpdate | ProgressOut, many_devices: bool) -> str:
     where = f"[{update.device}] " if many_devices else ""
     detail = f": {update.detail}" if update.detail else ""
     return f"{where}{update.phase}{detail}"
 
 
-def render_details(console: Console, details: SubmissionDetails) -> None:
+def render_details(console: Console, details: SubmissionDetails | SubmissionOut) -> None:
     """The report: per device the job's outcome, score and rank, then the public run's tests and benchmarks."""
     from kernelcup.commands.run import render
 
@@ -87,13 +57,13 @@ def render_details(console: Console, details: SubmissionDetails) -> None:
     )
     results = {r.device: r.result for r in details.results}
     for job in status.jobs:
-        colour = "green" if job.status == "succeeded" and job.verdict == "accepted" else "red"
-        line = f"[bold]{job.device}[/]: [{colour}]{job.status}[/]"
+        colour = "green" if job.accepted else "red"
+        line = f"[bold]{job.device}[/]: [{colour}]{job.status.value}[/]"
         if job.verdict:
-            line += f", {job.verdict}"
+            line += f", {job.verdict.value}"
         if job.score_ns is not None:
             line += f", score {format_ns(job.score_ns)}"
-        if status.mode == Mode.RANKED.value and job.secret_passed is not None:
+        if status.mode is Mode.RANKED and job.secret_passed is not None:
             line += f", secret-seed run {'passed' if job.secret_passed else 'failed'}"
         if job.rank is not None:
             line += f", [bold]rank {job.rank}[/]"
@@ -104,35 +74,110 @@ def render_details(console: Console, details: SubmissionDetails) -> None:
             render(results[job.device], status.leaderboard, status.file_name, job.device)
 
 
-def all_accepted(details: SubmissionDetails) -> bool:
-    return all(j.status == "succeeded" and j.verdict == "accepted" for j in details.status.jobs)
+def print_receipt(console: Console, receipt: SubmissionReceipt | SubmissionReceiptOut, json_out: bool) -> None:
+    if json_out:
+        print_json(receipt)
+        return
+    console.print(
+        f"queued submission #{receipt.submission_id}: "
+        + ", ".join(f"{j.device} (position {j.queue_position})" for j in receipt.jobs)
+    )
+
+
+def show_progress(console: Console, updates: Iterable[ProgressUpdate | ProgressOut], many: bool, quiet: bool) -> None:
+    """Progress lines (and a spinner) while a submission runs, local or remote."""
+    with console.status("waiting for a worker…", spinner="dots") as spinner:
+        for update in updates:
+            text = describe(update, many)
+            spinner.update(escape(text))
+            if not quiet:
+                console.print(f"[dim]·[/] {escape(text)}", markup=True, highlight=False)
+
+
+def stopped_waiting(console: Console, submission_id: int, where: str) -> NoReturn:
+    console.print(
+        f"stopped waiting; submission #{submission_id} {where} "
+        f"(`kernelcup submissions show {submission_id} --follow` picks it up)"
+    )
+    raise typer.Exit(130)
+
+
+def submit_remote(
+    login: Login,
+    file: Path,
+    leaderboard: str | None,
+    devices: list[str],
+    mode: Mode | None,
+    *,
+    json_out: bool,
+    no_wait: bool,
+    timeout: float,
+) -> None:
+    """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report."""
+    console = Console(stderr=json_out)
+    with user_errors(), client_for(login) as client:
+        sub = client.submit(file, leaderboard, devices or None, mode)
+        assert sub.receipt is not None
+        if no_wait:
+            print_receipt(console, sub.receipt, json_out)
+            return
+        try:
+            show_progress(console, sub.events(timeout), len(sub.receipt.jobs) > 1, json_out)
+        except KeyboardInterrupt:
+            stopped_waiting(console, sub.id, "goes on on the server")
+        except TimeoutError:
+            raise FollowTimeout(
+                f"Submission #{sub.id} has not finished after {timeout:.0f} s; it goes on on the "
+                f"server: `kernelcup submissions show {sub.id} --follow`."
+            ) from None
+        details = sub.result()
+    if json_out:
+        print_json(details)
+    else:
+        render_details(console, details)
+    raise typer.Exit(0 if details.accepted else 1)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("submit")
     def submit_cmd(
         file: Path = typer.Argument(..., help="The submission file (.py, or .cu for CUDA problems)."),
-        leaderboard: str = typer.Option(..., "--leaderboard", "-l", help="The leaderboard to submit to."),
-        device: list[str] = typer.Option(
-            [], "--device", "-d", help="Device to run on (repeatable); default: the leaderboard's only device."
+        leaderboard: str | None = typer.Option(
+            None, "--leaderboard", "-l", help="The leaderboard (default: the file's '#!kernelcup leaderboard' line)."
         ),
-        mode: Mode = typer.Option(Mode.RANKED, "--mode", "-m", help="test, benchmark, ranked or profile."),
-        user: str = typer.Option("", "--user", "-u", help="Submit as this local user (default: your login name)."),
+        device: list[str] = typer.Option(
+            [],
+            "--device",
+            "-d",
+            help="Device to run on (repeatable, or 'all'); default: the file's, else the leaderboard's only device.",
+        ),
+        mode: Mode | None = typer.Option(
+            None, "--mode", "-m", help="test, benchmark, ranked or profile (default: the file's, else ranked)."
+        ),
+        user: str = typer.Option("", "--user", "-u", help="Local database only: submit as this local user."),
         json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON (no progress display)."),
         no_wait: bool = typer.Option(False, "--no-wait", help="Queue it and return at once with its id."),
         timeout: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout", min=1, help="Longest wait for the result (s)."),
         force: bool = typer.Option(
             False, "--force", help="Run it even if you sent this same file moments ago (else you get that result)."
         ),
+        server: str | None = server_option(),
     ) -> None:
-        """Submit a kernel: queue it, run it (here, if no worker is running), and print the report."""
+        """Submit a kernel: queue it, run it, and print the report. Through the API when a server is configured
+        (`kernelcup login`); else on the local database (run here, if no worker is running)."""
         from kernelcup.settings import load
         from kernelcup.wiring import build_worker, open_platform
 
+        if not file.is_file():
+            raise typer.BadParameter(f"{file} is not a file", param_hint="FILE")
+        login = resolve(server)
+        if login is not None:
+            if user:
+                raise typer.BadParameter("a server knows you by your token; --user is for the local database")
+            submit_remote(login, file, leaderboard, device, mode, json_out=json_out, no_wait=no_wait, timeout=timeout)
+            return
         console = Console(stderr=json_out)
         with user_errors():
-            if not file.is_file():
-                raise typer.BadParameter(f"{file} is not a file", param_hint="FILE")
             who = UserRef(user or getpass.getuser())
             worker_settings = load(WorkerSettings)
             with open_platform() as platform:
@@ -149,13 +194,7 @@ def register(app: typer.Typer) -> None:
                         f"#{receipt.submission_id} instead of running it again (--force runs it again)"
                     )
                 if no_wait:
-                    if json_out:
-                        print_json(receipt)
-                    else:
-                        console.print(
-                            f"queued submission #{receipt.submission_id}: "
-                            + ", ".join(f"{j.device} (position {j.queue_position})" for j in receipt.jobs)
-                        )
+                    print_receipt(console, receipt, json_out)
                     return
                 devices = [j.device for j in receipt.jobs]
                 queue = JobQueue(platform.db)
@@ -181,18 +220,14 @@ def register(app: typer.Typer) -> None:
                     polls += 1
 
                 try:
-                    with console.status("waiting for a worker…", spinner="dots") as spinner:
-                        for update in follow(platform.db, receipt.submission_id, timeout_s=timeout, on_poll=on_poll):
-                            text = describe(update, len(devices) > 1)
-                            spinner.update(text)
-                            if not json_out:
-                                console.print(f"[dim]·[/] {text}", markup=True, highlight=False)
+                    updates = service.follow(receipt.submission_id, timeout_s=timeout, on_poll=on_poll)
+                    show_progress(console, updates, len(devices) > 1, json_out)
                 except KeyboardInterrupt:
-                    console.print(
-                        f"stopped waiting; submission #{receipt.submission_id} stays queued "
-                        "(a job this command was running goes back to the queue)"
+                    stopped_waiting(
+                        console,
+                        receipt.submission_id,
+                        "stays queued (a job this command was running goes back to the queue)",
                     )
-                    raise typer.Exit(130) from None
                 finally:
                     for w in local:
                         w.stop(worker_settings.stop_grace_s + 5)
@@ -205,4 +240,4 @@ def register(app: typer.Typer) -> None:
             print_json(details)
         else:
             render_details(console, details)
-        raise typer.Exit(0 if all_accepted(details) else 1)
+        raise typer.Exit(0 if details.accepted else 1)

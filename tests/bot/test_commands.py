@@ -7,7 +7,7 @@ from bot_fakes import accepted, launcher
 from bot_steps import GOOD, raised, serve_queue
 
 from bot.replies import NOT_YOUR_FAULT
-from leaderboards.errors import PermissionDenied
+from leaderboards.errors import SubmissionNotFound
 from leaderboards.results import UserRef
 
 pytestmark = pytest.mark.anyio
@@ -110,9 +110,9 @@ async def test_submission_details_for_the_owner_only(world) -> None:
     assert names == ["kernel.py", f"logs-{sid}-cpu.txt"]
     theirs = await world.bob.slash(world.channel, "leaderboard submission", submission_id=sid)
     assert theirs.ephemeral
-    assert theirs.response.content == f"Submission #{sid} is not yours; only its author can see it."
+    assert theirs.response.content == f"There is no submission #{sid} of yours."  # says nothing of whose it is
     assert theirs.response.attachments == []
-    assert [type(e) for e in raised(world)] == [PermissionDenied]
+    assert [type(e) for e in raised(world)] == [SubmissionNotFound]
 
 
 async def test_unexpected_failure_is_not_the_users_fault(world, monkeypatch) -> None:

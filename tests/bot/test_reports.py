@@ -22,6 +22,7 @@ from bot.reports import (
 )
 from leaderboards.results import (
     JobEventView,
+    JobStatus,
     JobView,
     LeaderboardSummary,
     PublicResult,
@@ -60,11 +61,15 @@ def job(**kw) -> JobView:
         secret_passed=None,
         rank=None,
     )
-    return JobView(**{**base, **kw})
+    view = {**base, **kw}
+    # The service's views carry typed facts; the tests spell them as text for brevity.
+    view["status"] = JobStatus(view["status"])
+    view["verdict"] = Verdict(view["verdict"]) if view["verdict"] else None
+    return JobView(**view)
 
 
 def status(*jobs: JobView, mode: str = "ranked", deleted: bool = False) -> SubmissionStatus:
-    return SubmissionStatus(7, "vectoradd", "alice", "kernel.py", mode, T0, deleted, jobs)
+    return SubmissionStatus(7, "vectoradd", "alice", "kernel.py", Mode(mode), T0, deleted, jobs)
 
 
 @pytest.mark.parametrize(

@@ -140,7 +140,7 @@ async def test_long_report_becomes_a_file(world, monkeypatch) -> None:
             {"leaderboard": "nope"},
             "There is no leaderboard named 'nope'. Known leaderboards: addone.",
         ),
-        (("kernel.py", GOOD), {"device": "TPU"}, "does not run on 'TPU'; choose one of: cpu, H100."),
+        (("kernel.py", GOOD), {"device": "TPU"}, "does not run on 'TPU'; choose one of: cpu, H100 (or 'all')."),
     ],
 )
 async def test_mistakes_are_explained_only_to_the_submitter(world, file, options, expected) -> None:
@@ -428,3 +428,12 @@ async def test_commands_have_a_per_user_cooldown(world) -> None:
     assert (await submit(world, world.alice)).followups
     assert len(world.service.user_submissions(UserRef("alice", world.alice.id))) == 3
     assert [type(e).__name__ for e in raised(world)] == ["CommandOnCooldown", "CommandOnCooldown"]
+
+
+async def test_the_files_header_directives_name_what_the_options_leave_out(world) -> None:
+    code = b"#!POPCORN leaderboard addone\n#!POPCORN gpu H100\n#!kernelcup mode benchmark\n" + GOOD
+    result = await submit(world, world.alice, file=("kernel.py", code), leaderboard=None, mode=None, device=None)
+    [status] = result.followups
+    assert "→ **addone** · benchmark" in status.content and "**H100**: queued" in status.content
+    result = await submit(world, world.alice, file=("kernel.py", code), leaderboard=None, mode="test", device="all")
+    assert "· test ·" in result.followups[0].content and "**cpu**" in result.followups[0].content

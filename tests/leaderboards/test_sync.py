@@ -177,11 +177,12 @@ def test_leaderboard_show_ranks_per_device(problem_set: Path, cli, database: Dat
 def test_cli_formatting_helpers() -> None:
     from datetime import UTC, datetime
 
-    from kernelcup.commands.common import format_ns, jsonable
+    from kernelcup.commands.common import jsonable
+    from leaderboards.formatting import format_ns
     from leaderboards.results import UserRef as Ref
 
     assert [format_ns(x) for x in (None, 812, 12_345, 4_560_000, 1.23e9, 250_000)] == [
-        "-",
+        "–",
         "812 ns",
         "12.3 µs",
         "4.56 ms",

@@ -1,0 +1,532 @@
+"""``kernelcup.client``: a Python client of the kernelcup HTTP API, for programs (e.g. kernel generators) and the
+``kernelcup`` CLI's remote mode. Built on ``httpx``; ``Client`` is synchronous, ``AsyncClient`` asynchronous; the
+answers are the API's own pydantic models (``web.schemas``).
+
+    from kernelcup.client import Client
+
+    with Client("https://kernelcup.example.org", token="kc_…") as kc:
+        sub = kc.submit("kernel.py", leaderboard="vectoradd", devices=["H100"], mode="benchmark")
+        result = sub.wait(timeout=600)          # follows the live event stream, then fetches the result
+        print(result.status.jobs[0].score_ns)
+
+``submit_many`` submits a batch and returns when all are done (a 429 — rate limit or pending-job quota — is
+waited out, not fatal). Every error of the API is raised as ``ApiError`` with its ``code``, ``message`` and
+``field``. See docs/api.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from runners.contract import Mode
+from web.schemas import (
+    API_PREFIX,
+    CodeOut,
+    HistoryOut,
+    LeaderboardDetailOut,
+    LeaderboardOut,
+    MeOut,
+    ProgressOut,
+    RankingOut,
+    SubmissionOut,
+    SubmissionReceiptOut,
+    SubmissionStatusOut,
+    SubmissionSummaryOut,
+    TemplateOut,
+)
+
+__all__ = [
+    "ApiError",
+    "AsyncClient",
+    "AsyncSubmission",
+    "Candidate",
+    "Client",
+    "ProgressOut",
+    "Submission",
+    "SubmissionOut",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=60.0)
+"""Reads wait up to a minute: an event stream sends a keep-alive every 15 s."""
+RECONNECT_S = (0.5, 1.0, 2.0, 5.0)
+"""Waits before the 1st, 2nd, 3rd, … reconnection of an event stream (the last one repeats)."""
+MAX_RECONNECTS = 30
+"""Failed reconnections in a row (about two and a half minutes) before an event stream gives up."""
+QUOTA_WAIT_MAX_S = 60.0
+
+
+class ApiError(Exception):
+    """An error answer of the API (or a server that could not be reached: ``code`` ``unreachable``)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None, retry_after: float = 0.0):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.retry_after = retry_after
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> ApiError:
+        try:
+            err = response.json()["error"]
+            code, message, field = str(err["code"]), str(err["message"]), err.get("field")
+        except (ValueError, KeyError, TypeError):
+            code, message, field = "http_error", f"HTTP {response.status_code}: {response.text[:200]}", None
+        retry = response.headers.get("Retry-After", "")
+        return cls(response.status_code, code, message, field, float(retry) if retry.isdigit() else 0.0)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One file of a batch: its name and content."""
+
+    file_name: str
+    content: bytes
+
+    @classmethod
+    def of(cls, item: Candidate | str | Path | bytes | tuple[str, bytes]) -> Candidate:
+        if isinstance(item, Candidate):
+            return item
+        if isinstance(item, bytes):
+            return cls("submission.py", item)
+        if isinstance(item, tuple):
+            return cls(item[0], item[1])
+        path = Path(item)
+        return cls(path.name, path.read_bytes())
+
+
+def _check(response: httpx.Response) -> httpx.Response:
+    if response.is_error:
+        raise ApiError.from_response(response)
+    return response
+
+
+def _unreachable(server: str, exc: Exception) -> ApiError:
+    return ApiError(0, "unreachable", f"Cannot reach the kernelcup server at {server}: {exc}")
+
+
+def _form(leaderboard: str | None, devices: Sequence[str] | str | None, mode: Mode | str | None) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if leaderboard:
+        data["leaderboard"] = leaderboard
+    if devices:
+        data["devices"] = [devices] if isinstance(devices, str) else list(devices)
+    if mode:
+        data["mode"] = str(mode)
+    return data
+
+
+class _SSE:
+    """Server-Sent Events, parsed line by line (``event``, ``data``, ``id``; comments skipped)."""
+
+    def __init__(self) -> None:
+        self.event, self.data, self.id = "message", [], None  # type: ignore[var-annotated]
+
+    def feed(self, line: str) -> tuple[str, str, str | None] | None:
+        if not line:
+            if not self.data:
+                self.event = "message"
+                return None
+            out = (self.event, "\n".join(self.data), self.id)
+            self.event, self.data = "message", []
+            return out
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event":
+            self.event = value
+        elif name == "data":
+            self.data.append(value)
+        elif name == "id":
+            self.id = value
+        return None
+
+
+class _Stream:
+    """What one event stream has come to: ``done`` (the final status), or the last event id to resume after."""
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.done: SubmissionStatusOut | None = None
+
+    def handle(self, event: str, data: str, event_id: str | None) -> ProgressOut | None:
+        if event_id is not None:
+            self.last_id = event_id
+        if event == "progress":
+            return ProgressOut.model_validate_json(data)
+        if event == "done":
+            self.done = SubmissionStatusOut.model_validate_json(data)
+        elif event in ("error", "timeout"):
+            err = json.loads(data).get("error", {})
+            if err.get("code") != "database_unavailable":  # the server's database blinked: reconnect and resume
+                raise ApiError(0, str(err.get("code", event)), str(err.get("message", event)))
+        return None
+
+    def headers(self) -> dict[str, str]:
+        return {"Last-Event-ID": self.last_id} if self.last_id else {}
+
+
+# -- synchronous ---------------------------------------------------------------------------------------------------
+
+
+class Submission:
+    """A submission on the server: follow it, wait for it, read its result and code, cancel it."""
+
+    def __init__(self, client: Client, submission_id: int, receipt: SubmissionReceiptOut | None = None) -> None:
+        self.client = client
+        self.id = submission_id
+        self.receipt = receipt
+
+    def __repr__(self) -> str:
+        return f"Submission({self.id})"
+
+    def result(self) -> SubmissionOut:
+        """Its status and public results now."""
+        return self.client._get(f"/submissions/{self.id}", SubmissionOut)
+
+    def events(self, timeout: float | None = None) -> Iterator[ProgressOut]:
+        """Its live progress until it is done (reconnecting, and resuming where it was, when the connection
+        drops); ``TimeoutError`` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        stream, failures = _Stream(), 0
+        url = f"{API_PREFIX}/submissions/{self.id}/events"
+        while stream.done is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"submission {self.id} is not done after {timeout:.0f} s")
+            try:
+                with self.client.http.stream("GET", url, headers=stream.headers()) as response:
+                    if response.is_error:
+                        response.read()
+                        _check(response)
+                    parser = _SSE()
+                    for line in response.iter_lines():
+                        parsed = parser.feed(line)
+                        if parsed is not None:
+                            failures = 0
+                            update = stream.handle(*parsed)
+                            if update is not None:
+                                yield update
+                        if deadline is not None and time.monotonic() >= deadline:
+                            break
+            except httpx.TransportError as exc:
+                if failures >= MAX_RECONNECTS:
+                    raise _unreachable(self.client.server, exc) from None
+            if stream.done is None:
+                time.sleep(RECONNECT_S[min(failures, len(RECONNECT_S) - 1)])
+                failures += 1
+
+    def wait(self, timeout: float | None = None) -> SubmissionOut:
+        """Follow it until it is done, then return its result."""
+        for _ in self.events(timeout):
+            pass
+        return self.result()
+
+    def code(self) -> CodeOut:
+        return self.client._get(f"/submissions/{self.id}/code", CodeOut)
+
+    def cancel(self) -> str:
+        """Cancel it if it is still queued or running; a finished one is deleted from the rankings. Says which."""
+        response = self.client._request("DELETE", f"/submissions/{self.id}")
+        return str(response.json()["action"])
+
+
+class Client:
+    """A synchronous client. ``token`` may be None for the public reads (leaderboards, rankings, templates)."""
+
+    def __init__(
+        self,
+        server: str,
+        token: str | None = None,
+        *,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.server = server.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return _check(self.http.request(method, f"{API_PREFIX}{path}", **kwargs))
+        except httpx.TransportError as exc:
+            raise _unreachable(self.server, exc) from None
+
+    def _get(self, path: str, model: type[M], **params: Any) -> M:
+        params = {k: v for k, v in params.items() if v is not None}
+        return model.model_validate(self._request("GET", path, params=params).json())
+
+    # -- public reads --------------------------------------------------------------------------------------------
+
+    def leaderboards(self) -> list[LeaderboardOut]:
+        return [LeaderboardOut.model_validate(x) for x in self._request("GET", "/leaderboards").json()]
+
+    def leaderboard(self, name: str) -> LeaderboardDetailOut:
+        return self._get(f"/leaderboards/{name}", LeaderboardDetailOut)
+
+    def template(self, name: str, language: str) -> TemplateOut:
+        return self._get(f"/leaderboards/{name}/templates/{language}", TemplateOut)
+
+    def rankings(
+        self, name: str, device: str | None = None, *, limit: int = 100, offset: int = 0, programs: bool | None = None
+    ) -> RankingOut:
+        return self._get(
+            f"/leaderboards/{name}/rankings", RankingOut, device=device, limit=limit, offset=offset, programs=programs
+        )
+
+    def history(self, name: str, device: str | None = None) -> HistoryOut:
+        return self._get(f"/leaderboards/{name}/history", HistoryOut, device=device)
+
+    # -- with a token --------------------------------------------------------------------------------------------
+
+    def me(self) -> MeOut:
+        return self._get("/me", MeOut)
+
+    def revoke_token(self, token_id: int) -> None:
+        """Revoke one of this account's tokens (e.g. this client's own: ``me().token_id``)."""
+        self._request("DELETE", f"/me/tokens/{token_id}")
+
+    def submit(
+        self,
+        file: Candidate | str | Path | bytes | tuple[str, bytes],
+        leaderboard: str | None = None,
+        devices: Sequence[str] | str | None = None,
+        mode: Mode | str | None = None,
+    ) -> Submission:
+        """Submit a file (a path, bytes, or ``(file_name, bytes)``). What is not given comes from the file's
+        ``#!kernelcup`` header lines, else the server's defaults (ranked; the leaderboard's only device)."""
+        c = Candidate.of(file)
+        response = self._request(
+            "POST", "/submissions", files={"file": (c.file_name, c.content)}, data=_form(leaderboard, devices, mode)
+        )
+        receipt = SubmissionReceiptOut.model_validate(response.json())
+        return Submission(self, receipt.submission_id, receipt)
+
+    def submission(self, submission_id: int) -> Submission:
+        return Submission(self, submission_id)
+
+    def submissions(self, leaderboard: str | None = None, *, limit: int = 50) -> list[SubmissionSummaryOut]:
+        params = {"limit": limit, **({"leaderboard": leaderboard} if leaderboard else {})}
+        return [
+            SubmissionSummaryOut.model_validate(x)
+            for x in self._request("GET", "/me/submissions", params=params).json()
+        ]
+
+    def submit_many(
+        self,
+        candidates: Iterable[Candidate | str | Path | bytes | tuple[str, bytes]],
+        leaderboard: str | None = None,
+        devices: Sequence[str] | str | None = None,
+        mode: Mode | str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> list[SubmissionOut | ApiError]:
+        """Submit every candidate and return, in the same order, each one's result once all are done — or the
+        ``ApiError`` that refused it. A 429 (rate limit, pending-job quota) is waited out: the batch waits for its
+        oldest unfinished submission (or the Retry-After time) and tries again."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        items = [Candidate.of(c) for c in candidates]
+        handles: list[Submission | ApiError] = []
+        results: dict[int, SubmissionOut] = {}
+        for c in items:
+            while True:
+                try:
+                    handles.append(self.submit(c, leaderboard, devices, mode))
+                    break
+                except ApiError as exc:
+                    if exc.status != 429:
+                        handles.append(exc)
+                        break
+                    pending = [h for h in handles if isinstance(h, Submission) and h.id not in results]
+                    if pending:
+                        results[pending[0].id] = pending[0].wait(_left(deadline))
+                    else:
+                        time.sleep(min(exc.retry_after or 5.0, QUOTA_WAIT_MAX_S))
+        out: list[SubmissionOut | ApiError] = []
+        for h in handles:
+            if isinstance(h, ApiError):
+                out.append(h)
+            else:
+                out.append(results.get(h.id) or h.wait(_left(deadline)))
+        return out
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+# -- asynchronous --------------------------------------------------------------------------------------------------
+
+
+class AsyncSubmission:
+    def __init__(self, client: AsyncClient, submission_id: int, receipt: SubmissionReceiptOut | None = None) -> None:
+        self.client = client
+        self.id = submission_id
+        self.receipt = receipt
+
+    def __repr__(self) -> str:
+        return f"AsyncSubmission({self.id})"
+
+    async def result(self) -> SubmissionOut:
+        return await self.client._get(f"/submissions/{self.id}", SubmissionOut)
+
+    async def events(self) -> AsyncIterator[ProgressOut]:
+        """Its live progress until it is done, reconnecting like ``Submission.events``. Bound the wait with
+        ``asyncio.timeout(...)``."""
+        stream, failures = _Stream(), 0
+        url = f"{API_PREFIX}/submissions/{self.id}/events"
+        while stream.done is None:
+            try:
+                async with self.client.http.stream("GET", url, headers=stream.headers()) as response:
+                    if response.is_error:
+                        await response.aread()
+                        _check(response)
+                    parser = _SSE()
+                    async for line in response.aiter_lines():
+                        parsed = parser.feed(line)
+                        if parsed is not None:
+                            failures = 0
+                            update = stream.handle(*parsed)
+                            if update is not None:
+                                yield update
+            except httpx.TransportError as exc:
+                if failures >= MAX_RECONNECTS:
+                    raise _unreachable(self.client.server, exc) from None
+            if stream.done is None:
+                await asyncio.sleep(RECONNECT_S[min(failures, len(RECONNECT_S) - 1)])
+                failures += 1
+
+    async def wait(self) -> SubmissionOut:
+        """Follow it until it is done, then return its result (bound it with ``asyncio.timeout(...)``)."""
+        async for _ in self.events():
+            pass
+        return await self.result()
+
+    async def code(self) -> CodeOut:
+        return await self.client._get(f"/submissions/{self.id}/code", CodeOut)
+
+    async def cancel(self) -> str:
+        response = await self.client._request("DELETE", f"/submissions/{self.id}")
+        return str(response.json()["action"])
+
+
+class AsyncClient:
+    """The asynchronous client: the same methods as ``Client``, awaited."""
+
+    def __init__(
+        self,
+        server: str,
+        token: str | None = None,
+        *,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.server = server.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.AsyncClient(base_url=self.server, headers=headers, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return _check(await self.http.request(method, f"{API_PREFIX}{path}", **kwargs))
+        except httpx.TransportError as exc:
+            raise _unreachable(self.server, exc) from None
+
+    async def _get(self, path: str, model: type[M], **params: Any) -> M:
+        params = {k: v for k, v in params.items() if v is not None}
+        return model.model_validate((await self._request("GET", path, params=params)).json())
+
+    async def leaderboards(self) -> list[LeaderboardOut]:
+        return [LeaderboardOut.model_validate(x) for x in (await self._request("GET", "/leaderboards")).json()]
+
+    async def leaderboard(self, name: str) -> LeaderboardDetailOut:
+        return await self._get(f"/leaderboards/{name}", LeaderboardDetailOut)
+
+    async def rankings(
+        self, name: str, device: str | None = None, *, limit: int = 100, offset: int = 0, programs: bool | None = None
+    ) -> RankingOut:
+        return await self._get(
+            f"/leaderboards/{name}/rankings", RankingOut, device=device, limit=limit, offset=offset, programs=programs
+        )
+
+    async def me(self) -> MeOut:
+        return await self._get("/me", MeOut)
+
+    async def submit(
+        self,
+        file: Candidate | str | Path | bytes | tuple[str, bytes],
+        leaderboard: str | None = None,
+        devices: Sequence[str] | str | None = None,
+        mode: Mode | str | None = None,
+    ) -> AsyncSubmission:
+        c = Candidate.of(file)
+        response = await self._request(
+            "POST", "/submissions", files={"file": (c.file_name, c.content)}, data=_form(leaderboard, devices, mode)
+        )
+        receipt = SubmissionReceiptOut.model_validate(response.json())
+        return AsyncSubmission(self, receipt.submission_id, receipt)
+
+    async def submit_many(
+        self,
+        candidates: Iterable[Candidate | str | Path | bytes | tuple[str, bytes]],
+        leaderboard: str | None = None,
+        devices: Sequence[str] | str | None = None,
+        mode: Mode | str | None = None,
+    ) -> list[SubmissionOut | ApiError]:
+        """``Client.submit_many``, following every submission at once (bound it with ``asyncio.timeout(...)``)."""
+        items = [Candidate.of(c) for c in candidates]
+        handles: list[AsyncSubmission | ApiError] = []
+        waiting: dict[int, asyncio.Task[SubmissionOut]] = {}
+        try:
+            for c in items:
+                while True:
+                    try:
+                        sub = await self.submit(c, leaderboard, devices, mode)
+                        handles.append(sub)
+                        waiting[sub.id] = asyncio.ensure_future(sub.wait())
+                        break
+                    except ApiError as exc:
+                        if exc.status != 429:
+                            handles.append(exc)
+                            break
+                        unfinished = [t for t in waiting.values() if not t.done()]
+                        if unfinished:
+                            await asyncio.wait(unfinished, return_when=asyncio.FIRST_COMPLETED)
+                        else:
+                            await asyncio.sleep(min(exc.retry_after or 5.0, QUOTA_WAIT_MAX_S))
+            out: list[SubmissionOut | ApiError] = []
+            for h in handles:
+                out.append(h if isinstance(h, ApiError) else await waiting[h.id])
+            return out
+        finally:
+            for task in waiting.values():  # cancelled from outside (a timeout): leave nothing running
+                task.cancel()

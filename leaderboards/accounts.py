@@ -1,0 +1,211 @@
+"""Accounts and API tokens: create, list, revoke, and authenticate a token.
+
+A person has one user row whether they come from Discord, the CLI or the API. A token is random (256 bits),
+shown once and stored only as its SHA-256 (the token is high-entropy, so a plain fast hash is as good as a slow
+one and keeps a lookup to one indexed query); it carries scopes (``submit``, ``admin``), an optional expiry and a
+last-used time, and can be revoked. An account can be marked as a program (``is_program``): programs get their
+own rate limit and pending-job quota (``KERNELCUP_PROGRAM_*``) and rankings can leave them out.
+
+Who may create tokens is the surfaces' check: ``/token`` in Discord for oneself (submit scope only), ``kernelcup
+tokens`` in the server's shell for anyone (the way to the first admin token).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from leaderboards.errors import InvalidChange, InvalidToken, MissingScope, NotFound
+from leaderboards.models import ApiToken, User
+from leaderboards.results import NewToken, Principal, Scope, TokenView, UserRef, UserView
+from leaderboards.service_base import ServiceBase
+
+TOKEN_PREFIX = "kc_"
+TOKEN_BYTES = 32
+"""256 bits of randomness per token."""
+SHOWN_PREFIX = 10
+"""Characters of a token kept in clear to recognise it in a list (``kc_`` + 7: 42 bits, useless to guess with)."""
+LAST_USED_RESOLUTION_S = 60.0
+"""``last_used_at`` is written at most this often per token, so reading with a token costs no write each time."""
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def parse_expiry(text: str) -> timedelta | None:
+    """``90d``, ``12h``, ``30m``, ``2w`` (or a bare number of days) into a lifetime; ``never`` into None."""
+    text = text.strip().lower()
+    if text in ("never", "none", "0"):
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([mhdw]?)", text)
+    if match is None:
+        raise InvalidChange(f"{text!r} is not a lifetime; write it like 90d, 12h, 2w, or 'never'.", field="expires")
+    value, unit = float(match.group(1)), match.group(2) or "d"
+    unit_name = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]
+    return timedelta(**{unit_name: value})
+
+
+def _scopes(scopes: Iterable[Scope | str]) -> tuple[Scope, ...]:
+    chosen: list[Scope] = []
+    for scope in scopes:
+        try:
+            value = Scope(str(scope).strip().lower())
+        except ValueError:
+            known = ", ".join(s.value for s in Scope)
+            raise InvalidChange(f"Unknown scope {scope!r}; choose from: {known}.", field="scopes") from None
+        if value not in chosen:
+            chosen.append(value)
+    if not chosen:
+        raise InvalidChange("A token needs at least one scope (submit, admin).", field="scopes")
+    return tuple(chosen)
+
+
+class AccountsMixin(ServiceBase):
+    """Token functions of ``LeaderboardService``."""
+
+    def create_token(
+        self,
+        user: UserRef,
+        *,
+        name: str = "",
+        scopes: Iterable[Scope | str] = (Scope.SUBMIT,),
+        expires_in: timedelta | None = None,
+        never_expires: bool = False,
+        program: bool | None = None,
+        actor: str = "",
+    ) -> NewToken:
+        """A new token for ``user`` (created if unknown). ``expires_in`` defaults to ``KERNELCUP_TOKEN_EXPIRY_DAYS``;
+        ``program`` marks (True) or unmarks (False) the account as a program; None leaves it as it is."""
+        chosen = _scopes(scopes)
+        if Scope.ADMIN in chosen and Scope.SUBMIT not in chosen:
+            chosen = (Scope.SUBMIT, *chosen)  # an admin may do what any user may
+        now = self.clock()
+        if never_expires:
+            expires_at = None
+        elif expires_in is not None:
+            if expires_in <= timedelta(0):
+                raise InvalidChange("A token's lifetime must be positive.", field="expires")
+            expires_at = now + expires_in
+        else:
+            days = self.settings.token_expiry_days
+            expires_at = now + timedelta(days=days) if days else None
+        token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+        with self.db.transaction() as s:
+            u = self._user(s, user)
+            if program is not None and u.is_program != program:
+                u.is_program = program
+                self._audit(s, actor or "system", "mark_program" if program else "unmark_program", u.identity)
+            row = ApiToken(
+                user_id=u.id,
+                name=name[:100],
+                token_hash=hash_token(token),
+                prefix=token[:SHOWN_PREFIX],
+                scopes=[sc.value for sc in chosen],
+                created_by=(actor or user.identity)[:200],
+                created_at=now,
+                expires_at=expires_at,
+            )
+            s.add(row)
+            s.flush()
+            self._audit(s, actor or user.identity, "create_token", u.identity, token_id=row.id, scopes=row.scopes)
+            return NewToken(token=token, info=self._token_view(row, u))
+
+    def list_tokens(self, user: UserRef | None = None, *, include_revoked: bool = False) -> tuple[TokenView, ...]:
+        """Tokens of ``user`` (everyone's when None), newest first; revoked ones only when asked."""
+        with self.db.transaction() as s:
+            stmt = select(ApiToken, User).join(User, User.id == ApiToken.user_id).order_by(ApiToken.id.desc())
+            if user is not None:
+                stmt = stmt.where(User.identity == user.identity)
+            if not include_revoked:
+                stmt = stmt.where(ApiToken.revoked_at.is_(None))
+            return tuple(self._token_view(t, u) for t, u in s.execute(stmt).all())
+
+    def revoke_token(self, token_id: int, *, user: UserRef | None = None, actor: str = "") -> TokenView:
+        """Revoke a token at once. With ``user``, only one of theirs (another's is ``NotFound``, like a missing one)."""
+        with self.db.transaction() as s:
+            row = s.get(ApiToken, token_id, with_for_update={"of": ApiToken})
+            if row is None or (user is not None and row.user.identity != user.identity):
+                raise NotFound(f"There is no token #{token_id}{' of yours' if user is not None else ''}.")
+            if row.revoked_at is None:
+                row.revoked_at = self.clock()
+                self._audit(s, actor or "system", "revoke_token", row.user.identity, token_id=row.id)
+            s.flush()
+            return self._token_view(row, row.user)
+
+    def authenticate(self, token: str | None, scope: Scope | None = Scope.SUBMIT) -> Principal:
+        """Who ``token`` speaks for. ``InvalidToken`` when it is missing, unknown, expired or revoked (the message
+        says which and how to get a new one); ``MissingScope`` when it lacks ``scope``."""
+        if not token:
+            raise InvalidToken(
+                "This needs an API token: send 'Authorization: Bearer <token>'. Get one with /token in Discord, "
+                "or from an admin (kernelcup tokens create)."
+            )
+        now = self.clock()
+        with self.db.transaction() as s:
+            row = s.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token.strip())))
+            if row is None:
+                raise InvalidToken("This API token is not valid (mistyped, or deleted). Get a new one with /token.")
+            if row.revoked_at is not None:
+                raise InvalidToken(f"This API token was revoked on {row.revoked_at:%Y-%m-%d %H:%M} UTC. Get a new one.")
+            if row.expires_at is not None and row.expires_at <= now:
+                raise InvalidToken(f"This API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC. Get a new one.")
+            scopes = frozenset(Scope(v) for v in row.scopes if v in Scope._value2member_map_)
+            if scope is not None and scope not in scopes:
+                raise MissingScope(
+                    f"This API token may not do that: it needs the {scope.value!r} scope (it has: "
+                    f"{', '.join(sorted(scopes)) or 'none'})."
+                )
+            if row.last_used_at is None or (now - row.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_S:
+                s.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+            u = row.user
+            return Principal(
+                user=UserRef(name=u.name, discord_id=u.discord_id) if u.discord_id is not None else _local(u),
+                user_id=u.id,
+                is_program=u.is_program,
+                token_id=row.id,
+                scopes=scopes,
+                expires_at=row.expires_at,
+            )
+
+    def set_program(self, user: UserRef, program: bool, *, actor: str = "") -> UserView:
+        """Mark an account as a program (own limits, can be left out of rankings) or as a person again."""
+        with self.db.transaction() as s:
+            u = self._user(s, user)
+            u.is_program = program
+            self._audit(s, actor or "system", "mark_program" if program else "unmark_program", u.identity)
+            s.flush()
+            return UserView(u.id, u.name, u.identity, u.discord_id, u.is_banned, u.ban_reason, u.is_program)
+
+    @staticmethod
+    def _token_view(row: ApiToken, u: User) -> TokenView:
+        return TokenView(
+            token_id=row.id,
+            user_name=u.name,
+            identity=u.identity,
+            is_program=u.is_program,
+            name=row.name,
+            prefix=row.prefix,
+            scopes=tuple(Scope(v) for v in row.scopes if v in Scope._value2member_map_),
+            created_at=row.created_at,
+            created_by=row.created_by,
+            expires_at=row.expires_at,
+            last_used_at=row.last_used_at,
+            revoked_at=row.revoked_at,
+        )
+
+
+def _local(u: User) -> UserRef:
+    """The ``UserRef`` of a local account: its identity is ``local:<name>``, which its name may no longer spell
+    (names are display names), so the identity is what is kept."""
+    kind, _, rest = u.identity.partition(":")
+    return UserRef(name=rest if kind == "local" else u.identity)
+
+
+def expiry_text(when: datetime | None) -> str:
+    return "never" if when is None else f"{when:%Y-%m-%d %H:%M} UTC"

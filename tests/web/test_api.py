@@ -1,0 +1,180 @@
+"""The API as a competitor meets it: public reads, submitting, following, results, code, cancel and delete."""
+
+from __future__ import annotations
+
+import json
+
+from web_world import GOOD, World, error_of
+
+from runners.contract import Verdict
+from runners.launchers.fake import FakeLauncher, verdict_result
+
+
+def test_public_reads_need_no_token(world: World) -> None:
+    c = world.client
+    [board] = c.get("/api/v1/leaderboards").json()
+    assert board["name"] == "add" and board["devices"] == ["cpu", "H100"] and board["is_open"]
+    detail = c.get("/api/v1/leaderboards/add").json()
+    assert detail["languages"] == ["pytorch"] and detail["tests"] == [{"size": 3, "seed": 1}]
+    assert len(detail["benchmarks"]) == 2 and detail["ranking_by"] == "geom"
+    tpl = c.get("/api/v1/leaderboards/add/templates/pytorch").json()
+    assert tpl["file_name"] == "pytorch.py" and "custom_kernel" in tpl["content"]
+    ranking = c.get("/api/v1/leaderboards/add/rankings", params={"device": "h100"}).json()
+    assert ranking["device"] == "H100" and ranking["entries"] == [] and ranking["total"] == 0
+    assert c.get("/api/v1/leaderboards/add/history", params={"device": "cpu"}).json()["points"] == []
+
+
+def test_not_found_and_bad_parameters_have_the_one_shape(world: World) -> None:
+    c = world.client
+    r = c.get("/api/v1/leaderboards/nope")
+    assert r.status_code == 404 and error_of(r)["code"] == "leaderboard_not_found"
+    assert "Known leaderboards: add" in error_of(r)["message"]
+    r = c.get("/api/v1/leaderboards/add/rankings")
+    assert r.status_code == 422 and error_of(r) == {
+        "code": "device_not_allowed",
+        "message": "Leaderboard 'add' does not run on '(none given)'; choose one of: cpu, H100 (or 'all').",
+        "field": "devices",
+    }
+    r = c.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu", "limit": 5000})
+    assert r.status_code == 422 and error_of(r)["field"] == "limit"
+    r = c.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu", "limit": "many"})
+    assert r.status_code == 422 and error_of(r) == {
+        "code": "invalid_field",
+        "message": "limit: Input should be a valid integer, unable to parse string as an integer.",
+        "field": "limit",
+    }
+    r = c.get("/api/v1/leaderboards/add/templates/cobol")
+    assert r.status_code == 404 and "offers: pytorch" in error_of(r)["message"]
+    r = c.get("/nowhere")
+    assert r.status_code == 404 and error_of(r)["code"] == "not_found"
+    r = c.put("/api/v1/leaderboards")
+    assert r.status_code == 405 and error_of(r)["code"] == "method_not_allowed"
+
+
+def test_submit_follow_and_read_the_results(world: World) -> None:
+    r = world.submit(world.ann, devices="cpu,H100", mode="ranked")
+    assert r.status_code == 202, r.text
+    receipt = r.json()
+    sid = receipt["submission_id"]
+    assert [(j["device"], j["queue_position"]) for j in receipt["jobs"]] == [("cpu", 1), ("H100", 1)]
+    assert receipt["links"]["self"] == f"http://testserver/api/v1/submissions/{sid}"
+    assert r.headers["location"] == receipt["links"]["self"] and receipt["user_name"] == "ann"
+    queued = world.client.get(f"/api/v1/submissions/{sid}", headers=world.auth(world.ann)).json()
+    assert [j["status"] for j in queued["status"]["jobs"]] == ["queued", "queued"] and not queued["status"]["done"]
+
+    world.serve()
+    done = world.client.get(f"/api/v1/submissions/{sid}", headers=world.auth(world.ann)).json()
+    status = done["status"]
+    assert status["done"] and status["accepted"] and status["mode"] == "ranked"
+    cpu = status["jobs"][0]
+    assert cpu["verdict"] == "accepted" and cpu["secret_passed"] is True and cpu["rank"] == 1 and cpu["score_ns"]
+    [public_cpu, public_h100] = done["results"]
+    assert [t["verdict"] for t in public_cpu["result"]["tests"]] == ["accepted"]
+    assert public_cpu["result"]["benchmarks"][0]["stats"]["median_ns"] == 1000.0
+    assert public_cpu["speed_of_light"] == [None, None] and public_h100["device"] == "H100"
+    assert "code" not in done and done["code_sha256"]
+    ranking = world.client.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu"}).json()
+    assert [(e["rank"], e["user_name"], e["submission_id"]) for e in ranking["entries"]] == [(1, "ann", sid)]
+    points = world.client.get("/api/v1/leaderboards/add/history", params={"device": "cpu"}).json()["points"]
+    assert [p["score_ns"] for p in points] == [ranking["entries"][0]["score_ns"]]
+    code = world.client.get(f"/api/v1/submissions/{sid}/code", headers=world.auth(world.ann)).json()
+    assert code["code"] == GOOD.decode() and code["public"] is False
+
+
+def test_someone_elses_submission_is_a_404_like_a_missing_one(world: World) -> None:
+    sid = world.submit(world.ann).json()["submission_id"]
+    for path in ("", "/code", "/events"):
+        theirs = world.client.get(f"/api/v1/submissions/{sid}{path}", headers=world.auth(world.bob))
+        missing = world.client.get(f"/api/v1/submissions/999{path}", headers=world.auth(world.bob))
+        assert theirs.status_code == missing.status_code == 404
+        assert error_of(theirs)["code"] == error_of(missing)["code"] == "submission_not_found"
+    anonymous = world.client.get(f"/api/v1/submissions/{sid}/code")
+    assert anonymous.status_code == 404
+    r = world.client.delete(f"/api/v1/submissions/{sid}", headers=world.auth(world.bob))
+    assert r.status_code == 404
+    admin = world.client.get(f"/api/v1/submissions/{sid}", headers=world.auth(world.admin))
+    assert admin.status_code == 200 and admin.json()["status"]["user_name"] == "ann"
+
+
+def test_header_directives_and_flags(world: World) -> None:
+    code = b"#!POPCORN leaderboard add\n#!POPCORN gpu H100\n#!kernelcup mode benchmark\n" + GOOD
+    r = world.submit(world.ann, content=code, leaderboard=None, devices=None, mode=None)
+    assert r.status_code == 202, r.text
+    assert [j["device"] for j in r.json()["jobs"]] == ["H100"] and r.json()["mode"] == "benchmark"
+    r = world.submit(world.ann, content=code, leaderboard=None, devices="all", mode=None)
+    assert [j["device"] for j in r.json()["jobs"]] == ["cpu", "H100"]
+    r = world.client.post(
+        "/api/v1/submissions",
+        headers=world.auth(world.ann),
+        files={"file": ("k.py", GOOD)},
+        data={"leaderboard": "add", "devices": ["cpu", "H100"], "mode": "test"},
+    )
+    assert [j["device"] for j in r.json()["jobs"]] == ["cpu", "H100"]
+
+
+def test_cancel_while_queued_delete_when_finished(world: World) -> None:
+    queued = world.submit(world.ann).json()["submission_id"]
+    r = world.client.delete(f"/api/v1/submissions/{queued}", headers=world.auth(world.ann))
+    assert r.json() == {"submission_id": queued, "action": "cancelled"}
+    status = world.client.get(f"/api/v1/submissions/{queued}", headers=world.auth(world.ann)).json()["status"]
+    assert [j["status"] for j in status["jobs"]] == ["cancelled"]
+    ranked = world.submit(world.ann, mode="ranked").json()["submission_id"]
+    world.serve()
+    assert world.client.get("/api/v1/leaderboards/add/rankings?device=cpu").json()["total"] == 1
+    r = world.client.delete(f"/api/v1/submissions/{ranked}", headers=world.auth(world.ann))
+    assert r.json() == {"submission_id": ranked, "action": "deleted"}
+    assert world.client.get("/api/v1/leaderboards/add/rankings?device=cpu").json()["total"] == 0
+    assert world.client.get(f"/api/v1/submissions/{ranked}", headers=world.auth(world.ann)).status_code == 404
+
+
+def test_my_submissions_and_a_failed_run(world: World) -> None:
+    sid = world.submit(world.ann).json()["submission_id"]
+    world.serve(FakeLauncher(verdict_result(Verdict.WRONG_ANSWER, "mismatch at [3]")))
+    mine = world.client.get("/api/v1/me/submissions", headers=world.auth(world.ann)).json()
+    assert [(s["submission_id"], s["jobs"][0]["verdict"]) for s in mine] == [(sid, "wrong_answer")]
+    assert not mine[0]["jobs"][0]["accepted"] and mine[0]["jobs"][0]["finished"]
+    assert world.client.get("/api/v1/me/submissions", headers=world.auth(world.bob)).json() == []
+    body = world.client.get(f"/api/v1/submissions/{sid}", headers=world.auth(world.ann)).json()
+    assert body["results"][0]["result"]["message"] == "mismatch at [3]"
+
+
+def test_events_of_a_finished_submission(world: World) -> None:
+    sid = world.submit(world.ann).json()["submission_id"]
+    world.serve()
+    with world.client.stream("GET", f"/api/v1/submissions/{sid}/events", headers=world.auth(world.ann)) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        text = "".join(r.iter_text())
+    events = [block for block in text.split("\n\n") if block.startswith(("id:", "event:"))]
+    phases = [json.loads(b.split("data: ", 1)[1])["phase"] for b in events if "event: progress" in b]
+    assert phases == ["queued", "started", "testing", "done"]
+    assert events[0].startswith("id: ") and "event: done" in events[-1]
+    final = json.loads(events[-1].split("data: ", 1)[1])
+    assert final["done"] and final["accepted"]
+    last_id = events[1].split("\n")[0].removeprefix("id: ")
+    with world.client.stream(
+        "GET", f"/api/v1/submissions/{sid}/events", headers={**world.auth(world.ann), "Last-Event-ID": last_id}
+    ) as r:
+        resumed = "".join(r.iter_text())
+    assert [json.loads(b.split("data: ", 1)[1])["phase"] for b in resumed.split("\n\n") if "progress" in b] == [
+        "testing",
+        "done",
+    ]
+
+
+def test_a_fresh_ranking_is_served_from_the_cache_then_refreshed(world: World) -> None:
+    cache = world.client.app.state.rankings_cache  # type: ignore[attr-defined]
+    cache.ttl_s = 3600.0
+    url = "/api/v1/leaderboards/add/rankings?device=cpu"
+    assert world.client.get(url).json()["total"] == 0
+    world.submit(world.ann, mode="ranked")
+    world.serve()
+    first = world.client.get(url).json()
+    assert first["total"] == 1
+    world.submit(world.bob, mode="ranked")
+    world.serve(clear_cache=False)
+    assert world.client.get(url).json() == first  # still fresh: answered from memory, before routing
+    assert world.service.ranking("add", "cpu").total == 2
+    cache.ttl_s = 0.0
+    assert world.client.get(url).json()["total"] == 2
+    metrics = world.client.get("/metrics").text
+    assert 'route="/api/v1/leaderboards/{name}/rankings",status="200"} 4.0' in metrics

@@ -1,0 +1,78 @@
+"""The FastAPI application: the routes, the error shape, the body limit and the metrics, on one service.
+
+``create_app(service, settings)`` builds everything and connects nowhere (the service was opened by the composition
+root, ``kernelcup serve``). Routes are plain functions, so FastAPI runs them in its thread pool and the blocking
+service never runs on the event loop; the event stream is async and polls through ``asyncio.to_thread``.
+
+Pages (issue 14) mount beside ``/api`` on the same app: a router of Jinja2 views that call the same service.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from starlette.types import Scope
+
+from leaderboards.peaks import parse_peaks, peak_lookup
+from leaderboards.service import LeaderboardService
+from web import errors
+from web.cache import CachedReadsMiddleware, TTLCache
+from web.metrics import ApiMetrics, MetricsMiddleware
+from web.routes import admin, events, health, leaderboards, me, submissions
+from web.schemas import API_PREFIX
+from web.settings import WebSettings
+
+MULTIPART_ENVELOPE = 64 * 1024
+"""Room for the multipart headers and the other form fields around a submission's file."""
+
+DESCRIPTION = """\
+Submit GPU kernels to kernelcup's leaderboards and follow them, from a program or the `kernelcup` CLI.
+
+**Tokens.** Send `Authorization: Bearer <token>`. Get one with `/token` in Discord, or from an admin
+(`kernelcup tokens create NAME`). Public reads (leaderboards, rankings, history, templates) need none.
+
+**Errors** all have one shape: `{"error": {"code": "...", "message": "...", "field": ...}}`.
+"""
+
+
+def create_app(service: LeaderboardService, settings: WebSettings | None = None) -> FastAPI:
+    settings = settings or WebSettings(_env_file=None)  # type: ignore[call-arg]
+    app = FastAPI(
+        title="kernelcup API",
+        version="1",
+        description=DESCRIPTION,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    app.state.service = service
+    app.state.settings = settings
+    app.state.peak_for = peak_lookup(parse_peaks(settings.device_peaks))
+    app.state.rankings_cache = TTLCache(settings.rankings_cache_s)
+    app.state.metrics = metrics = ApiMetrics(service)
+    errors.install(app)
+    for module in (leaderboards, submissions, events, me, admin, health):
+        app.include_router(module.router)
+
+    upload_limit = service.settings.max_submission_bytes
+    upload_message = (
+        f"The upload is larger than the limit: submission files may be up to {upload_limit / 1024:.0f} KiB."
+    )
+    body_message = f"The request body is larger than {settings.max_body_bytes / 1024:.0f} KiB."
+
+    def limit_for(scope: Scope) -> tuple[int, str, str]:
+        if scope["path"] == f"{API_PREFIX}/submissions":
+            return upload_limit + MULTIPART_ENVELOPE, "file_too_large", upload_message
+        return settings.max_body_bytes, "body_too_large", body_message
+
+    # Outermost last: metrics see every request, a fresh cached ranking is answered before routing, errors turn
+    # what escaped into the error shape, the body limit stops an upload before the multipart parser reads it.
+    app.add_middleware(errors.BodyLimitMiddleware, limit_for=limit_for)
+    app.add_middleware(errors.ErrorMiddleware)
+    app.add_middleware(
+        CachedReadsMiddleware,
+        cache=app.state.rankings_cache,
+        pattern=leaderboards.RANKINGS_PATH,
+        route=leaderboards.RANKINGS_ROUTE,
+    )
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

@@ -1,0 +1,49 @@
+"""Who is asking: the bearer token of a request, checked by the service (``authenticate``).
+
+Dependencies are plain functions, so FastAPI runs them in its thread pool: the database lookup never blocks the
+event loop. A missing, unknown, expired or revoked token is a 401; a valid one without the scope a 403.
+"""
+
+from __future__ import annotations
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from leaderboards.results import Principal, Scope
+from leaderboards.service import LeaderboardService
+
+bearer = HTTPBearer(
+    auto_error=False,
+    description="An API token: `/token` in Discord, or `kernelcup tokens create NAME` on the server.",
+)
+
+
+async def service_of(request: Request) -> LeaderboardService:
+    """The service (a dependency; async because it only reads app state: no thread pool hop for it)."""
+    return _service(request)
+
+
+def _service(request: Request) -> LeaderboardService:
+    return request.app.state.service
+
+
+def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    return credentials.credentials if credentials is not None else None
+
+
+def submitter(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+    """A token with the ``submit`` scope (every account's token has it)."""
+    return _service(request).authenticate(_token(credentials), Scope.SUBMIT)
+
+
+def admin(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+    """A token with the ``admin`` scope."""
+    return _service(request).authenticate(_token(credentials), Scope.ADMIN)
+
+
+def maybe_user(
+    request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)
+) -> Principal | None:
+    """Whoever the token speaks for, or None without one (public reads); a bad token is still a 401."""
+    token = _token(credentials)
+    return None if token is None else _service(request).authenticate(token, None)

@@ -1,0 +1,217 @@
+"""``/api/v1/admin/…``: the operations of ``/admin`` in Discord, for a token with the ``admin`` scope. Every
+change is recorded in the audit log under the acting user and token (``Principal.actor``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from leaderboards.errors import InvalidChange
+from leaderboards.paths import inside
+from leaderboards.problems import load_problem
+from leaderboards.results import Principal, UserRef
+from leaderboards.service import LeaderboardService
+from leaderboards.sync import sync_problem_set
+from web.auth import admin, service_of
+from web.schemas import (
+    API_PREFIX,
+    BanIn,
+    CreateLeaderboardIn,
+    ErrorOut,
+    LeaderboardOut,
+    LeaderboardUpdateOut,
+    ProgramIn,
+    QueueStatsOut,
+    RateLimitIn,
+    StatsOut,
+    SyncIn,
+    SyncItemOut,
+    TokenOut,
+    UpdateLeaderboardIn,
+    UsageStatsOut,
+    UserOut,
+)
+
+router = APIRouter(
+    prefix=f"{API_PREFIX}/admin",
+    tags=["admin"],
+    responses={
+        401: {"model": ErrorOut, "description": "No valid token"},
+        403: {"model": ErrorOut, "description": "The token lacks the admin scope"},
+    },
+)
+
+
+@router.post("/sync", response_model=list[SyncItemOut], summary="Create/update leaderboards from a problem set")
+def sync(
+    request: Request, body: SyncIn, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> list[SyncItemOut]:
+    settings = request.app.state.settings
+    target = inside(settings.problems_dir, body.path or settings.problem_set)
+    items = sync_problem_set(service, target, force=body.force, actor=who.actor)
+    request.app.state.rankings_cache.clear()
+    return [SyncItemOut.model_validate(i) for i in items]
+
+
+@router.get("/leaderboards", response_model=list[LeaderboardOut], summary="Every leaderboard, hidden ones too")
+def all_leaderboards(
+    who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> list[LeaderboardOut]:
+    return [LeaderboardOut.model_validate(b) for b in service.list_leaderboards(include_hidden=True)]
+
+
+@router.post("/leaderboards", response_model=LeaderboardOut, status_code=201, summary="Create a leaderboard")
+def create_leaderboard(
+    request: Request,
+    body: CreateLeaderboardIn,
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> LeaderboardOut:
+    problem = load_problem(inside(request.app.state.settings.problems_dir, body.problem))
+    summary = service.create_leaderboard(
+        problem,
+        name=body.name,
+        deadline=_utc(body.deadline),
+        devices=body.devices,
+        creator=who.actor,
+        description=body.description,
+        visible=body.visible,
+        rate_limit_per_hour=body.rate_limit_per_hour,
+        code_public_after_deadline=body.code_public_after_deadline,
+    )
+    return LeaderboardOut.model_validate(summary)
+
+
+@router.patch("/leaderboards/{name}", response_model=LeaderboardUpdateOut, summary="Change a leaderboard")
+def update_leaderboard(
+    request: Request,
+    name: str,
+    body: UpdateLeaderboardIn,
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> LeaderboardUpdateOut:
+    problem = load_problem(inside(request.app.state.settings.problems_dir, body.problem)) if body.problem else None
+    result = service.update_leaderboard(
+        name,
+        problem=problem,
+        deadline=_utc(body.deadline) if body.deadline else None,
+        devices=body.devices,
+        description=body.description,
+        visible=body.visible,
+        code_public_after_deadline=body.code_public_after_deadline,
+        force=body.force,
+        actor=who.actor,
+    )
+    request.app.state.rankings_cache.clear()
+    return LeaderboardUpdateOut.model_validate(result)
+
+
+@router.delete("/leaderboards/{name}", summary="Delete a leaderboard with all its submissions")
+def delete_leaderboard(
+    request: Request,
+    name: str,
+    confirm: str = Query(..., description="The leaderboard's name again."),
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> dict[str, str]:
+    if confirm != name:
+        raise InvalidChange(f"Not deleted: pass confirm={name} to delete {name!r}.", field="confirm")
+    service.delete_leaderboard(name, actor=who.actor)
+    request.app.state.rankings_cache.clear()
+    return {"deleted": name}
+
+
+@router.post("/leaderboards/{name}/pause", response_model=LeaderboardOut, summary="Refuse new submissions")
+def pause(
+    name: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> LeaderboardOut:
+    return LeaderboardOut.model_validate(service.pause(name, actor=who.actor))
+
+
+@router.post("/leaderboards/{name}/resume", response_model=LeaderboardOut, summary="Accept submissions again")
+def resume(
+    name: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> LeaderboardOut:
+    return LeaderboardOut.model_validate(service.resume(name, actor=who.actor))
+
+
+@router.put("/leaderboards/{name}/rate-limit", response_model=LeaderboardOut, summary="Submissions per user per hour")
+def rate_limit(
+    name: str, body: RateLimitIn, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> LeaderboardOut:
+    return LeaderboardOut.model_validate(service.set_rate_limit(name, body.per_hour, actor=who.actor))
+
+
+@router.put("/users/{user}/ban", response_model=UserOut, summary="Ban a user (discord:ID or a local name)")
+def ban(
+    request: Request,
+    user: str,
+    body: BanIn,
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> UserOut:
+    view = service.ban_user(UserRef.parse(user), reason=body.reason, actor=who.actor)
+    request.app.state.rankings_cache.clear()
+    return UserOut.model_validate(view)
+
+
+@router.delete("/users/{user}/ban", response_model=UserOut, summary="Lift a ban")
+def unban(
+    request: Request, user: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> UserOut:
+    view = service.unban_user(UserRef.parse(user), actor=who.actor)
+    request.app.state.rankings_cache.clear()
+    return UserOut.model_validate(view)
+
+
+@router.put("/users/{user}/program", response_model=UserOut, summary="Mark an account as a program, or not")
+def program(
+    user: str, body: ProgramIn, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> UserOut:
+    return UserOut.model_validate(service.set_program(UserRef.parse(user), body.program, actor=who.actor))
+
+
+@router.delete("/submissions/{submission_id}", summary="Delete a submission (it leaves every ranking)")
+def delete_submission(
+    request: Request,
+    submission_id: int,
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> dict[str, object]:
+    service.delete_submission(submission_id, actor=who.actor)
+    request.app.state.rankings_cache.clear()
+    return {"submission_id": submission_id, "action": "deleted"}
+
+
+@router.get("/stats", response_model=StatsOut, summary="The queue, the workers and usage")
+def stats(
+    days: int | None = Query(None, ge=1, le=3650, description="Usage of the last N days (default: all time)."),
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> StatsOut:
+    since = datetime.now(UTC) - timedelta(days=days) if days is not None else None
+    return StatsOut(
+        queue=QueueStatsOut.model_validate(service.queue_stats()),
+        usage=UsageStatsOut.model_validate(service.usage_stats(since)),
+    )
+
+
+@router.get("/tokens", response_model=list[TokenOut], summary="Every token (never the tokens themselves)")
+def tokens(
+    revoked: bool = Query(False, description="Include revoked tokens."),
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> list[TokenOut]:
+    return [TokenOut.model_validate(t) for t in service.list_tokens(include_revoked=revoked)]
+
+
+@router.delete("/tokens/{token_id}", response_model=TokenOut, summary="Revoke any token")
+def revoke(
+    token_id: int, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> TokenOut:
+    return TokenOut.model_validate(service.revoke_token(token_id, actor=who.actor))
+
+
+def _utc(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when

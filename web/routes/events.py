@@ -1,0 +1,101 @@
+"""``GET /api/v1/submissions/{id}/events``: a submission's live progress as Server-Sent Events.
+
+Events: ``progress`` (data: ``ProgressOut``; stored events carry an ``id:`` so a client that reconnects with
+``Last-Event-ID`` resumes after it), ``done`` (data: ``SubmissionStatusOut``, the last event), ``timeout`` and
+``error`` (data: the error shape). A comment line keeps an idle connection open. The stream is the core's one
+follower (``service.follow_async``); a client that disconnects cancels it, and nothing is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from leaderboards.db import is_unavailable
+from leaderboards.errors import KernelcupError
+from leaderboards.events import FollowTimeout
+from leaderboards.results import Principal
+from leaderboards.service import LeaderboardService
+from web.auth import service_of, submitter
+from web.errors import UNAVAILABLE
+from web.routes.submissions import ERRORS
+from web.schemas import API_PREFIX, ProgressOut, SubmissionStatusOut
+
+router = APIRouter(prefix=API_PREFIX, tags=["submissions"])
+log = logging.getLogger(__name__)
+
+RETRY_MS = 2000
+"""How long a client waits before reconnecting (the ``retry:`` field)."""
+
+
+def sse(event: str, data: str, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {data}\n\n"
+
+
+def _error(code: str, message: str) -> str:
+    return sse("error", json.dumps({"error": {"code": code, "message": message, "field": None}}))
+
+
+@router.get(
+    "/submissions/{submission_id}/events",
+    responses={**ERRORS, 200: {"content": {"text/event-stream": {}}, "description": "The event stream"}},
+    summary="Live progress (Server-Sent Events)",
+)
+def events(
+    request: Request,
+    submission_id: int,
+    after: int = Query(0, ge=0, description="Resume after this event id (or send Last-Event-ID)."),
+    last_event_id: str | None = Header(None, alias="Last-Event-ID"),
+    who: Principal = Depends(submitter),
+    service: LeaderboardService = Depends(service_of),
+) -> StreamingResponse:
+    service.submission_status_of(submission_id, who.user, admin=who.is_admin)  # 404 before the stream opens
+    resume = int(last_event_id) if last_event_id and last_event_id.strip().isdigit() else after
+    settings = request.app.state.settings
+    metrics = request.app.state.metrics
+
+    async def stream() -> AsyncIterator[str]:
+        metrics.stream_opened()
+        loop = asyncio.get_running_loop()
+        quiet_since = loop.time()
+        try:
+            yield f"retry: {RETRY_MS}\n\n"
+            async for progress in service.follow_async(
+                submission_id, poll_s=settings.sse_poll_s, timeout_s=settings.sse_timeout_s, after_id=resume
+            ):
+                for update in progress.updates:
+                    yield sse("progress", ProgressOut.model_validate(update).model_dump_json(), update.event_id)
+                    quiet_since = loop.time()
+                if progress.done:
+                    status = await asyncio.to_thread(
+                        service.submission_status_of, submission_id, who.user, admin=who.is_admin
+                    )
+                    yield sse("done", SubmissionStatusOut.model_validate(status).model_dump_json())
+                    return
+                if loop.time() - quiet_since >= settings.sse_keepalive_s:
+                    yield ": keep-alive\n\n"
+                    quiet_since = loop.time()
+        except FollowTimeout as exc:
+            yield sse("timeout", json.dumps({"error": {"code": exc.code, "message": exc.message, "field": None}}))
+        except KernelcupError as exc:
+            yield _error(exc.code, exc.message)
+        except Exception as exc:
+            if not is_unavailable(exc):
+                log.error("event stream of submission %s failed", submission_id, exc_info=exc)
+                yield _error("internal_error", "The event stream failed on our side; reconnect to resume.")
+            else:
+                yield _error("database_unavailable", UNAVAILABLE)
+        finally:
+            metrics.stream_closed()
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,91 @@
+"""Public reads: leaderboards, their tasks and templates, rankings and score history. No token needed."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from leaderboards.errors import UserError
+from leaderboards.service import LeaderboardService
+from web.auth import service_of
+from web.cache import read_key
+from web.schemas import (
+    API_PREFIX,
+    HistoryOut,
+    HistoryPoint,
+    LeaderboardDetailOut,
+    LeaderboardOut,
+    RankingOut,
+    TemplateOut,
+)
+
+router = APIRouter(prefix=API_PREFIX, tags=["leaderboards"])
+
+
+@router.get("/leaderboards", response_model=list[LeaderboardOut], summary="Every visible leaderboard")
+def list_leaderboards(service: LeaderboardService = Depends(service_of)) -> list[LeaderboardOut]:
+    return [LeaderboardOut.model_validate(b) for b in service.list_leaderboards()]
+
+
+@router.get("/leaderboards/{name}", response_model=LeaderboardDetailOut, summary="A leaderboard and its task")
+def get_leaderboard(name: str, service: LeaderboardService = Depends(service_of)) -> LeaderboardDetailOut:
+    summary = service.leaderboard(name)
+    task = service.task(name)
+    return LeaderboardDetailOut(
+        **LeaderboardOut.model_validate(summary).model_dump(),
+        languages=tuple(sorted(task.templates)),
+        template_files=task.template_files,
+        tests=task.tests,
+        benchmarks=task.benchmarks,
+    )
+
+
+@router.get("/leaderboards/{name}/templates/{language}", response_model=TemplateOut, summary="A starter file")
+def get_template(name: str, language: str, service: LeaderboardService = Depends(service_of)) -> TemplateOut:
+    return TemplateOut.model_validate(service.template(name, language))
+
+
+RANKINGS_ROUTE = f"{API_PREFIX}/leaderboards/{{name}}/rankings"
+RANKINGS_PATH = re.compile(rf"^{API_PREFIX}/leaderboards/[^/]+/rankings$")
+
+
+@router.get("/leaderboards/{name}/rankings", response_model=RankingOut, summary="The ranking on one device")
+async def get_rankings(
+    request: Request,
+    name: str,
+    device: str | None = Query(None, description="Required when the leaderboard has several devices."),
+    limit: int = Query(100, ge=1, description="Rows per page (at most KERNELCUP_API_MAX_RANKINGS_LIMIT)."),
+    offset: int = Query(0, ge=0),
+    programs: bool | None = Query(None, description="Include program accounts (default: the server's setting)."),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    most = request.app.state.settings.max_rankings_limit
+    if limit > most:
+        raise UserError(f"limit is at most {most}; page with offset.", code="invalid_field", field="limit")
+    # The busiest public read: its JSON is cached (serialised once), answered on the event loop while fresh, else
+    # computed through a thread (the service blocks).
+    cache = request.app.state.rankings_cache
+    key = read_key(request.scope)  # the key CachedReadsMiddleware answers from before routing
+    body = cache.fresh(key)
+    if body is None:
+
+        def compute() -> bytes:
+            ranking = service.ranking(name, device, limit, offset=offset, programs=programs)
+            return RankingOut.model_validate(ranking).model_dump_json().encode()
+
+        body = await asyncio.to_thread(cache.get, key, compute)
+    return Response(body, media_type="application/json")
+
+
+@router.get("/leaderboards/{name}/history", response_model=HistoryOut, summary="Best score over time")
+def get_history(
+    name: str, device: str | None = Query(None), service: LeaderboardService = Depends(service_of)
+) -> HistoryOut:
+    points = service.score_history(name, device)  # checks the device (and that there is one to default to)
+    devices = service.leaderboard(name).devices
+    dev = next((d for d in devices if device and d.lower() == device.strip().lower()), devices[0])
+    return HistoryOut(
+        leaderboard=name, device=dev, points=tuple(HistoryPoint(submitted_at=t, score_ns=v) for t, v in points)
+    )

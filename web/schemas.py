@@ -1,0 +1,353 @@
+"""The API's JSON shapes (pydantic), shared with ``kernelcup.client``: what the server sends is what the client
+parses. No FastAPI here, so the client imports it without the server's dependencies.
+
+Field names are the service's (``leaderboards.results``), so a view converts with ``Model.model_validate(view)``
+(``from_attributes``) and the CLI renders an API answer with the same code as a local one. A few extras exist only
+here: links to follow a submission, the speed-of-light share of each benchmark, the template languages.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from leaderboards.results import JobStatus, Scope
+from runners.contract import Mode, RunResult, Verdict
+
+API_PREFIX = "/api/v1"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(from_attributes=True, frozen=True)
+
+
+# -- errors ------------------------------------------------------------------------------------------------------
+
+
+class ErrorBody(Model):
+    code: str = Field(description="A stable name of the error, e.g. file_too_large, leaderboard_closed.")
+    message: str = Field(description="What went wrong and how to fix it, for people.")
+    field: str | None = Field(default=None, description="The request field the error is about, where one is.")
+
+
+class ErrorOut(Model):
+    error: ErrorBody
+
+
+# -- leaderboards ------------------------------------------------------------------------------------------------
+
+
+class LeaderboardOut(Model):
+    name: str
+    description: str
+    lang: str
+    deadline: datetime
+    devices: tuple[str, ...]
+    ranking_by: str
+    is_open: bool
+    paused: bool
+    visible: bool
+    submissions: int
+    created_at: datetime
+    rate_limit_per_hour: int | None = None
+    problem: str = ""
+    code_public_after_deadline: bool = False
+
+
+class LeaderboardDetailOut(LeaderboardOut):
+    languages: tuple[str, ...] = Field(description="Template languages: GET .../templates/{language}.")
+    template_files: dict[str, str] = Field(description="The file name of each template, by language.")
+    tests: tuple[dict[str, Any], ...]
+    benchmarks: tuple[dict[str, Any], ...]
+
+
+class TemplateOut(Model):
+    leaderboard: str
+    language: str
+    file_name: str
+    content: str
+
+
+class RankingEntryOut(Model):
+    rank: int
+    user_name: str
+    submission_id: int
+    file_name: str
+    score_ns: float
+    submitted_at: datetime
+    is_program: bool = False
+
+
+class RankingOut(Model):
+    leaderboard: str
+    device: str
+    ranking_by: str
+    entries: tuple[RankingEntryOut, ...]
+    total: int = Field(description="How many are ranked (entries are one page of them).")
+    programs: bool = Field(description="Whether program accounts' entries are included.")
+    offset: int = 0
+
+
+class HistoryPoint(Model):
+    submitted_at: datetime
+    score_ns: float
+
+
+class HistoryOut(Model):
+    leaderboard: str
+    device: str
+    points: tuple[HistoryPoint, ...] = Field(description="Every eligible ranked score, oldest first.")
+
+
+# -- submissions -------------------------------------------------------------------------------------------------
+
+
+class SubmissionLinks(Model):
+    self: str
+    events: str = Field(description="Server-Sent Events: live progress until the submission is done.")
+    code: str
+
+
+class JobReceiptOut(Model):
+    job_id: int
+    device: str
+    queue_position: int | None
+
+
+class SubmissionReceiptOut(Model):
+    submission_id: int
+    leaderboard: str
+    user_name: str
+    file_name: str
+    mode: Mode
+    created_at: datetime
+    jobs: tuple[JobReceiptOut, ...]
+    links: SubmissionLinks
+
+
+class JobEventOut(Model):
+    phase: str
+    detail: str
+    created_at: datetime
+
+
+class JobOut(Model):
+    job_id: int
+    device: str
+    status: JobStatus
+    verdict: Verdict | None
+    attempts: int
+    max_attempts: int
+    error: str | None
+    queue_position: int | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    score_ns: float | None = Field(description="The public run's score (ns, lower is better).")
+    public_passed: bool | None
+    secret_passed: bool | None = Field(description="Ranked: whether the secret-seed run passed (nothing more).")
+    rank: int | None = Field(description="Its rank on this device while it is the user's best.")
+    events: tuple[JobEventOut, ...] = ()
+    finished: bool
+    accepted: bool
+
+
+class SubmissionStatusOut(Model):
+    submission_id: int
+    leaderboard: str
+    user_name: str
+    file_name: str
+    mode: Mode
+    created_at: datetime
+    deleted: bool
+    jobs: tuple[JobOut, ...]
+    done: bool
+    accepted: bool
+
+
+class PublicResultOut(Model):
+    device: str
+    result: RunResult = Field(description="The public run: per-test verdicts, per-benchmark statistics, logs.")
+    speed_of_light: tuple[float | None, ...] = Field(
+        default=(), description="Per benchmark, the fraction of the device's roofline bound reached (None: unknown)."
+    )
+
+
+class SubmissionOut(Model):
+    status: SubmissionStatusOut
+    code_sha256: str
+    results: tuple[PublicResultOut, ...]
+    links: SubmissionLinks
+
+    @property
+    def accepted(self) -> bool:
+        return self.status.accepted
+
+
+class SubmissionSummaryOut(Model):
+    submission_id: int
+    leaderboard: str
+    file_name: str
+    mode: Mode
+    created_at: datetime
+    jobs: tuple[JobOut, ...]
+
+
+class CodeOut(Model):
+    submission_id: int
+    leaderboard: str
+    user_name: str
+    file_name: str
+    code: str
+    code_sha256: str
+    public: bool
+
+
+class ProgressOut(Model):
+    """One ``progress`` event of a submission's event stream."""
+
+    job_id: int
+    device: str
+    phase: str
+    detail: str
+    created_at: datetime | None
+    event_id: int | None
+
+
+# -- accounts ----------------------------------------------------------------------------------------------------
+
+
+class MeOut(Model):
+    user_name: str
+    identity: str
+    is_program: bool
+    token_id: int
+    scopes: tuple[Scope, ...]
+    token_expires_at: datetime | None
+
+
+class TokenOut(Model):
+    token_id: int
+    user_name: str
+    identity: str
+    is_program: bool
+    name: str
+    prefix: str
+    scopes: tuple[Scope, ...]
+    created_at: datetime
+    created_by: str
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class NewTokenOut(Model):
+    token: str = Field(description="Shown this once; only its hash is kept.")
+    info: TokenOut
+
+
+class NewTokenIn(Model):
+    name: str = Field(default="", max_length=100)
+    expires: str = Field(default="90d", description="Lifetime like 90d, 12h, 2w, or 'never'.")
+
+
+# -- admin -------------------------------------------------------------------------------------------------------
+
+
+class SyncIn(Model):
+    path: str | None = Field(default=None, description="A problem-set file inside the server's problems folder.")
+    force: bool = False
+
+
+class SyncItemOut(Model):
+    leaderboard: str
+    action: str
+    changed: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    ranking_reset: bool = False
+
+
+class CreateLeaderboardIn(Model):
+    problem: str = Field(description="A problem folder inside the server's problems folder.")
+    deadline: datetime
+    devices: tuple[str, ...] = Field(min_length=1)
+    name: str | None = None
+    description: str | None = None
+    visible: bool = True
+    rate_limit_per_hour: int | None = Field(default=None, ge=1)
+    code_public_after_deadline: bool = False
+
+
+class UpdateLeaderboardIn(Model):
+    problem: str | None = None
+    deadline: datetime | None = None
+    devices: tuple[str, ...] | None = None
+    description: str | None = None
+    visible: bool | None = None
+    code_public_after_deadline: bool | None = None
+    force: bool = False
+
+
+class LeaderboardUpdateOut(Model):
+    leaderboard: LeaderboardOut
+    changed: tuple[str, ...]
+    ranking_reset: bool
+
+
+class RateLimitIn(Model):
+    per_hour: int | None = Field(default=None, ge=1, description="None: the server-wide default.")
+
+
+class BanIn(Model):
+    reason: str = Field(default="", max_length=500)
+
+
+class ProgramIn(Model):
+    program: bool
+
+
+class UserOut(Model):
+    user_id: int
+    name: str
+    identity: str
+    is_banned: bool
+    ban_reason: str | None
+    is_program: bool
+
+
+class WorkerOut(Model):
+    worker_id: str
+    hostname: str
+    devices: tuple[str, ...]
+    heartbeat_at: datetime
+
+
+class QueueStatsOut(Model):
+    jobs: dict[str, dict[str, int]]
+    oldest_queued_at: datetime | None
+    workers: tuple[WorkerOut, ...]
+
+
+class UsageStatsOut(Model):
+    since: datetime | None
+    submissions: int
+    users: int
+    by_leaderboard: dict[str, int]
+    by_mode: dict[str, int]
+    runs_seconds: float
+
+
+class StatsOut(Model):
+    queue: QueueStatsOut
+    usage: UsageStatsOut
+
+
+class ReadinessOut(Model):
+    ready: bool
+    database: str
+    schema_: str = Field(alias="schema")
+    devices_without_worker: tuple[str, ...]
+
+    model_config = ConfigDict(from_attributes=True, frozen=True, populate_by_name=True)

@@ -1,0 +1,47 @@
+"""Settings of the HTTP API (``KERNELCUP_API_*``): read by ``kernelcup serve``, passed to ``create_app``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class WebSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KERNELCUP_API_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    public_url: str | None = Field(
+        default=None,
+        description="The URL people reach the API at (behind a proxy); unset: taken from each request.",
+    )
+    workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes of `kernelcup serve`.")
+    problems_dir: Path = Field(
+        default=Path("problems"), description="The problems folder; admin sync and create only read paths inside it."
+    )
+    problem_set: str = Field(default="starter.yaml", description="The problem set admin sync uses by default.")
+    sse_poll_s: float = Field(default=0.5, gt=0, description="How often an event stream looks for progress.")
+    sse_keepalive_s: float = Field(default=15.0, gt=0, description="Comment line sent on an idle event stream.")
+    sse_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="Longest life of one event stream.")
+    max_rankings_limit: int = Field(default=1000, ge=1, description="Most ranking rows one request may ask for.")
+    rankings_cache_s: float = Field(
+        default=1.0, ge=0, description="How long a ranking page is served from memory (0: never cached)."
+    )
+    device_peaks: dict[str, str] = Field(
+        default_factory=dict,
+        description='Peaks for speed of light, JSON: {"H100": "3.35e12,989e12"} (bytes/s[,FLOP/s]); '
+        "datasheet bandwidths of common GPUs are built in.",
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024, gt=0, description="Largest request body other than a submission upload."
+    )
+
+    @field_validator("device_peaks")
+    @classmethod
+    def _peaks_parse(cls, value: dict[str, str]) -> dict[str, str]:
+        from leaderboards.peaks import parse_peaks
+
+        parse_peaks(value)  # a ValueError names the device and the expected form
+        return value
