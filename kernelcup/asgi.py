@@ -8,9 +8,11 @@ from fastapi import FastAPI
 
 def create() -> FastAPI:
     from kernelcup.settings import load
-    from kernelcup.wiring import open_platform
+    from kernelcup.wiring import device_check, open_platform, reference_check
     from web.app import create_app
     from web.settings import WebSettings
 
     platform = open_platform(migrate=False)
-    return create_app(platform.service, load(WebSettings))
+    return create_app(
+        platform.service, load(WebSettings), reference_check=reference_check, device_check=device_check()
+    )

@@ -9,11 +9,15 @@ Pages (issue 14) mount beside ``/api`` on the same app: a router of Jinja2 views
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import FastAPI
 from starlette.types import Scope
 
 from leaderboards.peaks import parse_peaks, peak_lookup
+from leaderboards.problem_rules import DeviceCheck
 from leaderboards.service import LeaderboardService
+from leaderboards.sync import ReferenceCheck
 from web import errors
 from web.cache import CachedReadsMiddleware, TTLCache
 from web.metrics import ApiMetrics, MetricsMiddleware
@@ -34,7 +38,16 @@ Submit GPU kernels to kernelcup's leaderboards and follow them, from a program o
 """
 
 
-def create_app(service: LeaderboardService, settings: WebSettings | None = None) -> FastAPI:
+def create_app(
+    service: LeaderboardService,
+    settings: WebSettings | None = None,
+    *,
+    reference_check: Callable[[], ReferenceCheck] | None = None,
+    device_check: DeviceCheck | None = None,
+) -> FastAPI:
+    """``reference_check`` and ``device_check`` are what ``POST /api/v1/admin/sync`` checks a problem set with, as
+    ``kernelcup problems sync`` and ``/admin sync`` do (the composition root passes them; without them sync makes
+    the checks that need neither)."""
     settings = settings or WebSettings(_env_file=None)  # type: ignore[call-arg]
     app = FastAPI(
         title="kernelcup API",
@@ -46,6 +59,8 @@ def create_app(service: LeaderboardService, settings: WebSettings | None = None)
     )
     app.state.service = service
     app.state.settings = settings
+    app.state.reference_check = reference_check
+    app.state.device_check = device_check
     app.state.peak_for = peak_lookup(parse_peaks(settings.device_peaks))
     app.state.rankings_cache = TTLCache(settings.rankings_cache_s)
     app.state.metrics = metrics = ApiMetrics(service)

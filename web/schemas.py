@@ -259,6 +259,9 @@ class NewTokenIn(Model):
 class SyncIn(Model):
     path: str | None = Field(default=None, description="A problem-set file inside the server's problems folder.")
     force: bool = False
+    skip_run: bool = Field(
+        default=False, description="Do not run new or changed problems' references first (they are by default)."
+    )
 
 
 class SyncItemOut(Model):
@@ -267,6 +270,13 @@ class SyncItemOut(Model):
     changed: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     ranking_reset: bool = False
+
+
+class SyncReportOut(Model):
+    items: list[SyncItemOut]
+    applied: bool = Field(description="False when an entry needs force: then nothing was applied.")
+    warnings: tuple[str, ...] = ()
+    checked: tuple[str, ...] = Field(default=(), description="Problems whose reference was run first.")
 
 
 class CreateLeaderboardIn(Model):

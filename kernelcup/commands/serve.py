@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         from kernelcup.commands.worker import setup_logging
         from kernelcup.inprocess import InProcessWorker
         from kernelcup.settings import load
-        from kernelcup.wiring import LAUNCHER_CHOICES, open_platform, serving_worker
+        from kernelcup.wiring import LAUNCHER_CHOICES, device_check, open_platform, reference_check, serving_worker
         from leaderboards.worker import WorkerSettings
         from web.app import create_app
         from web.settings import WebSettings
@@ -88,7 +88,10 @@ def register(app: typer.Typer) -> None:
                 previous = {sig: signal.signal(sig, lambda s, _f: stopped_by.append(s)) for sig in STOP_SIGNALS}
                 try:
                     if settings.workers == 1:
-                        uvicorn.run(create_app(platform.service, settings), **common)
+                        app = create_app(
+                            platform.service, settings, reference_check=reference_check, device_check=device_check()
+                        )
+                        uvicorn.run(app, **common)
                     else:
                         if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # one /metrics over every process
                             metrics_dir = tempfile.mkdtemp(prefix="kernelcup-metrics-")

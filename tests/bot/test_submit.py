@@ -434,6 +434,7 @@ async def test_the_files_header_directives_name_what_the_options_leave_out(world
     code = b"#!POPCORN leaderboard addone\n#!POPCORN gpu H100\n#!kernelcup mode benchmark\n" + GOOD
     result = await submit(world, world.alice, file=("kernel.py", code), leaderboard=None, mode=None, device=None)
     [status] = result.followups
-    assert "→ **addone** · benchmark" in status.content and "**H100**: queued" in status.content
+    assert "→ **addone** · benchmark" in status.content and "**H100**" in status.content
+    assert "**cpu**" not in status.content
     result = await submit(world, world.alice, file=("kernel.py", code), leaderboard=None, mode="test", device="all")
     assert "· test ·" in result.followups[0].content and "**cpu**" in result.followups[0].content

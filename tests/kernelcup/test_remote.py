@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import socket
 import stat
 import subprocess
@@ -77,12 +78,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("remote")
     write_problem(root / "problems", "add")
     write_problem(root / "problems", "multi")
+    shutil.copytree(REPO / "problems" / "vectoradd", root / "problems" / "vectoradd")
     write_problem_set(
         root / "problems",
         [
             {"directory": "add", "deadline": "2099-01-01", "devices": ["cpu"]},
             {"directory": "multi", "deadline": "2099-01-01", "devices": ["cpu", "H100"]},
-            {"directory": str(REPO / "problems" / "vectoradd"), "deadline": "2099-01-01", "devices": ["H100"]},
+            {"directory": "vectoradd", "deadline": "2099-01-01", "devices": ["H100"]},
         ],
         name="starter",
     )
@@ -92,10 +94,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "KERNELCUP_API_SSE_POLL_S": "0.05",
         "KERNELCUP_API_SSE_KEEPALIVE_S": "0.5",
         "KERNELCUP_API_RANKINGS_CACHE_S": "0",
+        # each test here submits the same solution again: every one is a run of its own, within no hourly limit
+        "KERNELCUP_DUPLICATE_WINDOW_S": "0",
+        "KERNELCUP_RATE_LIMIT_PER_HOUR": "none",
+        "KERNELCUP_RANKED_RATE_LIMIT_PER_HOUR": "none",
         "KERNELCUP_PROGRAM_MAX_PENDING_JOBS": "2",
         "KERNELCUP_API_PROBLEMS_DIR": str(root / "problems"),
     }
-    settings = CoreSettings(_env_file=None, data_dir=root / "data")
+    settings = CoreSettings(
+        _env_file=None,
+        data_dir=root / "data",
+        duplicate_window_s=0,
+        rate_limit_per_hour=None,
+        ranked_rate_limit_per_hour=None,
+    )
     service = LeaderboardService(open_database(settings), settings)
     from leaderboards.sync import sync_problem_set
 

@@ -56,7 +56,11 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
 
 @pytest.fixture
 def core_settings(tmp_path: Path) -> CoreSettings:
-    return CoreSettings(_env_file=None, database_url=None, data_dir=tmp_path / "data", rate_limit_per_hour=None)
+    # Duplicates (the same file again answers with the earlier submission) have their own tests; here each
+    # request is a submission of its own.
+    return CoreSettings(
+        _env_file=None, database_url=None, data_dir=tmp_path / "data", rate_limit_per_hour=None, duplicate_window_s=0
+    )
 
 
 @pytest.fixture

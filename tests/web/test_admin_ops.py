@@ -27,9 +27,10 @@ def test_admin_operations_are_recorded_with_the_acting_user(world: World) -> Non
     write_problem(world.problems, "mul")
     write_problem_set(world.problems, [{"directory": "mul", "deadline": "2099-01-01", "devices": ["cpu"]}], name="s")
     r = c.post("/api/v1/admin/sync", headers=admin, json={"path": "s.yaml"})
-    assert r.json() == [
+    assert r.json()["items"] == [
         {"leaderboard": "mul", "action": "created", "changed": [], "reasons": [], "ranking_reset": False}
     ]
+    assert r.json()["applied"] is True
     r = c.post("/api/v1/admin/sync", headers=admin, json={"path": "../../etc/passwd"})
     assert r.status_code == 422 and "outside the problems folder" in error_of(r)["message"]
     r = c.post(

@@ -27,6 +27,7 @@ from web.schemas import (
     StatsOut,
     SyncIn,
     SyncItemOut,
+    SyncReportOut,
     TokenOut,
     UpdateLeaderboardIn,
     UsageStatsOut,
@@ -43,15 +44,25 @@ router = APIRouter(
 )
 
 
-@router.post("/sync", response_model=list[SyncItemOut], summary="Create/update leaderboards from a problem set")
+@router.post("/sync", response_model=SyncReportOut, summary="Create/update leaderboards from a problem set")
 def sync(
     request: Request, body: SyncIn, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
-) -> list[SyncItemOut]:
-    settings = request.app.state.settings
-    target = inside(settings.problems_dir, body.path or settings.problem_set)
-    items = sync_problem_set(service, target, force=body.force, actor=who.actor)
-    request.app.state.rankings_cache.clear()
-    return [SyncItemOut.model_validate(i) for i in items]
+) -> SyncReportOut:
+    """The checks of ``kernelcup problems sync``: devices against the routes, and each new or changed problem's
+    reference run first (unless ``skip_run``); the set is applied whole or not at all."""
+    state = request.app.state
+    target = inside(state.settings.problems_dir, body.path or state.settings.problem_set)
+    check = state.reference_check() if state.reference_check is not None and not body.skip_run else None
+    report = sync_problem_set(
+        service, target, force=body.force, actor=who.actor, check=check, device_check=state.device_check
+    )
+    state.rankings_cache.clear()
+    return SyncReportOut(
+        items=[SyncItemOut.model_validate(i) for i in report.items],
+        applied=report.applied,
+        warnings=report.warnings,
+        checked=report.checked,
+    )
 
 
 @router.get("/leaderboards", response_model=list[LeaderboardOut], summary="Every leaderboard, hidden ones too")
