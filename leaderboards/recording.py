@@ -44,6 +44,12 @@ def secret_seed_for(secret_seed: int, submission_id: int, device: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
+def run_nonce(secret_seed: int, job_id: int, secret: bool) -> str:
+    """The nonce a run's result must echo: this job and this kind of run, stable across worker restarts (a worker
+    that re-attaches to a remote run checks the same value), unguessable without the leaderboard's secret."""
+    return hashlib.sha256(f"nonce:{secret_seed}:{job_id}:{int(secret)}".encode()).hexdigest()[:32]
+
+
 class RecordingMixin(ServiceBase):
     """What workers call (``leaderboards/worker.py``): build a job's run requests, store each result."""
 
@@ -73,7 +79,7 @@ class RecordingMixin(ServiceBase):
                             device_name=job.device,
                             seed=secret_seed_for(lb.secret_seed, sub.id, job.device) if secret else None,
                             limits=Limits(max_submission_bytes=self.settings.max_submission_bytes),
-                        )
+                        ).model_copy(update={"nonce": run_nonce(lb.secret_seed, job.id, secret)})
                     ),
                     recorded=secret in done,
                 )

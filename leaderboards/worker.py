@@ -584,6 +584,10 @@ class Worker:
             raise InfrastructureFailure(f"the {launcher.name} launcher returned no run result")
         if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
             raise InfrastructureFailure(result.message or "the runner reported an infrastructure error")
+        problem = result.mismatch(request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False)))
+        if problem is not None:
+            log.warning("job %s: %s launcher: %s", claim.job_id, launcher.name, problem)
+            raise InfrastructureFailure(f"{launcher.name} launcher: {problem}")
         return result
 
     # -- storing results --------------------------------------------------------------------------------------------

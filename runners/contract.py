@@ -254,6 +254,7 @@ class SystemInfo(_Model):
     sm_clock_end_mhz: int | None = None
     sandboxed: bool = False
     sandbox_note: str = ""
+    ran: bool = Field(default=True, description="False when the file was refused before anything ran.")
 
 
 class RunResult(_Model):
@@ -288,3 +289,24 @@ class RunResult(_Model):
     @classmethod
     def infrastructure_error(cls, mode: Mode, message: str, **kwargs: Any) -> RunResult:
         return cls(verdict=Verdict.INFRASTRUCTURE_ERROR, mode=mode, message=message, **kwargs)
+
+    def mismatch(self, request: RunRequest, *, allow_unsandboxed: bool = False) -> str | None:
+        """Why this result cannot be stored as ``request``'s (None when it can): it must echo the request's SHA-256
+        and nonce, match its mode and its numbers of tests and benchmarks, and have been sandboxed unless the route
+        allows otherwise. A result is otherwise trusted on its schema alone; this binds it to the job."""
+        if self.request_sha256 != request.digest() or self.nonce != request.nonce:
+            return "the runner's result does not answer this job's request (its hash or nonce differs)"
+        if self.mode is not request.mode:
+            return f"the runner answered a {self.mode.value} run for a {request.mode.value} request"
+        if len(self.tests) > len(request.tests) or len(self.benchmarks) > len(request.benchmarks):
+            return "the runner's result has more tests or benchmarks than the request"
+        timed = request.mode in (Mode.BENCHMARK, Mode.RANKED)
+        if self.passed and (
+            (request.mode is not Mode.BENCHMARK and len(self.tests) != len(request.tests))
+            or (timed and len(self.benchmarks) != len(request.benchmarks))
+        ):
+            return "the runner's result is accepted with tests or benchmarks missing"
+        if self.system.ran and not self.system.sandboxed and not allow_unsandboxed:
+            why = f" ({self.system.sandbox_note})" if self.system.sandbox_note else ""
+            return f"the runner ran the submission without its sandbox{why}; this route must sandbox"
+        return None

@@ -101,7 +101,9 @@ def run_entry(
         request_path.write_text(request_json, encoding="utf-8")
         try:
             done = subprocess.run(
-                [python, "-m", "runners.entry", str(request_path), str(result_path)],
+                # Always sandboxed: a container where bubblewrap cannot run gives an infrastructure error, never an
+                # unsandboxed run next to the request and its secret seed.
+                [python, "-m", "runners.entry", "--require-sandbox", str(request_path), str(result_path)],
                 cwd=cwd or REMOTE_ROOT,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,

@@ -232,6 +232,12 @@ def run_result(
     )
 
 
+def bind(result: RunResult, request: RunRequest) -> RunResult:
+    """``result`` as an honest runner returns it for ``request``: echoing the request's SHA-256 and nonce (the worker
+    refuses results that do not; see ``RunResult.mismatch``)."""
+    return result.model_copy(update={"request_sha256": request.digest(), "nonce": request.nonce})
+
+
 class Proxy:
     """A loopback TCP proxy that a test can cut (drop every connection) or stop and start again on the same port:
     a network that drops, or a database server that goes away and comes back."""

@@ -101,6 +101,7 @@ def _run(
             check_submission(request)
         except Rejected as rej:
             system.sandbox_note = "nothing was run: the file was refused before evaluation"
+            system.ran = False
             return RunResult(verdict=rej.verdict, message=str(rej), mode=request.mode, system=system)
     if settings.job_root is not None:
         settings.job_root.mkdir(parents=True, exist_ok=True)

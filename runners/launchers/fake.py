@@ -77,8 +77,12 @@ class FakeLauncher:
         errors: Sequence[LauncherError | None] = (),
         progress: Sequence[ProgressEvent] = (ProgressEvent(phase=Phase.TESTING),),
         check_error: LauncherError | None = None,
+        allows_unsandboxed: bool = True,
     ) -> None:
         self.name = name
+        self.allows_unsandboxed = allows_unsandboxed
+        """It runs nothing, so nothing of it needs a sandbox; False makes its results go through the worker's
+        sandbox rule like a real runner's."""
         self.respond = respond or accepted_result
         self.delay_s = delay_s
         self.error = error
@@ -101,7 +105,10 @@ class FakeLauncher:
         error = self._errors.pop(0) if self._errors else self.error
         if error is not None:
             raise error
-        return self.respond(request)
+        result = self.respond(request)
+        if not result.request_sha256:  # an honest runner echoes its request (a test may set other values)
+            result = result.model_copy(update={"request_sha256": request.digest(), "nonce": request.nonce})
+        return result
 
     async def check(self) -> str:
         if self.check_error is not None:

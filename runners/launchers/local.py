@@ -38,6 +38,11 @@ class LocalLauncher:
     def __init__(self, settings: RunnerSettings | None = None) -> None:
         self.settings = settings or RunnerSettings()
 
+    @property
+    def allows_unsandboxed(self) -> bool:
+        """Whether the worker may store this launcher's unsandboxed results (KERNELCUP_ALLOW_UNSANDBOXED)."""
+        return self.settings.allow_unsandboxed
+
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
         from runners.entry import run_request
 

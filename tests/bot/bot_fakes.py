@@ -107,6 +107,7 @@ class HeldLauncher:
     def __init__(self, gate: asyncio.Event, respond=accepted) -> None:
         self.inner = launcher(respond)
         self.name = self.inner.name
+        self.allows_unsandboxed = self.inner.allows_unsandboxed
         self.gate = gate
 
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import future, make_problem, run_result
+from helpers import bind, future, make_problem, run_result
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
@@ -30,6 +30,7 @@ class ScriptedLauncher:
     """A launcher whose answer per call comes from a script: a RunResult, an exception, or a coroutine function."""
 
     name = "scripted"
+    allows_unsandboxed = True  # it runs nothing
 
     def __init__(self, *steps: Any, default: Callable[[RunRequest], RunResult] | None = None) -> None:
         self.steps = list(steps)
@@ -38,6 +39,10 @@ class ScriptedLauncher:
         self.refs_seen: list[str | None] = []
 
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
+        result = await self._answer(request, job)
+        return bind(result, request) if not result.request_sha256 else result
+
+    async def _answer(self, request: RunRequest, job: JobHandle) -> RunResult:
         self.requests.append(request)
         self.refs_seen.append(job.remote_ref)
         await job.progress(ProgressEvent(phase=Phase.COMPILING))
@@ -139,6 +144,73 @@ def test_infrastructure_failures_retry_then_fail_as_not_your_fault(svc: Leaderbo
     assert phases(svc, job.id).count("retrying") == 2 and phases(svc, job.id)[-1] == "failed"
     status = svc.submission_status(sub)
     assert "not your fault" in (status.jobs[0].error or "")
+
+
+def _forged(kind: str) -> Callable[[RunRequest, JobHandle], Any]:
+    """A launcher step answering with a result that must not be stored as this job's."""
+
+    async def step(request: RunRequest, job: JobHandle) -> RunResult:
+        honest = bind(run_result(mode=request.mode), request)
+        if kind == "other request":  # e.g. a result replayed from another job or the public run
+            return honest.model_copy(update={"request_sha256": "0" * 64})
+        if kind == "other nonce":
+            return honest.model_copy(update={"nonce": "f" * 32})
+        if kind == "other mode":
+            return honest.model_copy(update={"mode": Mode.TEST, "benchmarks": []})
+        if kind == "benchmark missing":
+            return honest.model_copy(update={"benchmarks": honest.benchmarks[:1]})
+        raise AssertionError(kind)
+
+    return step
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("other request", "does not answer this job's request"),
+        ("other nonce", "does not answer this job's request"),
+        ("other mode", "answered a test run for a ranked request"),
+        ("benchmark missing", "accepted with tests or benchmarks missing"),
+    ],
+)
+def test_a_result_that_does_not_answer_the_request_is_never_stored(
+    svc: LeaderboardService, kind: str, reason: str
+) -> None:
+    """Issue 10: a runner's result is bound to its job (request hash, nonce, mode, case counts); anything else is an
+    infrastructure failure, retried, and never ranked."""
+    sub = submit(svc)
+    launcher = ScriptedLauncher(*[_forged(kind)] * 3)
+    serve(svc, launcher)
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.FAILED and job.attempts == 3
+    assert reason in (job.error or "") and "not your fault" in (job.error or "")
+    assert runs_of(svc, job.id) == [] and svc.ranking("add", "cpu").entries == ()
+
+
+def test_an_unsandboxed_result_is_refused_unless_the_route_allows_it(svc: LeaderboardService) -> None:
+    sub = submit(svc, mode="test")
+    strict = ScriptedLauncher()
+    strict.allows_unsandboxed = False  # a remote runner: its results must say they ran in the sandbox
+    serve(svc, strict)
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.FAILED and "without its sandbox" in (job.error or "")
+    assert runs_of(svc, job.id) == []
+
+    sub = submit(svc, mode="test", user="bob")
+    sandboxed = run_result(mode=Mode.TEST)
+    sandboxed.system.sandboxed = True
+    serve(svc, ScriptedLauncher(sandboxed, default=lambda req: sandboxed))
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.SUCCEEDED  # the same launcher's sandboxed result is stored
+    # a file refused before anything ran is stored too: nothing ran, so nothing needed a sandbox
+    sub = submit(svc, mode="test", user="carol")
+    refused = RunResult(verdict=Verdict.COMPILE_ERROR, mode=Mode.TEST, message="refused")
+    refused.system.ran = False
+    strict = ScriptedLauncher(refused)
+    strict.allows_unsandboxed = False
+    serve(svc, strict)
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.SUCCEEDED and job.verdict == Verdict.COMPILE_ERROR
 
 
 def test_infrastructure_failure_then_success_stores_once(svc: LeaderboardService) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import future, make_problem, run_result
+from helpers import bind, future, make_problem, run_result
 from sqlalchemy import create_engine, select, text
 
 from leaderboards.models import Job, JobEvent, JobStatus, Run
@@ -54,13 +54,14 @@ KILLED_WORKER = textwrap.dedent(
 
 class Reattaching:
     name = "reattaching"
+    allows_unsandboxed = True
 
     def __init__(self) -> None:
         self.refs: list[str | None] = []
 
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
         self.refs.append(job.remote_ref)
-        return run_result(mode=request.mode)
+        return bind(run_result(mode=request.mode), request)
 
     async def check(self) -> str:
         return "ok"
@@ -159,11 +160,12 @@ def test_connection_killed_during_job_loses_nothing(svc: LeaderboardService) -> 
 
     class Killing:
         name = "killing"
+        allows_unsandboxed = True
 
         async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
             await asyncio.to_thread(kill_connections)
             await asyncio.sleep(0.5)  # heartbeats hit the dead connections meanwhile
-            result = run_result(mode=request.mode)
+            result = bind(run_result(mode=request.mode), request)
             await asyncio.to_thread(kill_connections)  # and the result is stored on a fresh one
             return result
 

@@ -308,8 +308,9 @@ def test_function_body_runs_python_m_runners_entry(tmp_path: Path) -> None:
         tmp_path,
         """
         import json, sys
-        request = json.load(open(sys.argv[1]))
-        open(sys.argv[2], "w").write(json.dumps({"verdict": "accepted", "mode": request["mode"]}))
+        assert sys.argv[1] == "--require-sandbox", sys.argv  # Modal never runs a submission unsandboxed
+        request = json.load(open(sys.argv[2]))
+        open(sys.argv[3], "w").write(json.dumps({"verdict": "accepted", "mode": request["mode"]}))
         """,
     )
     out = modal_app.run_entry('{"mode": "benchmark"}', 30, python=sys.executable, cwd=str(root))
