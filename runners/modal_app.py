@@ -45,7 +45,8 @@ MAX_FUNCTION_TIMEOUT_S = 3 * 3600
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNNERS_DIR = REPO_ROOT / "runners"
-REQUIREMENTS = RUNNERS_DIR / "remote-requirements.txt"
+REQUIREMENTS = RUNNERS_DIR / "remote-requirements.lock"
+"""Hash-pinned (pip-compile --generate-hashes, from remote-requirements.txt): see the lock's header."""
 REMOTE_ROOT = "/root"
 
 

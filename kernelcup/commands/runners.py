@@ -1,7 +1,9 @@
 """`kernelcup runners check`: the routing table (KERNELCUP_ROUTES) and a check of every launcher in it.
 
-Checks configuration and credentials without running a job. Every check is bounded (``--timeout``), so with no
-network the table says what could not be reached instead of hanging.
+Checks configuration and credentials, then runs a no-op job through every route whose check passed
+(``runners.launchers.probe``) and says whether it ran sandboxed and whether the worker would store its results;
+``--no-job`` skips the job. Every check and job is bounded (``--timeout``, ``--job-timeout``), so with no network
+the table says what could not be reached instead of hanging.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class CheckLine:
     ok: bool
     message: str
     warning: str = ""
+    sandboxed: bool | None = None
+    """Whether the no-op job ran sandboxed (None: no job ran)."""
 
 
 def margin_warning(launcher: object, worker_margin_s: float) -> str:
@@ -36,9 +40,11 @@ def margin_warning(launcher: object, worker_margin_s: float) -> str:
     )
 
 
-async def check_routes(limit_s: float) -> list[CheckLine]:
-    """Build the router from the settings and check each route, each within ``limit_s`` seconds."""
+async def check_routes(limit_s: float, job_limit_s: float | None = None) -> list[CheckLine]:
+    """Build the router from the settings and check each route, each within ``limit_s`` seconds; with
+    ``job_limit_s``, also run the no-op job through each route whose check passed (concurrently, each bounded)."""
     from leaderboards.worker import WorkerSettings
+    from runners.launchers.probe import probe
     from runners.routing import RoutingSettings, build_router
 
     router = build_router(load(RoutingSettings))
@@ -53,7 +59,18 @@ async def check_routes(limit_s: float) -> list[CheckLine]:
         if row.ok and worker_margin is not None:
             warning = margin_warning(router.launcher_for_route(row.route), worker_margin)
         lines.append(CheckLine(row.route.device, row.route.launcher_name, row.ok, row.message, warning))
-    return lines
+    if job_limit_s is None:
+        return lines
+
+    async def with_job(line: CheckLine, route: object) -> CheckLine:
+        if not line.ok:
+            return line
+        device = "cpu" if line.device == "*" else line.device
+        outcome = await probe(router.launcher_for_route(route), device, job_limit_s)  # type: ignore[arg-type]
+        message = f"{line.message}\n{outcome.message}"
+        return CheckLine(line.device, line.launcher, outcome.ok, message, line.warning, outcome.sandboxed)
+
+    return list(await asyncio.gather(*(with_job(line, row.route) for line, row in zip(lines, rows, strict=True))))
 
 
 @dataclass(frozen=True)
@@ -118,13 +135,15 @@ def render(lines: list[CheckLine]) -> Table:
     table.add_column("device")
     table.add_column("launcher")
     table.add_column("status")
+    table.add_column("sandboxed")
     table.add_column("detail", overflow="fold")
     for line in lines:
         status = "[green]ok[/green]" if line.ok else "[red]failed[/red]"
         if line.ok and line.warning:
             status = "[yellow]warning[/yellow]"
         detail = line.message + (f"\n[yellow]{line.warning}[/yellow]" if line.warning else "")
-        table.add_row(line.device, line.launcher, status, detail)
+        sandboxed = {None: "-", True: "[green]yes[/green]", False: "[red]no[/red]"}[line.sandboxed]
+        table.add_row(line.device, line.launcher, status, sandboxed, detail)
     return table
 
 
@@ -134,6 +153,15 @@ def register(app: typer.Typer) -> None:
     @runners_app.command("check")
     def check(
         timeout: float = typer.Option(15.0, "--timeout", min=0.1, help="Seconds each launcher's check may take."),
+        no_job: bool = typer.Option(
+            False, "--no-job", help="Check configuration and credentials only; run no job (costs no runner time)."
+        ),
+        job_timeout: float = typer.Option(
+            600.0,
+            "--job-timeout",
+            min=1.0,
+            help="Seconds the no-op job may take on each route (a remote runner's queue and cold start included).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
         workers: bool = typer.Option(
             False,
@@ -142,16 +170,19 @@ def register(app: typer.Typer) -> None:
             "prints {routes, workers}.",
         ),
     ) -> None:
-        """Print the routing table and check each launcher's configuration and credentials (runs no job); with
-        --workers, also the live workers and whether each claims jobs (one whose runner fails its self-check or
-        failed jobs in a row does not, and says why).
+        """Print the routing table, check each launcher's configuration and credentials, then run a no-op job
+        (a trivial Python submission, no GPU work) through each ready route and report whether it ran in the
+        sandbox and whether workers would store that route's results (--no-job skips the job). With --workers,
+        also the live workers and whether each claims jobs (one whose runner fails its self-check or failed jobs
+        in a row does not, and says why).
 
-        Exits 1 when a route's launcher is not ready, or (--workers) a live worker is unhealthy.
+        Exits 1 when a route's launcher is not ready, its no-op job fails or would be refused, or (--workers) a
+        live worker is unhealthy.
         """
         from kernelcup.commands.common import print_json
 
         try:
-            lines = asyncio.run(check_routes(timeout))
+            lines = asyncio.run(check_routes(timeout, None if no_job else job_timeout))
         except SettingsError as exc:
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
             raise typer.Exit(1) from None

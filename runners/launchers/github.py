@@ -27,6 +27,7 @@ import contextlib
 import functools
 import io
 import json
+import logging
 import math
 import re
 import secrets
@@ -48,6 +49,8 @@ from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
 from runners.remote_settings import GithubSettings
 from runners.retry import aretrying
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -264,18 +267,21 @@ class GithubLauncher:
             if state.status in PENDING_STATUSES:
                 if running_until is None and now > queued_until:
                     await self._cancel(run_id)
+                    log.warning("GitHub run %s was never picked up; cancelled it: %s", run_id, state.html_url)
                     raise LauncherError(
                         f"no self-hosted runner with labels {'+'.join(self.labels)} took GitHub run {run_id} "
-                        f"within {self.settings.queue_timeout_s:g} s; cancelled it ({state.html_url})"
+                        f"within {self.settings.queue_timeout_s:g} s; cancelled it"
                     )
             elif running_until is None:
                 running_until = now + self.run_budget_s(request)
-                await job.progress(ProgressEvent(phase=Phase.STARTING, detail=f"running on GitHub: {state.html_url}"))
+                # The run's address stays in the log: status text is public, and the runs repository is private.
+                log.info("GitHub run %s started: %s", run_id, state.html_url)
+                await job.progress(ProgressEvent(phase=Phase.STARTING, detail=f"running on GitHub (run {run_id})"))
             if running_until is not None and now > running_until:
                 await self._cancel(run_id)
+                log.warning("GitHub run %s overran; cancelled it: %s", run_id, state.html_url)
                 raise LauncherError(
-                    f"GitHub run {run_id} did not finish within {self.run_budget_s(request):g} s; "
-                    f"cancelled it ({state.html_url})"
+                    f"GitHub run {run_id} did not finish within {self.run_budget_s(request):g} s; cancelled it"
                 )
             await asyncio.sleep(interval)
             interval = min(interval * 1.5, self.settings.poll_max_s)
@@ -288,7 +294,8 @@ class GithubLauncher:
 
     async def _fetch_result(self, state: RunState, nonce: str | None) -> RunResult:
         if state.conclusion == "cancelled":
-            raise LauncherError(f"GitHub run {state.id} was cancelled ({state.html_url})")
+            log.warning("GitHub run %s was cancelled: %s", state.id, state.html_url)
+            raise LauncherError(f"GitHub run {state.id} was cancelled")
         path = f"/repos/{self._require()}/actions/runs/{state.id}/artifacts"
         wanted = ARTIFACT_PREFIX + nonce if nonce else None
 
@@ -305,9 +312,8 @@ class GithubLauncher:
         listed = await self._api(artifacts, f"listing the artifacts of run {state.id}")
         matches = [a for a in listed if (a[0] == wanted if wanted else a[0].startswith(ARTIFACT_PREFIX))]
         if not matches:
-            raise LauncherError(
-                f"GitHub run {state.id} ended ({state.conclusion}) without a result artifact ({state.html_url})"
-            )
+            log.warning("GitHub run %s ended without a result artifact: %s", state.id, state.html_url)
+            raise LauncherError(f"GitHub run {state.id} ended ({state.conclusion}) without a result artifact")
         name, url, size, expired = matches[0]
         if expired:
             raise LauncherError(f"the result artifact of GitHub run {state.id} has expired")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
 import time
 
 import pytest
@@ -11,6 +13,7 @@ from typer.testing import CliRunner
 from kernelcup.cli import build_app
 from kernelcup.commands.runners import margin_warning
 from runners import routing
+from runners.contract import RunResult, TestResult, Verdict
 from runners.launchers.github import GithubLauncher
 from runners.remote_settings import GithubSettings
 
@@ -39,11 +42,76 @@ def invoke(*args: str):
 
 
 def test_default_table_is_local_and_ok(env) -> None:
-    result = invoke("--json")
+    result = invoke("--json", "--no-job")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == [
-        {"device": "*", "launcher": "local", "ok": True, "message": "local: test machine", "warning": ""}
-    ]
+        {"device": "*", "launcher": "local", "ok": True, "message": "local: test machine", "warning": "",
+         "sandboxed": None}
+    ]  # fmt: skip
+
+
+class Answering(ReadyLocal):
+    """A launcher answering the no-op job with a result built by ``answer(request)``."""
+
+    def __init__(self, answer, allows_unsandboxed: bool = False) -> None:
+        self.answer = answer
+        self.allows_unsandboxed = allows_unsandboxed
+
+    async def run(self, request, job):
+        return self.answer(request)
+
+
+def answered(request, *, sandboxed: bool = True, echo: bool = True, verdict: Verdict = Verdict.ACCEPTED):
+    result = RunResult(verdict=verdict, mode=request.mode, message="", tests=[TestResult(index=0, case={"size": 8, "seed": 1}, verdict=verdict)])
+    result.system.sandboxed = sandboxed
+    result.system.sandbox_note = "" if sandboxed else "bubblewrap is not installed"
+    if echo:
+        result.request_sha256, result.nonce = request.digest(), request.nonce
+    return result
+
+
+@pytest.mark.parametrize(
+    ("launcher", "ok", "sandboxed", "says"),
+    [
+        (Answering(answered), True, True, "no-op job accepted"),
+        (Answering(lambda r: answered(r, sandboxed=False)), False, False, "without its sandbox"),
+        (Answering(lambda r: answered(r, sandboxed=False), allows_unsandboxed=True), True, False, "NOT sandboxed"),
+        (Answering(lambda r: answered(r, echo=False)), False, True, "does not answer this job's request"),
+        (Answering(lambda r: answered(r, verdict=Verdict.RUNTIME_ERROR)), False, True, "ended runtime_error"),
+    ],
+    ids=["sandboxed", "unsandboxed", "unsandboxed-allowed", "unbound", "failed"],
+)
+def test_the_no_op_job_reports_whether_the_route_is_sandboxed_and_trusted(env, launcher, ok, sandboxed, says) -> None:
+    """Issue 10: `runners check` runs a no-op job on each route and judges its result as the worker would."""
+    env.setattr(routing, "_local", lambda route: launcher)
+    result = invoke("--json", "--job-timeout", "5")
+    assert result.exit_code == (0 if ok else 1), result.output
+    (row,) = json.loads(result.output)
+    assert (row["ok"], row["sandboxed"]) == (ok, sandboxed) and says in row["message"], row
+
+
+def test_a_no_op_job_that_hangs_is_bounded(env) -> None:
+    class Hanging(ReadyLocal):
+        async def run(self, request, job):
+            await asyncio.sleep(3600)
+
+    env.setattr(routing, "_local", lambda route: Hanging())
+    started = time.monotonic()
+    result = invoke("--json", "--job-timeout", "1")
+    assert time.monotonic() - started < 10 and result.exit_code == 1
+    assert "did not finish within 1 s" in json.loads(result.output)[0]["message"]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_the_no_op_job_runs_sandboxed_through_the_real_local_runner(env) -> None:
+    from runners.launchers.local import LocalLauncher
+    from runners.settings import RunnerSettings
+
+    env.setattr(routing, "_local", lambda route: LocalLauncher(RunnerSettings(_env_file=None)))
+    result = invoke("--json")
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.output)
+    assert row["ok"] and row["sandboxed"] is True and "no-op job accepted" in row["message"], row
 
 
 def test_without_network_it_says_what_it_could_not_reach_and_does_not_hang(env) -> None:
@@ -51,7 +119,7 @@ def test_without_network_it_says_what_it_could_not_reach_and_does_not_hang(env) 
     env.setenv("GITHUB_TOKEN", "ghp_test")
     env.setenv("GITHUB_REPO", "kernelcup/runs")
     started = time.monotonic()
-    result = invoke("--timeout", "5")
+    result = invoke("--timeout", "5", "--no-job")
     assert time.monotonic() - started < 15
     assert result.exit_code == 1
     assert "NVIDIA" in result.output and "github:gpu-nvidia" in result.output
@@ -94,12 +162,12 @@ def test_workers_lists_live_workers_and_fails_on_an_unhealthy_one(env, tmp_path)
     queue = JobQueue(db)
     queue.register_worker("gpu-box:1", ["H100"])
     queue.register_worker("cpu-box:2", [])
-    result = invoke("--workers", "--json")
+    result = invoke("--workers", "--json", "--no-job")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["routes"][0]["ok"] and {w["worker"] for w in data["workers"]} == {"gpu-box:1", "cpu-box:2"}
     queue.set_worker_health("gpu-box:1", False, "the evaluation interpreter /opt/py is broken; check KERNELCUP_PYTHON")
     db.dispose()
-    result = invoke("--workers")
+    result = invoke("--workers", "--no-job")
     assert result.exit_code == 1
     assert "unhealthy" in result.output and "KERNELCUP_PYTHON" in result.output

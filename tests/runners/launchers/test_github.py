@@ -180,6 +180,8 @@ def test_dispatch_poll_download_happy_path(job, make_request, make_result) -> No
     assert "Authorization" not in blob_request.headers, "the token must not follow the redirect to blob storage"
     phases = [value.split(":")[0] for kind, value in job.log if kind == "progress"]
     assert phases == ["queued", "starting", "done"]
+    # status text is public: the private runs repository's addresses stay in the log
+    assert not any("https://" in str(value) for _, value in job.log)
 
 
 def test_run_found_by_its_name_when_dispatch_gives_no_id(job, make_request, make_result) -> None:

@@ -120,6 +120,29 @@ def test_remote_requirements_stay_within_the_package_bounds() -> None:
         assert line.replace(" ", "") == bounds[name], f"{line!r} differs from pyproject's {bounds[name]!r}"
 
 
+def test_remote_runners_install_hash_pinned_requirements(workflow: dict) -> None:
+    """Issue 10: a self-hosted runner (and the Modal image) installs the runner's packages by hash, so a hijacked
+    release on PyPI cannot run on the box; the lock pins every name of remote-requirements.txt within its bounds."""
+    from packaging.requirements import Requirement
+
+    lock = (ROOT / "runners" / "remote-requirements.lock").read_text()
+    pins = dict(re.findall(r"^([a-z0-9][a-z0-9._-]*)==([^ \\]+) \\$", lock, flags=re.M))
+    blocks = re.split(r"^(?=[a-z0-9])", lock, flags=re.M)[1:]
+    assert pins and len(blocks) == len(pins)
+    assert all("--hash=sha256:" in block for block in blocks), "every pin carries its hashes"
+    wanted = [Requirement(line) for line in (ROOT / "runners" / "remote-requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    for req in wanted:
+        name = req.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is not pinned in remote-requirements.lock: rerun the pip-compile in its header"
+        assert req.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {req.specifier}"
+    steps = " ".join(str(step.get("run", "")) for job in workflow["jobs"].values() for step in job["steps"])
+    assert "--require-hashes -r runners/remote-requirements.lock" in steps
+    from runners import modal_app
+
+    assert modal_app.REQUIREMENTS.name == "remote-requirements.lock"
+
+
 FAKE_ENTRY = """
 import json, os, sys
 json.dump({"argv": sys.argv[1:], "request": open(sys.argv[-2]).read(),
