@@ -280,6 +280,19 @@ def usage_text(usage: UsageStats) -> str:
         lines.append("By leaderboard: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.by_leaderboard.items())))
     if usage.by_mode:
         lines.append("By mode: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.by_mode.items())))
+    if usage.impossible_runs:
+        lines.append(
+            f"**Speed-of-light gate:** {usage.impossible_runs} run(s) rejected as faster than their device can be "
+            "(forged timings or a broken timer; never ranked). Newest:"
+        )
+        for r in usage.impossible_latest:
+            what = "secret run" if r.secret else quiet(one_line(r.message, 160))
+            lines.append(
+                f"- #{r.submission_id} by {safe(r.user_name, 40)} on {safe(r.leaderboard, 40)} ({r.device}), "
+                f"{timestamp(r.at)}: {what}"
+            )
+    else:
+        lines.append("Speed-of-light gate: no run rejected")
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ from leaderboards.problem_rules import devices_issue, leaderboard_name_issue, na
 from leaderboards.problems import Problem
 from leaderboards.queue import WORKER_ALIVE_S
 from leaderboards.results import (
+    ImpossibleRun,
     LeaderboardSummary,
     LeaderboardUpdate,
     QueueStats,
@@ -50,6 +51,10 @@ from leaderboards.snapshot import (
     incomparable_changes,
     snapshot,
 )
+from runners.contract import SPEED_OF_LIGHT, Verdict
+
+IMPOSSIBLE_SHOWN = 5
+"""How many of the speed-of-light gate's newest rejections the usage stats list."""
 
 
 class _NothingApplied(Exception):
@@ -429,6 +434,7 @@ class AdminMixin(ServiceBase):
                 select(Run.started_at, Run.finished_at).where(*([Run.created_at >= since] if since else []))
             ).all()
             seconds = sum((b - a).total_seconds() for a, b in run_rows if a is not None and b is not None)
+            impossible = self._impossible_runs(s, since)
             return UsageStats(
                 since=since,
                 submissions=sum(by_lb.values()),
@@ -436,4 +442,32 @@ class AdminMixin(ServiceBase):
                 by_leaderboard={k: int(v) for k, v in by_lb.items()},
                 by_mode={k: int(v) for k, v in by_mode.items()},
                 runs_seconds=seconds,
+                impossible_runs=len(impossible),
+                impossible_latest=tuple(impossible[:IMPOSSIBLE_SHOWN]),
             )
+
+    @staticmethod
+    def _impossible_runs(s: Session, since: datetime | None) -> list[ImpossibleRun]:
+        """Rejected runs whose rejection is the speed-of-light gate's, newest first (rejections are rare, so the
+        few rejected rows are read and filtered here rather than by a JSON query that differs per database)."""
+        rows = s.execute(
+            select(Run, User.name, Leaderboard.name)
+            .join(Submission, Submission.id == Run.submission_id)
+            .join(User, User.id == Submission.user_id)
+            .join(Leaderboard, Leaderboard.id == Submission.leaderboard_id)
+            .where(Run.verdict == Verdict.REJECTED.value, *([Run.created_at >= since] if since else []))
+            .order_by(Run.id.desc())
+        ).all()
+        return [
+            ImpossibleRun(
+                submission_id=run.submission_id,
+                user_name=user_name,
+                leaderboard=board,
+                device=run.device,
+                secret=run.secret,
+                at=run.created_at,
+                message="" if run.secret else str(run.result.get("message", "")),
+            )
+            for run, user_name, board in rows
+            if (run.result or {}).get("rejection") == SPEED_OF_LIGHT
+        ]

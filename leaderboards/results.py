@@ -381,6 +381,24 @@ class UsageStats:
     by_mode: dict[str, int]
     runs_seconds: float
     """Wall time the runners spent on runs recorded since ``since``."""
+    impossible_runs: int = 0
+    """Runs rejected by the speed-of-light gate (a score faster than the device can do the work) since ``since``."""
+    impossible_latest: tuple[ImpossibleRun, ...] = ()
+    """The newest few of them, for an admin to look at."""
+
+
+@dataclass(frozen=True)
+class ImpossibleRun:
+    """A run the speed-of-light gate rejected: a forgery or a broken timer, worth an admin's look."""
+
+    submission_id: int
+    user_name: str
+    leaderboard: str
+    device: str
+    secret: bool
+    at: datetime
+    message: str
+    """The gate's message; empty for a secret run (its timings are not shown)."""
 
 
 @dataclass(frozen=True)

@@ -257,6 +257,10 @@ class SystemInfo(_Model):
     ran: bool = Field(default=True, description="False when the file was refused before anything ran.")
 
 
+SPEED_OF_LIGHT = "speed_of_light"
+"""``RunResult.rejection`` of a score faster than the device can possibly do the work (never ranked)."""
+
+
 class RunResult(_Model):
     version: int = CONTRACT_VERSION
     verdict: Verdict
@@ -281,6 +285,11 @@ class RunResult(_Model):
     )
     request_sha256: str = Field(default="", description="RunRequest.digest() of the request this result answers.")
     nonce: str = Field(default="", description="The request's nonce, echoed.")
+    rejection: str = Field(
+        default="",
+        description="Why a REJECTED verdict, when an admin should see it: 'speed_of_light' (SPEED_OF_LIGHT) for a "
+        "score faster than the device's datasheet peaks allow.",
+    )
 
     @property
     def passed(self) -> bool:

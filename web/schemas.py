@@ -340,6 +340,16 @@ class QueueStatsOut(Model):
     workers: tuple[WorkerOut, ...]
 
 
+class ImpossibleRunOut(Model):
+    submission_id: int
+    user_name: str
+    leaderboard: str
+    device: str
+    secret: bool
+    at: datetime
+    message: str = Field(description="The gate's message; empty for a secret run.")
+
+
 class UsageStatsOut(Model):
     since: datetime | None
     submissions: int
@@ -347,6 +357,8 @@ class UsageStatsOut(Model):
     by_leaderboard: dict[str, int]
     by_mode: dict[str, int]
     runs_seconds: float
+    impossible_runs: int = Field(description="Runs the speed-of-light gate rejected (faster than the device can be).")
+    impossible_latest: list[ImpossibleRunOut] = Field(description="The newest of them.")
 
 
 class StatsOut(Model):

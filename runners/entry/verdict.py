@@ -12,6 +12,7 @@ from typing import Any
 
 from runners import stats
 from runners.contract import (
+    SPEED_OF_LIGHT,
     BenchmarkResult,
     Mode,
     RunRequest,
@@ -107,7 +108,7 @@ def build_result(request: RunRequest, out: Outcomes, system: SystemInfo, profile
         return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message="the evaluator skipped tests", **base)
     impossible = _faster_than_light(benches, system.gpu_name)
     if impossible and verdict.passed:
-        return RunResult(verdict=Verdict.REJECTED, message=impossible, **base)
+        return RunResult(verdict=Verdict.REJECTED, message=impossible, rejection=SPEED_OF_LIGHT, **base)
     score = None
     if verdict.passed and request.mode in (Mode.BENCHMARK, Mode.RANKED) and benches:
         score = stats.score([b.stats.median_ns for b in benches if b.stats], request.ranking_by)

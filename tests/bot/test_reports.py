@@ -21,6 +21,7 @@ from bot.reports import (
     usage_text,
 )
 from leaderboards.results import (
+    ImpossibleRun,
     JobEventView,
     JobStatus,
     JobView,
@@ -262,6 +263,9 @@ def test_announcement_text() -> None:
     )
 
 
+ROLE = "<@&123456789012345678>"
+
+
 def test_queue_and_usage_text() -> None:
     stats = QueueStats({"H100": {"queued": 2, "running": 1}}, T0, (WorkerView("w1", "gpu-box", ("H100",), T0),))
     assert queue_text(stats).splitlines() == [
@@ -282,4 +286,13 @@ def test_queue_and_usage_text() -> None:
         "4 submissions from 2 users; runners busy 2.0 h",
         "By leaderboard: vectoradd 4",
         "By mode: ranked 1, test 3",
+        "Speed-of-light gate: no run rejected",
     ]
+    caught = (
+        ImpossibleRun(7, f"{ROLE} mallory", "vectoradd", "H100", False, T0, "benchmark 1: 0.01 µs is faster"),
+        ImpossibleRun(5, "mallory", "vectoradd", "H100", True, T0, ""),
+    )
+    lines = usage_text(UsageStats(None, 4, 2, {}, {}, 0.0, impossible_runs=2, impossible_latest=caught)).splitlines()
+    assert lines[-3].startswith("**Speed-of-light gate:** 2 run(s) rejected")
+    assert lines[-2].startswith("- #7 by ") and ROLE not in lines[-2] and "0.01 µs is faster" in lines[-2]
+    assert lines[-1] == f"- #5 by mallory on vectoradd (H100), <t:{STAMP}:R>: secret run"

@@ -29,7 +29,7 @@ from leaderboards.errors import (
 from leaderboards.models import Job, JobStatus, Leaderboard, Submission, SubmissionCode
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
-from runners.contract import Mode, Verdict
+from runners.contract import SPEED_OF_LIGHT, Mode, Verdict
 
 CODE = b"def custom_kernel(data):\n    return data\n"
 ALICE = UserRef("alice", discord_id=2**62 + 12345)
@@ -297,3 +297,26 @@ def test_queue_and_usage_stats(service: LeaderboardService, board: str) -> None:
     assert usage.submissions == 2 and usage.users == 2 and usage.by_mode == {"ranked": 1, "test": 1}
     assert usage.runs_seconds == pytest.approx(2.0, abs=0.1)
     assert service.usage_stats(since=datetime.now(UTC) + timedelta(hours=1)).submissions == 0
+    assert usage.impossible_runs == 0 and usage.impossible_latest == ()
+
+
+def test_usage_stats_show_admins_the_speed_of_light_rejections(service: LeaderboardService, board: str) -> None:
+    """Issue 9: a score faster than the device can be is never ranked, and admins see it in the stats."""
+    impossible = run_result(verdict=Verdict.REJECTED, message="benchmark 1: a median of 0.001 µs is faster than the")
+    impossible = impossible.model_copy(update={"rejection": SPEED_OF_LIGHT})
+    other = run_result(verdict=Verdict.REJECTED, message="refused: the file imports ctypes")
+    r1 = service.submit(ALICE, "a.py", CODE, board, ["cpu"])
+    service.record_run(r1.jobs[0].job_id, run_result())
+    service.record_run(r1.jobs[0].job_id, impossible, secret=True)
+    r2 = service.submit(UserRef("bob"), "b.py", CODE + b"#", board, ["cpu"])
+    service.record_run(r2.jobs[0].job_id, impossible)
+    r3 = service.submit(UserRef("carol"), "c.py", CODE + b"##", board, ["cpu"])
+    service.record_run(r3.jobs[0].job_id, other)
+    usage = service.usage_stats()
+    assert usage.impossible_runs == 2
+    newest, oldest = usage.impossible_latest
+    assert (newest.submission_id, newest.user_name, newest.secret) == (r2.submission_id, "bob", False)
+    assert "faster than" in newest.message and newest.leaderboard == board and newest.device == "cpu"
+    assert (oldest.submission_id, oldest.secret, oldest.message) == (r1.submission_id, True, "")  # no secret timings
+    assert service.ranking(board, "cpu").entries == ()
+    assert service.usage_stats(since=datetime.now(UTC) + timedelta(hours=1)).impossible_runs == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.contract import Mode, RunRequest, SubmissionFile, SystemInfo, TimingSettings, Verdict
+from runners.contract import SPEED_OF_LIGHT, Mode, RunRequest, SubmissionFile, SystemInfo, TimingSettings, Verdict
 from runners.devices import impossible_below_ns, peaks_for
 from runners.entry.admission import allocator_library, read_capped
 from runners.entry.session import Outcomes, Report, ReportError, Session
@@ -154,6 +154,7 @@ def test_a_median_faster_than_the_device_can_be_is_rejected_not_ranked() -> None
     report.benches = [RBench(index=0, verdict=Verdict.ACCEPTED, samples_ns=[50_000.0] * 3, bytes_moved=bytes_moved)]
     result = build_result(request, Outcomes(report, None, None), SystemInfo(), None)
     assert result.verdict is Verdict.REJECTED and "faster than the H100 can possibly do" in result.message
+    assert result.rejection == SPEED_OF_LIGHT  # admins see it in /admin stats
     report.benches = [RBench(index=0, verdict=Verdict.ACCEPTED, samples_ns=[522_000.0] * 3, bytes_moved=bytes_moved)]
     assert build_result(request, Outcomes(report, None, None), SystemInfo(), None).verdict is Verdict.ACCEPTED
 

@@ -59,6 +59,7 @@ def test_admin_operations_are_recorded_with_the_acting_user(world: World) -> Non
     assert c.delete("/api/v1/admin/leaderboards/mul-2", headers=admin, params={"confirm": "mul-2"}).status_code == 200
     stats = c.get("/api/v1/admin/stats", headers=admin, params={"days": 7}).json()
     assert stats["queue"]["jobs"]["cpu"]["cancelled"] == 1 and stats["usage"]["submissions"] == 1
+    assert stats["usage"]["impossible_runs"] == 0 and stats["usage"]["impossible_latest"] == []
     tokens = c.get("/api/v1/admin/tokens", headers=admin).json()
     assert {t["user_name"] for t in tokens} == {"ann", "bob", "root"} and all("token" not in t for t in tokens)
     bob = next(t for t in tokens if t["user_name"] == "bob")
