@@ -232,3 +232,32 @@ def test_a_worker_that_requires_the_sandbox_refuses_without_one(monkeypatch: pyt
     result = run_request(request, require_sandbox=True)
     assert result.verdict is Verdict.INFRASTRUCTURE_ERROR  # the platform's problem: a worker may retry elsewhere
     assert "bwrap is not installed" in result.message and "KERNELCUP_ALLOW_UNSANDBOXED" in result.message
+
+
+@pytest.mark.parametrize(
+    ("broken", "says"),
+    [
+        ("submission", "the submission process did not start"),
+        ("both", "the evaluator"),
+    ],
+)
+def test_a_runner_that_cannot_start_is_an_infrastructure_error_never_the_users(
+    evaluate: Evaluate, monkeypatch: pytest.MonkeyPatch, broken: str, says: str
+) -> None:
+    """Issue 11.3: when the submission's process (or the evaluator) dies before it says hello, e.g. a broken
+    interpreter, the submission never ran: the run is an infrastructure error (retried, "not your fault"), never a
+    runtime error."""
+    from runners.entry import session as session_mod
+
+    real_init = session_mod.Session.__init__
+
+    def broken_init(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        real_init(self, *args, **kwargs)
+        self.prefix = ["/bin/sh", "-c", "echo 'python: broken interpreter' >&2; exit 127", "sh"]
+        if broken == "both":
+            self.python = "/nonexistent/python3"
+
+    monkeypatch.setattr(session_mod.Session, "__init__", broken_init)
+    result = evaluate("submissions/correct_torch.py")
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR, result
+    assert says in result.message
