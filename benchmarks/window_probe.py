@@ -506,12 +506,12 @@ def launch(outdir: Path) -> None:
     cc = os.environ.get("CC", "cc")
     subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(so), str(REPO / "runners/ipc/arena_alloc.c")], check=True)
     print("built", so, flush=True)
-    from runners.sandbox import _ensure_nvidia_nodes
+    from runners.sandbox.run import ensure_nvidia_nodes
     from runners.sandbox.view import probe_sandbox, python_ro_paths, sandbox_argv, scrubbed_env, toolchain_ro_paths
 
     bwrap, hardened, note = probe_sandbox()
     print("sandbox:", bwrap, hardened, note, flush=True)
-    _ensure_nvidia_nodes()
+    ensure_nvidia_nodes()
     modes = (["bwrap"] if bwrap else []) + ["plain"]
     for mode in modes:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

@@ -62,7 +62,8 @@ class Answering(ReadyLocal):
 
 
 def answered(request, *, sandboxed: bool = True, echo: bool = True, verdict: Verdict = Verdict.ACCEPTED):
-    result = RunResult(verdict=verdict, mode=request.mode, message="", tests=[TestResult(index=0, case={"size": 8, "seed": 1}, verdict=verdict)])
+    test = TestResult(index=0, case=request.tests[0], verdict=verdict)
+    result = RunResult(verdict=verdict, mode=request.mode, message="", tests=[test])
     result.system.sandboxed = sandboxed
     result.system.sandbox_note = "" if sandboxed else "bubblewrap is not installed"
     if echo:

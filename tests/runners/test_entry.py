@@ -225,9 +225,9 @@ def test_native_cuda_on_the_cpu_needs_a_cuda_device() -> None:
 
 
 def test_a_worker_that_requires_the_sandbox_refuses_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    import runners.sandbox
+    import runners.sandbox.run
 
-    monkeypatch.setattr(runners.sandbox, "probe_sandbox", lambda *a: (None, False, "bwrap is not installed"))
+    monkeypatch.setattr(runners.sandbox.run, "probe_sandbox", lambda *a: (None, False, "bwrap is not installed"))
     request = build_request("submissions/correct_torch.py")
     result = run_request(request, require_sandbox=True)
     assert result.verdict is Verdict.INFRASTRUCTURE_ERROR  # the platform's problem: a worker may retry elsewhere

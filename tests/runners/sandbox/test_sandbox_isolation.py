@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import runners.sandbox as sandbox
+import runners.sandbox.run as sandbox_run
 from runners.sandbox import SandboxUnavailable, run_sandboxed
 
 REPO = Path(__file__).resolve().parents[3]
@@ -186,7 +186,7 @@ def test_no_capabilities_inside(run_py, sandboxed: None) -> None:
 
 
 def test_unsandboxed_fallback_is_reported(run_py, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "probe_sandbox", lambda: (None, False, "bubblewrap cannot run here (test)"))
+    monkeypatch.setattr(sandbox_run, "probe_sandbox", lambda: (None, False, "bubblewrap cannot run here (test)"))
     out = run_py("print('ran')")
     assert out.stdout == "ran\n"
     assert out.sandboxed is False
@@ -194,7 +194,7 @@ def test_unsandboxed_fallback_is_reported(run_py, monkeypatch: pytest.MonkeyPatc
 
 
 def test_require_sandbox_refuses_and_names_the_setting(spec_for, jobdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "probe_sandbox", lambda: (None, False, "bubblewrap is not installed"))
+    monkeypatch.setattr(sandbox_run, "probe_sandbox", lambda: (None, False, "bubblewrap is not installed"))
     marker = jobdir / "ran"
     with pytest.raises(SandboxUnavailable, match="KERNELCUP_ALLOW_UNSANDBOXED") as info:
         run_sandboxed(spec_for(f"open({str(marker)!r}, 'w')", require_sandbox=True))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import runners.sandbox as sandbox
+import runners.sandbox.run as sandbox_run
+import runners.sandbox.watchdog as watchdog
 from runners.sandbox import run_sandboxed
 from runners.sandbox.cgroups import RunCgroups
 
@@ -163,7 +164,7 @@ def test_memory_hog_is_killed_as_out_of_memory(run_py) -> None:
 
 
 def test_memory_watchdog_without_cgroups(run_py, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "create_run_cgroups", lambda *_: RunCgroups(notes=["test: no cgroups"]))
+    monkeypatch.setattr(sandbox_run, "create_run_cgroups", lambda *_: RunCgroups(notes=["test: no cgroups"]))
     out = run_py(MEMORY_HOG, memory_mb=200, timeout_s=20)
     assert out.out_of_memory and "survived" not in out.stdout
     assert "RSS watchdog" in out.sandbox_note
@@ -172,7 +173,7 @@ def test_memory_watchdog_without_cgroups(run_py, monkeypatch: pytest.MonkeyPatch
 def test_fork_bomb_without_cgroups(run_py, monkeypatch: pytest.MonkeyPatch) -> None:
     if os.geteuid() == 0:
         pytest.skip("RLIMIT_NPROC does not bind root: only the watchdog would stop the bomb (unsafe here)")
-    monkeypatch.setattr(sandbox, "create_run_cgroups", lambda *_: RunCgroups(notes=["test: no cgroups"]))
+    monkeypatch.setattr(sandbox_run, "create_run_cgroups", lambda *_: RunCgroups(notes=["test: no cgroups"]))
     out = run_py(
         "import os, time\nwhile True:\n    try: os.fork()\n    except OSError: time.sleep(0.01)",
         max_tasks=48,
@@ -184,14 +185,14 @@ def test_fork_bomb_without_cgroups(run_py, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_cgroups_removed_after_the_run(run_py, monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[str] = []
-    real = sandbox.create_run_cgroups
+    real = sandbox_run.create_run_cgroups
 
     def spy(*args: int) -> RunCgroups:
         cgroups = real(*args)
         made.extend(cgroups.procs_files)
         return cgroups
 
-    monkeypatch.setattr(sandbox, "create_run_cgroups", spy)
+    monkeypatch.setattr(sandbox_run, "create_run_cgroups", spy)
     run_py("import os\nos.fork()\nimport time\ntime.sleep(30)", timeout_s=0.5)
     if not made:
         pytest.skip("no cgroups can be created on this machine")
@@ -216,7 +217,7 @@ def test_many_small_files_hit_the_disk_limit(run_py) -> None:
 
 def test_too_many_empty_files_count_as_over_the_disk_limit(run_py, monkeypatch) -> None:
     # Empty files take no blocks: a watchdog that gave up counting would let a job fill the disk's inodes.
-    monkeypatch.setattr(sandbox, "MAX_FILES", 2_000)
+    monkeypatch.setattr(watchdog, "MAX_FILES", 2_000)
     out = run_py(
         "import os, time\nos.mkdir('d')\nfor i in range(5_000):\n    open(f'd/f{i}', 'wb').close()\ntime.sleep(5)",
         disk_mb=1024,
@@ -278,7 +279,7 @@ def test_rlimits_reach_the_process(run_py) -> None:
 
 
 def test_nproc_limit_only_without_a_pids_cgroup_and_not_for_root(jobdir: Path, spec_for) -> None:
-    from runners.sandbox import _rlimits
+    from runners.sandbox.run import _rlimits
 
     spec = spec_for("pass", max_tasks=100)
     with_pids = RunCgroups(pids_dir=jobdir)
@@ -293,7 +294,7 @@ def test_cgroups_that_cannot_be_joined_fall_back_to_the_tree(
 ) -> None:
     fake = tmp_path / "fake-cgroup"
     (fake / "cgroup.procs").mkdir(parents=True)  # writing our pid there fails, as a cgroup without permission would
-    monkeypatch.setattr(sandbox, "create_run_cgroups", lambda *_: RunCgroups(dirs=[fake], pids_dir=fake))
+    monkeypatch.setattr(sandbox_run, "create_run_cgroups", lambda *_: RunCgroups(dirs=[fake], pids_dir=fake))
     out = run_py("import os, time\nwhile True:\n    os.fork()\n    time.sleep(0.05)", max_processes=16, timeout_s=8)
     assert "could not join" in out.stderr and "watching the tree" in out.sandbox_note
     assert out.too_many_processes and not out.timed_out

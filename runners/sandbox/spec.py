@@ -1,0 +1,70 @@
+"""What a sandboxed run is asked to do (:class:`SandboxSpec`) and what came of it (:class:`ProcessOutcome`)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MIB = 1024 * 1024
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox cannot run on this machine and the caller required it."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """One process to run. ``env`` holds extra variables on top of a clean allowlist (see :func:`scrubbed_env`)."""
+
+    argv: list[str]
+    workdir: Path
+    env: dict[str, str]
+    timeout_s: float
+    output_cap_bytes: int
+    memory_mb: int
+    pass_fds: tuple[int, ...] = ()
+    ro_paths: tuple[Path, ...] = ()
+    allow_gpu: bool = True
+    require_sandbox: bool = False
+    max_tasks: int = 1024
+    """Processes + threads: the kernel's hard cap (pids cgroup, else ``RLIMIT_NPROC``)."""
+    max_processes: int = 128
+    """Processes (not threads) the watchdog allows, counting the sandbox's own two or three; a fork bomb of a
+    process that has imported PyTorch forks slowly, so this trips long before ``max_tasks`` would."""
+    disk_mb: int = 4096
+    """Largest file (RLIMIT_FSIZE) and total size of the job directory (watchdog)."""
+    max_output_bytes: int = 64 * MIB
+    """stdout + stderr past which the process is killed (``output_limit_exceeded``); only the cap is kept."""
+    cancel: threading.Event | None = field(default=None, compare=False)
+    """Set from another thread to kill the whole process tree at once (``cancelled`` in the outcome)."""
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    returncode: int | None
+    """Exit status; None when the process was ended by a signal."""
+    signal: int | None
+    timed_out: bool
+    out_of_memory: bool
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    sandboxed: bool
+    sandbox_note: str
+    wall_time_s: float
+    too_many_processes: bool = False
+    output_limit_exceeded: bool = False
+    disk_limit_exceeded: bool = False
+    killed_reason: str = ""
+    """The limit that ended the process, in words for the user ('' when it ended by itself)."""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    peak_memory_mb: float = 0.0
+    cancelled: bool = False
+    """The caller set ``SandboxSpec.cancel``: the tree was killed, nothing the process did is meaningful."""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.killed_reason
