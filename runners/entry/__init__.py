@@ -30,7 +30,7 @@ from runners.entry.admission import Rejected, allocator_library, check_submissio
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
 from runners.ipc.protocol import Job
-from runners.oracle.evaluate import derive_seed
+from runners.oracle.base import derive_seed
 from runners.settings import RunnerSettings
 
 __all__ = ["REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]

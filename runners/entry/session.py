@@ -34,7 +34,7 @@ from runners.ipc.protocol import (
     RTest,
 )
 from runners.ipc.wire import socket_pair
-from runners.oracle.evaluate import JOB_FD_ENV, REPORT_FD_ENV
+from runners.oracle.base import JOB_FD_ENV, REPORT_FD_ENV
 from runners.sandbox import ProcessOutcome, SandboxSpec, SandboxUnavailable, python_ro_paths, run_sandboxed
 from runners.submission.serve import SOCKET_FD_ENV
 

@@ -5,7 +5,8 @@ ranked secret, which never leaves this process) from a pipe only the entry write
 (the only process that does), and drives the submission process over a Unix socket: it places each call's inputs
 in shared memory, opens a window on its own clock around the call (``window``), snapshots the output where the
 window closes and checks it against the reference on its own private copy of the inputs. It reports raw facts
-(per-test verdicts, per-call samples) to the entry, which computes statistics and the verdict.
+(per-test verdicts, per-call samples) to the entry, which computes statistics and the verdict. Its timing (the
+echo calibration, the timed batches, profile mode) is in ``benchmark``; what its parts share is in ``base``.
 
 Whose fault a failure is (``RFatal.fault``): before the submission process is told to load the file, anything
 that goes wrong is the runner's (the process did not start, the sandbox or the interpreter is broken); a failure
@@ -16,15 +17,10 @@ the problem's; after the load, everything the submission process does or fails t
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
-import math
 import os
 import secrets
-import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -39,51 +35,38 @@ from runners.ipc.protocol import (
     Load,
     Loaded,
     LoadFailed,
-    Profile,
-    ProfileText,
     Quit,
-    RBench,
     RCompiled,
     RDone,
     Ready,
     RFatal,
     RHello,
-    RProfile,
     RProgress,
     RTest,
     Setup,
-    Trust,
 )
-from runners.ipc.wire import Wire, socket_pair
+from runners.oracle.base import (
+    JOB_FD_ENV,
+    MIB,
+    PROBLEM_DIR,
+    REPORT_FD_ENV,
+    Fatal,
+    Reporter,
+    case_text,
+    clone,
+    since,
+    tensor_bytes,
+    trace,
+)
+from runners.oracle.benchmark import Benchmarking
 from runners.oracle.checking import normalise_check
 from runners.oracle.peer import Peer, PeerFailed
-from runners.oracle.timing import Sample, sample_of, time_case
-from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
-from runners.submission.serve import CALIBRATION, SOCKET_FD_ENV
+from runners.oracle.window import CpuWindow, GpuWindow, Window
+from runners.submission.serve import SOCKET_FD_ENV
 
-REPORT_FD_ENV = "KERNELCUP_REPORT_FD"
-JOB_FD_ENV = "KERNELCUP_JOB_FD"
-PROBLEM_DIR = "problem"
-_MIB = 1024 * 1024
-SLACK_SHARE = 50
-"""Batches hold enough work that the most a rewritten reading could hide in one window is 1/50 of it."""
-MAX_BATCH_CALLS = 64
-DEFAULT_HEAP = 32 * 1024 * _MIB
+DEFAULT_HEAP = 32 * 1024 * MIB
 """The submission process's GPU memory unless the runner says otherwise (and never more than half the free)."""
-_HOST_ARENA = 8 * 1024 * _MIB  # sparse: only what is written takes memory
-
-
-class Fatal(Exception):
-    def __init__(self, verdict: Verdict, message: str, fault: str, compile_output: str = "") -> None:
-        super().__init__(message)
-        self.verdict, self.message, self.fault, self.compile_output = verdict, message, fault, compile_output
-
-
-def derive_seed(secret: int | str, case: int, call: int) -> int:
-    """The seed of one timed call of a ranked run: unpredictable without the secret, reproducible with it."""
-    digest = hmac.new(str(secret).encode(), f"{case}:{call}".encode(), hashlib.sha256).digest()
-    return int.from_bytes(digest[:6], "big")
-
+_HOST_ARENA = 8 * 1024 * MIB  # sparse: only what is written takes memory
 
 _CALL_VERDICTS = {
     "oom": Verdict.OUT_OF_MEMORY,
@@ -103,21 +86,7 @@ _LOAD_VERDICTS = {
     "unavailable": Verdict.REJECTED,
 }
 
-
-class Reporter:
-    """One JSON line per report on the pipe to the entry."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def send(self, report: Any) -> None:
-        data = (report.model_dump_json() + "\n").encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
-
-
-class Evaluator:
+class Evaluator(Benchmarking):
     def __init__(self, job: Job, report: Reporter, peer: Peer | None, workdir: Path) -> None:
         self.job = job
         self.report = report
@@ -160,7 +129,7 @@ class Evaluator:
             self.check = self.reference.check_implementation
         except BaseException as exc:
             raise Fatal(
-                Verdict.INFRASTRUCTURE_ERROR, f"the problem's reference.py failed to import:\n{_trace(exc)}", "problem"
+                Verdict.INFRASTRUCTURE_ERROR, f"the problem's reference.py failed to import:\n{trace(exc)}", "problem"
             ) from None
         self.speed_of_light = getattr(self.reference, "speed_of_light", None)
         self.ref_kernel = getattr(self.reference, "ref_kernel", None)
@@ -194,14 +163,14 @@ class Evaluator:
             from runners.ipc.cuda import Driver
 
             self.driver = Driver()
-            self._new_arena("ctrl", "cuda", 2 * _MIB)
-            self._new_arena(self.dev_in, "cuda", 64 * _MIB)
+            self._new_arena("ctrl", "cuda", 2 * MIB)
+            self._new_arena(self.dev_in, "cuda", 64 * MIB)
             free, _ = torch.cuda.mem_get_info()
             heap = int(min(self.job.heap_bytes or DEFAULT_HEAP, free // 2))
             self._new_arena("heap", "cuda", heap)
-            l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 * _MIB)
+            l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 * MIB)
             self.l2_bytes = l2
-            self.flush_buffer = torch.ones(max(2 * l2, 4 * _MIB) // 4, dtype=torch.int32, device="cuda")
+            self.flush_buffer = torch.ones(max(2 * l2, 4 * MIB) // 4, dtype=torch.int32, device="cuda")
         self._new_arena("host_in", "host", _HOST_ARENA)
         self._new_arena("host_out", "host", _HOST_ARENA)
         try:
@@ -239,7 +208,7 @@ class Evaluator:
         try:
             return self.generate_input(**case)
         except Exception as exc:
-            self._problem_or_memory(exc, f"generate_input({_case(case)})")
+            self._problem_or_memory(exc, f"generate_input({case_text(case)})")
             raise  # pragma: no cover - _problem_or_memory raises
 
     def _problem_or_memory(self, exc: BaseException, what: str) -> None:
@@ -250,7 +219,7 @@ class Evaluator:
                 f"GPU memory outside its allocator ({what}: {str(exc).splitlines()[0][:200]})",
                 "submission",
             ) from None
-        raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"the problem's {what} failed:\n{_trace(exc)}", "problem") from None
+        raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"the problem's {what} failed:\n{trace(exc)}", "problem") from None
 
     def _is_oom(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
@@ -260,7 +229,7 @@ class Evaluator:
         try:
             return self._place(batch)
         except MemoryError:
-            self._grow_inputs(sum(_tensor_bytes(self.torch, d, cuda=True) for d in batch))
+            self._grow_inputs(sum(tensor_bytes(self.torch, d, cuda=True) for d in batch))
             return self._place(batch)
         except ArenaError as exc:
             raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"the problem's generate_input: {exc}", "problem") from None
@@ -294,7 +263,7 @@ class Evaluator:
         try:
             if self.ref_kernel is None:
                 raise RuntimeError("the problem has no ref_kernel")
-            normalise_check(self.check(data, self.ref_kernel(_clone(self.torch, data))))
+            normalise_check(self.check(data, self.ref_kernel(clone(self.torch, data))))
         except Exception as exc:
             self._problem_or_memory(exc, "check_implementation (it fails on the reference's own output too)")
         return False, f"the problem's check could not read the output: {error[:500]}"
@@ -322,206 +291,13 @@ class Evaluator:
             out = self.call(self.next_k(), self.place([data]), timed=False, enqueue_timeout=0.0)
             if out.error is not None:
                 f = self.fail_call(out.error, f"test {i + 1}")
-                self.report.send(RTest(index=i, verdict=f.verdict, message=f.message, duration_s=_since(t0)))
+                self.report.send(RTest(index=i, verdict=f.verdict, message=f.message, duration_s=since(t0)))
                 raise f
             ok, message = self.check_output(data, out.outputs[0])
             all_ok &= ok
             verdict = Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER
-            self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=_since(t0)))
+            self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
         return all_ok
-
-    def run_benchmarks(self, fresh: bool) -> None:
-        self.progress("calibrating", "the evaluator's clock")
-        calibration = self.calibrate()
-        for i, case in enumerate(self.job.benchmarks):
-            self.progress("benchmarking", f"case {i + 1} of {len(self.job.benchmarks)}")
-            self.run_benchmark(i, case, fresh and "seed" in case, calibration)
-        self.progress("benchmarking", f"finished {len(self.job.benchmarks)} cases")
-
-    def run_benchmark(self, i: int, case: dict[str, Any], fresh: bool, cal: Calibration) -> None:
-        """Warm-up calls, then timed batches: each batch is ``calls`` calls back to back in one trusted window,
-        each on inputs of its own (fresh in ranked mode), sized so that what a rewritten reading could hide in one
-        window (the calibration's slack) is a small share of the batch (docs/measurement.md)."""
-        torch = self.torch
-        sol: dict[str, Any] = {}
-        if callable(self.speed_of_light):
-            try:
-                sol = dict(self.speed_of_light(**case))
-            except Exception as exc:
-                self._problem_or_memory(exc, f"speed_of_light({_case(case)})")
-        public = self.generate(case)
-        host_times: list[float] = []
-        state: dict[str, Any] = {"enqueue_timeout": 0.0, "degraded": 0, "calls": 1, "made": 0, "per_call": []}
-        footprint = {"bytes": _tensor_bytes(torch, public, cuda=self.cuda)}
-
-        def warm(n: int) -> float:
-            t0 = time.perf_counter()
-            out = self.call(self.next_k(), self.place([public]), timed=False, enqueue_timeout=0.0)
-            if out.error is not None:
-                raise self.fail_call(out.error, f"benchmark {i + 1}, warm-up call {n + 1}")
-            host_times.append(time.perf_counter() - t0)
-            if n == 0:
-                footprint["bytes"] += _tensor_bytes(torch, out.outputs[0], cuda=self.cuda)
-                ok, message = self.check_output(self.generate(case), out.outputs[0])
-                if not ok:
-                    raise Fatal(Verdict.WRONG_ANSWER, f"benchmark {i + 1}: {message}", "submission")
-            return host_times[-1]
-
-        def timed(n: int) -> Sample:
-            if n == 0:
-                recent = sorted(host_times[1:] or host_times)
-                state["enqueue_timeout"] = min(max(4 * recent[int(0.9 * (len(recent) - 1))], 0.01), 2.0)
-            calls = state["calls"]
-            if fresh:
-                seeds = [derive_seed(self.secret, i, state["made"] + j) for j in range(calls)]
-                batch = [self.generate({**case, "seed": seed}) for seed in seeds]
-            else:
-                batch = [public] * calls
-            state["made"] += calls
-            k = self.next_k()
-            out = self.call(k, self.place(batch), timed=True, enqueue_timeout=state["enqueue_timeout"])
-            if out.error is not None:
-                raise self.fail_call(out.error, f"benchmark {i + 1}, timed call {state['made']}")
-            for j, output in enumerate(out.outputs if fresh or n == 0 else ()):
-                ok, message = self.check_output(batch[j] if fresh else self.generate(case), output)
-                if not ok:
-                    where = f"benchmark {i + 1}, timed call {state['made'] - calls + j + 1}"
-                    raise Fatal(Verdict.WRONG_ANSWER, f"{where}: {message}", "submission")
-                if not fresh:
-                    break
-            assert self.window is not None and self.peer is not None
-            reading = out.reading_ns if out.reading_ns is not None else self.window.reading(self.peer, k, 30.0)
-            state["degraded"] += out.degraded
-            if n == 2 and state["degraded"] == 3:
-                state["enqueue_timeout"] = 0.0  # it synchronises every time: stop waiting for it to queue first
-            sample = sample_of(reading, out.window_ns, cal.overhead_ns, cal.event_ns, out.allowance_ns,
-                               out.degraded, calls)  # fmt: skip
-            state["calls"] = self._batch_size(sample, out, calls, cal, footprint["bytes"])
-            return sample
-
-        try:
-            timing = time_case(warm, timed, self.settings, time.perf_counter)
-        except Fatal as f:
-            self.report.send(RBench(index=i, verdict=f.verdict, message=f.message))
-            raise
-        samples = timing.samples
-        bounded = sum(s.bounded for s in samples)
-        degraded = sum(s.degraded for s in samples)
-        notes = []
-        if degraded:
-            notes.append(
-                f"custom_kernel waited for the GPU inside {degraded} of {len(samples)} timed batches; the host's "
-                "time was counted in those"
-            )
-        if bounded > len(samples) // 4:
-            notes.append(
-                f"in {bounded} of {len(samples)} timed batches the evaluator's clock allowed less than the "
-                "submission process's own timing said; those count the evaluator's time"
-            )
-        windows = sorted(s.window_ns for s in samples)
-        calls = sorted(s.calls for s in samples)
-        trust = Trust(
-            overhead_ns=cal.overhead_ns,
-            bounded_calls=bounded,
-            degraded_calls=degraded,
-            window_median_ns=windows[len(windows) // 2],
-            calls_per_sample=calls[len(calls) // 2],
-        )
-        self.report.send(
-            RBench(
-                index=i,
-                verdict=Verdict.ACCEPTED,
-                message="; ".join(notes),
-                samples_ns=timing.samples_ns,
-                bytes_moved=_int_or_none(sol.get("bytes")),
-                flops=_int_or_none(sol.get("flops")),
-                trust=trust,
-            )
-        )
-        if self.cuda:
-            torch.cuda.empty_cache()
-
-    def _batch_size(self, sample: Sample, out: Any, calls: int, cal: Calibration, footprint: int) -> int:
-        """Calls in the next batch: enough work per window that the calibration's slack is at most
-        ``1 / SLACK_SHARE`` of it, as far as the inputs of the whole batch and their outputs fit in half the L2
-        (so that no call pays to write back an earlier call's output, as none does under Nsight Compute)."""
-        per_call = max((out.window_ns - cal.overhead_ns - out.allowance_ns) / calls, 100.0)  # the trusted clock's
-        want = math.ceil(SLACK_SHARE * cal.slack_ns / per_call)
-        room = MAX_BATCH_CALLS if not self.cuda else max(1, self.l2_bytes // 2 // max(footprint, 1))
-        return max(1, min(want, room, MAX_BATCH_CALLS, self.job.max_batch_calls))
-
-    def run_profile(self) -> None:
-        assert self.peer is not None
-        self.progress("profiling", self.job.profiler)
-        texts = []
-        for i, case in enumerate(self.job.benchmarks):
-            data = self.generate(case)
-            (placement,) = self.place([data])
-            for dst, src in placement.copies:
-                dst.copy_(src)
-            if self.cuda:
-                self.torch.cuda.synchronize()
-            k = self.next_k()
-            label = f"benchmark {i + 1} {_case(case)}"
-            self.peer.send(Profile(k=k, data=placement.value, label=label, nvtx=self.job.profiler == "ncu"))
-            answer = self.peer.expect(ProfileText, self.remaining(), k)
-            if answer.error is not None:
-                raise self.fail_call(answer.error, label)
-            if answer.text:
-                texts.append(answer.text)
-        if texts:
-            if self.cuda:
-                texts.insert(0, "Nsight Compute (ncu) is not available on this runner; the torch profiler's table:")
-            self.report.send(RProfile(text="\n\n".join(texts)[-60_000:]))
-
-    # ---- calibration: the evaluator's own echo process -------------------------------------------------------
-    def start_echo(self) -> None:
-        """Start the echo (the submission program running a known kernel), while the submission process loads."""
-        a, b = socket_pair()
-        echo_dir = self.workdir / "echo"
-        echo_dir.mkdir(exist_ok=True)
-        env = {**os.environ, SOCKET_FD_ENV: str(b.fileno())}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runners.submission"], pass_fds=(b.fileno(),), env=env, cwd=echo_dir
-        )
-        b.close()
-        from runners.ipc.protocol import FROM_SUBMISSION
-
-        self.echo = (proc, Peer(Wire(a, FROM_SUBMISSION), "the calibration echo"))
-
-    def calibrate(self) -> Calibration:
-        torch = self.torch
-        proc, peer = self.echo
-        arenas: dict[str, Arena] = {}
-        try:
-            if self.cuda:
-                for name, size in (("ctrl", 2 * _MIB), ("dev_in", 2 * _MIB), ("heap", 64 * _MIB)):
-                    arenas[name] = Arena.create(torch, name, "cuda", size, self.driver)
-            for name in ("host_in", "host_out"):
-                arenas[name] = Arena.create(torch, name, "host", 16 * _MIB)
-            self.connect(peer, arenas, "heap" if self.cuda else None)
-            for arena in arenas.values():
-                arena.close_fd()
-            peer.send(Load(lang=CALIBRATION, path="", display_name="calibration"))
-            peer.expect(Loaded, 60.0)
-            window: Window = (
-                GpuWindow(torch, self.driver, arenas, "ctrl", self.flush_buffer)
-                if self.cuda
-                else CpuWindow(torch, arenas)
-            )
-            return calibrate(torch, window, peer, arenas, time.monotonic() + 120.0)
-        except (PeerFailed, RuntimeError) as exc:
-            message = f"calibrating the evaluator's clock failed: {exc}"
-            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "runner") from None
-        finally:
-            with contextlib.suppress(Exception):
-                peer.send(Quit())
-            peer.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-            if proc.poll() is None:
-                proc.kill()
-            self.echo = None
 
     # ---- the whole job ----------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -551,16 +327,16 @@ class Evaluator:
             if self.ref_kernel is None:
                 raise Fatal(Verdict.INFRASTRUCTURE_ERROR, "the problem's reference.py has no ref_kernel", "problem")
             try:
-                output = self.ref_kernel(_clone(self.torch, data))
+                output = self.ref_kernel(clone(self.torch, data))
                 ok, message = normalise_check(self.check(data, output))
             except Exception as exc:
                 raise Fatal(
                     Verdict.INFRASTRUCTURE_ERROR,
-                    f"the reference failed on test {i + 1} ({_case(case)}):\n{_trace(exc)}",
+                    f"the reference failed on test {i + 1} ({case_text(case)}):\n{trace(exc)}",
                     "problem",
                 ) from None
             verdict = Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER
-            self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=_since(t0)))
+            self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
 
     def shutdown(self) -> None:
         if self.peer is not None:
@@ -569,45 +345,6 @@ class Evaluator:
         if self.echo is not None:
             proc, _ = self.echo
             proc.kill()
-
-
-def _since(t0: float) -> float:
-    return time.perf_counter() - t0
-
-
-def _case(case: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in case.items())[:200]
-
-
-def _int_or_none(v: object) -> int | None:
-    try:
-        return int(v) if v is not None else None  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return None
-
-
-def _trace(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
-
-
-def _clone(torch: Any, data: Any) -> Any:
-    if isinstance(data, torch.Tensor):
-        return data.clone()
-    if isinstance(data, tuple | list):
-        return type(data)(_clone(torch, x) for x in data)
-    if isinstance(data, dict):
-        return {k: _clone(torch, v) for k, v in data.items()}
-    return data
-
-
-def _tensor_bytes(torch: Any, data: Any, cuda: bool) -> int:
-    if isinstance(data, torch.Tensor):
-        return -(-data.numel() * data.element_size() // 512) * 512 + 512 if data.is_cuda == cuda else 0
-    if isinstance(data, tuple | list):
-        return sum(_tensor_bytes(torch, x, cuda) for x in data)
-    if isinstance(data, dict):
-        return sum(_tensor_bytes(torch, x, cuda) for x in data.values())
-    return 0
 
 
 def main() -> int:
@@ -632,7 +369,7 @@ def main() -> int:
                 f"GPU memory outside its allocator ({str(exc).splitlines()[0][:200]})")))  # fmt: skip
         else:
             report.send(RFatal(verdict=Verdict.INFRASTRUCTURE_ERROR, fault="runner",
-                               message=f"the evaluator failed: {_trace(exc)}"))  # fmt: skip
+                               message=f"the evaluator failed: {trace(exc)}"))  # fmt: skip
     finally:
         evaluator.shutdown()
     report.send(RDone())

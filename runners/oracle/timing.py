@@ -28,6 +28,9 @@ class Sample:
     degraded: bool
     calls: int = 1
     """Calls in the batch this sample is the mean of."""
+    reading_ns: float = 0.0
+    event_ns: float = 0.0
+    allowance_ns: float = 0.0
 
 
 def sample_of(
@@ -46,7 +49,35 @@ def sample_of(
     ``window - overhead`` cannot be the submission's real time, so the bound takes its place."""
     bound = window_ns - overhead_ns - allowance_ns
     value = max(reading_ns, bound)
-    return Sample(max(value - event_ns, 0.0) / calls, window_ns, bound > reading_ns, degraded, calls)
+    return Sample(
+        max(value - event_ns, 0.0) / calls,
+        window_ns,
+        bound > reading_ns,
+        degraded,
+        calls,
+        reading_ns,
+        event_ns,
+        allowance_ns,
+    )
+
+
+def cap_overhead(samples: list[Sample], overhead_ns: float) -> tuple[list[Sample], float]:
+    """The samples again with the calibrated overhead lowered to the case's smallest window (less its allowance)
+    where that is lower, and the overhead used.
+
+    No call's overhead exceeds its own window, so the smallest window bounds the overhead as well as the echo's
+    calibration does. On a shared CPU the echo may have been calibrated in a busier moment than the case ran in;
+    its bound is then larger than many windows, and a rewritten reading could hide inside the difference. The cap
+    closes that: a forged reading counts at least ``window - smallest window``. It only ever raises samples."""
+    if not samples:
+        return samples, overhead_ns
+    cap = min(s.window_ns - s.allowance_ns for s in samples)
+    if cap >= overhead_ns:
+        return samples, overhead_ns
+    capped = [
+        sample_of(s.reading_ns, s.window_ns, cap, s.event_ns, s.allowance_ns, s.degraded, s.calls) for s in samples
+    ]
+    return capped, cap
 
 
 @dataclass

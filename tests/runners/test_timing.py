@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Callable
 
 from runners.contract import TimingSettings
-from runners.oracle.timing import Sample, sample_of, time_case
+from runners.oracle.timing import Sample, cap_overhead, sample_of, time_case
 
 
 class Clock:
@@ -88,3 +88,17 @@ def test_a_batch_sample_is_the_time_per_call_and_cannot_be_forged_below_the_boun
 
 def test_a_sample_is_never_negative() -> None:
     assert sample_of(0.0, 10.0, 285_000.0, 1_300.0, 0.0, False).ns == 0.0
+
+
+def test_the_overhead_is_capped_by_the_smallest_window_of_the_case() -> None:
+    """A calibration made in a busier moment than the case (a shared CPU) overstates the overhead; no call's
+    overhead exceeds its own window, so the smallest window caps it, and a forged reading gains nothing from the
+    difference. The cap only ever raises samples, and leaves a calibration below every window alone."""
+    forged = [sample_of(1.0, w, 250_000.0, 0.0, 0.0, False) for w in (60_000.0, 80_000.0, 100_000.0)]
+    assert [s.ns for s in forged] == [1.0, 1.0, 1.0]  # the overstated calibration lets every reading through
+    capped, used = cap_overhead(forged, 250_000.0)
+    assert used == 60_000.0 and [s.ns for s in capped] == [1.0, 20_000.0, 40_000.0]
+    assert all(c.ns >= f.ns for c, f in zip(capped, forged, strict=True)) and all(c.bounded for c in capped[1:])
+    honest = [sample_of(r, r + 45_000.0, 50_000.0, 0.0, 0.0, False) for r in (30_000.0, 31_000.0)]
+    assert cap_overhead(honest, 50_000.0) == (honest, 50_000.0)
+    assert cap_overhead([], 50_000.0) == ([], 50_000.0)

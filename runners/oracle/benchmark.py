@@ -1,0 +1,244 @@
+"""Timing on the evaluator's side: the echo process that calibrates its clock, the warm-up and the timed batches
+of each benchmark case (each batch inside one trusted window, on inputs of its own), and profile mode.
+
+``Benchmarking`` is part of :class:`runners.oracle.evaluate.Evaluator` (its state: the job, the peer, the arenas,
+the window); it lives here so that the evaluator's set-up and checking read apart from its timing."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from runners.contract import Verdict
+from runners.ipc.arena import Arena
+from runners.ipc.protocol import Load, Loaded, Profile, ProfileText, Quit, RBench, RProfile, Trust
+from runners.ipc.wire import Wire, socket_pair
+from runners.oracle.base import MIB, Fatal, case_text, derive_seed, int_or_none, tensor_bytes
+from runners.oracle.peer import Peer, PeerFailed
+from runners.oracle.timing import Sample, cap_overhead, sample_of, time_case
+from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
+from runners.submission.serve import CALIBRATION, SOCKET_FD_ENV
+
+SLACK_SHARE = 50
+"""Batches hold enough work that the most a rewritten reading could hide in one window is 1/50 of it."""
+MAX_BATCH_CALLS = 64
+
+
+class Benchmarking:
+    """The evaluator's timing (mixed into ``Evaluator``, whose attributes it uses)."""
+
+    # The Evaluator's state these methods use (set in Evaluator.__init__/setup/start).
+    job: Any
+    torch: Any
+    cuda: bool
+    driver: Any
+    peer: Peer | None
+    window: Window | None
+    echo: Any
+    report: Any
+    settings: Any
+    secret: int | str
+    speed_of_light: Any
+    flush_buffer: Any
+    l2_bytes: int
+    workdir: Any
+
+    def run_benchmarks(self, fresh: bool) -> None:
+        self.progress("calibrating", "the evaluator's clock")
+        calibration = self.calibrate()
+        for i, case in enumerate(self.job.benchmarks):
+            self.progress("benchmarking", f"case {i + 1} of {len(self.job.benchmarks)}")
+            self.run_benchmark(i, case, fresh and "seed" in case, calibration)
+        self.progress("benchmarking", f"finished {len(self.job.benchmarks)} cases")
+
+    def run_benchmark(self, i: int, case: dict[str, Any], fresh: bool, cal: Calibration) -> None:
+        """Warm-up calls, then timed batches: each batch is ``calls`` calls back to back in one trusted window,
+        each on inputs of its own (fresh in ranked mode), sized so that what a rewritten reading could hide in one
+        window (the calibration's slack) is a small share of the batch (docs/measurement.md)."""
+        torch = self.torch
+        sol: dict[str, Any] = {}
+        if callable(self.speed_of_light):
+            try:
+                sol = dict(self.speed_of_light(**case))
+            except Exception as exc:
+                self._problem_or_memory(exc, f"speed_of_light({case_text(case)})")
+        public = self.generate(case)
+        host_times: list[float] = []
+        state: dict[str, Any] = {"enqueue_timeout": 0.0, "degraded": 0, "calls": 1, "made": 0, "per_call": []}
+        footprint = {"bytes": tensor_bytes(torch, public, cuda=self.cuda)}
+
+        def warm(n: int) -> float:
+            t0 = time.perf_counter()
+            out = self.call(self.next_k(), self.place([public]), timed=False, enqueue_timeout=0.0)
+            if out.error is not None:
+                raise self.fail_call(out.error, f"benchmark {i + 1}, warm-up call {n + 1}")
+            host_times.append(time.perf_counter() - t0)
+            if n == 0:
+                footprint["bytes"] += tensor_bytes(torch, out.outputs[0], cuda=self.cuda)
+                ok, message = self.check_output(self.generate(case), out.outputs[0])
+                if not ok:
+                    raise Fatal(Verdict.WRONG_ANSWER, f"benchmark {i + 1}: {message}", "submission")
+            return host_times[-1]
+
+        def timed(n: int) -> Sample:
+            if n == 0:
+                recent = sorted(host_times[1:] or host_times)
+                state["enqueue_timeout"] = min(max(4 * recent[int(0.9 * (len(recent) - 1))], 0.01), 2.0)
+            calls = state["calls"]
+            if fresh:
+                seeds = [derive_seed(self.secret, i, state["made"] + j) for j in range(calls)]
+                batch = [self.generate({**case, "seed": seed}) for seed in seeds]
+            else:
+                batch = [public] * calls
+            state["made"] += calls
+            k = self.next_k()
+            out = self.call(k, self.place(batch), timed=True, enqueue_timeout=state["enqueue_timeout"])
+            if out.error is not None:
+                raise self.fail_call(out.error, f"benchmark {i + 1}, timed call {state['made']}")
+            for j, output in enumerate(out.outputs if fresh or n == 0 else ()):
+                ok, message = self.check_output(batch[j] if fresh else self.generate(case), output)
+                if not ok:
+                    where = f"benchmark {i + 1}, timed call {state['made'] - calls + j + 1}"
+                    raise Fatal(Verdict.WRONG_ANSWER, f"{where}: {message}", "submission")
+                if not fresh:
+                    break
+            assert self.window is not None and self.peer is not None
+            reading = out.reading_ns if out.reading_ns is not None else self.window.reading(self.peer, k, 30.0)
+            state["degraded"] += out.degraded
+            if n == 2 and state["degraded"] == 3:
+                state["enqueue_timeout"] = 0.0  # it synchronises every time: stop waiting for it to queue first
+            sample = sample_of(reading, out.window_ns, cal.overhead_ns, cal.event_ns, out.allowance_ns,
+                               out.degraded, calls)  # fmt: skip
+            state["calls"] = self._batch_size(sample, out, calls, cal, footprint["bytes"])
+            return sample
+
+        try:
+            timing = time_case(warm, timed, self.settings, time.perf_counter)
+        except Fatal as f:
+            self.report.send(RBench(index=i, verdict=f.verdict, message=f.message))
+            raise
+        samples, overhead = timing.samples, cal.overhead_ns
+        if not self.cuda:  # the CPU is shared: the echo's calibration may have run in a busier moment (timing.py)
+            samples, overhead = cap_overhead(samples, overhead)
+        bounded = sum(s.bounded for s in samples)
+        degraded = sum(s.degraded for s in samples)
+        notes = []
+        if degraded:
+            notes.append(
+                f"custom_kernel waited for the GPU inside {degraded} of {len(samples)} timed batches; the host's "
+                "time was counted in those"
+            )
+        if bounded > len(samples) // 4:
+            notes.append(
+                f"in {bounded} of {len(samples)} timed batches the evaluator's clock allowed less than the "
+                "submission process's own timing said; those count the evaluator's time"
+            )
+        windows = sorted(s.window_ns for s in samples)
+        calls = sorted(s.calls for s in samples)
+        trust = Trust(
+            overhead_ns=overhead,
+            bounded_calls=bounded,
+            degraded_calls=degraded,
+            window_median_ns=windows[len(windows) // 2],
+            calls_per_sample=calls[len(calls) // 2],
+        )
+        self.report.send(
+            RBench(
+                index=i,
+                verdict=Verdict.ACCEPTED,
+                message="; ".join(notes),
+                samples_ns=[s.ns for s in samples],
+                bytes_moved=int_or_none(sol.get("bytes")),
+                flops=int_or_none(sol.get("flops")),
+                trust=trust,
+            )
+        )
+        if self.cuda:
+            torch.cuda.empty_cache()
+
+    def _batch_size(self, sample: Sample, out: Any, calls: int, cal: Calibration, footprint: int) -> int:
+        """Calls in the next batch: enough work per window that the calibration's slack is at most
+        ``1 / SLACK_SHARE`` of it, as far as the inputs of the whole batch and their outputs fit in half the L2
+        (so that no call pays to write back an earlier call's output, as none does under Nsight Compute)."""
+        per_call = max((out.window_ns - cal.overhead_ns - out.allowance_ns) / calls, 100.0)  # the trusted clock's
+        want = math.ceil(SLACK_SHARE * cal.slack_ns / per_call)
+        room = MAX_BATCH_CALLS if not self.cuda else max(1, self.l2_bytes // 2 // max(footprint, 1))
+        return max(1, min(want, room, MAX_BATCH_CALLS, self.job.max_batch_calls))
+
+    def run_profile(self) -> None:
+        assert self.peer is not None
+        self.progress("profiling", self.job.profiler)
+        texts = []
+        for i, case in enumerate(self.job.benchmarks):
+            data = self.generate(case)
+            (placement,) = self.place([data])
+            for dst, src in placement.copies:
+                dst.copy_(src)
+            if self.cuda:
+                self.torch.cuda.synchronize()
+            k = self.next_k()
+            label = f"benchmark {i + 1} {case_text(case)}"
+            self.peer.send(Profile(k=k, data=placement.value, label=label, nvtx=self.job.profiler == "ncu"))
+            answer = self.peer.expect(ProfileText, self.remaining(), k)
+            if answer.error is not None:
+                raise self.fail_call(answer.error, label)
+            if answer.text:
+                texts.append(answer.text)
+        if texts:
+            if self.cuda:
+                texts.insert(0, "Nsight Compute (ncu) is not available on this runner; the torch profiler's table:")
+            self.report.send(RProfile(text="\n\n".join(texts)[-60_000:]))
+
+    # ---- calibration: the evaluator's own echo process -------------------------------------------------------
+    def start_echo(self) -> None:
+        """Start the echo (the submission program running a known kernel), while the submission process loads."""
+        a, b = socket_pair()
+        echo_dir = self.workdir / "echo"
+        echo_dir.mkdir(exist_ok=True)
+        env = {**os.environ, SOCKET_FD_ENV: str(b.fileno())}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runners.submission"], pass_fds=(b.fileno(),), env=env, cwd=echo_dir
+        )
+        b.close()
+        from runners.ipc.protocol import FROM_SUBMISSION
+
+        self.echo = (proc, Peer(Wire(a, FROM_SUBMISSION), "the calibration echo"))
+
+    def calibrate(self) -> Calibration:
+        torch = self.torch
+        proc, peer = self.echo
+        arenas: dict[str, Arena] = {}
+        try:
+            if self.cuda:
+                for name, size in (("ctrl", 2 * MIB), ("dev_in", 2 * MIB), ("heap", 64 * MIB)):
+                    arenas[name] = Arena.create(torch, name, "cuda", size, self.driver)
+            for name in ("host_in", "host_out"):
+                arenas[name] = Arena.create(torch, name, "host", 16 * MIB)
+            self.connect(peer, arenas, "heap" if self.cuda else None)
+            for arena in arenas.values():
+                arena.close_fd()
+            peer.send(Load(lang=CALIBRATION, path="", display_name="calibration"))
+            peer.expect(Loaded, 60.0)
+            window: Window = (
+                GpuWindow(torch, self.driver, arenas, "ctrl", self.flush_buffer)
+                if self.cuda
+                else CpuWindow(torch, arenas)
+            )
+            return calibrate(torch, window, peer, arenas, time.monotonic() + 120.0)
+        except (PeerFailed, RuntimeError) as exc:
+            message = f"calibrating the evaluator's clock failed: {exc}"
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "runner") from None
+        finally:
+            with contextlib.suppress(Exception):
+                peer.send(Quit())
+            peer.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+            if proc.poll() is None:
+                proc.kill()
+            self.echo = None
