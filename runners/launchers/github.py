@@ -25,14 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import io
 import json
 import logging
 import math
-import re
 import secrets
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -41,12 +38,13 @@ from typing import Any, TypeVar
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 from github.GithubException import BadCredentialsException, UnknownObjectException
-from pydantic import ValidationError
 
 from runners import payload
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
+from runners.launchers.github_artifact import download_artifact, parse_artifact
+from runners.launchers.github_errors import message_of, net_reason, rate_limit_wait
 from runners.remote_settings import GithubSettings
 from runners.retry import aretrying
 
@@ -58,7 +56,6 @@ MAX_DISPATCH_INPUT_CHARS = 65_535
 """GitHub's limit on a workflow_dispatch payload: all input values together."""
 RUN_NAME_PREFIX = "kernelcup run "
 ARTIFACT_PREFIX = "kernelcup-result-"
-RESULT_FILE = "result.json"
 PENDING_STATUSES = frozenset({"queued", "waiting", "pending", "requested"})
 RUNS_PER_PAGE = 50
 MAX_RUN_PAGES = 4
@@ -319,48 +316,10 @@ class GithubLauncher:
             raise LauncherError(f"the result artifact of GitHub run {state.id} has expired")
         if size > self.settings.max_result_bytes:
             raise LauncherError(f"the result artifact of GitHub run {state.id} is {size} bytes, over the cap")
-        blob = await self._api(lambda: self._download(url), f"downloading {name}")
-        return self._parse(blob, state.id)
-
-    def _download(self, url: str) -> bytes:
-        """The artifact zip. GitHub answers 302 to blob storage on another domain (Azure), which PyGithub's
-        requester refuses to follow; the redirect is followed here, without the token."""
-        cap = self.settings.max_result_bytes
-        timeout = self.settings.http_timeout_s
-        assert self.settings.token is not None
-        token = self.settings.token.get_secret_value()
-        auth = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
-        with requests.Session() as session:
-            session.trust_env = False  # no .netrc credentials sent anywhere
-            answer = session.get(url, headers=auth, allow_redirects=False, timeout=timeout)
-            if answer.is_redirect and answer.headers.get("Location"):
-                answer = session.get(answer.headers["Location"], allow_redirects=True, stream=True, timeout=timeout)
-            if answer.status_code >= 400:
-                raise GithubException(answer.status_code, {"message": answer.text[:200]}, dict(answer.headers))
-            data = bytearray()
-            for chunk in answer.iter_content(chunk_size=64 * 1024):
-                data += chunk
-                if len(data) > cap:
-                    raise LauncherError(f"the result artifact is over {cap} bytes, the cap (GITHUB_MAX_RESULT_BYTES)")
-            return bytes(data)
-
-    def _parse(self, blob: bytes, run_id: int) -> RunResult:
-        try:
-            with zipfile.ZipFile(io.BytesIO(blob)) as archive:
-                info = archive.getinfo(RESULT_FILE)
-                if info.file_size > self.settings.max_result_bytes:
-                    raise LauncherError(f"{RESULT_FILE} of GitHub run {run_id} inflates beyond the cap")
-                text = archive.read(info)
-        except KeyError:
-            raise LauncherError(f"the result artifact of GitHub run {run_id} holds no {RESULT_FILE}") from None
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
-            raise LauncherError(f"the result artifact of GitHub run {run_id} is corrupt: {exc}") from None
-        try:
-            return RunResult.model_validate_json(text)
-        except ValidationError as exc:
-            raise LauncherError(
-                f"GitHub run {run_id} returned a malformed result ({exc.error_count()} errors)"
-            ) from None
+        token = self.settings.token.get_secret_value() if self.settings.token is not None else ""
+        cap, timeout = self.settings.max_result_bytes, self.settings.http_timeout_s
+        blob = await self._api(lambda: download_artifact(url, token, cap, timeout), f"downloading {name}")
+        return parse_artifact(blob, state.id, cap)
 
     # -- one API call, bounded and retried ---------------------------------------------------------
 
@@ -375,7 +334,7 @@ class GithubLauncher:
 
         def worth_retrying(exc: BaseException) -> bool:
             if isinstance(exc, RateLimitExceededException):
-                return _rate_limit_wait(exc) <= max_rate_wait
+                return rate_limit_wait(exc) <= max_rate_wait
             if isinstance(exc, BadCredentialsException | UnknownObjectException):
                 return False
             if isinstance(exc, GithubException):
@@ -383,7 +342,7 @@ class GithubLauncher:
             return isinstance(exc, CallTimeout | requests.RequestException)
 
         def wait_for(exc: BaseException, delay: float) -> float:
-            return _rate_limit_wait(exc) if isinstance(exc, RateLimitExceededException) else delay  # type: ignore[arg-type]
+            return rate_limit_wait(exc) if isinstance(exc, RateLimitExceededException) else delay  # type: ignore[arg-type]
 
         policy = aretrying(
             retry_if=worth_retrying,
@@ -398,36 +357,13 @@ class GithubLauncher:
         except BadCredentialsException:
             raise LauncherError("GitHub rejected GITHUB_TOKEN (401): is it expired or revoked?") from None
         except RateLimitExceededException as exc:
-            raise LauncherError(f"GitHub rate limit while {what}; it resets in {_rate_limit_wait(exc):.0f} s") from None
+            raise LauncherError(f"GitHub rate limit while {what}; it resets in {rate_limit_wait(exc):.0f} s") from None
         except UnknownObjectException:
             raise LauncherError(
                 f"GitHub answered 404 while {what}: check GITHUB_REPO={self.settings.repo}, "
                 f"GITHUB_WORKFLOW={self.settings.workflow} and that GITHUB_TOKEN can see them"
             ) from None
         except GithubException as exc:
-            raise LauncherError(f"GitHub answered {exc.status} while {what}: {_message(exc)}") from None
+            raise LauncherError(f"GitHub answered {exc.status} while {what}: {message_of(exc)}") from None
         except (CallTimeout, requests.RequestException) as exc:
-            raise LauncherError(f"could not reach GitHub while {what}: {_net_reason(exc)}") from None
-
-
-def _rate_limit_wait(exc: GithubException) -> float:
-    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-    if "retry-after" in headers:
-        return float(headers["retry-after"])
-    if "x-ratelimit-reset" in headers:
-        return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
-    return 60.0
-
-
-def _net_reason(exc: Exception) -> str:
-    """The useful end of a network error (requests nests the OS reason deep inside its message)."""
-    text = str(exc)
-    found = re.search(r"\[Errno -?\d+\] ([^)\"']+)", text)
-    return f"{type(exc).__name__}: {found.group(1).strip()}" if found else text[:300]
-
-
-def _message(exc: GithubException) -> str:
-    data = exc.data
-    if isinstance(data, dict) and data.get("message"):
-        return str(data["message"])
-    return str(data or exc)
+            raise LauncherError(f"could not reach GitHub while {what}: {net_reason(exc)}") from None

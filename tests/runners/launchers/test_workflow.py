@@ -20,6 +20,7 @@ import yaml
 from runners import payload
 from runners.launchers import github as gh
 from runners.launchers.github import GithubLauncher
+from runners.launchers.github_artifact import RESULT_FILE
 from runners.remote_settings import GithubSettings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -104,7 +105,7 @@ def test_run_name_and_artifact_carry_the_launchers_nonce(workflow: dict) -> None
     upload = next(s for s in steps(workflow) if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
     assert upload["with"]["name"] == gh.ARTIFACT_PREFIX + "${{ inputs.run_id }}"
-    assert upload["with"]["path"].endswith("/" + gh.RESULT_FILE)
+    assert upload["with"]["path"].endswith("/" + RESULT_FILE)
     assert upload["with"]["if-no-files-found"] == "error"
 
 
