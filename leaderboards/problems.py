@@ -55,7 +55,6 @@ REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
 CaseValue = int | float | bool | str | list[Any]
 Case = dict[str, CaseValue]
 
-SUBMISSION_SUFFIXES = {Language.PYTHON: (".py",), Language.CUDA: (".cu", ".cuh")}
 
 
 class ProblemFormatError(UserError):
@@ -489,9 +488,3 @@ def deadline_warnings(file: Path | str, pset: ProblemSet, now: datetime) -> list
     ]
 
 
-def submission_language(file_name: str) -> Language | None:
-    """The language a submission file is written in, by its suffix; None if unknown."""
-    for lang, suffixes in SUBMISSION_SUFFIXES.items():
-        if file_name.endswith(suffixes):
-            return lang
-    return None

@@ -30,7 +30,7 @@ from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
     problem_from_snapshot,
 )
-from runners.contract import Language, Limits, Mode, RankingRule, RunRequest, RunResult, Verdict, worst
+from runners.contract import LANGUAGES, Limits, Mode, RankingRule, RunRequest, RunResult, Verdict, worst
 
 
 def harness_device(device: str) -> str:
@@ -96,7 +96,7 @@ class RecordingMixin(ServiceBase):
         """
         board = request.limits.run_timeout_s
         compile_s = 0.0
-        if request.lang is Language.CUDA:
+        if LANGUAGES[request.lang].compile_step:
             compile_s = min(self.settings.compile_budget_s, board / 2)
         limits = request.limits.model_copy(update={"compile_timeout_s": compile_s, "run_timeout_s": board - compile_s})
         return request.model_copy(update={"limits": limits})

@@ -48,7 +48,6 @@ from leaderboards.models import (
     SubmissionCode,
     User,
 )
-from leaderboards.problems import SUBMISSION_SUFFIXES, submission_language
 from leaderboards.ranking import eligible_history
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
 from leaderboards.results import (
@@ -70,12 +69,11 @@ from leaderboards.snapshot import (
 )
 from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
-from runners.contract import Language, Mode
+from runners.contract import LANGUAGES, Language, Mode, language_of_file
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
 MAX_FILE_NAME = 255
-LANGUAGE_NAMES = {Language.PYTHON: "Python", Language.CUDA: "CUDA"}
 
 
 def _base_name(file_name: str) -> str:
@@ -274,11 +272,10 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
         return name
 
     def _check_language(self, lb: Leaderboard, name: str) -> None:
-        lang = Language(lb.lang)
-        suffixes = SUBMISSION_SUFFIXES[lang]
-        if submission_language(name) is not lang:
+        lang = LANGUAGES[Language(lb.lang)]
+        if language_of_file(name) is not lang:
             raise InvalidSubmission(
-                f"Leaderboard {lb.name!r} takes {LANGUAGE_NAMES[lang]} files ({', '.join(suffixes)}); "
+                f"Leaderboard {lb.name!r} takes {lang.short} files ({', '.join(lang.suffixes)}); "
                 f"{name!r} is not one.",
                 code="wrong_file_type",
             )

@@ -31,7 +31,7 @@ from leaderboards.problems import (
 )
 from leaderboards.results import SetEntry, SyncAction, SyncItem
 from leaderboards.service import LeaderboardService
-from runners.contract import Language, Mode, RunRequest, RunResult, Verdict
+from runners.contract import LANGUAGES, Mode, RunRequest, RunResult, Verdict
 
 __all__ = [
     "ReferenceCheck",
@@ -46,10 +46,8 @@ __all__ = [
 ]
 
 REFERENCE_STEPS = "generate_input -> ref_kernel -> check_implementation"
-PLACEHOLDER = {
-    Language.PYTHON: ("reference-check.py", b"# a reference check runs no submission\n"),
-    Language.CUDA: ("reference-check.cu", b"// a reference check runs no submission\n"),
-}
+PLACEHOLDER_CONTENT = b"\n"
+"""The submission file of a reference check (never admitted, never run: only the reference runs)."""
 
 
 class ReferenceCheck(Protocol):
@@ -64,8 +62,8 @@ class ReferenceCheck(Protocol):
 
 def reference_request(problem: Problem) -> RunRequest:
     """The request a reference check runs: test mode on the CPU, the problem's smallest test case only."""
-    name, placeholder = PLACEHOLDER[problem.task.lang]
-    request = problem.request(name, placeholder, Mode.TEST, device="cpu", device_name="cpu")
+    name = "reference-check" + LANGUAGES[problem.task.lang].suffixes[0]
+    request = problem.request(name, PLACEHOLDER_CONTENT, Mode.TEST, device="cpu", device_name="cpu")
     return request.model_copy(update={"tests": [problem.smallest_test()], "benchmarks": []})
 
 

@@ -376,13 +376,14 @@ class Worker:
     async def _probe(self, launcher: Launcher) -> str | None:
         """None when ``launcher`` passes its check, else what is wrong."""
         try:
-            await asyncio.wait_for(launcher.check(), self.settings.probe_timeout_s)
+            said = await asyncio.wait_for(launcher.check(), self.settings.probe_timeout_s)
         except TimeoutError:
             return f"the {launcher.name} runner's self-check gave no answer within {self.settings.probe_timeout_s:g} s"
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return f"the {launcher.name} runner fails its self-check: {str(exc) or type(exc).__name__}"
+        log.info("worker %s: the %s runner passes its self-check: %s", self.worker_id, launcher.name, said)
         return None
 
     async def _self_check(self) -> None:

@@ -48,11 +48,26 @@ class LanguageInfo:
     needs_cuda: bool
     problem_files: tuple[str, ...] = ()
     """Files of the problem the submission is compiled against (besides the reference, which it never sees)."""
+    compile_step: bool = False
+    """A separate compile before the run (on its own budget, taken out of the board's limit); Python's JIT builds
+    (Triton, ``load_inline``) happen inside the run instead."""
+    short: str = ""
+    """The name in one word, for messages ('takes Python files (.py)')."""
 
 
 LANGUAGES: dict[Language, LanguageInfo] = {
-    Language.PYTHON: LanguageInfo(Language.PYTHON, "Python (PyTorch, Triton, inline CUDA)", (".py",), False),
-    Language.CUDA: LanguageInfo(Language.CUDA, "CUDA C++", (".cu", ".cuh"), True, ("harness.cu",)),
+    Language.PYTHON: LanguageInfo(
+        Language.PYTHON, "Python (PyTorch, Triton, inline CUDA)", (".py",), needs_cuda=False, short="Python"
+    ),
+    Language.CUDA: LanguageInfo(
+        Language.CUDA,
+        "CUDA C++",
+        (".cu", ".cuh"),
+        needs_cuda=True,
+        problem_files=("harness.cu",),
+        compile_step=True,
+        short="CUDA",
+    ),
 }
 
 

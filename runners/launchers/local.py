@@ -98,9 +98,8 @@ class LocalLauncher:
             raise LauncherError(problem)
         gpu = await asyncio.to_thread(sysinfo.gpu_query)
         device = f"GPU {gpu['name']} (driver {gpu['driver']})" if gpu else "no NVIDIA GPU found (cpu only)"
-        nvcc = "nvcc found" if shutil.which("nvcc") else "no nvcc (native .cu problems cannot run here)"
         sandbox = "sandboxed" if bwrap else "NOT sandboxed (allowed by KERNELCUP_ALLOW_UNSANDBOXED)"
-        return f"local: {device}; {nvcc}; {sandbox}: {note}"
+        return f"local: {device}; {language_report()}; {sandbox}: {note}"
 
     def _probe_host(self) -> str:
         """What would make every run fail here, whatever the submission: a job folder that cannot be written
@@ -137,3 +136,12 @@ class LocalLauncher:
 async def _quiet(coro: object) -> None:
     with contextlib.suppress(Exception):
         await coro  # type: ignore[misc]
+
+
+def language_report() -> str:
+    """Every language runtime's self-test on this machine, in one line: 'languages: Python ok, CUDA: why not'.
+    A language this machine cannot run is reported, not an error: its problems fail here with that reason."""
+    from runners.submission.languages import self_tests
+
+    parts = [f"{name} ok" if why is None else f"{name}: {why}" for name, why in self_tests().items()]
+    return "languages: " + ", ".join(parts)

@@ -58,6 +58,7 @@ def test_check_reports_the_machine_and_refuses_an_unsandboxed_worker(
     async def body() -> None:
         status = await _launcher(tmp_path).check()
         assert status.startswith("local: ") and ("GPU" in status or "cpu only" in status)
+        assert f"{PY} ok, CUDA C++" in status  # every language runtime's self-test (issue 12)
         import runners.sandbox
 
         monkeypatch.setattr(runners.sandbox, "probe_sandbox", lambda *a: (None, False, "bwrap not found"))
@@ -66,3 +67,18 @@ def test_check_reports_the_machine_and_refuses_an_unsandboxed_worker(
             await strict.check()
 
     asyncio.run(body())
+
+
+PY = "languages: Python (PyTorch, Triton, inline CUDA)"
+
+
+def test_the_language_report_runs_every_runtime_self_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runners.contract import Language
+    from runners.launchers.local import language_report
+    from runners.submission.languages import RUNTIMES, CudaRuntime
+
+    assert set(RUNTIMES) == set(Language)  # one runtime class per language of the contract's table
+    monkeypatch.setattr(CudaRuntime, "self_test", classmethod(lambda cls: "nvcc was not found on this runner"))
+    assert language_report() == f"{PY} ok, CUDA C++: nvcc was not found on this runner"
+    monkeypatch.setattr(CudaRuntime, "self_test", classmethod(lambda cls: None))
+    assert language_report() == f"{PY} ok, CUDA C++ ok"
