@@ -26,7 +26,6 @@ class RunnerSettings(BaseSettings):
     keep_job_dirs: bool = Field(default=False, description="Keep job folders after a run, for debugging.")
     python: str | None = Field(default=None, description="The interpreter of the evaluation process (default: ours).")
     ncu: bool = Field(default=True, description="Use Nsight Compute for profile mode where `ncu` is on PATH.")
-    reader_grace_s: float = Field(default=5.0, gt=0, description="How long to wait for the last result frames.")
     cache_dir: Path | None = Field(
         default=None,
         description="Where the runner keeps what it builds once per machine (the submission allocator); default: "
