@@ -23,19 +23,18 @@ RUN useradd --create-home --uid 10001 --user-group kernelcup \
  && chown 10001:10001 /data
 
 WORKDIR /app
-# Dependencies first (a layer that survives code changes), then the code, installed in place so the
-# migrations and problems next to the packages are found where the code expects them.
-COPY pyproject.toml README.md ./
+# Dependencies first, exactly as pinned (and hashed) in requirements.lock (`make lock`): a layer that survives
+# code changes. Then the code, installed in place so the migrations and problems next to the packages are found
+# where the code expects them.
+COPY requirements.lock ./
 RUN python -m venv /opt/kernelcup \
- && mkdir -p kernelcup leaderboards runners bot migrations \
- && touch kernelcup/__init__.py leaderboards/__init__.py runners/__init__.py bot/__init__.py migrations/__init__.py \
- && /opt/kernelcup/bin/pip install --no-cache-dir ".[modal]" \
- && /opt/kernelcup/bin/pip uninstall --yes kernelcup \
- && rm -rf kernelcup leaderboards runners bot migrations
+ && /opt/kernelcup/bin/pip install --no-cache-dir --require-hashes -r requirements.lock
+COPY pyproject.toml README.md ./
 COPY kernelcup ./kernelcup
 COPY leaderboards ./leaderboards
 COPY runners ./runners
 COPY bot ./bot
+COPY web ./web
 COPY migrations ./migrations
 COPY problems ./problems
 RUN /opt/kernelcup/bin/pip install --no-cache-dir --no-deps --editable . \

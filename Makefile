@@ -8,10 +8,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # PyTorch CPU build (lies on disk on our dev/CI machines; a plain `torch` would download a CUDA build of several GB).
 TORCH_SPEC ?= torch==2.13.0
+# The index pip takes PyTorch from (none by default: the CPU wheel above is found on disk here). Elsewhere pass
+# PyTorch's CPU index, `make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu`, or on a GPU machine the
+# CUDA build's, e.g. `make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128 TORCH_SPEC=torch`.
+TORCH_INDEX_URL ?=
+TORCH_PIP_ARGS := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 TRITON_SPEC ?= triton==3.7.1
 STAMP := $(VENV)/.kernelcup-installed
 
-.PHONY: setup system-deps demo test lint clean
+.PHONY: setup system-deps demo test lint schemas lock clean
 
 setup: system-deps $(STAMP)
 
@@ -28,12 +33,24 @@ system-deps:
 	    echo "warning: bubblewrap (bwrap) not found; install it to sandbox submissions"; \
 	  fi; \
 	fi
+	@# Chromium drives the web pages' browser tests (tests/web/test_browser.py), through Playwright.
+	@if [ "$$(uname -s)" = Linux ] && ! command -v chromium >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing chromium (browser tests of the web pages)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
+	      || echo "warning: could not install chromium; the browser tests will be skipped"; \
+	  elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1; then \
+	    sudo apt-get install -y -qq chromium || echo "warning: could not install chromium"; \
+	  else \
+	    echo "warning: chromium not found; the browser tests of the web pages will be skipped"; \
+	  fi; \
+	fi
 
 $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kernelcup needs Python 3.11 or newer (PYTHON=$(PYTHON))")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
 	$(BIN)/python -c 'import triton' 2>/dev/null || $(BIN)/python -m pip install -q "$(TRITON_SPEC)" \
 	  || echo "warning: triton not installed; Triton submissions will not run on this machine"
 	$(BIN)/python -m pip install -q -e ".[dev]"
@@ -44,10 +61,26 @@ demo: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
+# The JSON Schemas under docs/schemas/ are generated from the models; regenerate after changing Task or RunResult.
+schemas: setup
+	$(BIN)/kernelcup schema task > docs/schemas/task.schema.json
+	$(BIN)/kernelcup schema result > docs/schemas/result.schema.json
+
+# The service's hash-pinned lock (the Docker image installs it); regenerate after changing pyproject.toml's dependencies.
+UV ?= uv
+LOCK_HEADER_LINES := 7
+lock:
+	$(UV) pip compile pyproject.toml --extra modal --generate-hashes --python-version 3.12 \
+	  --python-platform x86_64-unknown-linux-gnu --no-header -o requirements.lock.body
+	head -n $(LOCK_HEADER_LINES) requirements.lock | cat - requirements.lock.body > requirements.lock.new
+	mv requirements.lock.new requirements.lock && rm requirements.lock.body
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

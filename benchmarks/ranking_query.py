@@ -43,7 +43,8 @@ DEVICE = "H100"
 
 
 def _problem() -> Problem:
-    task = Task(description="bench", tests=[{"n": 1}], benchmarks=[{"n": 1}, {"n": 2}])
+    task = Task(description="bench", tests=[{"n": 1, "seed": 1}],
+                benchmarks=[{"n": 1, "seed": 1}, {"n": 2, "seed": 2}])
     return Problem(path=Path("bench"), task=task, files={"reference.py": "# bench"})
 
 
@@ -52,6 +53,26 @@ def _copy(conn, table: str, columns: str, buf: io.StringIO) -> None:
     with conn.cursor() as cur:
         cur.copy_expert(f"COPY {table} ({columns}) FROM STDIN WITH (FORMAT csv)", buf)
 
+
+
+def bulk_insert(db: Database, users: io.StringIO, submissions: io.StringIO, jobs: io.StringIO, runs: io.StringIO,
+                user_columns: str = "id, identity, name, is_banned") -> None:
+    """COPY the CSV buffers into their tables in one transaction, then move each id sequence past the rows."""
+    raw = db.engine.raw_connection()
+    try:
+        dbapi = raw.driver_connection
+        _copy(dbapi, "users", user_columns, users)
+        _copy(dbapi, "submissions", "id, user_id, leaderboard_id, code_id, file_name, mode, created_at, deleted",
+              submissions)  # fmt: skip
+        _copy(dbapi, "jobs", "id, submission_id, device, status, attempts, max_attempts, created_at", jobs)
+        _copy(dbapi, "runs", "id, job_id, submission_id, device, mode, secret, passed, verdict, score, fingerprint, "
+              "result, system, created_at", runs)  # fmt: skip
+        with dbapi.cursor() as cur:
+            for table in ("users", "submission_code", "submissions", "jobs", "runs"):
+                cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+        dbapi.commit()
+    finally:
+        raw.close()
 
 def load(db: Database, lb_id: int, fp: str, users: int, runs: int, seed: int) -> float:
     """Bulk-load users, submissions, jobs and runs with COPY; return seconds taken."""
@@ -76,28 +97,11 @@ def load(db: Database, lb_id: int, fp: str, users: int, runs: int, seed: int) ->
         pub = "t" if public_ok else "f"
         r_buf.write(f"{2 * i - 1},{i},{i},{DEVICE},ranked,f,{pub},{verdict},{pub_score},{fp},{{}},{{}},{when}\n")
         s_verdict = "accepted" if secret_ok else "wrong_answer"
-        r_buf.write(
-            f"{2 * i},{i},{i},{DEVICE},ranked,t,{'t' if secret_ok else 'f'},{s_verdict},,{fp},{{}},{{}},{when}\n"
-        )
-    raw = db.engine.raw_connection()
-    try:
-        dbapi = raw.driver_connection
-        _copy(dbapi, "users", "id, identity, name, is_banned", u_buf)
-        _copy(dbapi, "submissions", "id, user_id, leaderboard_id, code_id, file_name, mode, created_at, deleted", s_buf)
-        _copy(dbapi, "jobs", "id, submission_id, device, status, attempts, max_attempts, created_at", j_buf)
-        _copy(
-            dbapi,
-            "runs",
-            "id, job_id, submission_id, device, mode, secret, passed, verdict, score, fingerprint, result, system, "
-            "created_at",
-            r_buf,
-        )
-        with dbapi.cursor() as cur:
-            for table in ("users", "submission_code", "submissions", "jobs", "runs"):
-                cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
-        dbapi.commit()
-    finally:
-        raw.close()
+        # The ranked score is the worse of the two runs (leaderboards/ranking.py): a secret run needs its own.
+        s_score = f"{score * rng.uniform(0.98, 1.02):.3f}" if secret_ok else ""
+        s_ok = "t" if secret_ok else "f"
+        r_buf.write(f"{2 * i},{i},{i},{DEVICE},ranked,t,{s_ok},{s_verdict},{s_score},{fp},{{}},{{}},{when}\n")
+    bulk_insert(db, u_buf, s_buf, j_buf, r_buf)
     with db.engine.begin() as conn:
         conn.exec_driver_sql("ANALYZE")
     return time.perf_counter() - t0

@@ -25,7 +25,7 @@ from bot.reports import announcement_text
 from runners.retry import aretrying
 
 if TYPE_CHECKING:
-    from bot.client import KernelcupBot
+    from bot.context import BotContext
     from leaderboards.results import RankChangeView
 
 log = logging.getLogger(__name__)
@@ -65,22 +65,22 @@ async def post_changes(channel: discord.abc.Messageable, changes: Sequence[RankC
     return posted
 
 
-async def announce_loop(bot: KernelcupBot) -> None:
-    """Look for rank changes every ``announce_interval_s`` for the bot's lifetime. Each round's changes are posted
+async def announce_loop(client: discord.Client, ctx: BotContext) -> None:
+    """Look for rank changes every ``announce_interval_s`` for the client's lifetime. Each round's changes are posted
     by a task of their own, so a message being retried never holds up the next round's claim."""
-    await bot.wait_until_ready()
-    channel_id = bot.settings.announce_channel_id
+    await client.wait_until_ready()
+    channel_id = ctx.settings.announce_channel_id
     assert channel_id is not None
-    channel = bot.get_channel(channel_id)
+    channel = client.get_channel(channel_id)
     if not isinstance(channel, discord.abc.Messageable):
         log.error("DISCORD_ANNOUNCE_CHANNEL_ID=%s is not a text channel the bot can see; no announcements", channel_id)
         return
-    interval = bot.settings.announce_interval_s
+    interval = ctx.settings.announce_interval_s
     posting: set[asyncio.Task[int]] = set()
     try:
-        while not bot.is_closed():
+        while not client.is_closed():
             try:
-                claimed = await call(bot.service.claim_announcements, claimer_name())
+                claimed = await call(ctx.service.claim_announcements, claimer_name())
             except Exception:
                 log.exception("announcements failed; trying again in %.0f s", interval)
             else:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import discord
 
 from leaderboards.results import UserRef
-
-if TYPE_CHECKING:
-    from bot.client import KernelcupBot
 
 T = TypeVar("T")
 
@@ -19,10 +16,6 @@ T = TypeVar("T")
 async def call(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run a blocking service function in a worker thread, so the event loop keeps answering Discord."""
     return await asyncio.to_thread(fn, *args, **kwargs)
-
-
-def bot_of(interaction: discord.Interaction) -> KernelcupBot:
-    return interaction.client  # type: ignore[return-value]
 
 
 def user_ref(user: discord.abc.User | discord.Interaction) -> UserRef:

@@ -1,7 +1,8 @@
 """The Discord client: the command tree, its sync, and the bot's background tasks.
 
-``KernelcupBot`` holds the service (the one API of the core) and the settings; the command groups in
-``bot/commands/`` reach both through ``interaction.client``. Nothing connects in the constructor:
+``KernelcupBot`` builds one ``BotContext`` (the service, the one API of the core; the settings; its cooldowns and
+followers) and hands it to the command groups in ``bot/commands/`` and its tasks in their constructors: none of them
+reaches back into the client. Nothing connects in the constructor:
 ``setup_hook`` (run by discord.py after login) registers and syncs the commands and starts the
 background tasks (announcements, and the in-process worker when ``kernelcup bot`` runs one).
 
@@ -16,12 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
 
+from bot.announce import announce_loop
+from bot.commands.admin import AdminCommands
+from bot.commands.leaderboard import LeaderboardCommands
+from bot.commands.token import token_command
+from bot.context import BotContext
 from bot.cooldowns import Cooldowns
 from bot.peaks import parse_peaks, peak_lookup
 from bot.replies import Refused, on_tree_error
@@ -44,9 +50,12 @@ NOT_HERE = "This bot serves only its own servers; nothing was done."
 class ServedTree(app_commands.CommandTree):
     """The command tree, answering only interactions from the configured servers (``DISCORD_GUILD_IDS``)."""
 
+    def __init__(self, client: discord.Client, settings: BotSettings) -> None:
+        super().__init__(client)
+        self.settings = settings
+
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        settings: BotSettings = interaction.client.settings  # type: ignore[attr-defined]
-        if interaction.guild_id is not None and interaction.guild_id in settings.guild_ids:
+        if interaction.guild_id is not None and interaction.guild_id in self.settings.guild_ids:
             return True
         if interaction.type is discord.InteractionType.autocomplete:
             return False  # offers nothing; there is no message to show under a half-typed option
@@ -68,31 +77,37 @@ class KernelcupBot(discord.Client):
         # Slash commands need no privileged intents (no message content, no member list). No message pings anyone
         # unless it allows it itself (announcements mention the user they are about).
         super().__init__(intents=discord.Intents.default(), allowed_mentions=discord.AllowedMentions.none())
-        self.service = service
-        self.settings = settings
-        self.reference_check = reference_check
-        self.device_check = device_check
-        self.tree = ServedTree(self)
+        self.context = BotContext(
+            service=service,
+            settings=settings,
+            peak_for=peak_lookup(parse_peaks(settings.device_peaks)),
+            follow=self.follow,
+            cooldowns=Cooldowns(),
+            reference_check=reference_check,
+            device_check=device_check,
+        )
+        """What the command groups and tasks get (``bot.context``)."""
+        self.tree = ServedTree(self, settings)
         self.tree.on_error = on_tree_error  # type: ignore[method-assign]
-        self.peak_for = peak_lookup(parse_peaks(settings.device_peaks))
         self._background = list(background)
         self._tasks: list[asyncio.Task[Any]] = []
         self._served: list[asyncio.Task[Any]] = []
         """The tasks of ``background`` (the in-process worker), awaited on a graceful stop."""
-        self.cooldowns = Cooldowns()
-        """Per-user command budgets (``bot.cooldowns``)."""
         self.followers: dict[int, asyncio.Task[None]] = {}
         """Live status followers by submission id (one per submission, even if asked twice)."""
 
-    async def setup_hook(self) -> None:
-        from bot.announce import announce_loop
-        from bot.commands.admin import AdminCommands
-        from bot.commands.leaderboard import LeaderboardCommands
-        from bot.commands.token import token_command
+    @property
+    def service(self) -> LeaderboardService:
+        return self.context.service
 
-        self.tree.add_command(LeaderboardCommands())
-        self.tree.add_command(AdminCommands())
-        self.tree.add_command(token_command)
+    @property
+    def settings(self) -> BotSettings:
+        return self.context.settings
+
+    async def setup_hook(self) -> None:
+        self.tree.add_command(LeaderboardCommands(self.context))
+        self.tree.add_command(AdminCommands(self.context))
+        self.tree.add_command(token_command(self.context))
         guilds = [discord.Object(id=g) for g in self.settings.guild_ids]
         for guild in guilds:
             self.tree.copy_global_to(guild=guild)
@@ -101,7 +116,7 @@ class KernelcupBot(discord.Client):
         for guild in guilds:
             await self.tree.sync(guild=guild)
         if self.settings.announce_channel_id is not None:
-            self._start(announce_loop(self), "announcements")
+            self._start(announce_loop(self, self.context), "announcements")
         for factory in self._background:
             self._served.append(self._start(factory(), getattr(factory, "__name__", "background")))
 
@@ -143,7 +158,7 @@ class KernelcupBot(discord.Client):
         """Wait until the ``background`` tasks (the in-process worker) have ended, e.g. after their stop event."""
         await asyncio.gather(*self._served, return_exceptions=True)
 
-    def follow(self, submission_id: int, coro: Awaitable[None]) -> asyncio.Task[None]:
+    def follow(self, submission_id: int, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run a status follower for ``submission_id`` unless one already runs."""
         running = self.followers.get(submission_id)
         if running is not None and not running.done():

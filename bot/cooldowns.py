@@ -1,19 +1,21 @@
 """Command cooldowns per user, so one account cannot flood the bot (and the service behind it) with commands.
 
 Two budgets per user: ``DISCORD_SUBMITS_PER_MINUTE`` for ``/leaderboard submit`` and ``DISCORD_COMMANDS_PER_MINUTE``
-for the other ``/leaderboard`` commands together. The buckets live on the bot (not in a module global), so two bots
-or two tests never share them. A refusal is ``CommandOnCooldown``, which the tree's handler answers with how long
-to wait. Admin commands have none. The queue's own limits (submissions per hour, pending jobs) are the core's.
+for the other ``/leaderboard`` commands together. The buckets live in the bot's context (not in a module global),
+so two bots or two tests never share them; the ``/leaderboard`` group spends them in its ``interaction_check``. A
+refusal is ``CommandOnCooldown``, which the tree's handler answers with how long to wait. Admin commands have none.
+The queue's own limits (submissions per hour, pending jobs) are the core's.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
 
-from bot.calls import bot_of
+if TYPE_CHECKING:
+    from bot.settings import BotSettings
 
 Budget = Literal["submit", "command"]
 WINDOW_S = 60.0
@@ -38,18 +40,12 @@ class Cooldowns:
         return self._buckets.get((budget, user_id))
 
 
-def cooldown(budget: Budget):  # type: ignore[no-untyped-def]
-    """A command check that spends one of the user's ``budget`` commands, or refuses with the time to wait."""
-
-    async def predicate(interaction: discord.Interaction) -> bool:
-        bot = bot_of(interaction)
-        settings = bot.settings
-        per_minute = settings.submits_per_minute if budget == "submit" else settings.commands_per_minute
-        retry = bot.cooldowns.retry_after(budget, interaction.user.id, per_minute, interaction.created_at.timestamp())
-        if retry is None:
-            return True
-        bucket = bot.cooldowns.bucket(budget, interaction.user.id)
-        assert bucket is not None
-        raise app_commands.CommandOnCooldown(bucket, retry)
-
-    return app_commands.check(predicate)
+def spend(cooldowns: Cooldowns, settings: BotSettings, budget: Budget, interaction: discord.Interaction) -> None:
+    """Spend one of the user's ``budget`` commands, or refuse (``CommandOnCooldown``) with the time to wait."""
+    per_minute = settings.submits_per_minute if budget == "submit" else settings.commands_per_minute
+    retry = cooldowns.retry_after(budget, interaction.user.id, per_minute, interaction.created_at.timestamp())
+    if retry is None:
+        return
+    bucket = cooldowns.bucket(budget, interaction.user.id)
+    assert bucket is not None
+    raise app_commands.CommandOnCooldown(bucket, retry)

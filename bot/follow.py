@@ -26,7 +26,7 @@ from leaderboards.errors import UserError
 from leaderboards.results import SubmissionStatus, UserRef
 
 if TYPE_CHECKING:
-    from bot.client import KernelcupBot
+    from bot.context import BotContext
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ async def _show(status_message: StatusMessage, reply: Reply, submission_id: int,
 
 
 async def follow_submission(
-    bot: KernelcupBot,
+    ctx: BotContext,
     submission_id: int,
     user: UserRef,
     status_message: StatusMessage,
@@ -121,11 +121,11 @@ async def follow_submission(
     A database or Discord hiccup skips one round (the next poll tries again) rather than ending the follower;
     after ``follow_timeout_s`` it stops and says where to look.
     """
-    settings = bot.settings
+    settings = ctx.settings
     loop = asyncio.get_running_loop()
     give_up_at = loop.time() + settings.follow_timeout_s
     delivered: str | None = None
-    follower = bot.service.follower(submission_id)
+    follower = ctx.service.follower(submission_id)
     behind = True  # the message may not show the latest state (a change not rendered yet, or a failed edit)
     while True:
         status = None
@@ -133,12 +133,12 @@ async def follow_submission(
             progress = await call(follower.poll)  # the one progress follower: only a change is worth a re-render
             behind = behind or bool(progress.updates) or progress.done
             if behind:
-                status = await call(bot.service.submission_status, submission_id)
+                status = await call(ctx.service.submission_status, submission_id)
         except Exception:
             log.exception("could not read the status of submission %s; trying again", submission_id)
         if status is not None and status.done:
             if delivered is None:
-                delivered = await _deliver(bot, submission_id, user, status, author)
+                delivered = await _deliver(ctx, submission_id, user, status, author)
             if delivered is not None and await _show(
                 status_message, Reply(content=public_report(status, delivered)), submission_id
             ):
@@ -155,7 +155,7 @@ async def follow_submission(
 
 
 async def _deliver(
-    bot: KernelcupBot, submission_id: int, user: UserRef, status: SubmissionStatus, author: AuthorChannel | None
+    ctx: BotContext, submission_id: int, user: UserRef, status: SubmissionStatus, author: AuthorChannel | None
 ) -> str | None:
     """Send the finished submission's report to its author; the public message's last line, or None on a
     hiccup (the next round tries again)."""
@@ -163,11 +163,11 @@ async def _deliver(
     if status.deleted or author is None:
         return lookup
     try:
-        details = await call(bot.service.submission_details, submission_id, user)
+        details = await call(ctx.service.submission_details, submission_id, user)
     except UserError:  # deleted by an admin while it ran: the status says so
         return lookup
     except Exception:
         log.exception("could not read the results of submission %s; trying again", submission_id)
         return None
-    where = await author.send(report(details, bot.peak_for), overflow_name=f"report-{submission_id}.txt")
+    where = await author.send(report(details, ctx.peak_for), overflow_name=f"report-{submission_id}.txt")
     return f"{where} {lookup}" if where else lookup

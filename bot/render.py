@@ -11,6 +11,7 @@ from typing import Any
 
 # The duration formatter and speed of light are the core's (one copy for every surface); re-exported here.
 from leaderboards.formatting import format_ns as format_ns
+from leaderboards.formatting import format_timing
 from leaderboards.peaks import DevicePeak as DevicePeak
 from leaderboards.peaks import speed_of_light as speed_of_light
 from runners.contract import BenchmarkResult, RunResult, TestResult, Verdict
@@ -53,12 +54,13 @@ def lines_of_tests(tests: Sequence[TestResult]) -> list[str]:
 
 
 def lines_of_benchmarks(benchmarks: Sequence[BenchmarkResult], peak: DevicePeak | None = None) -> list[str]:
-    """One line per benchmark: median ± standard deviation, the sample count and the speed-of-light fraction."""
+    """One line per benchmark: the median, its interquartile range and sample count (or a warning that there are
+    too few samples), and the speed-of-light fraction."""
     lines = []
     for b in benchmarks:
         head = f"{verdict_mark(b.verdict)} bench {b.index + 1} ({format_case(b.case)})"
         if b.stats is not None and b.verdict.passed:
-            line = f"{head}: {format_ns(b.stats.median_ns)} ± {format_ns(b.stats.std_ns)} (n={b.stats.samples})"
+            line = f"{head}: {format_timing(b.stats)}"
             sol = speed_of_light(b, peak)
             if sol is not None:
                 line += f", {sol:.0%} of speed of light"

@@ -14,6 +14,7 @@ import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import discord
 
 from bot.client import Background, KernelcupBot
@@ -36,6 +37,18 @@ def start_error(exc: BaseException) -> BotStartError | None:
         return BotStartError(
             "Discord refused the token in DISCORD_TOKEN (it is wrong, revoked or not a bot token). "
             "Copy the bot's token from the Discord developer portal (Bot -> Reset Token) into DISCORD_TOKEN."
+        )
+    if isinstance(exc, aiohttp.ClientConnectorError):  # DNS, refused, unreachable: before the token is even read
+        reason = " ".join(str(exc.os_error.strerror or exc.os_error).split())
+        return BotStartError(
+            f"Discord cannot be reached at {exc.host}:{exc.port} ({reason}); check this machine's network, DNS, "
+            "firewall and proxy (HTTPS_PROXY) for outgoing HTTPS to Discord"
+        )
+    if isinstance(exc, aiohttp.ClientError | TimeoutError):
+        what = " ".join(str(exc).split()) or type(exc).__name__
+        return BotStartError(
+            f"the connection to Discord failed ({what}); check this machine's network and proxy (HTTPS_PROXY) for "
+            "outgoing HTTPS to discord.com and its gateway"
         )
     if isinstance(exc, discord.PrivilegedIntentsRequired):
         return BotStartError("Discord refused the bot's intents; enable them in the developer portal (Bot -> Intents).")

@@ -1,4 +1,4 @@
-"""The bot's settings: read from the environment (or ``.env``) by ``kernelcup bot``, passed down from there.
+"""The bot's settings: built from the environment (or ``.env``) by ``kernelcup bot``, passed down from there.
 
 Required: ``DISCORD_TOKEN``, the servers the bot serves (``DISCORD_GUILD_IDS``) and the admin roles
 (``DISCORD_ADMIN_ROLE_IDS``), both by id: a server or a role name is something anyone can copy on a server
@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode
-
-from kernelcup.settings import layer_config
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 IdList = Annotated[list[int], NoDecode]
 """Discord ids, written in the environment as ``123,456`` (or one id)."""
@@ -44,7 +42,7 @@ def _ids(value: Any, what: str, setting: str, legacy: str = "") -> Any:
 class BotSettings(BaseSettings):
     """``DISCORD_*`` settings of the Discord bot."""
 
-    model_config = {**layer_config("DISCORD_"), "populate_by_name": True}
+    model_config = SettingsConfigDict(env_prefix="DISCORD_", extra="ignore", populate_by_name=True)
 
     token: SecretStr = Field(description="The bot token from the Discord developer portal (DISCORD_TOKEN).")
     guild_ids: IdList = Field(

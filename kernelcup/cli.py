@@ -1,7 +1,10 @@
 """The ``kernelcup`` console script: one Typer app, one module per command family under ``commands/``.
 
 Each command module exposes ``register(app)``; nothing runs at import time. Settings are read inside
-each command (``kernelcup.settings``), so ``--help`` works with no configuration at all.
+each command (``kernelcup.settings``), so ``--help`` works with no configuration at all. The command modules import
+only Typer and the standard library at their top (their signatures use ``kernelcup.choices``); the database layer,
+the runner, pydantic, the web app and the bot are imported inside the commands, so ``kernelcup --help`` starts
+fast (``benchmarks/cli_startup.py``; ``tests/kernelcup/test_cli_conventions.py`` checks what it imports).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kernelcup.commands import (
     problems,
     run,
     runners,
+    schema,
     serve,
     submissions,
     submit,
@@ -43,8 +47,12 @@ COMMAND_MODULES = (
     serve,
     tokens,
     runners,
+    schema,
     demo,
 )
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+"""``-h`` as well as ``--help``, on every command (click passes it down to subcommands)."""
 
 
 def build_app(*, reference_check: Callable[[], ReferenceCheck] | None = None) -> typer.Typer:
@@ -54,7 +62,8 @@ def build_app(*, reference_check: Callable[[], ReferenceCheck] | None = None) ->
         name="kernelcup",
         help="kernelcup: GPU kernel competitions. Submit kernels, check and time them, rank them per device.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+        context_settings=CONTEXT_SETTINGS,
         pretty_exceptions_enable=False,
     )
     for module in COMMAND_MODULES:

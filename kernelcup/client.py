@@ -132,7 +132,9 @@ class _SSE:
     """Server-Sent Events, parsed line by line (``event``, ``data``, ``id``; comments skipped)."""
 
     def __init__(self) -> None:
-        self.event, self.data, self.id = "message", [], None  # type: ignore[var-annotated]
+        self.event = "message"
+        self.data: list[str] = []
+        self.id: str | None = None
 
     def feed(self, line: str) -> tuple[str, str, str | None] | None:
         if not line:

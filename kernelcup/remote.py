@@ -12,10 +12,12 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from kernelcup.client import Client
+if TYPE_CHECKING:
+    from kernelcup.client import Client
 
 CONFIG_FILE = "client.json"
 
@@ -90,6 +92,8 @@ def resolve(server_option: str | None) -> Login | None:
 
 
 def client_for(login: Login) -> Client:
+    from kernelcup.client import Client  # httpx and the API's models: only when a command talks to a server
+
     return Client(login.server, login.token)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kernelcup.settings import SettingsError, load
 from leaderboards.db import Database, open_database
@@ -19,6 +20,9 @@ from leaderboards.sync import ReferenceCheck
 from leaderboards.worker import Worker, WorkerSettings
 from runners.contract import RunRequest, RunResult
 from runners.launchers.base import Launcher
+from runners.launchers.settings import GithubSettings, LauncherSettings, ModalSettings
+from runners.routing import Route, Router, RoutingSettings
+from runners.settings import RunnerSettings
 
 LAUNCHER_CHOICES = ("routed", "local")
 """``kernelcup worker --launcher``: ``routed`` follows KERNELCUP_ROUTES; ``local`` runs every device here."""
@@ -65,25 +69,64 @@ def open_platform_waiting(core: CoreSettings | None = None, *, log: logging.Logg
     return policy(open_platform, core)
 
 
-def launcher_for(kind: str = "routed", *, local: Launcher | None = None) -> Callable[[str], Launcher]:
+def launcher_settings(routing: RoutingSettings, runner: RunnerSettings | None = None) -> LauncherSettings:
+    """The settings of every launcher the routes use, read now: a bad ``MODAL_*`` or ``GITHUB_*`` setting is a
+    ``SettingsError`` naming it at start, not a failed job later. ``runner``: the local runner's, if already read."""
+    kinds = routing.kinds
+    return LauncherSettings(
+        runner=runner or load(RunnerSettings),
+        modal=load(ModalSettings) if "modal" in kinds else None,
+        github=load(GithubSettings) if "github" in kinds else None,
+    )
+
+
+def launcher_for(
+    kind: str = "routed", *, local: Launcher | None = None, runner: RunnerSettings | None = None
+) -> Callable[[str], Launcher]:
     """Device name -> launcher. ``routed``: the router of ``KERNELCUP_ROUTES`` (default ``*=local``); ``local``:
-    this machine's launcher for every device. ``local`` may pass a prepared local launcher (e.g. the demo's)."""
+    this machine's launcher for every device. ``local`` may pass a prepared local launcher (e.g. the demo's).
+    Every setting the chosen launchers need is read here (``SettingsError`` naming a bad one)."""
+    from runners.launchers.local import LocalLauncher
+    from runners.routing import build_router
+
     if kind not in LAUNCHER_CHOICES:
         raise ValueError(f"unknown launcher {kind!r}; choose one of: {', '.join(LAUNCHER_CHOICES)}")
     if kind == "local":
-        if local is None:
-            from runners.launchers.local import LocalLauncher
-            from runners.settings import RunnerSettings
-
-            local = LocalLauncher(load(RunnerSettings))
-        the_local = local
+        the_local = local if local is not None else LocalLauncher(runner or load(RunnerSettings))
         return lambda device: the_local
 
-    from runners.routing import RoutingSettings, build_router
+    routing = load(RoutingSettings)
+    router = build_router(
+        routing, launcher_settings(routing, runner), local=(lambda route: local) if local is not None else None
+    )
+    return router.launcher_for
+
+
+def checking_router() -> Router:
+    """The router of ``kernelcup runners check``: there a launcher whose settings cannot be read is a failed row
+    naming the variable, so every route is reported (a worker stops at start instead)."""
+    from runners.routing import build_router
 
     routing = load(RoutingSettings)
-    router = build_router(routing, local=(lambda route: local) if local is not None else None)
-    return router.launcher_for
+    loaded: dict[str, Any] = {}
+    refused: dict[str, Callable[[Route], Launcher]] = {}
+    for kind, model in (("modal", ModalSettings), ("github", GithubSettings)):
+        if kind not in routing.kinds:
+            continue
+        try:
+            loaded[kind] = load(model)
+        except SettingsError as exc:
+            refused[kind] = _refusing(str(exc))
+    return build_router(routing, LauncherSettings(runner=load(RunnerSettings), **loaded), **refused)
+
+
+def _refusing(message: str) -> Callable[[Route], Launcher]:
+    from runners.launchers.base import LauncherError
+
+    def refuse(route: Route) -> Launcher:
+        raise LauncherError(message)
+
+    return refuse
 
 
 def build_worker(
@@ -101,13 +144,12 @@ def build_worker(
     of this machine's runner at start and every ``KERNELCUP_WORKER_SWEEP_S``."""
     from leaderboards.spool import ResultSpool
     from runners.cleanup import sweep
-    from runners.settings import RunnerSettings
 
     settings = settings or load(WorkerSettings)
     runner = load(RunnerSettings)
     return Worker(
         platform.service,
-        launcher_for(launcher, local=local),
+        launcher_for(launcher, local=local, runner=runner),
         settings,
         devices=devices,
         submission_id=submission_id,
@@ -120,7 +162,6 @@ def reference_check() -> ReferenceCheck:
     """The reference check of ``problems validate --run`` and ``problems sync``: ``runners.entry.check_reference``
     with this machine's runner settings (it runs generate -> reference -> check in the sandbox on the CPU)."""
     from runners.entry import check_reference
-    from runners.settings import RunnerSettings
 
     settings = load(RunnerSettings)
 
@@ -133,9 +174,8 @@ def reference_check() -> ReferenceCheck:
 def device_check() -> DeviceCheck:
     """Device name -> why no launcher is routed for it in ``KERNELCUP_ROUTES`` (None when one is)."""
     from runners.launchers.base import LauncherError
-    from runners.routing import RoutingSettings, build_router
 
-    router = build_router(load(RoutingSettings))
+    router = Router(routes=load(RoutingSettings).table, factories={})  # routes only: no launcher is built here
 
     def check(device: str) -> str | None:
         try:

@@ -29,7 +29,7 @@ from leaderboards.models import (
     User,
     Worker,
 )
-from leaderboards.problem_rules import devices_issue, leaderboard_name_issue, name_key
+from leaderboards.problem_rules import devices_issue, leaderboard_name_issue, name_key, text_issue
 from leaderboards.problems import Problem
 from leaderboards.queue import WORKER_ALIVE_S
 from leaderboards.results import (
@@ -79,7 +79,7 @@ class AdminMixin(ServiceBase):
         code_public_after_deadline: bool = False,
     ) -> LeaderboardSummary:
         name = name or problem.name
-        self._check_admin_values(deadline, devices, rate_limit_per_hour, new_name=name)
+        self._check_admin_values(deadline, devices, rate_limit_per_hour, new_name=name, description=description)
         with self.db.transaction() as s:
             lb = self._create(
                 s,
@@ -156,7 +156,11 @@ class AdminMixin(ServiceBase):
         rate: int | None,
         *,
         new_name: str | None = None,
+        description: str | None = None,
     ) -> None:
+        issue = text_issue(description) if description is not None else None
+        if issue:
+            raise InvalidChange(f"The description {issue}.")
         if new_name is not None:
             issue = leaderboard_name_issue(new_name)
             if issue:
@@ -185,7 +189,7 @@ class AdminMixin(ServiceBase):
     ) -> LeaderboardUpdate:
         """Change a leaderboard. A new problem whose reference, benchmarks, language or ranking rule differ needs
         ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
-        self._check_admin_values(deadline, devices, None)
+        self._check_admin_values(deadline, devices, None, description=description)
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
             if problem is not None:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModuleError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -44,21 +44,43 @@ def _sqlite_begin(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+POSTGRES_SCHEMES = ("postgres", "postgresql")
+"""Schemes hosts hand out for PostgreSQL (Heroku, Render, Fly, Supabase: ``postgres://``); both mean psycopg2."""
+
+
+def database_url(url: str) -> URL:
+    """``url`` parsed, with ``postgres://`` and ``postgresql://`` meaning the psycopg2 driver that kernelcup ships;
+    a URL SQLAlchemy cannot use is a ``DatabaseNotReady`` naming DATABASE_URL and the forms it takes."""
+    usage = "(use postgresql://USER:PASSWORD@HOST:PORT/DB, or leave DATABASE_URL unset for SQLite)"
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseNotReady(f"DATABASE_URL is not a database URL {usage}") from None
+    if parsed.drivername in POSTGRES_SCHEMES:
+        parsed = parsed.set(drivername="postgresql+psycopg2")
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        where = parsed.render_as_string(hide_password=True)
+        raise DatabaseNotReady(f"DATABASE_URL names a database kernelcup cannot use: {where} {usage}") from None
+    return parsed
+
+
 def make_engine(url: str, *, echo: bool = False, **kwargs: Any) -> Engine:
     """An engine for ``url`` with the per-dialect settings the platform relies on. No I/O happens here.
 
     Bound parameters are hidden from every error and log line the engine writes (``hide_parameters``): they
     include the secret seed of a leaderboard and the code of submissions."""
     kwargs.setdefault("hide_parameters", True)
-    parsed = make_url(url)
+    parsed = database_url(url)
     if parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {}).setdefault("timeout", 30)
-        engine = create_engine(url, echo=echo, **kwargs)
+        engine = create_engine(parsed, echo=echo, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(url, echo=echo, **kwargs)
+    return create_engine(parsed, echo=echo, **kwargs)
 
 
 def alembic_config(engine: Engine) -> Any:
@@ -161,8 +183,15 @@ class Database:
 def open_database(settings: CoreSettings, *, migrate: bool | None = None) -> Database:
     """Build the engine from settings and make sure the schema is current (see ``Database.ensure_schema``)."""
     url = settings.resolved_database_url()
-    if make_url(url).get_backend_name() == "sqlite" and settings.database_url is None:
-        settings.resolved_data_dir().mkdir(parents=True, exist_ok=True)
+    if database_url(url).get_backend_name() == "sqlite" and settings.database_url is None:
+        data_dir = settings.resolved_data_dir()
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseNotReady(
+                f"Cannot create the data directory {data_dir} ({exc.strerror or exc}); set KERNELCUP_DATA_DIR to a "
+                "folder this user can write, or DATABASE_URL"
+            ) from None
     db = Database(make_engine(url, echo=settings.db_echo))
     db.ensure_schema(migrate=migrate)
     return db

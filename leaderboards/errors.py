@@ -9,7 +9,23 @@ is to blame, the ``field`` that names it; surfaces show ``message`` and may pass
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from datetime import datetime
+
+
+def close_matches(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known names nearest to a mistyped one (ignoring case), best first: for "did you mean …?" hints."""
+    by_folded: dict[str, str] = {}
+    for k in known:
+        by_folded.setdefault(k.casefold(), k)
+    return [by_folded[m] for m in difflib.get_close_matches(name.casefold(), list(by_folded), n=n, cutoff=0.6)]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` Did you mean 'softmax'?`` (with a leading space) when a known name is close to ``name``, else ``""``."""
+    matches = close_matches(name, known)
+    return f" Did you mean {' or '.join(map(repr, matches))}?" if matches else ""
 
 
 class KernelcupError(Exception):
@@ -43,7 +59,8 @@ class LeaderboardNotFound(NotFound):
     code = "leaderboard_not_found"
 
     def __init__(self, name: str, known: list[str] | None = None) -> None:
-        hint = f" Known leaderboards: {', '.join(sorted(known))}." if known else ""
+        hint = did_you_mean(name, known or ())
+        hint += f" Known leaderboards: {', '.join(sorted(known))}." if known else ""
         super().__init__(f"There is no leaderboard named {name!r}.{hint}", field="leaderboard")
         self.name = name
 

@@ -1,19 +1,59 @@
-"""Formatting shared by every surface, written once: how a duration reads."""
+"""Formatting shared by every surface, written once: how a duration and its spread read.
+
+The CLI, the bot and the web all print times through ``format_ns`` (three significant figures, the unit chosen
+by size; it lives in ``runners.durations`` so that the runner's own messages read the same) and a benchmark's
+spread through ``format_spread``, so one number reads the same everywhere.
+"""
 
 from __future__ import annotations
 
-import math
+import re
+from typing import TYPE_CHECKING
 
-MISSING = "–"
-"""What a missing value reads as."""
+from runners.durations import MISSING as MISSING  # re-exported: one formatter, in the lowest layer
+from runners.durations import format_ns as format_ns
+from runners.validation import error_message as error_message  # re-exported for the surfaces
+
+if TYPE_CHECKING:  # (the CLI's help imports this module: no pydantic at import)
+    from runners.contract import TimingStats
+
+MIN_SAMPLES_FOR_SPREAD = 5
+"""Below this many samples a spread says nothing; the surfaces say so instead of showing one."""
 
 
-def format_ns(ns: float | None) -> str:
-    """A duration in nanoseconds with a unit a person reads at a glance: 812 ns, 12.3 µs, 4.56 ms, 1.20 s."""
-    if ns is None or not math.isfinite(ns):
-        return MISSING
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            value = ns / scale
-            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{ns:.0f} ns"
+def format_range(low_ns: float, high_ns: float) -> str:
+    """Two durations as a range in the unit of the higher one where it reads well: ``95.1–95.6 ms``."""
+    low, high = format_ns(low_ns), format_ns(high_ns)
+    low_value, _, low_unit = low.partition(" ")
+    high_unit = high.partition(" ")[2]
+    return f"{low_value}–{high}" if low_unit == high_unit else f"{low}–{high}"
+
+
+def format_spread(stats: TimingStats) -> str:
+    """A benchmark's spread, for after its median: the interquartile range and the sample count, or a warning
+    when there are too few samples to say anything (``n=1: too few samples for a spread``)."""
+    if stats.samples < MIN_SAMPLES_FOR_SPREAD:
+        return f"n={stats.samples}: too few samples for a spread"
+    if stats.p25_ns is not None and stats.p75_ns is not None:
+        return f"IQR {format_range(stats.p25_ns, stats.p75_ns)}, n={stats.samples}"
+    return f"range {format_range(stats.min_ns, stats.max_ns)}, n={stats.samples}"  # results stored before quartiles
+
+
+def format_timing(stats: TimingStats) -> str:
+    """The median and its spread: ``95.3 ms (IQR 95.1–95.6 ms, n=40)``."""
+    return f"{format_ns(stats.median_ns)} ({format_spread(stats)})"
+
+
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, screen clears
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks, clipboard writes
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
+    r"|\x1b[@-Z\\-_]?"  # any other escape (a lone ESC included)
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # C0 and C1 controls, except tab and newline
+)
+
+
+def printable(text: str) -> str:
+    """Outside text (a submission's output, a name) without terminal control sequences: colours, cursor moves,
+    title and clipboard writes and every other control character go; newlines and tabs stay."""
+    return _CONTROL.sub("", text)

@@ -43,14 +43,18 @@ def speed_of_light(bench: BenchmarkResult, peak: DevicePeak | None) -> float | N
     """
     if peak is None or bench.stats is None or bench.stats.median_ns <= 0:
         return None
+    bound = roofline_s(bench.bytes_moved, bench.flops, peak)
+    return None if bound is None else bound / (bench.stats.median_ns * 1e-9)
+
+
+def roofline_s(bytes_moved: int | None, flops: int | None, peak: DevicePeak) -> float | None:
+    """The speed-of-light time of some work on a device (seconds), or None when neither bound is known."""
     bounds = []
-    if bench.bytes_moved and peak.bytes_per_s:
-        bounds.append(bench.bytes_moved / peak.bytes_per_s)
-    if bench.flops and peak.flops_per_s:
-        bounds.append(bench.flops / peak.flops_per_s)
-    if not bounds:
-        return None
-    return max(bounds) / (bench.stats.median_ns * 1e-9)
+    if bytes_moved and peak.bytes_per_s:
+        bounds.append(bytes_moved / peak.bytes_per_s)
+    if flops and peak.flops_per_s:
+        bounds.append(flops / peak.flops_per_s)
+    return max(bounds) if bounds else None
 
 
 def parse_peaks(spec: Mapping[str, str]) -> dict[str, DevicePeak]:

@@ -3,7 +3,8 @@
 Problem files are written by leaderboard creators: honest, but a mistake must not hang ``sync``, fill the
 database or print a traceback. Everything read here is bounded: only regular files, at most a fixed number of
 bytes, YAML with a bounded number of aliases, nesting depth and values (an alias "bomb" is refused before it
-expands), no duplicate keys, and no guessing of YAML 1.1 booleans (``NO``, ``on``). Every refusal is a
+expands), no duplicate keys, no guessing of YAML 1.1 booleans (``NO``, ``on``), and ``1e3`` read as the number it
+is in YAML 1.2 (YAML 1.1 reads it as text). Every refusal is a
 ``ValueError`` or ``yaml.YAMLError`` whose message says what is wrong and, for YAML, on which line.
 """
 
@@ -158,6 +159,10 @@ _BoundedLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|
 _BoundedLoader.add_implicit_resolver(
     _YAML11_BOOL_TAG, re.compile(r"^(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$"), list("yYnNoO")
 )
+# 1e300 is a number (YAML 1.2); YAML 1.1 wants a dot (1.0e300) and reads it as the text '1e300' otherwise.
+_BoundedLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
 _BoundedLoader.add_constructor(_YAML11_BOOL_TAG, _BoundedLoader.construct_yaml11_bool)
 _BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _BoundedLoader.construct_real_timestamp)
 
@@ -198,3 +203,25 @@ def check_shape(data: Any) -> None:
         on_path.discard(id(value))
 
     walk(data, 0, "")
+
+
+def problem_folders(root: Path) -> list[Path]:
+    """The problem folders directly in ``root`` (the folders that hold a ``task.yml``), by name."""
+    try:
+        return sorted(p for p in root.iterdir() if (p / "task.yml").is_file())
+    except OSError:
+        return []
+
+
+def nearest_problem_folders(path: Path, roots: tuple[Path, ...] = ()) -> list[Path]:
+    """The existing problem folders whose names are nearest to a missing or mistyped ``path``, best first: siblings
+    of ``path`` first, then folders in ``roots`` (e.g. ``problems/`` for ``kernelcup run softmax ...``)."""
+    from leaderboards.errors import close_matches
+
+    seen: list[Path] = []
+    for root in (path.parent, *roots):
+        by_name = {p.name: p for p in problem_folders(root)}
+        for name in close_matches(path.name, by_name):
+            if by_name[name] not in seen and by_name[name] != path:
+                seen.append(by_name[name])
+    return seen

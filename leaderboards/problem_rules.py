@@ -6,11 +6,13 @@ or a device that one of them accepts is accepted by all.
 
 from __future__ import annotations
 
+import keyword
 import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
+from pathlib import PurePosixPath
 from typing import Any
 
 MAX_CASES = 100
@@ -28,6 +30,11 @@ MAX_DEVICES = 32
 LEADERBOARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,31}")
 TEMPLATE_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}")
+CASE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""A case's key: a keyword argument of ``generate_input`` (an ASCII Python identifier)."""
+
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Marks and overrides that reorder the text around them (a right-to-left override makes ``exe.txt`` of ``txt.exe``)."""
 
 DeviceCheck = Callable[[str], "str | None"]
 """A device name -> why no runner can serve it (e.g. not in KERNELCUP_ROUTES), or None when one can."""
@@ -47,6 +54,40 @@ def leaderboard_name_issue(name: str) -> str | None:
         f"{name!r} is not a usable leaderboard name: 1 to 100 ASCII letters, digits, '-' and '_', "
         "starting with a letter or digit"
     )
+
+
+def text_issue(text: str) -> str | None:
+    """Why ``text`` (a name, a description: free text from a problem file or an admin) cannot be stored and shown, or
+    None: it may hold no control character (C0, DEL or C1: terminal escapes, a carriage return) except newline and
+    tab, and no bidirectional mark or override. The character is named by its code point, never echoed."""
+    for i, ch in enumerate(text):
+        code = ord(ch)
+        if (code < 0x20 and ch not in "\n\t") or 0x7F <= code <= 0x9F:
+            what = "a control character"
+        elif ch in _BIDI_CONTROLS:
+            what = "a bidirectional control"
+        else:
+            continue
+        return (
+            f"has {what} (U+{code:04X}) at character {i + 1}; text may hold no control characters except newline "
+            "and tab, and no bidirectional overrides (terminal escapes and reordered text are refused)"
+        )
+    return None
+
+
+def problem_path_issue(rel: str) -> str | None:
+    """Why ``rel`` cannot name a file of a problem folder, or None. The rule the runner applies when it writes the
+    files (``runners.entry.admission.write_job``), checked before a leaderboard opens: a relative path in normal
+    form (``sub/x.py``, not ``./sub/x.py``, ``sub//x.py`` or ``sub/../sub/x.py``), without control characters."""
+    if not rel or text_issue(rel) or "\\" in rel:
+        return f"{rel!a} is not a usable path: write a path with '/' between folders and no control characters"
+    path = PurePosixPath(rel)
+    if path.is_absolute() or ".." in path.parts or path.as_posix() != rel or rel == ".":
+        return (
+            f"{rel!r} must be a relative path inside the problem folder in normal form "
+            "(like 'reference.py' or 'sub/harness.cu': no '..', no leading '/' or './', no '//')"
+        )
+    return None
 
 
 def device_issue(device: str) -> str | None:
@@ -74,7 +115,14 @@ def devices_issue(devices: Sequence[str]) -> str | None:
     return None
 
 
+MAX_CASE_INT = 2**63 - 1
+"""Case integers fit in a signed 64-bit integer (what PyTorch takes for sizes and seeds)."""
+
+
 def _case_value_issue(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and not -MAX_CASE_INT - 1 <= value <= MAX_CASE_INT:
+        shown = f"{value}" if value.bit_length() <= 128 else f"an integer of {value.bit_length()} bits"
+        return f"{shown} does not fit in 64 bits (integers in cases lie between -2**63 and 2**63 - 1)"
     if isinstance(value, bool | int | str):
         return None
     if isinstance(value, float):
@@ -91,12 +139,29 @@ def _case_value_issue(value: Any) -> str | None:
     return f"{shown} is a {kind}"
 
 
-def check_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for i, case in enumerate(cases):
-        for key, value in case.items():
-            issue = _case_value_issue(value)
-            if issue:
-                raise ValueError(
-                    f"case {i}, {key!r}: {issue}; case values are numbers, true/false, text or lists of them"
-                )
-    return cases
+def check_case(case: dict[str, Any]) -> dict[str, Any]:
+    """One test or benchmark case: keys are ASCII Python identifiers (they become keyword arguments of
+    ``generate_input`` and appear in every message that names the case), values are numbers, true/false, text or
+    lists of them. Raises ``ValueError`` naming the key."""
+    for key, value in case.items():
+        if not isinstance(key, str) or not CASE_KEY.fullmatch(key) or keyword.iskeyword(key):
+            raise ValueError(
+                f"the key {key!a} is not a parameter name: case keys are keyword arguments of generate_input "
+                "(1 to 64 ASCII letters, digits and '_', not starting with a digit, not a Python keyword)"
+            )
+        issue = _case_value_issue(value)
+        if issue:
+            raise ValueError(f"{key!r}: {issue}; case values are numbers, true/false, text or lists of them")
+    return case
+
+
+def seed_issue(case: dict[str, Any]) -> str | None:
+    """Why ``case`` cannot be a benchmark case, or None: it needs a ``seed``. A ranked run draws fresh inputs for
+    every timed call from it (``derive_seed``); without one every call would get the same public input, which a
+    submission could cache (the runner refuses such a ranked run as the problem's fault)."""
+    if "seed" in case:
+        return None
+    return (
+        "has no 'seed': a ranked run needs fresh inputs for every timed call, drawn from the case's seed; "
+        "add one, e.g. {..., seed: 1234}, and take it in generate_input(..., seed)"
+    )

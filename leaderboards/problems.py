@@ -12,6 +12,10 @@ A problem set (``problems/<set>.yaml``) is validated by ``ProblemSet``. Loading 
 reference (that needs PyTorch and runs user-facing code); it parses it to check that the three
 functions exist and that every case's keys are parameters of ``generate_input``.
 
+References share their checking code through ``problems/_lib`` (``from _lib import Inputs, compare``): a problem
+whose files import it carries it among its own files (``leaderboards.problem_lib``), so it travels and counts in
+the fingerprint like the reference does.
+
 Problem files are trusted to be honest, not to be well-formed: every file is read through
 ``leaderboards.problem_files`` (regular files only, size caps, bounded YAML), and the models below cap the
 number of cases, the timeouts and the snapshot a leaderboard stores. A mistake is a ``FormatIssue`` naming the
@@ -30,11 +34,29 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from leaderboards.errors import UserError
-from leaderboards.problem_files import MAX_FILE_BYTES, MAX_YAML_BYTES, FileRefused, load_yaml, read_text
+from leaderboards.problem_files import (
+    MAX_FILE_BYTES,
+    MAX_YAML_BYTES,
+    FileRefused,
+    load_yaml,
+    nearest_problem_folders,
+    read_text,
+)
+from leaderboards.problem_lib import LibRefused, bundle_lib
 from leaderboards.problem_rules import (
+    CASE_KEY,
     MAX_CASES,
     MAX_DEVICES,
     MAX_PROBLEM_FILES,
@@ -44,17 +66,61 @@ from leaderboards.problem_rules import (
     MAX_TIMEOUT_S,
     TEMPLATE_LABEL,
     DeviceCheck,
-    check_cases,
+    check_case,
     devices_issue,
     leaderboard_name_issue,
     name_key,
+    problem_path_issue,
+    seed_issue,
+    text_issue,
 )
 from runners.contract import Language, Limits, Mode, RankingRule, RunRequest, SubmissionFile
+from runners.validation import error_message
 
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
 CaseValue = int | float | bool | str | list[Any]
 Case = dict[str, CaseValue]
 
+
+STORED: dict[str, Any] = {"stored": True}
+"""The validation context of a leaderboard's stored snapshot (``leaderboards.snapshot``): it passed the rules of the
+day it was synced, and a rule added since must not make a running leaderboard unreadable, so the rules on free text
+and cases are not applied again (the runner refuses a ranked run of an unseeded case on its own)."""
+
+
+def _stored(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("stored"))
+
+
+def _free_text(value: str, info: ValidationInfo) -> str:
+    issue = None if _stored(info) else text_issue(value)
+    if issue:
+        raise ValueError(issue)
+    return value
+
+
+def _test_case(case: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    return case if _stored(info) else check_case(case)
+
+
+def _benchmark_case(case: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    issue = None if _stored(info) else seed_issue(check_case(case))
+    if issue:
+        raise ValueError(issue)
+    return case
+
+
+FreeText = Annotated[str, AfterValidator(_free_text)]
+"""Text a person wrote (a description, a set's name): no control characters except newline and tab, no bidi
+overrides (``problem_rules.text_issue``)."""
+_KEYS = {"propertyNames": {"pattern": f"^{CASE_KEY.pattern}$"}}
+TestCase = Annotated[dict[str, Any], AfterValidator(_test_case), Field(json_schema_extra=_KEYS)]
+BenchmarkCase = Annotated[
+    dict[str, Any], AfterValidator(_benchmark_case), Field(json_schema_extra={**_KEYS, "required": ["seed"]})
+]
+"""A test case that also has a ``seed`` (a ranked run draws fresh inputs from it)."""
+Seconds = Annotated[float, Field(strict=True, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
+"""A timeout: a number (an integer is fine), never true/false or text."""
 
 
 class ProblemFormatError(UserError):
@@ -86,7 +152,7 @@ class _Strict(BaseModel):
 class Task(_Strict):
     """The schema of ``task.yml``."""
 
-    description: str = Field(min_length=1)
+    description: FreeText = Field(min_length=1)
     lang: Language = Language.PYTHON
     files: list[str] = Field(
         default_factory=lambda: ["reference.py"],
@@ -95,12 +161,14 @@ class Task(_Strict):
     templates: dict[str, str] = Field(
         default_factory=dict, description="Starter files by language label (pytorch, triton, cuda-inline, cuda)."
     )
-    tests: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_CASES)
-    benchmarks: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_CASES)
+    tests: list[TestCase] = Field(min_length=1, max_length=MAX_CASES)
+    benchmarks: list[BenchmarkCase] = Field(
+        min_length=1, max_length=MAX_CASES, description="Timed cases; each needs a seed (fresh inputs per call)."
+    )
     ranking_by: RankingRule = RankingRule.GEOMEAN
-    test_timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 180.0
-    benchmark_timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 300.0
-    ranked_timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = 600.0
+    test_timeout_s: Seconds = 180.0
+    benchmark_timeout_s: Seconds = 300.0
+    ranked_timeout_s: Seconds = 600.0
 
     @field_validator("files")
     @classmethod
@@ -121,13 +189,8 @@ class Task(_Strict):
             raise ValueError(f"has {len(templates)} templates; at most {MAX_TEMPLATES}")
         for label in templates:
             if not TEMPLATE_LABEL.fullmatch(label):
-                raise ValueError(f"{label!r} is not a template label (1 to 32 ASCII letters, digits, '.', '_', '-')")
+                raise ValueError(f"{label!a} is not a template label (1 to 32 ASCII letters, digits, '.', '_', '-')")
         return templates
-
-    @field_validator("tests", "benchmarks")
-    @classmethod
-    def _typed_cases(cls, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return check_cases(cases)
 
 
 class ProblemSetEntry(_Strict):
@@ -136,12 +199,15 @@ class ProblemSetEntry(_Strict):
     deadline: datetime = Field(description="UTC; a time without a zone is read as UTC.")
     devices: list[str] = Field(min_length=1, max_length=MAX_DEVICES)
     code_public_after_deadline: bool | None = Field(
-        default=None, description="Override of the set's code_public_after_deadline for this leaderboard."
+        default=None, strict=True, description="Override of the set's code_public_after_deadline for this leaderboard."
     )
 
     @field_validator("directory")
     @classmethod
     def _relative(cls, value: str) -> str:
+        issue = text_issue(value)
+        if issue:
+            raise ValueError(f"{value!a} {issue}")
         parts = PurePosixPath(value.replace("\\", "/")).parts
         if not value.strip() or value.startswith(("/", "\\")) or ".." in parts:
             raise ValueError(f"{value!r} must be a folder inside the problem set's folder (a relative path)")
@@ -196,10 +262,12 @@ class ProblemSetEntry(_Strict):
 
 
 class ProblemSet(_Strict):
-    name: str = Field(min_length=1, max_length=200)
-    description: str = ""
+    name: FreeText = Field(min_length=1, max_length=200)
+    description: FreeText = ""
     code_public_after_deadline: bool = Field(
-        default=False, description="After a leaderboard's deadline, anyone may read its ranked entries' code."
+        default=False,
+        strict=True,
+        description="After a leaderboard's deadline, anyone may read its ranked entries' code.",
     )
     problems: list[ProblemSetEntry] = Field(min_length=1, max_length=MAX_SET_PROBLEMS)
 
@@ -286,13 +354,11 @@ def _pydantic_issues(file: Path, exc: ValidationError, prefix: str = "") -> list
     issues = []
     for err in exc.errors():
         loc = prefix + ".".join(str(p) for p in err["loc"])
-        expected = err["msg"]
+        expected = error_message(err)
         if err["type"] == "missing":
             expected = "this field is required"
         elif err["type"] == "extra_forbidden":
             expected = "unknown field (check its spelling)"
-        elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
-            expected = str(err["ctx"]["error"])
         issues.append(FormatIssue(str(file), loc, expected))
     return issues
 
@@ -373,7 +439,12 @@ def load_problem(path: Path | str) -> Problem:
     path = Path(path)
     task_file = path / "task.yml"
     if not path.is_dir():
-        raise ProblemFormatError([FormatIssue(str(path), "", "is not a problem folder (expected a directory)")])
+        near = nearest_problem_folders(path)
+        hint = f"; did you mean {' or '.join(map(str, near))}?" if near else ""
+        raise ProblemFormatError([FormatIssue(str(path), "", f"is not a problem folder (expected a directory){hint}")])
+    if not _inside(path, task_file):
+        issue = "is a symbolic link out of the problem folder; task.yml must be a file inside the problem folder"
+        raise ProblemFormatError([FormatIssue(str(task_file), "", issue)])
     raw, issues = _read_yaml(task_file)
     task: Task | None = None
     if not issues:
@@ -386,13 +457,21 @@ def load_problem(path: Path | str) -> Problem:
                 issues.extend(_pydantic_issues(task_file, exc))
     files: dict[str, str] = {}
     templates: dict[str, str] = {}
+    # The files are read and reference.py checked even when task.yml has errors, so one pass reports them all.
     if task is not None:
-        for rel in task.files:
-            issues.extend(_read_into(files, path, rel, task_file, "files"))
-        for label, rel in task.templates.items():
-            issues.extend(_read_into(templates, path, rel, task_file, f"templates.{label}", key=label))
-        if "reference.py" in files:
-            issues.extend(_check_reference(path / "reference.py", files["reference.py"], task))
+        listed, listed_templates = task.files, task.templates
+    else:  # no task.yml at all: not a problem folder, so no more to say
+        listed, listed_templates = _listed_files(raw) if task_file.exists() else ([], {})
+    for rel in listed:
+        issues.extend(_read_into(files, path, rel, task_file, "files"))
+    for label, rel in listed_templates.items():
+        issues.extend(_read_into(templates, path, rel, task_file, f"templates.{label}", key=label))
+    if "reference.py" in files:
+        issues.extend(_check_reference(path / "reference.py", files["reference.py"], task))
+    try:
+        files = bundle_lib(files)
+    except LibRefused as exc:
+        issues.append(FormatIssue(str(path / exc.file), exc.field, str(exc)))
     if issues:
         raise ProblemFormatError(issues)
     assert task is not None
@@ -413,11 +492,53 @@ def load_problem(path: Path | str) -> Problem:
     return problem
 
 
+def _listed_files(raw: Any) -> tuple[list[str], dict[str, str]]:
+    """The files and templates a ``task.yml`` that failed validation names, as far as they can be read (its own
+    errors are reported already): what ``load_problem`` still reads and checks. The default is reference.py."""
+    fields = raw if isinstance(raw, dict) else {}
+    files = fields.get("files", ["reference.py"])
+    templates = fields.get("templates", {})
+    listed = [f for f in files if isinstance(f, str)][:MAX_PROBLEM_FILES] if isinstance(files, list) else []
+    if not isinstance(templates, dict):
+        return listed, {}
+    usable = {k: v for k, v in templates.items() if isinstance(k, str) and isinstance(v, str)}
+    return listed, dict(list(usable.items())[:MAX_TEMPLATES])
+
+
+def _valid_entries(raw: Any) -> list[tuple[int, ProblemSetEntry]]:
+    """The entries of a problem set that failed validation which are valid on their own (the set's errors are
+    reported already), with their index: their folders are still loaded, so one pass reports every error."""
+    entries = raw.get("problems") if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        return []
+    valid = []
+    for i, entry in enumerate(entries[:MAX_SET_PROBLEMS]):
+        try:
+            valid.append((i, ProblemSetEntry.model_validate(entry)))
+        except ValidationError:
+            continue
+    return valid
+
+
+def _inside(folder: Path, path: Path) -> bool:
+    """Whether ``path``, its symbolic links followed, is ``folder`` or lies below it (``folder`` resolved too)."""
+    try:
+        resolved, root = path.resolve(), folder.resolve()
+    except (OSError, ValueError, RuntimeError):  # a loop of links, a NUL byte
+        return False
+    return resolved == root or root in resolved.parents
+
+
 def _read_into(
     out: dict[str, str], root: Path, rel: str, task_file: Path, field_name: str, key: str | None = None
 ) -> list[FormatIssue]:
-    target = (root / rel).resolve()
-    if root.resolve() not in target.parents:
+    """Read the listed file ``rel`` of the problem folder ``root`` into ``out``; the issues if it cannot be. Its path
+    follows the runner's rule (``problem_rules.problem_path_issue``) and, links followed, stays in the folder."""
+    issue = problem_path_issue(rel)
+    if issue:
+        return [FormatIssue(str(task_file), field_name, issue)]
+    target = root / rel
+    if not _inside(root, target):
         return [FormatIssue(str(task_file), field_name, f"{rel!r} must be a path inside the problem folder")]
     try:
         out[key or rel] = read_text(target, MAX_FILE_BYTES)
@@ -441,14 +562,17 @@ def load_problem_set(
         raise ProblemFormatError(issues)
     if not isinstance(raw, dict):
         raise ProblemFormatError([FormatIssue(str(file), "", "expected a mapping with name and problems")])
+    pset: ProblemSet | None = None
     try:
         pset = ProblemSet.model_validate(raw)
+        entries = list(enumerate(pset.problems))
     except ValidationError as exc:
-        raise ProblemFormatError(_pydantic_issues(file, exc)) from None
+        issues.extend(_pydantic_issues(file, exc))
+        entries = _valid_entries(raw)
     problems: dict[str, Problem] = {}
     keys: dict[str, tuple[int, str]] = {}
     loaded: dict[Path, Problem] = {}
-    for i, entry in enumerate(pset.problems):
+    for i, entry in entries:
         name = entry.leaderboard_name
         first = keys.setdefault(name_key(name), (i, name))
         if first[0] != i:
@@ -462,6 +586,16 @@ def load_problem_set(
                 why = device_check(d)
                 if why:
                     issues.append(FormatIssue(str(file), f"problems.{i}.devices", why))
+        if not _inside(file.parent, file.parent / entry.directory):
+            issues.append(
+                FormatIssue(
+                    str(file),
+                    f"problems.{i}.directory",
+                    f"{entry.directory!r} must be a folder inside the problem set's folder "
+                    "(it leads outside, through a symbolic link)",
+                )
+            )
+            continue
         folder = (file.parent / entry.directory).resolve()
         if folder in loaded:
             problems[name] = loaded[folder]
@@ -470,7 +604,7 @@ def load_problem_set(
             problems[name] = loaded[folder] = load_problem(file.parent / entry.directory)
         except ProblemFormatError as exc:
             issues.extend(exc.errors)
-    if issues:
+    if issues or pset is None:
         raise ProblemFormatError(issues)
     return pset, problems
 
@@ -486,5 +620,3 @@ def deadline_warnings(file: Path | str, pset: ProblemSet, now: datetime) -> list
         for i, entry in enumerate(pset.problems)
         if entry.deadline <= now
     ]
-
-

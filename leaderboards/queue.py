@@ -289,7 +289,7 @@ class JobQueue:
                     .values(heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_s))
                     .execution_options(synchronize_session=False)
                 )
-                return bool(res.rowcount)
+                return bool(res.rowcount)  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult
 
         return self._retry(tx, "heartbeat")
 
@@ -414,6 +414,21 @@ class JobQueue:
 
         return self._retry(tx, "retry_or_fail")
 
+    def refuse(self, claim: Claim, reason: str) -> Outcome:
+        """Fail the held job at once, no retry: the runner cannot serve its device (a configuration problem, which
+        another attempt would only repeat). ``reason`` is shown to the user as it is.
+
+        Raises ``LeaseLost`` if the job is no longer held (nothing is changed then).
+        """
+
+        def tx() -> Outcome:
+            with self.db.transaction() as s:
+                job = self._held(s, claim)
+                self._finish(s, job, JobStatus.FAILED, self.clock(), error=reason, phase="failed")
+                return Outcome(JobStatus.FAILED.value, None, reason)
+
+        return self._retry(tx, "refuse")
+
     def release(self, claim: Claim, *, reason: str = "the worker stopped") -> bool:
         """Give a held job back to the queue at once, not counting the attempt (graceful worker stop)."""
 
@@ -519,7 +534,8 @@ class JobQueue:
         def tx() -> int:
             since = self.clock() - timedelta(seconds=older_than_s)
             with self.db.transaction() as s:
-                return int(s.execute(delete(WorkerRow).where(WorkerRow.heartbeat_at < since)).rowcount or 0)
+                result = s.execute(delete(WorkerRow).where(WorkerRow.heartbeat_at < since))
+                return int(result.rowcount or 0)  # type: ignore[attr-defined]  # a DELETE's result is a CursorResult
 
         return self._retry(tx, "prune_workers")
 

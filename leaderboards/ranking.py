@@ -98,11 +98,11 @@ def eligible_bests(
     )
     for target, on in joins:
         ranked = ranked.join(target, on)
-    ranked = ranked.where(*conditions).subquery()
+    best = ranked.where(*conditions).subquery()
     rows = session.execute(
-        select(ranked.c.user_id, ranked.c.device, ranked.c.submission_id, ranked.c.score, ranked.c.created_at)
-        .where(ranked.c.rn == 1)
-        .order_by(ranked.c.device, ranked.c.score, ranked.c.created_at, ranked.c.submission_id)
+        select(best.c.user_id, best.c.device, best.c.submission_id, best.c.score, best.c.created_at)
+        .where(best.c.rn == 1)
+        .order_by(best.c.device, best.c.score, best.c.created_at, best.c.submission_id)
     ).all()
     return [Eligible(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 

@@ -41,7 +41,9 @@ def harness_device(device: str) -> str:
 def secret_seed_for(secret_seed: int, submission_id: int, device: str) -> int:
     """The seed of a submission's secret run: fresh per submission and device, underivable without the secret."""
     digest = hashlib.sha256(f"{secret_seed}:{submission_id}:{device}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    # 63 bits: the evaluator keys every timed call's seed with it, so it must be beyond a search over candidates
+    # (31 bits could be found in minutes by native code that regenerates its inputs).
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF
 
 
 def run_nonce(secret_seed: int, job_id: int, secret: bool) -> str:
@@ -100,6 +102,18 @@ class RecordingMixin(ServiceBase):
             compile_s = min(self.settings.compile_budget_s, board / 2)
         limits = request.limits.model_copy(update={"compile_timeout_s": compile_s, "run_timeout_s": board - compile_s})
         return request.model_copy(update={"limits": limits})
+
+    def public_run_failed(self, job_id: int, *, session: Session | None = None) -> str | None:
+        """The job's verdict ('' when it has none yet) when its stored public run failed; None when no public run is
+        stored or it passed. A ranked job whose public run failed needs no secret run: it cannot become eligible."""
+        with self._tx(session) as s:
+            job = s.get(Job, job_id)
+            if job is None:
+                raise NotFound(f"There is no job {job_id}.")
+            public = s.scalar(select(Run).where(Run.job_id == job_id, Run.secret.is_(False)))
+            if public is None or public.passed:
+                return None
+            return job.verdict or ""
 
     def record_run(
         self,

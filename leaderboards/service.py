@@ -44,6 +44,7 @@ from leaderboards.models import (
     JobStatus,
     Leaderboard,
     RankChange,
+    Run,
     Submission,
     SubmissionCode,
     User,
@@ -359,7 +360,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             .returning(SubmissionCode.id)
         )
         code_id = s.scalar(stmt)
-        return code_id if code_id is not None else s.scalar(by_digest)  # stored meanwhile by a concurrent submission
+        return code_id if code_id is not None else s.execute(by_digest).scalar_one()  # stored meanwhile, concurrently
 
     def submission_status(self, submission_id: int) -> SubmissionStatus:
         """Where a submission is: each job's status, queue position, latest events, verdict and score."""
@@ -425,6 +426,29 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             lb = self._leaderboard(s, leaderboard, include_hidden=False)
             (dev,) = self._check_devices(lb, [device] if device else None)
             return tuple(eligible_history(s, lb, dev))
+
+    def benchmark_work(self, leaderboard: str, device: str | None = None) -> tuple[tuple[int | None, int | None], ...]:
+        """Per benchmark case, the work a kernel must do, ``(bytes_moved, flops)``, as the public run of the best
+        ranked entry on the device reported it (the cases are everyone's): what the speed-of-light share of a
+        ranking's scores is computed from. Empty while nobody is ranked."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard, include_hidden=False)
+            (dev,) = self._check_devices(lb, [device] if device else None)
+            best = (
+                select(BestScore.submission_id)
+                .where(BestScore.leaderboard_id == lb.id, BestScore.device == dev)
+                .order_by(BestScore.score, BestScore.submitted_at, BestScore.submission_id)
+                .limit(1)
+                .scalar_subquery()
+            )
+            result = s.scalar(
+                select(Run.result)
+                .where(Run.submission_id == best, Run.device == dev, Run.secret.is_(False))
+                .order_by(Run.id.desc())
+                .limit(1)
+            )
+            benches = (result or {}).get("benchmarks", [])
+            return tuple((b.get("bytes_moved"), b.get("flops")) for b in benches)
 
     def ranking(
         self,

@@ -55,11 +55,9 @@ EVENTS_PER_JOB = 20
 class ServiceBase:
     """Build ``LeaderboardService`` with an open ``Database`` (``leaderboards.db.open_database``) and the settings."""
 
-    def __init__(
-        self, db: Database, settings: CoreSettings | None = None, *, clock: Callable[[], datetime] = utcnow
-    ) -> None:
+    def __init__(self, db: Database, settings: CoreSettings, *, clock: Callable[[], datetime] = utcnow) -> None:
         self.db = db
-        self.settings = settings or CoreSettings()
+        self.settings = settings
         self.clock = clock
 
     # -- plumbing --------------------------------------------------------------------------------------------

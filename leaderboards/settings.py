@@ -13,9 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class CoreSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore", env_parse_none_str="none"
-    )
+    model_config = SettingsConfigDict(env_prefix="KERNELCUP_", extra="ignore", env_parse_none_str="none")
 
     database_url: str | None = Field(
         default=None,

@@ -11,7 +11,7 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from leaderboards.problems import Problem, Task
+from leaderboards.problems import STORED, Problem, Task
 
 
 def snapshot(problem: Problem) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def snapshot(problem: Problem) -> dict[str, Any]:
 def problem_from_snapshot(snap: dict[str, Any]) -> Problem:
     return Problem(
         path=Path(snap["problem"]),
-        task=Task.model_validate(snap["task"]),
+        task=Task.model_validate(snap["task"], context=STORED),
         files=dict(snap["files"]),
         templates=dict(snap.get("templates", {})),
     )

@@ -3,7 +3,8 @@
 ``validate`` runs every check ``sync`` runs before it touches the database: the format of every file (with the
 caps and strict types of ``problems.py``), names and devices (and, given a ``device_check``, whether a runner
 serves each device), the snapshot's size, a warning for a deadline in the past, and, given a
-``ReferenceCheck``, the reference run on its smallest test case: generate -> reference -> check.
+``ReferenceCheck``, the reference run on its smallest test case (generate -> reference -> check) and each
+benchmark case's inputs generated once.
 
 ``sync`` applies a whole set in one transaction (every leaderboard is created or updated, or none is). Test
 cases, descriptions, deadlines and devices change freely; a change that makes stored scores incomparable
@@ -52,8 +53,9 @@ PLACEHOLDER_CONTENT = b"\n"
 
 class ReferenceCheck(Protocol):
     """Runs a problem's reference on ``request.tests[0]`` in the sandboxed trusted evaluator: ``generate_input``,
-    ``ref_kernel``, then ``check_implementation`` on the reference's own output. ACCEPTED when the reference passes
-    its own check; otherwise a result whose message names what the problem did wrong.
+    ``ref_kernel``, then ``check_implementation`` on the reference's own output; then ``generate_input`` once on
+    each of ``request.benchmarks`` (a failure there names the benchmark: "benchmark 2: ..."). ACCEPTED when all of
+    that passes; otherwise a result whose message names what the problem did wrong.
 
     ``runners.entry.check_reference`` is the real one (``kernelcup.wiring.reference_check`` builds it)."""
 
@@ -61,10 +63,15 @@ class ReferenceCheck(Protocol):
 
 
 def reference_request(problem: Problem) -> RunRequest:
-    """The request a reference check runs: test mode on the CPU, the problem's smallest test case only."""
+    """The request a reference check runs: test mode on the CPU, the problem's smallest test case, and every
+    benchmark case, whose inputs are generated once (never timed: a case that cannot be generated is refused
+    here instead of failing every timed run). Its time limit covers a test run and a benchmark run."""
     name = "reference-check" + LANGUAGES[problem.task.lang].suffixes[0]
     request = problem.request(name, PLACEHOLDER_CONTENT, Mode.TEST, device="cpu", device_name="cpu")
-    return request.model_copy(update={"tests": [problem.smallest_test()], "benchmarks": []})
+    limits = request.limits.model_copy(
+        update={"run_timeout_s": problem.task.test_timeout_s + problem.task.benchmark_timeout_s}
+    )
+    return request.model_copy(update={"tests": [problem.smallest_test()], "limits": limits})
 
 
 def check_references(
@@ -93,9 +100,8 @@ def check_references(
             if result.verdict is Verdict.ACCEPTED:
                 continue
             message = result.message or result.verdict.label
-        issues.append(
-            FormatIssue(str(problem.path / "reference.py"), REFERENCE_STEPS, f"on the test case {case}: {message}")
-        )
+        what = f"on the test case {case}, then each benchmark case's inputs"
+        issues.append(FormatIssue(str(problem.path / "reference.py"), REFERENCE_STEPS, f"{what}: {message}"))
     return issues
 
 

@@ -3,12 +3,12 @@
 One ``Worker`` serves ``concurrency`` jobs at a time on one event loop. For each job it
 
 1. claims it (``JobQueue.claim``: a lease with a token unique to this claim);
-2. asks the service for the job's run requests (``LeaderboardService.run_requests``: the public run, and for ranked
+2. asks the service for the job's run requests (``WorkerService.run_requests``: the public run, and for ranked
    jobs the secret-seed run; kinds an earlier attempt already stored are skipped);
 3. hands each request to the launcher for the job's device with a ``QueueJobHandle`` (progress events go to
    ``job_events``, the remote reference is stored on the job so a later attempt re-attaches to it), bounded by the
    request's own limits plus a margin;
-4. stores each result with ``LeaderboardService.record_run(owner=token)`` — the lease is checked on the locked row in
+4. stores each result with ``WorkerService.record_run(owner=token)`` — the lease is checked on the locked row in
    the same transaction — and completes the job in the transaction of its last run.
 
 Heartbeats renew every held lease; a lease found lost (expired and taken over, or the job cancelled) aborts the
@@ -18,6 +18,7 @@ job's ``max_attempts``; a user's failure (compile error, wrong answer, timeout, 
 retried. In ranked mode the secret run is skipped when the public run failed: it could not make the submission
 eligible.
 
+The worker knows the service only through ``WorkerService``, the few calls above (``LeaderboardService`` is one).
 Blocking database calls run on the worker's own small thread pool, never on the event loop and never on the
 default executor that launchers use for their own blocking work.
 """
@@ -31,8 +32,9 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -41,14 +43,44 @@ from leaderboards.errors import LeaseLost
 from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
 from leaderboards.results import PlannedRun, RecordedRun
-from leaderboards.service import LeaderboardService
 from leaderboards.spool import ResultSpool
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
-from runners.launchers.base import Launcher, LauncherError
+from runners.launchers.base import DeviceUnavailable, Launcher, LauncherError
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from leaderboards.db import Database
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class WorkerService(Protocol):
+    """What a worker uses of the service (``LeaderboardService`` is one): the database its queue and the
+    transaction of a stored run live in, the clock, a job's run requests, storing a run, and whether a job's
+    public run failed."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+    def run_requests(self, job_id: int) -> Sequence[PlannedRun]: ...
+
+    def record_run(
+        self,
+        job_id: int,
+        result: RunResult,
+        *,
+        secret: bool = ...,
+        owner: str | None = ...,
+        session: Session | None = ...,
+    ) -> RecordedRun: ...
+
+    def public_run_failed(self, job_id: int) -> str | None: ...
 
 LauncherFor = Callable[[str], Launcher]
 """Device name -> its launcher (``runners.routing.Router.launcher_for``); may raise ``LauncherError``."""
@@ -60,9 +92,7 @@ MAX_EVENTS_PER_RUN = 200
 class WorkerSettings(BaseSettings):
     """How a worker serves the queue (env prefix ``KERNELCUP_WORKER_``)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="KERNELCUP_WORKER_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
-    )
+    model_config = SettingsConfigDict(env_prefix="KERNELCUP_WORKER_", extra="ignore")
 
     concurrency: int = Field(default=1, ge=1, le=256, description="Jobs served at once by one worker process.")
     lease_s: float = Field(default=60.0, gt=0, description="Lease of a claimed job; renewed by heartbeats.")
@@ -173,9 +203,9 @@ class Worker:
 
     def __init__(
         self,
-        service: LeaderboardService,
+        service: WorkerService,
         launcher_for: LauncherFor,
-        settings: WorkerSettings | None = None,
+        settings: WorkerSettings,
         *,
         devices: Sequence[str] = (),
         worker_id: str | None = None,
@@ -186,7 +216,7 @@ class Worker:
     ) -> None:
         self.service = service
         self.launcher_for = launcher_for
-        self.settings = settings or WorkerSettings()
+        self.settings = settings
         self.devices = tuple(devices)
         self.worker_id = worker_id or new_worker_id()
         self.submission_id = submission_id
@@ -521,6 +551,8 @@ class Worker:
             return await self._failed(claim, exc.reason, exc.timed_out, recorded, launcher)
         except LauncherError as exc:  # raised before a launch started (e.g. an unrouted device)
             return await self._failed(claim, str(exc) or type(exc).__name__, False, recorded, None)
+        except DeviceUnavailable as exc:  # the runner lacks the job's GPU: configuration, so no retry and no blame
+            return await self._refused(claim, str(exc), recorded)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -533,11 +565,7 @@ class Worker:
         """If an earlier attempt stored a failing public run, the job is done: the secret run cannot help."""
         if not any(p.recorded and not p.secret for p in planned):
             return None
-        status = await self._db(self.service.submission_status, claim.submission_id)
-        job = next((j for j in status.jobs if j.job_id == claim.job_id), None)
-        if job is not None and job.public_passed is False:
-            return job.verdict or ""
-        return None
+        return await self._db(self.service.public_run_failed, claim.job_id)
 
     async def _failed(
         self, claim: Claim, reason: str, timed_out: bool, recorded: list[RecordedRun], launcher: Launcher | None
@@ -562,6 +590,14 @@ class Worker:
         log.warning("job %s: %s", claim.job_id, outcome.message)
         return JobReport(claim.job_id, outcome.status, tuple(recorded), outcome.message)
 
+    async def _refused(self, claim: Claim, reason: str, recorded: list[RecordedRun]) -> JobReport:
+        try:
+            outcome = await self._db(self.queue.refuse, claim, reason)
+        except LeaseLost as exc:
+            return JobReport(claim.job_id, "lease_lost", tuple(recorded), str(exc))
+        log.warning("job %s (%s): refused: %s", claim.job_id, claim.device, reason)
+        return JobReport(claim.job_id, outcome.status, tuple(recorded), outcome.message)
+
     async def _launch(self, launcher: Launcher, claim: Claim, request: RunRequest, ref: str | None) -> RunResult:
         handle = QueueJobHandle(self, claim, ref)
         bound = launch_timeout_s(request, self.settings.launch_margin_s, launcher)
@@ -574,7 +610,7 @@ class Worker:
             ) from None
         except LauncherError as exc:
             raise InfrastructureFailure(f"{launcher.name} launcher: {exc}") from exc
-        except LeaseLost:
+        except (LeaseLost, DeviceUnavailable):
             raise
         except asyncio.CancelledError:
             raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from alembic import context
 
+from kernelcup.settings import load
 from leaderboards.db import make_engine
 from leaderboards.models import Base
 from leaderboards.settings import CoreSettings
@@ -15,7 +16,7 @@ target_metadata = Base.metadata
 def run_migrations_online() -> None:
     engine = context.config.attributes.get("engine")
     if engine is None:
-        engine = make_engine(CoreSettings().resolved_database_url())
+        engine = make_engine(load(CoreSettings).resolved_database_url())
     with engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
         if sqlite:

@@ -171,9 +171,8 @@ def sweep_cgroups(
     return report
 
 
-def sweep(settings: RunnerSettings | None = None, *, grace_s: float = GRACE_S) -> SweepReport:
+def sweep(settings: RunnerSettings, *, grace_s: float = GRACE_S) -> SweepReport:
     """Sweep stale job folders and cgroups of this machine's runner; log what went."""
-    settings = settings or RunnerSettings()
     report = sweep_job_dirs(job_root(settings), grace_s=grace_s)
     sweep_cgroups(grace_s=grace_s, report=report)
     if report.job_dirs or report.cgroups or report.errors:

@@ -223,6 +223,8 @@ class TimingStats(_Model):
     stderr_ns: float
     min_ns: float
     max_ns: float
+    p25_ns: float | None = Field(default=None, description="First quartile (results from before it was kept: none).")
+    p75_ns: float | None = Field(default=None, description="Third quartile (results from before it was kept: none).")
 
 
 class TestResult(_Model):
@@ -296,7 +298,8 @@ class RunResult(_Model):
     finished_at: datetime | None = None
     phase_times: dict[str, float] = Field(
         default_factory=dict,
-        description="Seconds from the run's start to the first report of each phase (where the time went).",
+        description="Seconds from the run's start to the first report of each phase, and to the end of each benchmark "
+        "case ('benchmark 1', ...): where the time went.",
     )
     request_sha256: str = Field(default="", description="RunRequest.digest() of the request this result answers.")
     nonce: str = Field(default="", description="The request's nonce, echoed.")

@@ -10,6 +10,7 @@ never called impossible.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 TB = 1e12
@@ -99,3 +100,38 @@ def impossible_below_ns(bytes_moved: int | None, flops: int | None, peaks: Devic
     best = peaks.best_flops_per_s
     t_math = (flops or 0) / best if best else 0.0
     return max(t_mem, t_math) * 1e9
+
+
+GENERIC_GPU_NAMES = ("cuda", "gpu")
+"""Device names that ask for any GPU (``kernelcup run --device cuda``), not a model."""
+
+
+def _words(name: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", name.lower())
+
+
+def gpu_matches(device_name: str, gpu_name: str) -> bool:
+    """Whether the GPU the driver reports (``NVIDIA H100 80GB HBM3``) is the model a device name asks for (``H100``):
+    each word of the name is a word of the GPU's (so ``L4`` is not an ``L40S``), or the name is several of its
+    words run together (``RTX4090`` for ``GeForce RTX 4090``)."""
+    want, have = _words(device_name), _words(gpu_name)
+    if not want:
+        return False
+    if all(w in have for w in want):
+        return True
+    joined = "".join(want)
+    return any("".join(have[i:j]) == joined for i in range(len(have)) for j in range(i + 1, len(have) + 1))
+
+
+def device_mismatch(device: str, device_name: str, gpu_name: str | None) -> str | None:
+    """Why a machine whose GPU is ``gpu_name`` (None: no GPU) cannot run a job for ``device_name`` on ``device``
+    (``cpu`` or ``cuda``); None when it can. The message is the operator's (or the user's) to act on."""
+    if device == "cpu":
+        return None
+    if gpu_name is not None and (not device_name or device_name.lower() in GENERIC_GPU_NAMES):
+        return None  # any GPU will do
+    if gpu_name is not None and gpu_matches(device_name, gpu_name):
+        return None
+    has = f"has {gpu_name}" if gpu_name else "has no GPU"
+    wants = device_name or "a GPU"
+    return f"this worker {has}; the job wants {wants} (use -d cpu, or route {wants} to a runner that has one)"

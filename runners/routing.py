@@ -18,15 +18,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runners.launchers.base import Launcher, LauncherError
+from runners.launchers.settings import LauncherSettings
 
 SETTING = "KERNELCUP_ROUTES"
 DEFAULT_ROUTES = "*=local"
 KINDS = ("local", "modal", "github")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def parse_routes(text: str) -> tuple[Route, ...]:
 
 
 class RoutingSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(extra="ignore")
 
     routes: str = Field(
         default=DEFAULT_ROUTES,
@@ -98,6 +101,11 @@ class RoutingSettings(BaseSettings):
     @property
     def table(self) -> tuple[Route, ...]:
         return parse_routes(self.routes)
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The launcher kinds the routes use (their settings are loaded at start, and only theirs)."""
+        return frozenset(route.kind for route in self.table)
 
 
 LauncherFactory = Callable[[Route], Launcher]
@@ -162,36 +170,45 @@ class Router:
         return list(await asyncio.gather(*(one(r) for r in self.routes)))
 
 
-def _local(route: Route) -> Launcher:
+def _local(route: Route, settings: LauncherSettings) -> Launcher:
     from runners.launchers.local import LocalLauncher
-    from runners.settings import RunnerSettings
 
-    return LocalLauncher(RunnerSettings())
+    return LocalLauncher(settings.runner)
+
+
+def _modal(route: Route, settings: LauncherSettings) -> Launcher:
+    from runners.launchers.modal import ModalLauncher
+
+    return ModalLauncher(_needed(settings.modal, route, "MODAL_*"), gpu=route.target)
+
+
+def _github(route: Route, settings: LauncherSettings) -> Launcher:
+    from runners.launchers.github import GithubLauncher
+
+    return GithubLauncher(_needed(settings.github, route, "GITHUB_*"), labels=route.target)
+
+
+def _needed(settings: S | None, route: Route, what: str) -> S:
+    if settings is None:  # the composition root loads the settings of every kind the routes name
+        raise LauncherError(f"route {route} needs the {what} settings, and none were given to the router")
+    return settings
 
 
 def build_router(
     settings: RoutingSettings,
+    launchers: LauncherSettings,
     *,
     local: LauncherFactory | None = None,
     modal: LauncherFactory | None = None,
     github: LauncherFactory | None = None,
 ) -> Router:
-    """The router for ``settings``. Factories default to the real launchers, each reading its own settings
-    (``MODAL_*``, ``GITHUB_*``) when first used; nothing is read or connected here."""
-
-    def default_modal(route: Route) -> Launcher:
-        from runners.launchers.modal import ModalLauncher
-        from runners.remote_settings import ModalSettings, load_settings
-
-        return ModalLauncher(load_settings(ModalSettings), gpu=route.target)
-
-    def default_github(route: Route) -> Launcher:
-        from runners.launchers.github import GithubLauncher
-        from runners.remote_settings import GithubSettings, load_settings
-
-        return GithubLauncher(load_settings(GithubSettings), labels=route.target)
-
+    """The router for ``settings``. Factories default to the real launchers, built on first use from
+    ``launchers`` (loaded by the composition root: a bad setting has failed before this); nothing connects here."""
     return Router(
         routes=settings.table,
-        factories={"local": local or _local, "modal": modal or default_modal, "github": github or default_github},
+        factories={
+            "local": local or (lambda route: _local(route, launchers)),
+            "modal": modal or (lambda route: _modal(route, launchers)),
+            "github": github or (lambda route: _github(route, launchers)),
+        },
     )

@@ -9,9 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class RunnerSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="KERNELCUP_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
-    )
+    model_config = SettingsConfigDict(env_prefix="KERNELCUP_", extra="ignore")
 
     allow_unsandboxed: bool = Field(
         default=False,

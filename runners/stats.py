@@ -8,20 +8,35 @@ from collections.abc import Sequence
 from runners.contract import RankingRule, TimingStats
 
 
+def quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values, interpolated linearly between the two nearest (numpy's default)."""
+    position = q * (len(sorted_xs) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(sorted_xs) - 1)
+    return sorted_xs[below] + (sorted_xs[above] - sorted_xs[below]) * (position - below)
+
+
 def timing_stats(samples_ns: Sequence[float]) -> TimingStats:
-    """Median, mean, sample std, standard error of the mean, min and max, all in ns."""
+    """Median, quartiles, mean, sample std, standard error of the mean, min and max, all in ns."""
     xs = sorted(float(x) for x in samples_ns)
     n = len(xs)
     if n == 0:
         raise ValueError("no samples")
     if any(not math.isfinite(x) or x < 0 for x in xs):
         raise ValueError("samples must be finite and non-negative")
-    mid = n // 2
-    median = xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
+    median = quantile(xs, 0.5)
     mean = math.fsum(xs) / n
     std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
     return TimingStats(
-        samples=n, median_ns=median, mean_ns=mean, std_ns=std, stderr_ns=std / math.sqrt(n), min_ns=xs[0], max_ns=xs[-1]
+        samples=n,
+        median_ns=median,
+        mean_ns=mean,
+        std_ns=std,
+        stderr_ns=std / math.sqrt(n),
+        min_ns=xs[0],
+        max_ns=xs[-1],
+        p25_ns=quantile(xs, 0.25),
+        p75_ns=quantile(xs, 0.75),
     )
 
 

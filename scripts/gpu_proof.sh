@@ -52,6 +52,7 @@ for name, rel, mode, seed in cases:
           f"medians={b} window_overhead_us={over} sandboxed={res.system.sandboxed} gpu={res.system.gpu_name} "
           f"wall={time.time()-t:.1f}s")
     print("   ", res.message[:300])
+    print("    phases (s from start):", res.phase_times)
     if res.verdict.value == "infrastructure_error":
         print(res.stderr[-3000:])
 PY

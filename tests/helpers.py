@@ -150,8 +150,9 @@ def write_problem(
 def check_reference_in_process(request: RunRequest, *, settings: object = None) -> RunResult:
     """A reference check with the signature of ``runners.entry.check_reference``, for the tests of the CLI and
     sync side: it runs the request's reference in this process (no sandbox, no torch), generate_input ->
-    ref_kernel -> check_implementation on ``request.tests[0]``, and returns ACCEPTED or an infrastructure error
-    whose message names the step that failed. The real one runs the same steps in the sandboxed evaluator."""
+    ref_kernel -> check_implementation on ``request.tests[0]``, then generate_input on each benchmark case, and
+    returns ACCEPTED or an infrastructure error whose message names the step (and benchmark) that failed. The real
+    one runs the same steps in the sandboxed evaluator."""
     case = request.tests[0]
     namespace: dict[str, Any] = {"__name__": "reference"}
     steps = (
@@ -178,6 +179,13 @@ def check_reference_in_process(request: RunRequest, *, settings: object = None) 
         return RunResult.infrastructure_error(
             request.mode, f"check_implementation refused the reference's own output: {verdict!r}"
         )
+    for i, bench in enumerate(request.benchmarks):
+        try:
+            namespace["generate_input"](**bench)
+        except Exception as exc:
+            return RunResult.infrastructure_error(
+                request.mode, f"benchmark {i + 1}: generate_input raised {type(exc).__name__}: {exc}"
+            )
     return RunResult(verdict=Verdict.ACCEPTED, mode=request.mode)
 
 

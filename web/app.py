@@ -4,7 +4,8 @@
 root, ``kernelcup serve``). Routes are plain functions, so FastAPI runs them in its thread pool and the blocking
 service never runs on the event loop; the event stream is async and polls through ``asyncio.to_thread``.
 
-Pages (issue 14) mount beside ``/api`` on the same app: a router of Jinja2 views that call the same service.
+Pages (issue 14, ``web/pages/``, docs/web.md) mount beside ``/api`` on the same app: Jinja2 views over the same
+service calls and typed answers, with their own session cookie, security headers and HTML error pages.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from leaderboards.peaks import parse_peaks, peak_lookup
@@ -21,6 +23,11 @@ from leaderboards.sync import ReferenceCheck
 from web import errors
 from web.cache import CachedReadsMiddleware, TTLCache
 from web.metrics import ApiMetrics, MetricsMiddleware
+from web.pages import admin as admin_page
+from web.pages import discord, forms, views
+from web.pages.base import PageHeadersMiddleware, install_error_pages
+from web.pages.render import STATIC
+from web.pages.session import Sessions, load_secret
 from web.routes import admin, events, health, leaderboards, me, submissions
 from web.schemas import API_PREFIX
 from web.settings import WebSettings
@@ -40,7 +47,7 @@ Submit GPU kernels to kernelcup's leaderboards and follow them, from a program o
 
 def create_app(
     service: LeaderboardService,
-    settings: WebSettings | None = None,
+    settings: WebSettings,
     *,
     reference_check: Callable[[], ReferenceCheck] | None = None,
     device_check: DeviceCheck | None = None,
@@ -48,7 +55,6 @@ def create_app(
     """``reference_check`` and ``device_check`` are what ``POST /api/v1/admin/sync`` checks a problem set with, as
     ``kernelcup problems sync`` and ``/admin sync`` do (the composition root passes them; without them sync makes
     the checks that need neither)."""
-    settings = settings or WebSettings(_env_file=None)  # type: ignore[call-arg]
     app = FastAPI(
         title="kernelcup API",
         version="1",
@@ -63,10 +69,16 @@ def create_app(
     app.state.device_check = device_check
     app.state.peak_for = peak_lookup(parse_peaks(settings.device_peaks))
     app.state.rankings_cache = TTLCache(settings.rankings_cache_s)
+    app.state.pages_cache = TTLCache(views.CHART_TTL_S)
     app.state.metrics = metrics = ApiMetrics(service)
+    secret = settings.session_secret.get_secret_value() if settings.session_secret else None
+    data_dir = service.settings.resolved_data_dir()
+    app.state.sessions = Sessions(lambda: load_secret(secret, data_dir), settings.session_max_age_s)
     errors.install(app)
-    for module in (leaderboards, submissions, events, me, admin, health):
+    install_error_pages(app)
+    for module in (leaderboards, submissions, events, me, admin, health, views, forms, admin_page, discord):
         app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     upload_limit = service.settings.max_submission_bytes
     upload_message = (
@@ -75,7 +87,7 @@ def create_app(
     body_message = f"The request body is larger than {settings.max_body_bytes / 1024:.0f} KiB."
 
     def limit_for(scope: Scope) -> tuple[int, str, str]:
-        if scope["path"] == f"{API_PREFIX}/submissions":
+        if scope["path"] in (f"{API_PREFIX}/submissions", "/submit"):
             return upload_limit + MULTIPART_ENVELOPE, "file_too_large", upload_message
         return settings.max_body_bytes, "body_too_large", body_message
 
@@ -89,5 +101,6 @@ def create_app(
         pattern=leaderboards.RANKINGS_PATH,
         route=leaderboards.RANKINGS_ROUTE,
     )
+    app.add_middleware(PageHeadersMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

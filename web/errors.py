@@ -8,6 +8,7 @@ whose message names a reference to the log line; never a traceback, a URL or a s
 
 from __future__ import annotations
 
+import html
 import logging
 import math
 import uuid
@@ -17,7 +18,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi import HTTPException as FastAPIHTTPException
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +39,7 @@ from leaderboards.errors import (
     UserError,
 )
 from leaderboards.events import FollowTimeout
+from leaderboards.formatting import error_message
 
 log = logging.getLogger("web.errors")
 
@@ -71,6 +73,24 @@ HTTP_CODES = {
 }
 
 UNAVAILABLE = "The database cannot be reached right now; please try again in a minute."
+
+API_PATHS = ("/api/", "/healthz", "/readyz", "/metrics")
+"""What is not a web page (docs/web.md): the JSON API and the operations routes."""
+
+
+def is_page(path: str) -> bool:
+    return not path.startswith(API_PATHS)
+
+
+def page_error(status: int, message: str, headers: dict[str, str] | None = None) -> HTMLResponse:
+    """A bare error page for what escaped a page's route (no template: the failure may be in rendering)."""
+    body = (
+        '<!doctype html><html lang="en"><meta charset="utf-8"><title>Error</title>'
+        '<link rel="stylesheet" href="/static/style.css"><main><h1>Something went wrong</h1>'
+        f'<p class="error" role="alert">{html.escape(message)}</p>'
+        '<p><a href="/">Back to the leaderboards</a></p></main>'
+    )
+    return HTMLResponse(body, status_code=status, headers=headers)
 
 
 def error_response(
@@ -114,7 +134,7 @@ async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
     errors = exc.errors()
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": ""}
     field = _field(tuple(first.get("loc", ())))
-    msg = str(first.get("msg", "invalid"))
+    msg = error_message(first) or "invalid"
     if first.get("type") == "missing":
         message = f"{field} is required."
     elif first.get("type") in ("json_invalid", "model_attributes_type", "dict_type"):
@@ -165,15 +185,21 @@ class ErrorMiddleware:
         try:
             await self.app(scope, receive, tracking_send)
         except Exception as exc:
+            response: Response
             if is_unavailable(exc):
                 log.warning("%s %s: database unavailable (%s)", scope["method"], scope["path"], type(exc).__name__)
-                response = error_response(503, "database_unavailable", UNAVAILABLE, headers={"Retry-After": "5"})
+                if is_page(scope["path"]):
+                    response = page_error(503, UNAVAILABLE, headers={"Retry-After": "5"})
+                else:
+                    response = error_response(503, "database_unavailable", UNAVAILABLE, headers={"Retry-After": "5"})
             else:
                 ref = uuid.uuid4().hex[:12]
                 log.error("%s %s failed (ref %s)", scope["method"], scope["path"], ref, exc_info=exc)
-                response = error_response(
-                    500, "internal_error", f"Something went wrong on our side (not your fault); reference {ref}."
-                )
+                message = f"Something went wrong on our side (not your fault); reference {ref}."
+                if is_page(scope["path"]):
+                    response = page_error(500, message)
+                else:
+                    response = error_response(500, "internal_error", message)
             if not started:
                 await response(scope, receive, send)
 

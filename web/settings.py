@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class WebSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="KERNELCUP_API_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
-    )
+    model_config = SettingsConfigDict(env_prefix="KERNELCUP_API_", extra="ignore")
 
     public_url: str | None = Field(
         default=None,
@@ -37,6 +35,17 @@ class WebSettings(BaseSettings):
     max_body_bytes: int = Field(
         default=1024 * 1024, gt=0, description="Largest request body other than a submission upload."
     )
+
+    # -- the web pages (docs/web.md) -------------------------------------------------------------------------------
+    session_secret: SecretStr | None = Field(
+        default=None,
+        description="Signs the pages' session cookies; unset: generated once and kept in the data dir (web-secret).",
+    )
+    session_max_age_s: int = Field(default=14 * 24 * 3600, gt=0, description="How long a page sign-in lasts.")
+    ranking_page_size: int = Field(default=100, ge=1, le=1000, description="Ranking rows per leaderboard page.")
+    discord_client_id: str | None = Field(default=None, description="Discord OAuth2 app: 'Sign in with Discord'.")
+    discord_client_secret: SecretStr | None = Field(default=None, description="Discord OAuth2 app's secret.")
+    discord_base_url: str = Field(default="https://discord.com", description="Where Discord's OAuth2 endpoints are.")
 
     @field_validator("device_peaks")
     @classmethod

@@ -1,6 +1,6 @@
 """``/admin …``: problem sync, leaderboard changes, bans, rate limits, statistics. Admins only.
 
-The guard is one check on the whole group (``is_admin``): in a served server (``DISCORD_GUILD_IDS``), members
+The guard is one check on the whole group (``check_admin``): in a served server (``DISCORD_GUILD_IDS``), members
 holding one of the admin roles (``DISCORD_ADMIN_ROLE_IDS``), compared by id, never by name, may use it;
 everyone else gets a polite refusal and nothing happens. Each command then makes one service call and says what
 changed.
@@ -14,11 +14,13 @@ from pathlib import Path
 import discord
 from discord import app_commands
 
-from bot.calls import bot_of, call, user_ref
+from bot.calls import call, user_ref
 from bot.commands.leaderboard import MAX_CHOICES, parse_devices
+from bot.context import BotContext
 from bot.limits import Reply
 from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
+from bot.settings import BotSettings
 from leaderboards.errors import InvalidChange
 from leaderboards.paths import inside
 from leaderboards.problems import ProblemFormatError, load_problem
@@ -27,36 +29,21 @@ from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
 NOT_ADMIN = "Sorry, only this server's kernelcup admins can use admin commands. Nothing was changed."
 
 
-def is_admin_here(interaction: discord.Interaction) -> bool:
+def is_admin_here(interaction: discord.Interaction, settings: BotSettings) -> bool:
     """Whether the interaction comes from a served server and its member holds an admin role there (by id)."""
-    settings = bot_of(interaction).settings
     if interaction.guild_id is None or interaction.guild_id not in settings.guild_ids:
         return False
     roles = getattr(interaction.user, "roles", None) or []
     return any(r.id in settings.admin_role_ids and r.guild.id == interaction.guild_id for r in roles)
 
 
-async def is_admin(interaction: discord.Interaction) -> bool:
+def check_admin(interaction: discord.Interaction, settings: BotSettings) -> bool:
     """The group's check: admins pass; anyone else gets a polite refusal (``Refused``) and nothing happens."""
     if interaction.guild is None:
         raise Refused("Admin commands work in the server, not in direct messages.")
-    if not is_admin_here(interaction):
+    if not is_admin_here(interaction, settings):
         raise Refused(NOT_ADMIN)
     return True
-
-
-async def admin_leaderboard_autocomplete(
-    interaction: discord.Interaction, current: str
-) -> list[app_commands.Choice[str]]:
-    """Every leaderboard, hidden ones too, for admins; nothing for anyone else (discord.py runs no group check
-    before autocomplete, so the role is checked here)."""
-    bot = bot_of(interaction)
-    if not is_admin_here(interaction):
-        return []
-    boards = await call(bot.service.list_leaderboards, include_hidden=True)
-    current = current.lower()
-    names = sorted(b.name for b in boards if current in b.name.lower())
-    return [app_commands.Choice(name=n, value=n) for n in names[:MAX_CHOICES]]
 
 
 def actor(interaction: discord.Interaction) -> str:
@@ -101,7 +88,7 @@ def sync_text(report: SyncReport) -> str:
     return "\n".join(lines)
 
 
-def _sync(bot, path: str | None, force: bool, skip_run: bool, who: str) -> str:
+def _sync(bot: BotContext, path: str | None, force: bool, skip_run: bool, who: str) -> str:
     root = bot.settings.problems_dir
     target = inside(root, path or bot.settings.problem_set)
     check = None
@@ -124,11 +111,22 @@ def _sync(bot, path: str | None, force: bool, skip_run: bool, who: str) -> str:
 
 @app_commands.guild_only()
 class AdminCommands(app_commands.Group):
-    def __init__(self) -> None:
+    def __init__(self, ctx: BotContext) -> None:
         super().__init__(name="admin", description="Run the competition (admins only)")
+        self.ctx = ctx
 
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        return await is_admin(interaction)
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return check_admin(interaction, self.ctx.settings)
+
+    async def _leaderboards(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        """Every leaderboard, hidden ones too, for admins; nothing for anyone else (discord.py runs no group check
+        before autocomplete, so the role is checked here)."""
+        if not is_admin_here(interaction, self.ctx.settings):
+            return []
+        boards = await call(self.ctx.service.list_leaderboards, include_hidden=True)
+        current = current.lower()
+        names = sorted(b.name for b in boards if current in b.name.lower())
+        return [app_commands.Choice(name=n, value=n) for n in names[:MAX_CHOICES]]
 
     @app_commands.command(name="sync", description="Create/update leaderboards from a problem set")
     @app_commands.describe(
@@ -140,7 +138,7 @@ class AdminCommands(app_commands.Group):
         self, interaction: discord.Interaction, path: str | None = None, force: bool = False, skip_run: bool = False
     ) -> None:
         await defer(interaction)
-        text = await call(_sync, bot_of(interaction), path, force, skip_run, actor(interaction))
+        text = await call(_sync, self.ctx, path, force, skip_run, actor(interaction))
         await send(interaction, Reply(content=text))
 
     @app_commands.command(name="create", description="Create a leaderboard from a problem folder")
@@ -154,7 +152,7 @@ class AdminCommands(app_commands.Group):
         self, interaction: discord.Interaction, problem: str, deadline: str, devices: str, name: str | None = None
     ) -> None:
         await defer(interaction)
-        bot = bot_of(interaction)
+        bot = self.ctx
         loaded = await call(_load, bot.settings.problems_dir, problem)
         summary = await call(
             bot.service.create_leaderboard,
@@ -180,7 +178,7 @@ class AdminCommands(app_commands.Group):
         visible="Show it in /leaderboard list",
         force="Apply a problem change that makes old scores incomparable (the ranking starts over)",
     )
-    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=_leaderboards)
     async def update(
         self,
         interaction: discord.Interaction,
@@ -192,7 +190,7 @@ class AdminCommands(app_commands.Group):
         force: bool = False,
     ) -> None:
         await defer(interaction)
-        bot = bot_of(interaction)
+        bot = self.ctx
         loaded = await call(_load, bot.settings.problems_dir, problem) if problem else None
         result = await call(
             bot.service.update_leaderboard,
@@ -214,49 +212,49 @@ class AdminCommands(app_commands.Group):
 
     @app_commands.command(name="delete", description="Delete a leaderboard with all its submissions")
     @app_commands.describe(confirm="Type the leaderboard's name again to confirm")
-    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=_leaderboards)
     async def delete(self, interaction: discord.Interaction, leaderboard: str, confirm: str) -> None:
         await defer(interaction)
         if confirm != leaderboard:
             raise InvalidChange(f"Not deleted: type the name {leaderboard!r} exactly in 'confirm' to delete it.")
-        await call(bot_of(interaction).service.delete_leaderboard, leaderboard, actor=actor(interaction))
+        await call(self.ctx.service.delete_leaderboard, leaderboard, actor=actor(interaction))
         await send(interaction, Reply(content=f"Deleted **{leaderboard}** and all its submissions."))
 
     @app_commands.command(name="pause", description="Stop accepting submissions to a leaderboard")
-    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=_leaderboards)
     async def pause(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
-        await call(bot_of(interaction).service.pause, leaderboard, actor=actor(interaction))
+        await call(self.ctx.service.pause, leaderboard, actor=actor(interaction))
         await send(interaction, Reply(content=f"**{leaderboard}** is paused: new submissions are refused."))
 
     @app_commands.command(name="resume", description="Accept submissions to a paused leaderboard again")
-    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=_leaderboards)
     async def resume(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
-        await call(bot_of(interaction).service.resume, leaderboard, actor=actor(interaction))
+        await call(self.ctx.service.resume, leaderboard, actor=actor(interaction))
         await send(interaction, Reply(content=f"**{leaderboard}** accepts submissions again."))
 
     @app_commands.command(name="ban", description="Refuse a user's submissions and hide them from the rankings")
     async def ban(self, interaction: discord.Interaction, user: discord.User, reason: str | None = None) -> None:
         await defer(interaction)
-        await call(bot_of(interaction).service.ban_user, user_ref(user), reason=reason or "", actor=actor(interaction))
+        await call(self.ctx.service.ban_user, user_ref(user), reason=reason or "", actor=actor(interaction))
         await send(interaction, Reply(content=f"{user.mention} is banned" + (f": {reason}" if reason else ".")))
 
     @app_commands.command(name="unban", description="Lift a ban (their rankings come back)")
     async def unban(self, interaction: discord.Interaction, user: discord.User) -> None:
         await defer(interaction)
-        await call(bot_of(interaction).service.unban_user, user_ref(user), actor=actor(interaction))
+        await call(self.ctx.service.unban_user, user_ref(user), actor=actor(interaction))
         await send(interaction, Reply(content=f"{user.mention} is no longer banned."))
 
     @app_commands.command(name="delete-submission", description="Delete a submission (it leaves every ranking)")
     async def delete_submission(self, interaction: discord.Interaction, submission_id: int) -> None:
         await defer(interaction)
-        await call(bot_of(interaction).service.delete_submission, submission_id, actor=actor(interaction))
+        await call(self.ctx.service.delete_submission, submission_id, actor=actor(interaction))
         await send(interaction, Reply(content=f"Submission #{submission_id} is deleted and left the rankings."))
 
     @app_commands.command(name="rate-limit", description="Submissions per user per hour on a leaderboard")
     @app_commands.describe(per_hour="Submissions per hour; leave out to use the server-wide default")
-    @app_commands.autocomplete(leaderboard=admin_leaderboard_autocomplete)
+    @app_commands.autocomplete(leaderboard=_leaderboards)
     async def rate_limit(
         self,
         interaction: discord.Interaction,
@@ -264,7 +262,7 @@ class AdminCommands(app_commands.Group):
         per_hour: app_commands.Range[int, 1, 10_000] | None = None,
     ) -> None:
         await defer(interaction)
-        await call(bot_of(interaction).service.set_rate_limit, leaderboard, per_hour, actor=actor(interaction))
+        await call(self.ctx.service.set_rate_limit, leaderboard, per_hour, actor=actor(interaction))
         what = f"{per_hour} submissions per user per hour" if per_hour else "the server-wide default"
         await send(interaction, Reply(content=f"**{leaderboard}** now allows {what}."))
 
@@ -274,7 +272,7 @@ class AdminCommands(app_commands.Group):
         self, interaction: discord.Interaction, days: app_commands.Range[int, 1, 3650] | None = None
     ) -> None:
         await defer(interaction)
-        service = bot_of(interaction).service
+        service = self.ctx.service
         since = datetime.now(UTC) - timedelta(days=days) if days is not None else None
         queue = await call(service.queue_stats)
         usage = await call(service.usage_stats, since)

@@ -1,8 +1,9 @@
 """``/leaderboard …``: the competitors' commands. Each one defers, makes one service call, renders.
 
-The service is blocking (SQLAlchemy sessions), so every call goes through ``bot.calls.call``
-(``asyncio.to_thread``); errors of the core are shown as they are by the tree's error handler. Every command
-spends one of the user's command budgets (``bot.cooldowns``).
+The group gets its dependencies (``BotContext``: the service, the settings, …) in its constructor. The service is
+blocking (SQLAlchemy sessions), so every call goes through ``bot.calls.call`` (``asyncio.to_thread``); errors of the
+core are shown as they are by the tree's error handler. Every command spends one of the user's command budgets
+(``bot.cooldowns``), in the group's ``interaction_check``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import TYPE_CHECKING, Literal
 import discord
 from discord import app_commands
 
-from bot.calls import bot_of, call, user_ref
+from bot.calls import call, user_ref
 from bot.chart import score_chart_png
-from bot.cooldowns import cooldown
+from bot.context import BotContext
+from bot.cooldowns import spend
 from bot.follow import AuthorChannel, StatusMessage, follow_submission
 from bot.limits import File, Reply
 from bot.replies import Refused, defer, send, upload_limit
@@ -39,8 +41,8 @@ PICK_TIMEOUT_S = 180.0
 """How long the device menu of a submit that named no device waits for a choice."""
 
 
-async def leaderboard_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-    boards = await call(bot_of(interaction).service.list_leaderboards)
+async def leaderboard_choices(service: LeaderboardService, current: str) -> list[app_commands.Choice[str]]:
+    boards = await call(service.list_leaderboards)
     current = current.lower()
     names = [b.name for b in boards if current in b.name.lower()]
     # Open leaderboards first: they are the ones people submit to.
@@ -49,10 +51,12 @@ async def leaderboard_autocomplete(interaction: discord.Interaction, current: st
     return [app_commands.Choice(name=n, value=n) for n in names[:MAX_CHOICES]]
 
 
-async def device_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+async def device_choices(
+    service: LeaderboardService, interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[str]]:
     """The devices of the leaderboard already chosen (every leaderboard's, before one is)."""
     chosen = getattr(interaction.namespace, "leaderboard", None)
-    boards = await call(bot_of(interaction).service.list_leaderboards)
+    boards = await call(service.list_leaderboards)
     devices: list[str] = []
     for b in boards:
         if chosen in (None, "", b.name):
@@ -63,13 +67,15 @@ async def device_autocomplete(interaction: discord.Interaction, current: str) ->
     return [app_commands.Choice(name=d, value=d) for d in choices[:MAX_CHOICES]]
 
 
-async def language_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+async def language_choices(
+    service: LeaderboardService, interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[str]]:
     """The template languages of the chosen leaderboard."""
     chosen = getattr(interaction.namespace, "leaderboard", None)
     if not chosen:
         return []
     try:
-        task = await call(bot_of(interaction).service.task, chosen)
+        task = await call(service.task, chosen)
     except Exception:  # an unknown name while typing: offer nothing rather than an error
         return []
     return [
@@ -168,16 +174,31 @@ async def private_thread(interaction: discord.Interaction, receipt: SubmissionRe
     return thread
 
 
-def check_channel(interaction: discord.Interaction) -> None:
+def check_channel(interaction: discord.Interaction, allowed: Sequence[int]) -> None:
     """Submissions only in the configured channels (``DISCORD_SUBMIT_CHANNEL_IDS``), when there are any."""
-    allowed = bot_of(interaction).settings.submit_channel_ids
     if allowed and interaction.channel_id not in allowed:
         raise Refused("Submissions go in " + " or ".join(f"<#{c}>" for c in allowed) + "; nothing was submitted.")
 
 
 class LeaderboardCommands(app_commands.Group):
-    def __init__(self) -> None:
+    def __init__(self, ctx: BotContext) -> None:
         super().__init__(name="leaderboard", description="Submit kernels and see the leaderboards")
+        self.ctx = ctx
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        """Every command spends one of the user's budgets: ``submit`` its own, the others the common one."""
+        submitting = interaction.command is not None and interaction.command.name == "submit"
+        spend(self.ctx.cooldowns, self.ctx.settings, "submit" if submitting else "command", interaction)
+        return True
+
+    async def _leaderboards(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await leaderboard_choices(self.ctx.service, current)
+
+    async def _devices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await device_choices(self.ctx.service, interaction, current)
+
+    async def _languages(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await language_choices(self.ctx.service, interaction, current)
 
     @app_commands.command(name="submit", description="Submit a kernel file to a leaderboard")
     @app_commands.describe(
@@ -187,8 +208,7 @@ class LeaderboardCommands(app_commands.Group):
         "(default: the file's '#!kernelcup mode' line, else ranked)",
         device="A device of that leaderboard, several separated by commas, or 'all'",
     )
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
-    @cooldown("submit")
+    @app_commands.autocomplete(leaderboard=_leaderboards, device=_devices)
     async def submit(
         self,
         interaction: discord.Interaction,
@@ -198,8 +218,8 @@ class LeaderboardCommands(app_commands.Group):
         device: str | None = None,
     ) -> None:
         await defer(interaction)
-        bot = bot_of(interaction)
-        check_channel(interaction)
+        bot = self.ctx
+        check_channel(interaction, bot.settings.submit_channel_ids)
         bot.service.check_upload_size(file.filename, file.size)  # refused before it is downloaded
         content = await file.read()
         devices = submit_devices(device)
@@ -235,19 +255,17 @@ class LeaderboardCommands(app_commands.Group):
         )
 
     @app_commands.command(name="list", description="All leaderboards, their devices and deadlines")
-    @cooldown("command")
     async def list_(self, interaction: discord.Interaction) -> None:
         await defer(interaction)
-        boards = await call(bot_of(interaction).service.list_leaderboards)
+        boards = await call(self.ctx.service.list_leaderboards)
         await send(interaction, Reply(content=list_text(boards)))
 
     @app_commands.command(name="show", description="The top of a leaderboard, per device, with a chart")
     @app_commands.describe(leaderboard="The leaderboard", device="Only this device (default: every device)")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, device=device_autocomplete)
-    @cooldown("command")
+    @app_commands.autocomplete(leaderboard=_leaderboards, device=_devices)
     async def show(self, interaction: discord.Interaction, leaderboard: str, device: str | None = None) -> None:
         await defer(interaction)
-        bot = bot_of(interaction)
+        bot = self.ctx
         rankings = await call(leaderboard_rankings, bot.service, leaderboard, parse_devices(device))
         rows = bot.settings.leaderboard_rows
         top = [replace(r, entries=r.entries[:rows]) for r in rankings]
@@ -257,28 +275,25 @@ class LeaderboardCommands(app_commands.Group):
         await send(interaction, Reply(content=show_text(leaderboard, top), files=files))
 
     @app_commands.command(name="mine", description="Your submissions to a leaderboard")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
-    @cooldown("command")
+    @app_commands.autocomplete(leaderboard=_leaderboards)
     async def mine(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
-        subs = await call(bot_of(interaction).service.user_submissions, user_ref(interaction), leaderboard)
+        subs = await call(self.ctx.service.user_submissions, user_ref(interaction), leaderboard)
         await send(interaction, Reply(content=submissions_text(leaderboard, subs)))
 
     @app_commands.command(name="task", description="A leaderboard's problem: its description and files")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete)
-    @cooldown("command")
+    @app_commands.autocomplete(leaderboard=_leaderboards)
     async def task(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
-        view = await call(bot_of(interaction).service.task, leaderboard)
+        view = await call(self.ctx.service.task, leaderboard)
         await send(interaction, task_reply(view))
 
     @app_commands.command(name="template", description="A starter file for a leaderboard, in a language")
     @app_commands.describe(language="pytorch, triton, cuda-inline, cuda, … (what the leaderboard offers)")
-    @app_commands.autocomplete(leaderboard=leaderboard_autocomplete, language=language_autocomplete)
-    @cooldown("command")
+    @app_commands.autocomplete(leaderboard=_leaderboards, language=_languages)
     async def template(self, interaction: discord.Interaction, leaderboard: str, language: str) -> None:
         await defer(interaction)
-        tpl = await call(bot_of(interaction).service.template, leaderboard, language)
+        tpl = await call(self.ctx.service.template, leaderboard, language)
         await send(
             interaction,
             Reply(
@@ -290,10 +305,9 @@ class LeaderboardCommands(app_commands.Group):
 
     @app_commands.command(name="submission", description="One of your submissions: status, results, logs, code")
     @app_commands.describe(submission_id="The submission number (#N in its status message)")
-    @cooldown("command")
     async def submission(self, interaction: discord.Interaction, submission_id: int) -> None:
         await defer(interaction)
-        bot = bot_of(interaction)
+        bot = self.ctx
         details = await call(bot.service.submission_details, submission_id, user_ref(interaction))
         reply = report(details, bot.peak_for)
         code = File(details.status.file_name, details.code.encode())

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import typer
+
+from kernelcup.choices import LauncherChoice
 
 
 def register(app: typer.Typer) -> None:
@@ -14,8 +15,8 @@ def register(app: typer.Typer) -> None:
         no_worker: bool = typer.Option(
             False, "--no-worker", help="Only the bot: separate `kernelcup worker` processes serve the queue."
         ),
-        launcher: str = typer.Option(
-            "routed",
+        launcher: LauncherChoice = typer.Option(
+            LauncherChoice.ROUTED,
             "--launcher",
             help="The in-process worker's launchers: 'routed' (KERNELCUP_ROUTES, default *=local) or 'local'.",
         ),
@@ -25,18 +26,19 @@ def register(app: typer.Typer) -> None:
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
     ) -> None:
         """Run the Discord bot (DISCORD_TOKEN) until stopped; SIGINT/SIGTERM stop it gracefully."""
+        import asyncio
+
         from bot.run import BotStartError, run_bot
         from bot.settings import BotSettings
         from kernelcup.commands.common import user_errors
-        from kernelcup.commands.worker import setup_logging
+        from kernelcup.commands.worker import refuse_missing_devices
+        from kernelcup.logs import setup_logging
         from kernelcup.settings import SettingsError, load
-        from kernelcup.wiring import LAUNCHER_CHOICES, device_check, open_platform, reference_check, serving_worker
+        from kernelcup.wiring import device_check, open_platform, reference_check, serving_worker
         from leaderboards.worker import WorkerSettings
 
-        if launcher not in LAUNCHER_CHOICES:
-            raise typer.BadParameter(f"choose one of: {', '.join(LAUNCHER_CHOICES)}", param_hint="--launcher")
-        setup_logging(verbose)
         with user_errors():
+            setup_logging(verbose)
             # Everything that can be wrong before Discord is asked: the token's presence, the worker's settings,
             # the database. Each ends the command at once with a message naming what to fix.
             settings = load(BotSettings)
@@ -44,7 +46,8 @@ def register(app: typer.Typer) -> None:
             with open_platform() as platform:
                 worker = None
                 if worker_settings is not None:
-                    worker = serving_worker(platform, devices=device, launcher=launcher, settings=worker_settings)
+                    worker = serving_worker(platform, devices=device, launcher=launcher.value, settings=worker_settings)
+                    refuse_missing_devices(worker, device)
                 logging.getLogger(__name__).info(
                     "starting the Discord bot%s (database %s)",
                     "" if worker is None else f" with an in-process worker ({launcher} launchers)",

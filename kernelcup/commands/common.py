@@ -1,4 +1,8 @@
-"""What the database-backed commands share: opening the service, showing errors, JSON and time formatting."""
+"""What the database-backed commands share: opening the service, showing errors, JSON and time formatting.
+
+Imported by every command module when the CLI is built, so it imports only the standard library and Typer at its
+top: the database layer, pydantic and the core are imported inside the functions that use them.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import BaseModel
-from sqlalchemy.exc import DBAPIError, OperationalError
 
-from kernelcup.settings import SettingsError, load
-from leaderboards.errors import FileTooLarge, KernelcupError
-from leaderboards.service import LeaderboardService
-from leaderboards.settings import CoreSettings
+if TYPE_CHECKING:
+    from sqlalchemy.exc import DBAPIError
+
+    from leaderboards.service import LeaderboardService
+    from leaderboards.settings import CoreSettings
 
 
 def core_settings() -> CoreSettings:
+    from kernelcup.settings import load
+    from leaderboards.settings import CoreSettings
+
     return load(CoreSettings)
 
 
@@ -35,19 +41,26 @@ def open_service(settings: CoreSettings | None = None) -> LeaderboardService:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Show a core, settings, problem-format or API error as one message on stderr and exit with status 1."""
+    """Show a core, settings, launcher, problem-format or API error as one message on stderr and exit with status 1:
+    the known ways a command fails on its input or its configuration (a bug still shows its traceback)."""
+    from sqlalchemy.exc import DBAPIError
+
     from kernelcup.client import ApiError
+    from kernelcup.settings import SettingsError
+    from leaderboards.errors import KernelcupError
+    from leaderboards.formatting import printable
+    from runners.launchers.base import LauncherError
 
     try:
         yield
-    except (KernelcupError, SettingsError) as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+    except (KernelcupError, SettingsError, LauncherError) as exc:  # messages may quote names users chose
+        typer.secho(f"error: {printable(str(exc))}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
     except ApiError as exc:  # the server's answer, shown as it is, with the way to a token where one is missing
         hint = ""
         if exc.code == "invalid_token":
             hint = " (log in with `kernelcup login --server URL`; get a token with /token in Discord)"
-        typer.secho(f"error: {exc.message}{hint}", fg=typer.colors.RED, err=True)
+        typer.secho(f"error: {printable(exc.message)}{hint}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
     except DBAPIError as exc:  # one line, never a traceback with SQL and its parameters
         typer.secho(f"error: {database_error(exc)}", fg=typer.colors.RED, err=True)
@@ -56,6 +69,8 @@ def user_errors() -> Iterator[None]:
 
 def database_error(exc: DBAPIError) -> str:
     """A database error in one line, without the statement or its bound parameters."""
+    from sqlalchemy.exc import OperationalError
+
     reason = " ".join(str(exc.orig or type(exc).__name__).split())[:300]
     if isinstance(exc, OperationalError):
         return f"the database could not be reached ({reason}); check DATABASE_URL and that the server is up"
@@ -65,6 +80,8 @@ def database_error(exc: DBAPIError) -> str:
 def read_submission(path: Path, limit: int) -> bytes:
     """A submission file's bytes, refused by its size before it is read (and never more than ``limit`` + 1 bytes
     read, should it grow meanwhile); only regular files."""
+    from leaderboards.errors import FileTooLarge
+
     if not path.is_file():
         raise typer.BadParameter(f"{path} is not a file", param_hint="FILE")
     size = path.stat().st_size
@@ -79,6 +96,8 @@ def read_submission(path: Path, limit: int) -> bytes:
 
 def jsonable(obj: Any) -> Any:
     """Plain JSON values from result dataclasses, pydantic models, datetimes, enums and paths."""
+    from pydantic import BaseModel
+
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, BaseModel):

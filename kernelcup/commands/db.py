@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from kernelcup.commands.common import core_settings, print_json, user_errors
-from leaderboards.db import Database, current_revision, head_revision, make_engine, unreachable, upgrade
 
 
 def register(app: typer.Typer) -> None:
@@ -17,6 +16,8 @@ def register(app: typer.Typer) -> None:
         revision: str = typer.Argument("head", help="Target revision (default: the latest)."),
     ) -> None:
         """Migrate the database (DATABASE_URL, or the embedded SQLite file) to the latest schema."""
+        from leaderboards.db import Database, current_revision, make_engine, unreachable, upgrade
+
         with user_errors():
             settings = core_settings()
             if settings.database_url is None:
@@ -39,6 +40,8 @@ def register(app: typer.Typer) -> None:
     @db_app.command("status")
     def status_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
         """Show the database URL, its schema revision and the latest one."""
+        from leaderboards.db import Database, current_revision, head_revision, make_engine, unreachable
+
         with user_errors():
             settings = core_settings()
             url = settings.resolved_database_url()

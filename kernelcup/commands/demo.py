@@ -1,7 +1,8 @@
 """`kernelcup demo` (what `make demo` runs): the whole path on this machine, on the embedded defaults.
 
-1. Open the embedded SQLite database in the data directory (``KERNELCUP_DATA_DIR``, default the user's data
-   directory); ``DATABASE_URL`` is ignored here so a demo never writes into a real deployment.
+1. Open an embedded SQLite database of its own, in ``demo/`` under the data directory (``KERNELCUP_DATA_DIR``,
+   default the user's data directory); ``DATABASE_URL`` is ignored here, so a demo never writes into a real
+   deployment and its boards never clutter the user's ``leaderboard list``.
 2. Sync the problem set (``problems/starter.yaml``, or the only set in ``problems/``).
 3. For each problem that runs on ``cpu``: a ``demo-<problem>`` leaderboard on ``cpu`` whose benchmark cases are
    the problem's largest test cases (the real benchmarks are sized for GPUs and would take hours on a CPU; pass
@@ -13,7 +14,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -22,7 +22,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from kernelcup.commands.text import safe
+
 DEMO_DEVICE = "cpu"
+DEMO_DATA_DIR = "demo"
+"""The demo's own data directory, under the configured one."""
 DEMO_PREFIX = "demo-"
 DEMO_BENCHMARKS = 2
 """How many of a problem's largest test cases the demo leaderboards benchmark."""
@@ -76,14 +80,19 @@ def demo_problem(problem, count: int = DEMO_BENCHMARKS):  # type: ignore[no-unty
 
 
 def plan(service, set_file: Path, *, full: bool, only: list[str], console: Console) -> list[DemoEntry]:  # type: ignore[no-untyped-def]
-    from leaderboards.errors import LeaderboardNotFound
+    from leaderboards.errors import LeaderboardNotFound, did_you_mean
     from leaderboards.problems import load_problem_set
     from leaderboards.sync import sync_problem_set
 
     # The demo runs every problem's correct solutions next, which exercises each reference; no separate check.
     report = sync_problem_set(service, set_file, actor="demo")
-    console.print(f"synced {set_file}: " + ", ".join(f"{i.leaderboard} ({i.action.value})" for i in report.items))
+    console.print(safe(f"synced {set_file}: " + ", ".join(f"{i.leaderboard} ({i.action.value})" for i in report.items)))
     pset, problems = load_problem_set(set_file)
+    names = [entry.leaderboard_name for entry in pset.problems]
+    for name in only:
+        if name not in names:
+            hint = did_you_mean(name, names)
+            raise DemoError(f"{set_file} has no problem named {name!r}.{hint} It has: {', '.join(names)}.")
     entries = []
     for entry in pset.problems:
         name = entry.leaderboard_name
@@ -149,7 +158,9 @@ def local_launcher(console: Console):  # type: ignore[no-untyped-def]
     settings = load(RunnerSettings)
     bwrap, _, note = probe_sandbox()
     if bwrap is None and not settings.allow_unsandboxed:
-        console.print(f"[yellow]note: no sandbox here ({note}); the demo runs its own example solutions unsandboxed[/]")
+        console.print(
+            f"[yellow]note: no sandbox here ({safe(note)}); the demo runs its own example solutions unsandboxed[/]"
+        )
         settings = settings.model_copy(update={"allow_unsandboxed": True})
     return LocalLauncher(settings)
 
@@ -164,6 +175,8 @@ def register(app: typer.Typer) -> None:
         full: bool = typer.Option(False, "--full", help="Use the real leaderboards and benchmarks (slow on a CPU)."),
     ) -> None:
         """Run the platform end to end here: sync the problems, submit the example solutions, show the rankings."""
+        import asyncio
+
         from kernelcup.commands.common import core_settings, user_errors
         from kernelcup.commands.leaderboard import ranking_table
         from kernelcup.settings import load
@@ -174,7 +187,9 @@ def register(app: typer.Typer) -> None:
         console = Console()
         started = time.monotonic()
         with user_errors():
-            core = core_settings().model_copy(update={"database_url": None})
+            base = core_settings()
+            demo_dir = base.resolved_data_dir() / DEMO_DATA_DIR
+            core = base.model_copy(update={"database_url": None, "data_dir": demo_dir})
             root = Path(__file__).resolve().parents[2] / "problems"
             try:
                 set_file = problem_set or find_problem_set(root if root.is_dir() else Path("problems"))
@@ -182,7 +197,7 @@ def register(app: typer.Typer) -> None:
                 typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
                 raise typer.Exit(1) from None
             with open_platform(core) as platform:
-                console.print(f"database: {platform.db.engine.url.render_as_string(hide_password=True)}")
+                console.print(f"database: {safe(platform.db.engine.url.render_as_string(hide_password=True))}")
                 service = platform.service
                 try:
                     entries = plan(service, set_file, full=full, only=problems, console=console)
@@ -217,11 +232,12 @@ def register(app: typer.Typer) -> None:
                     job = st.jobs[0]
                     tail = f" ({job.error})" if job.error else ""
                     console.print(
-                        f"  {lb}: {sol.parent.parent.parent.name}/{sol.name} -> {job.status}, {job.verdict}{tail}"
+                        safe(f"  {lb}: {sol.parent.parent.parent.name}/{sol.name} -> {job.status}, {job.verdict}{tail}")
                     )
                 for name in dict.fromkeys(lb for lb, _, _ in submitted):
                     console.print(ranking_table(service.ranking(name, DEMO_DEVICE)))
         console.print(
-            f"demo finished in {time.monotonic() - started:.0f} s. Next: `kernelcup leaderboard list`, "
-            "`kernelcup submit FILE -l LEADERBOARD`."
+            f"demo finished in {time.monotonic() - started:.0f} s. Its leaderboards are in a data directory of "
+            f"their own: `KERNELCUP_DATA_DIR={safe(demo_dir)} kernelcup leaderboard list` shows them. Next: "
+            "`kernelcup problems sync`, `kernelcup submit FILE -l LEADERBOARD`."
         )

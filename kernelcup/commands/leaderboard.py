@@ -4,16 +4,20 @@ API: see ``kernelcup.remote``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from kernelcup.commands.common import format_time, open_service, print_json, user_errors
+from kernelcup.commands.text import safe
 from kernelcup.remote import client_for, resolve, server_option
-from leaderboards.formatting import format_ns
-from leaderboards.results import LeaderboardSummary, Ranking
-from web.schemas import LeaderboardOut, RankingOut
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from leaderboards.results import LeaderboardSummary, Ranking
+    from web.schemas import LeaderboardOut, RankingOut
 
 
 def _state(lb: LeaderboardSummary | LeaderboardOut) -> str:
@@ -23,7 +27,11 @@ def _state(lb: LeaderboardSummary | LeaderboardOut) -> str:
 
 
 def ranking_table(ranking: Ranking | RankingOut) -> Table:
-    table = Table(title=f"{ranking.leaderboard} on {ranking.device} (ranked by {ranking.ranking_by})")
+    from rich.table import Table
+
+    from leaderboards.formatting import format_ns
+
+    table = Table(title=f"{safe(ranking.leaderboard)} on {safe(ranking.device)} (ranked by {ranking.ranking_by})")
     for col, justify in (
         ("#", "right"),
         ("user", "left"),
@@ -36,10 +44,10 @@ def ranking_table(ranking: Ranking | RankingOut) -> Table:
     for e in ranking.entries:
         table.add_row(
             str(e.rank),
-            e.user_name,
+            safe(e.user_name),
             format_ns(e.score_ns),
             f"#{e.submission_id}",
-            e.file_name,
+            safe(e.file_name),
             format_time(e.submitted_at),
         )
     if not ranking.entries:
@@ -47,6 +55,24 @@ def ranking_table(ranking: Ranking | RankingOut) -> Table:
     elif ranking.total > len(ranking.entries):
         table.caption = f"top {len(ranking.entries)} of {ranking.total}"
     return table
+
+
+def print_rankings(
+    console: Console, lb: LeaderboardSummary | LeaderboardOut, rankings: Sequence[Ranking | RankingOut]
+) -> None:
+    """The leaderboard's head line and description, a table per device with entries, and one line for the
+    devices that have none (not a column of empty tables)."""
+    description = lb.description.strip().splitlines()[0] if lb.description.strip() else ""
+    console.print(f"[bold]{safe(lb.name)}[/bold] ({lb.lang}, {_state(lb)}, deadline {format_time(lb.deadline)})")
+    if description:
+        console.print(safe(description))
+    for ranking in rankings:
+        if ranking.entries:
+            console.print(ranking_table(ranking))
+    empty = [r.device for r in rankings if not r.entries]
+    if empty:
+        where = "any device" if len(empty) == len(rankings) and len(empty) > 1 else ", ".join(empty)
+        console.print(f"no ranked submissions yet on {safe(where)} (`kernelcup submit FILE -l {safe(lb.name)}`)")
 
 
 def register(app: typer.Typer) -> None:
@@ -60,6 +86,9 @@ def register(app: typer.Typer) -> None:
         server: str | None = server_option(),
     ) -> None:
         """List the leaderboards with their devices, deadline and state."""
+        from rich.console import Console
+        from rich.table import Table
+
         login = resolve(server)
         with user_errors():
             if login is not None:
@@ -75,7 +104,12 @@ def register(app: typer.Typer) -> None:
             table.add_column(col)
         for lb in boards:
             table.add_row(
-                lb.name, lb.lang, ", ".join(lb.devices), format_time(lb.deadline), _state(lb), str(lb.submissions)
+                safe(lb.name),
+                lb.lang,
+                safe(", ".join(lb.devices)),
+                format_time(lb.deadline),
+                _state(lb),
+                str(lb.submissions),
             )
         if not boards:
             table.caption = "none yet: run `kernelcup problems sync`"
@@ -90,6 +124,8 @@ def register(app: typer.Typer) -> None:
         server: str | None = server_option(),
     ) -> None:
         """Show a leaderboard's ranking on each of its devices (or the ones given)."""
+        from rich.console import Console
+
         login = resolve(server)
         with user_errors():
             lb: LeaderboardSummary | LeaderboardOut
@@ -105,10 +141,4 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json({"leaderboard": lb, "rankings": rankings})
             return
-        console = Console()
-        console.print(
-            f"[bold]{lb.name}[/bold] ({lb.lang}, {_state(lb)}, deadline {format_time(lb.deadline)})\n"
-            f"{lb.description.strip().splitlines()[0] if lb.description.strip() else ''}"
-        )
-        for ranking in rankings:
-            console.print(ranking_table(ranking))
+        print_rankings(Console(), lb, rankings)

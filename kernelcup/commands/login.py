@@ -8,7 +8,6 @@ import typer
 
 from kernelcup.commands.common import user_errors
 from kernelcup.remote import Login, config_path, forget_login, normalise, store_login, stored_login
-from leaderboards.accounts import expiry_text
 
 
 def register(app: typer.Typer) -> None:
@@ -21,6 +20,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check a token against a server and keep both for later commands (in your config dir, mode 0600)."""
         from kernelcup.client import Client
+        from leaderboards.accounts import expiry_text
 
         token = token or os.environ.get("KERNELCUP_TOKEN") or typer.prompt("API token", hide_input=True)
         login = Login(normalise(server), token.strip())

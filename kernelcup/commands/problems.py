@@ -8,20 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from kernelcup.commands.common import open_service, print_json, user_errors
-from leaderboards.problems import FormatIssue, Problem
-from leaderboards.results import SyncAction
-from leaderboards.sync import ReferenceCheck, SyncReport, sync_problem_set, validate_path
+from kernelcup.commands.text import safe
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from leaderboards.problems import FormatIssue, Problem
+    from leaderboards.sync import ReferenceCheck, SyncReport
 
 DEFAULT_PROBLEMS = Path("problems")
 DEFAULT_SET = DEFAULT_PROBLEMS / "starter.yaml"
 
-ReferenceCheckFactory = Callable[[], ReferenceCheck]
+ReferenceCheckFactory = Callable[[], "ReferenceCheck"]
 """Builds the reference check when a command needs it (reads the runner's settings then, not at start-up)."""
 
 
@@ -35,7 +38,11 @@ def _announce(problem: Problem, case: dict) -> None:
 
 
 def _sync_table(path: Path, report: SyncReport) -> Table:
-    table = Table(title=f"sync {path}")
+    from rich.table import Table
+
+    from leaderboards.results import SyncAction
+
+    table = Table(title=f"sync {safe(path)}")
     for col in ("leaderboard", "action", "details"):
         table.add_column(col)
     for item in report.items:
@@ -44,12 +51,14 @@ def _sync_table(path: Path, report: SyncReport) -> Table:
             details += " (ranking reset)"
         action = item.action.value if report.applied or item.action is SyncAction.NEEDS_FORCE else "not applied"
         style = "red" if item.action is SyncAction.NEEDS_FORCE else None
-        table.add_row(item.leaderboard, action, details, style=style)
+        table.add_row(safe(item.leaderboard), action, safe(details), style=style)
     return table
 
 
 def applied_text(report: SyncReport) -> str:
     """One line: what the sync changed in the database (nothing, when an entry needs --force)."""
+    from leaderboards.results import SyncAction
+
     if not report.applied:
         return "nothing was applied"
     counts = {a: sum(1 for i in report.items if i.action is a) for a in SyncAction}
@@ -83,11 +92,14 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
             False,
             "--run",
             help="Also run each problem's reference on its smallest test case (sandboxed, on the CPU): "
-            "generate_input -> ref_kernel -> check_implementation must pass.",
+            "generate_input -> ref_kernel -> check_implementation must pass; each benchmark case's inputs are "
+            "generated once too.",
         ),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Check problems and problem sets; print every error with its file, field and what was expected."""
+        from leaderboards.sync import validate_path
+
         with user_errors():
             check = build_check() if run else None
             report = validate_path(
@@ -120,11 +132,15 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
             False,
             "--skip-run",
             help="Do not run the references of new or changed problems (by default each must pass its own check "
-            "on its smallest test case first).",
+            "on its smallest test case, and generate each benchmark case's inputs, first).",
         ),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Create or update one leaderboard per problem of a problem set, all in one transaction."""
+        from rich.console import Console
+
+        from leaderboards.sync import sync_problem_set
+
         with user_errors():
             if not path.is_file():
                 raise typer.BadParameter(f"{path} is not a file; pass the problem-set YAML to sync", param_hint="PATH")

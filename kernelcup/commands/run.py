@@ -9,10 +9,17 @@ from __future__ import annotations
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from runners.contract import Limits, Mode, ProgressEvent, RunResult
+from kernelcup.choices import ModeChoice, RunDevice
+
+if TYPE_CHECKING:
+    from runners.contract import ProgressEvent, RunResult
+
+PROBLEMS_ROOT = Path("problems")
+"""Where ``kernelcup run`` looks for a problem folder to suggest (relative to the working directory)."""
 
 app_help = "Evaluate a submission for a problem folder on this machine (test, benchmark, ranked or profile)."
 
@@ -21,9 +28,39 @@ def register(app: typer.Typer) -> None:
     app.command(name="run", help=app_help)(run)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(1)
+
+
+def _suggestion(problem_dir: Path) -> str:
+    """The problem folders nearest to ``problem_dir`` (siblings, then ``problems/``), or the ones that exist."""
+    from leaderboards.problem_files import nearest_problem_folders, problem_folders
+
+    near = nearest_problem_folders(problem_dir, (PROBLEMS_ROOT,))
+    if near:
+        return f"did you mean {' or '.join(map(str, near))}?"
+    existing = problem_folders(PROBLEMS_ROOT)
+    if existing:
+        return f"the problem folders in {PROBLEMS_ROOT}/ are: {', '.join(p.name for p in existing)}"
+    return "pass the folder that holds the problem's task.yml"
+
+
+def check_arguments(problem_dir: Path, file: Path) -> None:
+    """Refuse swapped, missing or mistyped arguments with a message that says which argument is which."""
+    usage = "`kernelcup run PROBLEM_DIR FILE`: first the problem folder (it holds task.yml), then your file"
+    if problem_dir.is_file() and (file.is_dir() or not file.exists()):
+        if file.is_dir():
+            _fail(f"the arguments are swapped: {usage}; try `kernelcup run {file} {problem_dir}`")
+        _fail(f"{problem_dir} is a file, but {usage}; {_suggestion(file)}")
+    if problem_dir.is_file():
+        _fail(f"{problem_dir} is a file, not a problem folder: {usage}; {_suggestion(problem_dir)}")
+    if not problem_dir.exists():
+        _fail(f"there is no problem folder {problem_dir}; {_suggestion(problem_dir)}")
+    if file.is_dir():
+        _fail(f"{file} is a folder, but the second argument is your submission file (.py or .cu): {usage}")
+    if not file.is_file():
+        _fail(f"submission file {file} not found; pass the path of your .py or .cu file")
 
 
 def default_device() -> str:
@@ -36,133 +73,143 @@ def default_device() -> str:
 def run(
     problem_dir: Path = typer.Argument(..., help="The problem folder (holds task.yml), e.g. problems/vectoradd."),
     file: Path = typer.Argument(..., help="Your submission: a .py file with custom_kernel(data), or a .cu file."),
-    mode: Mode = typer.Option(Mode.TEST, "--mode", "-m", help="test, benchmark, ranked or profile."),
-    device: str = typer.Option("", "--device", "-d", help="cuda or cpu (default: cuda when a GPU is present)."),
+    mode: ModeChoice = typer.Option(ModeChoice.TEST, "--mode", "-m", help="What to run."),
+    device: RunDevice | None = typer.Option(
+        None, "--device", "-d", help="This machine's GPU or its CPU (default: cuda when a GPU is present)."
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Secret seed for ranked mode (default: a random one)."),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON instead of a report."),
 ) -> None:
+    from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
+    from runners.contract import Limits, Mode
     from runners.entry import run_request
+    from runners.settings import RunnerSettings
 
+    check_arguments(problem_dir, file)
     try:
         problem = load_problem(problem_dir)
     except ProblemFormatError as exc:
-        _fail(
-            f"{problem_dir} is not a valid problem folder:\n{exc}\n(fix task.yml, or point at a folder such as "
-            "problems/vectoradd)"
-        )
-    if not file.is_file():
-        _fail(f"submission file {file} not found; pass the path of your .py or .cu file")
-    device = device or default_device()
-    if device not in ("cuda", "cpu"):
-        _fail(f"--device must be cuda or cpu, not {device!r}")
-    if mode is Mode.RANKED and seed is None:
+        has_task = (problem_dir / "task.yml").exists()
+        hint = "fix task.yml" if has_task else f"no task.yml here; {_suggestion(problem_dir)}"
+        _fail(f"{problem_dir} is not a valid problem folder:\n{exc}\n({hint})")
+    run_mode = Mode(mode.value)
+    target = (device or RunDevice(default_device())).value
+    if target == "cuda" and default_device() == "cpu":  # refused at once: the run would only fail later
+        _fail("this machine has no GPU (no NVIDIA driver answers); run with --device cpu")
+    if run_mode is Mode.RANKED and seed is None:
         seed = secrets.randbelow(2**31)
     limit = Limits().max_submission_bytes
     if file.stat().st_size > limit:  # refused by its size, before it is read
         _fail(f"{file.name} is {file.stat().st_size:,} bytes; the limit is {limit:,} bytes")
-    request = problem.request(file.name, file.read_bytes(), mode, device=device, device_name=device, seed=seed)
+    request = problem.request(file.name, file.read_bytes(), run_mode, device=target, device_name=target, seed=seed)
+    try:
+        runner = load(RunnerSettings)
+    except SettingsError as exc:
+        _fail(str(exc))
 
     if as_json:
-        result = run_request(request)
+        result = run_request(request, settings=runner)
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         from rich.console import Console
 
         console = Console(stderr=True)
-        with console.status(f"[bold]{problem.name}[/]: starting…") as status:
+        from kernelcup.commands.text import safe
+
+        with console.status(f"[bold]{safe(problem.name)}[/]: starting…") as status:
 
             def progress(event: ProgressEvent) -> None:
-                status.update(f"[bold]{problem.name}[/]: {event.phase.value} {event.detail}")
+                status.update(f"[bold]{safe(problem.name)}[/]: {event.phase.value} {safe(event.detail)}")
 
-            result = run_request(request, progress)
-        render(result, problem.name, file.name, device)
+            result = run_request(request, progress, settings=runner)
+        render(result, problem.name, file.name, target)
     raise typer.Exit(0 if result.passed else 1)
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1000:.3f}"
-
-
 def render(result: RunResult, problem: str, file_name: str, device: str) -> None:
-    """A readable report of one run (Rich)."""
+    """A readable report of one run (Rich). Every outside text (names, messages, the submission's output) is
+    escaped or printed without markup, and stripped of terminal control sequences."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from kernelcup.commands.text import safe
+    from leaderboards.formatting import MIN_SAMPLES_FOR_SPREAD, format_ns, format_spread, printable
+
     console = Console()
     colour = "green" if result.passed else ("yellow" if not result.verdict.user_fault else "red")
-    console.print(f"[bold]{problem}[/] · {file_name} · {result.mode.value} · {device}")
+    console.print(f"[bold]{safe(problem)}[/] · {safe(file_name)} · {result.mode.value} · {safe(device)}")
     detail = result.message
     if detail.startswith(result.verdict.label):  # the message already opens with the verdict's words
         detail = detail[len(result.verdict.label) :].lstrip(" :")
     # Text, not markup: messages quote the submission's own output, which may hold [brackets]
-    console.print(Text.assemble((result.verdict.label, f"bold {colour}"), f": {detail}" if detail else ""))
+    console.print(Text.assemble((result.verdict.label, f"bold {colour}"), f": {printable(detail)}" if detail else ""))
     if result.tests:
         table = Table(title="tests", show_lines=False)
         for col in ("#", "case", "verdict", "details"):
             table.add_column(col)
         for t in result.tests:
             style = "green" if t.verdict.passed else "red"
-            table.add_row(str(t.index + 1), _case(t.case), f"[{style}]{t.verdict.label}[/]", t.message[:300])
+            table.add_row(
+                str(t.index + 1), safe(_case(t.case)), f"[{style}]{t.verdict.label}[/]", safe(t.message[:300])
+            )
         console.print(table)
     if result.benchmarks:
-        table = Table(title="benchmarks (µs, cold L2)")
-        for col in ("#", "case", "median", "mean ± std", "min", "max", "samples", "GB/s", "note"):
+        table = Table(title="benchmarks (cold L2)")
+        for col in ("#", "case", "median", "spread", "min", "max", "GB/s", "note"):
             table.add_column(col)
+        few = False
         for b in result.benchmarks:
             s = b.stats
             if s is None:
-                table.add_row(
-                    str(b.index + 1),
-                    _case(b.case),
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    f"{b.verdict.label}: {b.message[:200]}",
-                )
+                note = f"{b.verdict.label}: {b.message[:200]}"
+                table.add_row(str(b.index + 1), safe(_case(b.case)), *["-"] * 5, safe(note))
                 continue
+            few = few or s.samples < MIN_SAMPLES_FOR_SPREAD
             gbs = f"{b.bytes_moved / s.median_ns:.0f}" if b.bytes_moved else "-"
             table.add_row(
                 str(b.index + 1),
-                _case(b.case),
-                _us(s.median_ns),
-                f"{_us(s.mean_ns)} ± {_us(s.std_ns)}",
-                _us(s.min_ns),
-                _us(s.max_ns),
-                str(s.samples),
+                safe(_case(b.case)),
+                format_ns(s.median_ns),
+                format_spread(s),
+                format_ns(s.min_ns),
+                format_ns(s.max_ns),
                 gbs,
-                b.message[:200],
+                safe(b.message[:200]),
             )
         console.print(table)
+        if few:
+            console.print(
+                f"[yellow]warning: some cases have fewer than {MIN_SAMPLES_FOR_SPREAD} samples; their times are "
+                "single readings, not a measurement to compare[/]"
+            )
     if result.score_ns is not None:
-        console.print(f"score: [bold]{_us(result.score_ns)} µs[/]")
+        console.print(f"score: [bold]{format_ns(result.score_ns)}[/]")
     if result.profile:
         console.print("[bold]profile[/]")
-        console.print(result.profile, markup=False, highlight=False)
+        console.print(printable(result.profile), markup=False, highlight=False)
     if result.compile_output and not result.passed:
         console.print("[bold]compiler output[/]")
-        console.print(result.compile_output[-4000:], markup=False, highlight=False)
+        console.print(printable(result.compile_output[-4000:]), markup=False, highlight=False)
     for name, text, cut in (
         ("stdout", result.stdout, result.stdout_truncated),
         ("stderr", result.stderr, result.stderr_truncated),
     ):
         if text.strip():
             console.print(f"[bold]{name}[/]" + (" (cut at the output limit)" if cut else ""))
-            console.print(text[-2000:], markup=False, highlight=False)
+            console.print(printable(text[-2000:]), markup=False, highlight=False)
     sysinfo = result.system
     gpu = sysinfo.gpu_name or "no GPU"
     clocks = ""
     if sysinfo.sm_clock_start_mhz:
         clocks = f", SM clock {sysinfo.sm_clock_start_mhz}→{sysinfo.sm_clock_end_mhz} MHz"
     sandbox = "sandboxed" if sysinfo.sandboxed else sysinfo.sandbox_note or "not sandboxed"
-    console.print(
-        f"[dim]{gpu}; torch {sysinfo.torch}, triton {sysinfo.triton}, CUDA {sysinfo.cuda}, nvcc {sysinfo.nvcc}"
-        f"{clocks}; {sandbox}; {result.wall_time_s:.1f} s[/]"
+    info = (
+        f"{gpu}; torch {sysinfo.torch}, triton {sysinfo.triton}, CUDA {sysinfo.cuda}, nvcc {sysinfo.nvcc}"
+        f"{clocks}; {sandbox}; {result.wall_time_s:.1f} s"
     )
+    console.print(f"[dim]{safe(info)}[/]")
 
 
 def _case(case: dict) -> str:

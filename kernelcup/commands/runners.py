@@ -8,14 +8,15 @@ the table says what could not be reached instead of hanging.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from kernelcup.settings import SettingsError, load
+from kernelcup.commands.text import safe
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,14 @@ def margin_warning(launcher: object, worker_margin_s: float) -> str:
 async def check_routes(limit_s: float, job_limit_s: float | None = None) -> list[CheckLine]:
     """Build the router from the settings and check each route, each within ``limit_s`` seconds; with
     ``job_limit_s``, also run the no-op job through each route whose check passed (concurrently, each bounded)."""
+    import asyncio
+
+    from kernelcup.settings import SettingsError, load
+    from kernelcup.wiring import checking_router
     from leaderboards.worker import WorkerSettings
     from runners.launchers.probe import probe
-    from runners.routing import RoutingSettings, build_router
 
-    router = build_router(load(RoutingSettings))
+    router = checking_router()
     try:
         worker_margin = load(WorkerSettings).launch_margin_s
     except SettingsError:
@@ -56,9 +60,16 @@ async def check_routes(limit_s: float, job_limit_s: float | None = None) -> list
     lines = []
     for row in rows:
         warning = ""
+        ok, message = row.ok, row.message
         if row.ok and worker_margin is not None:
             warning = margin_warning(router.launcher_for_route(row.route), worker_margin)
-        lines.append(CheckLine(row.route.device, row.route.launcher_name, row.ok, row.message, warning))
+        # A local route to a GPU this machine lacks (only a route whose launcher could be built has one to ask).
+        cannot_serve = getattr(router.launcher_for_route(row.route), "cannot_serve", None) if ok else None
+        if row.route.device != "*" and cannot_serve is not None:
+            problem = await asyncio.to_thread(cannot_serve, row.route.device)
+            if problem is not None:
+                ok, message = False, f"{message}\n{problem}"
+        lines.append(CheckLine(row.route.device, row.route.launcher_name, ok, message, warning))
     if job_limit_s is None:
         return lines
 
@@ -86,6 +97,7 @@ def worker_health(limit_s: float) -> tuple[list[WorkerLine], str]:
     import threading
 
     from kernelcup.commands.common import database_error
+    from kernelcup.settings import SettingsError
     from kernelcup.wiring import open_platform
     from leaderboards.errors import KernelcupError
 
@@ -117,6 +129,8 @@ def worker_health(limit_s: float) -> tuple[list[WorkerLine], str]:
 
 
 def render_workers(workers: list[WorkerLine], note: str) -> Table:
+    from rich.table import Table
+
     table = Table(title="workers (live, from the database)")
     table.add_column("worker")
     table.add_column("devices")
@@ -124,13 +138,15 @@ def render_workers(workers: list[WorkerLine], note: str) -> Table:
     table.add_column("detail", overflow="fold")
     for w in workers:
         status = "[green]claiming[/green]" if w.healthy else "[red]unhealthy[/red]"
-        table.add_row(w.worker, w.devices, status, w.note)
+        table.add_row(safe(w.worker), safe(w.devices), status, safe(w.note))
     if not workers:
-        table.add_row("-", "-", "[yellow]none[/yellow]", note or "no worker heartbeated in the last minute")
+        table.add_row("-", "-", "[yellow]none[/yellow]", safe(note or "no worker heartbeated in the last minute"))
     return table
 
 
 def render(lines: list[CheckLine]) -> Table:
+    from rich.table import Table
+
     table = Table(title="runners (KERNELCUP_ROUTES)")
     table.add_column("device")
     table.add_column("launcher")
@@ -141,9 +157,9 @@ def render(lines: list[CheckLine]) -> Table:
         status = "[green]ok[/green]" if line.ok else "[red]failed[/red]"
         if line.ok and line.warning:
             status = "[yellow]warning[/yellow]"
-        detail = line.message + (f"\n[yellow]{line.warning}[/yellow]" if line.warning else "")
+        detail = safe(line.message) + (f"\n[yellow]{safe(line.warning)}[/yellow]" if line.warning else "")
         sandboxed = {None: "-", True: "[green]yes[/green]", False: "[red]no[/red]"}[line.sandboxed]
-        table.add_row(line.device, line.launcher, status, sandboxed, detail)
+        table.add_row(safe(line.device), safe(line.launcher), status, sandboxed, detail)
     return table
 
 
@@ -179,7 +195,12 @@ def register(app: typer.Typer) -> None:
         Exits 1 when a route's launcher is not ready, its no-op job fails or would be refused, or (--workers) a
         live worker is unhealthy.
         """
+        import asyncio
+
+        from rich.console import Console
+
         from kernelcup.commands.common import print_json
+        from kernelcup.settings import SettingsError
 
         try:
             lines = asyncio.run(check_routes(timeout, None if no_job else job_timeout))

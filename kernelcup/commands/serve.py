@@ -7,8 +7,11 @@ import os
 import shutil
 import signal
 import tempfile
+from typing import Any
 
 import typer
+
+from kernelcup.choices import LauncherChoice
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MAX_REQUEST_HEAD_BYTES = 16 * 1024
@@ -26,8 +29,8 @@ def register(app: typer.Typer) -> None:
         no_worker: bool = typer.Option(
             False, "--no-worker", help="Only the API: separate `kernelcup worker` processes serve the queue."
         ),
-        launcher: str = typer.Option(
-            "routed",
+        launcher: LauncherChoice = typer.Option(
+            LauncherChoice.ROUTED,
             "--launcher",
             help="The in-process worker's launchers: 'routed' (KERNELCUP_ROUTES, default *=local) or 'local'.",
         ),
@@ -40,25 +43,25 @@ def register(app: typer.Typer) -> None:
         import uvicorn
 
         from kernelcup.commands.common import user_errors
-        from kernelcup.commands.worker import setup_logging
+        from kernelcup.commands.worker import refuse_missing_devices
         from kernelcup.inprocess import InProcessWorker
-        from kernelcup.settings import load
-        from kernelcup.wiring import LAUNCHER_CHOICES, device_check, open_platform, reference_check, serving_worker
+        from kernelcup.logs import setup_logging
+        from kernelcup.settings import SettingsError, load
+        from kernelcup.wiring import device_check, open_platform, reference_check, serving_worker
         from leaderboards.worker import WorkerSettings
         from web.app import create_app
         from web.settings import WebSettings
 
-        if launcher not in LAUNCHER_CHOICES:
-            raise typer.BadParameter(f"choose one of: {', '.join(LAUNCHER_CHOICES)}", param_hint="--launcher")
-        setup_logging(verbose)
         log = logging.getLogger(__name__)
         with user_errors():
+            setup_logging(verbose)
             settings = load(WebSettings, **({"workers": workers} if workers else {}))
             worker_settings = None if no_worker else load(WorkerSettings)
             with open_platform() as platform:  # the database is checked (and SQLite migrated) before listening
                 background = None
                 if worker_settings is not None:
-                    worker = serving_worker(platform, devices=device, launcher=launcher, settings=worker_settings)
+                    worker = serving_worker(platform, devices=device, launcher=launcher.value, settings=worker_settings)
+                    refuse_missing_devices(worker, device)
                     background = InProcessWorker(worker)
                 log.info(
                     "serving the API on http://%s:%d (%d process%s)%s; database %s",
@@ -69,7 +72,7 @@ def register(app: typer.Typer) -> None:
                     "" if background is None else f" with an in-process worker ({launcher} launchers)",
                     platform.db.engine.url.render_as_string(hide_password=True),
                 )
-                common = {
+                common: dict[str, Any] = {
                     "host": host,
                     "port": port,
                     "log_config": None,
@@ -97,12 +100,19 @@ def register(app: typer.Typer) -> None:
                             metrics_dir = tempfile.mkdtemp(prefix="kernelcup-metrics-")
                             os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
                         uvicorn.run("kernelcup.asgi:create", factory=True, workers=settings.workers, **common)
+                except SystemExit as exc:  # uvicorn logs why it could not start (a port in use), then exits
+                    if exc.code in (0, None):
+                        raise
+                    raise SettingsError(
+                        f"the API did not start on {host}:{port} (the reason is logged above: a port in use needs "
+                        "another --port, an address not of this machine another --host)"
+                    ) from None
                 finally:
-                    if background is not None:
+                    if background is not None and worker_settings is not None:
                         log.info(
                             "stopping the in-process worker (running jobs get %.0f s)", worker_settings.stop_grace_s
                         )
-                        background.stop(worker_settings.stop_grace_s + 5)  # type: ignore[union-attr]
+                        background.stop(worker_settings.stop_grace_s + 5)
                     if metrics_dir is not None:
                         shutil.rmtree(metrics_dir, ignore_errors=True)
                     for sig, handler in previous.items():

@@ -10,23 +10,27 @@ from __future__ import annotations
 import getpass
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from kernelcup.commands.common import format_time, open_service, print_json, user_errors
 from kernelcup.commands.submit import DEFAULT_TIMEOUT_S, render_details, show_progress, stopped_waiting
+from kernelcup.commands.text import safe
 from kernelcup.remote import client_for, resolve, server_option
-from leaderboards.events import FollowTimeout
-from leaderboards.formatting import format_ns
-from leaderboards.results import JobView, SubmissionSummary, UserRef
-from web.schemas import JobOut, SubmissionSummaryOut
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from leaderboards.results import JobView, SubmissionCodeView, SubmissionDetails, SubmissionSummary, UserRef
+    from web.schemas import CodeOut, JobOut, SubmissionOut, SubmissionSummaryOut
 
 USER_HELP = "Local database only: whose submissions (default: your login name)."
 
 
 def _who(user: str) -> UserRef:
+    from leaderboards.results import UserRef
+
     return UserRef(user or getpass.getuser())
 
 
@@ -36,6 +40,8 @@ def _local_only(user: str, login: object) -> None:
 
 
 def job_summary(job: JobView | JobOut) -> str:
+    from leaderboards.formatting import format_ns
+
     text = f"{job.device}: {job.status.value}"
     if job.verdict is not None:
         text += f" ({job.verdict.value})"
@@ -47,17 +53,19 @@ def job_summary(job: JobView | JobOut) -> str:
 
 
 def submissions_table(subs: Sequence[SubmissionSummary | SubmissionSummaryOut]) -> Table:
+    from rich.table import Table
+
     table = Table(title="your submissions (newest first)")
     for col in ("id", "leaderboard", "file", "mode", "submitted", "devices"):
         table.add_column(col)
     for s in subs:
         table.add_row(
             f"#{s.submission_id}",
-            s.leaderboard,
-            s.file_name,
+            safe(s.leaderboard),
+            safe(s.file_name),
             s.mode.value,
             format_time(s.created_at),
-            "; ".join(job_summary(j) for j in s.jobs),
+            safe("; ".join(job_summary(j) for j in s.jobs)),
         )
     if not subs:
         table.caption = "none yet: `kernelcup submit FILE`"
@@ -77,6 +85,8 @@ def register(app: typer.Typer) -> None:
         server: str | None = server_option(),
     ) -> None:
         """List your submissions with each device's status, verdict, score and rank."""
+        from rich.console import Console
+
         login = resolve(server)
         _local_only(user, login)
         with user_errors():
@@ -101,9 +111,14 @@ def register(app: typer.Typer) -> None:
         server: str | None = server_option(),
     ) -> None:
         """A submission's status and results (the report `kernelcup submit` prints)."""
+        from rich.console import Console
+
+        from leaderboards.events import FollowTimeout
+
         login = resolve(server)
         _local_only(user, login)
         console = Console(stderr=json_out)
+        details: SubmissionDetails | SubmissionOut
         with user_errors():
             if login is not None:
                 with client_for(login) as client:
@@ -146,6 +161,7 @@ def register(app: typer.Typer) -> None:
         deadline)."""
         login = resolve(server)
         _local_only(user, login)
+        view: SubmissionCodeView | CodeOut
         with user_errors():
             if login is not None:
                 with client_for(login) as client:

@@ -13,28 +13,32 @@ from __future__ import annotations
 import getpass
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from kernelcup.choices import ModeChoice
 from kernelcup.commands.common import print_json, read_submission, user_errors
-from kernelcup.inprocess import InProcessWorker
+from kernelcup.commands.text import safe
 from kernelcup.remote import Login, client_for, resolve, server_option
-from leaderboards.events import FollowTimeout, ProgressUpdate
-from leaderboards.formatting import format_ns
-from leaderboards.queue import WORKER_ALIVE_S, JobQueue, with_db_retry
-from leaderboards.results import SubmissionDetails, SubmissionReceipt, UserRef
-from leaderboards.worker import WorkerSettings
-from runners.contract import Mode
-from web.schemas import ProgressOut, SubmissionOut, SubmissionReceiptOut
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from kernelcup.inprocess import InProcessWorker
+    from leaderboards.events import ProgressUpdate
+    from leaderboards.queue import JobQueue
+    from leaderboards.results import SubmissionDetails, SubmissionReceipt
+    from runners.contract import Mode
+    from web.schemas import ProgressOut, SubmissionOut, SubmissionReceiptOut
 
 DEFAULT_TIMEOUT_S = 3 * 3600.0
 
 
 def ensure_served(queue: JobQueue, devices: Sequence[str], start: Callable[[], None]) -> bool:
     """Start an in-process worker (``start()``) when some device of the submission has no live worker."""
+    from leaderboards.queue import WORKER_ALIVE_S
+
     if any(not queue.alive_workers(device=d, within_s=WORKER_ALIVE_S) for d in devices):
         start()
         return True
@@ -50,15 +54,18 @@ def describe(update: ProgressUpdate | ProgressOut, many_devices: bool) -> str:
 def render_details(console: Console, details: SubmissionDetails | SubmissionOut) -> None:
     """The report: per device the job's outcome, score and rank, then the public run's tests and benchmarks."""
     from kernelcup.commands.run import render
+    from leaderboards.formatting import format_ns, printable
+    from runners.contract import Mode
 
     status = details.status
     console.print(
-        f"[bold]submission #{status.submission_id}[/] · {status.leaderboard} · {status.file_name} · {status.mode}"
+        f"[bold]submission #{status.submission_id}[/] · {safe(status.leaderboard)} · {safe(status.file_name)} · "
+        f"{status.mode}"
     )
     results = {r.device: r.result for r in details.results}
     for job in status.jobs:
         colour = "green" if job.accepted else "red"
-        line = f"[bold]{job.device}[/]: [{colour}]{job.status.value}[/]"
+        line = f"[bold]{safe(job.device)}[/]: [{colour}]{job.status.value}[/]"
         if job.verdict:
             line += f", {job.verdict.value}"
         if job.score_ns is not None:
@@ -69,7 +76,7 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
             line += f", [bold]rank {job.rank}[/]"
         console.print(line)
         if job.error:
-            console.print(f"  {job.error}", markup=False)
+            console.print(f"  {printable(job.error)}", markup=False)
         if job.device in results:
             render(results[job.device], status.leaderboard, status.file_name, job.device)
 
@@ -80,7 +87,7 @@ def print_receipt(console: Console, receipt: SubmissionReceipt | SubmissionRecei
         return
     console.print(
         f"queued submission #{receipt.submission_id}: "
-        + ", ".join(f"{j.device} (position {j.queue_position})" for j in receipt.jobs)
+        + ", ".join(f"{safe(j.device)} (position {j.queue_position})" for j in receipt.jobs)
     )
 
 
@@ -89,9 +96,9 @@ def show_progress(console: Console, updates: Iterable[ProgressUpdate | ProgressO
     with console.status("waiting for a worker…", spinner="dots") as spinner:
         for update in updates:
             text = describe(update, many)
-            spinner.update(escape(text))
+            spinner.update(safe(text))
             if not quiet:
-                console.print(f"[dim]·[/] {escape(text)}", markup=True, highlight=False)
+                console.print(f"[dim]·[/] {safe(text)}", markup=True, highlight=False)
 
 
 def stopped_waiting(console: Console, submission_id: int, where: str) -> NoReturn:
@@ -114,6 +121,10 @@ def submit_remote(
     timeout: float,
 ) -> None:
     """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report."""
+    from rich.console import Console
+
+    from leaderboards.events import FollowTimeout
+
     console = Console(stderr=json_out)
     with user_errors(), client_for(login) as client:
         sub = client.submit(file, leaderboard, devices or None, mode)
@@ -151,7 +162,7 @@ def register(app: typer.Typer) -> None:
             "-d",
             help="Device to run on (repeatable, or 'all'); default: the file's, else the leaderboard's only device.",
         ),
-        mode: Mode | None = typer.Option(
+        mode: ModeChoice | None = typer.Option(
             None, "--mode", "-m", help="test, benchmark, ranked or profile (default: the file's, else ranked)."
         ),
         user: str = typer.Option("", "--user", "-u", help="Local database only: submit as this local user."),
@@ -165,16 +176,26 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Submit a kernel: queue it, run it, and print the report. Through the API when a server is configured
         (`kernelcup login`); else on the local database (run here, if no worker is running)."""
+        from rich.console import Console
+
+        from kernelcup.inprocess import InProcessWorker
         from kernelcup.settings import load
         from kernelcup.wiring import build_worker, open_platform
+        from leaderboards.queue import JobQueue, with_db_retry
+        from leaderboards.results import UserRef
+        from leaderboards.worker import WorkerSettings
+        from runners.contract import Mode
 
+        run_mode = Mode(mode.value) if mode is not None else None
         if not file.is_file():
             raise typer.BadParameter(f"{file} is not a file", param_hint="FILE")
         login = resolve(server)
         if login is not None:
             if user:
                 raise typer.BadParameter("a server knows you by your token; --user is for the local database")
-            submit_remote(login, file, leaderboard, device, mode, json_out=json_out, no_wait=no_wait, timeout=timeout)
+            submit_remote(
+                login, file, leaderboard, device, run_mode, json_out=json_out, no_wait=no_wait, timeout=timeout
+            )
             return
         console = Console(stderr=json_out)
         with user_errors():
@@ -184,13 +205,13 @@ def register(app: typer.Typer) -> None:
                 service = platform.service
                 content = read_submission(file, platform.core.max_submission_bytes)
                 receipt = with_db_retry(
-                    lambda: service.submit(who, file.name, content, leaderboard, device or None, mode, force=force),
+                    lambda: service.submit(who, file.name, content, leaderboard, device or None, run_mode, force=force),
                     budget_s=worker_settings.db_retry_s,
                     what="submitting",
                 )
                 if receipt.duplicate:
                     console.print(
-                        f"you sent this same file to {receipt.leaderboard} a moment ago: showing submission "
+                        f"you sent this same file to {safe(receipt.leaderboard)} a moment ago: showing submission "
                         f"#{receipt.submission_id} instead of running it again (--force runs it again)"
                     )
                 if no_wait:

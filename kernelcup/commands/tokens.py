@@ -4,12 +4,9 @@ first admin). A token is printed once, when it is made; only its hash is kept.""
 from __future__ import annotations
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from kernelcup.commands.common import format_time, open_service, print_json, user_errors
-from leaderboards.accounts import expiry_text, parse_expiry
-from leaderboards.results import Scope, UserRef
+from kernelcup.commands.text import safe
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +25,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Create a token for an account (created if new) and print it: it is shown this once."""
+        from leaderboards.accounts import expiry_text, parse_expiry
+        from leaderboards.results import Scope, UserRef
+
         with user_errors():
             lifetime = parse_expiry(expires)
             new = open_service().create_token(
@@ -58,6 +58,12 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """List tokens (their first characters only, never the tokens)."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from leaderboards.accounts import expiry_text
+        from leaderboards.results import UserRef
+
         with user_errors():
             tokens = open_service().list_tokens(UserRef.parse(account) if account else None, include_revoked=revoked)
         if json_out:
@@ -69,9 +75,9 @@ def register(app: typer.Typer) -> None:
         for t in tokens:
             table.add_row(
                 str(t.token_id),
-                t.identity + (" (program)" if t.is_program else ""),
-                f"{t.prefix}…",
-                t.name,
+                safe(t.identity) + (" (program)" if t.is_program else ""),
+                f"{safe(t.prefix)}…",
+                safe(t.name),
                 ", ".join(t.scopes),
                 expiry_text(t.expires_at),
                 format_time(t.last_used_at),

@@ -2,32 +2,40 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import signal
+from typing import TYPE_CHECKING
 
 import typer
 
-from kernelcup.settings import SettingsError, load
-from leaderboards.worker import Worker, WorkerSettings
+from kernelcup.choices import LauncherChoice
+
+if TYPE_CHECKING:
+    from leaderboards.worker import Worker
 
 
-def setup_logging(verbose: bool = False) -> None:
-    from rich.logging import RichHandler
+def refuse_missing_devices(worker: Worker, devices: list[str]) -> None:
+    """Refuse to start serving a device whose launcher runs here when this machine lacks it (no GPU, or another
+    model): a ``SettingsError`` naming what it has and what to do, before any job is claimed."""
+    from kernelcup.settings import SettingsError
+    from runners.launchers.base import LauncherError
 
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(message)s",
-        handlers=[RichHandler(show_path=False, rich_tracebacks=False)],
-        force=True,
-    )
-    for noisy in ("sqlalchemy", "alembic", "httpx", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for device in devices:
+        try:
+            launcher = worker.launcher_for(device)
+        except (LauncherError, ValueError):
+            continue  # an unrouted device: its jobs fail with the routing message
+        cannot_serve = getattr(launcher, "cannot_serve", None)
+        problem = cannot_serve(device) if cannot_serve is not None else None
+        if problem is not None:
+            raise SettingsError(f"cannot serve --device {device}: {problem}")
 
 
 async def serve(worker: Worker, *, once: bool = False) -> int:
     """Run ``worker`` until SIGTERM/SIGINT (graceful: running jobs get the grace period, then are requeued) or,
     with ``once``, until the queue has nothing for it. A second signal stops at once (jobs are requeued)."""
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
@@ -64,8 +72,8 @@ def register(app: typer.Typer) -> None:
         device: list[str] = typer.Option(
             [], "--device", "-d", help="Serve only jobs for this device (repeatable); default: every device."
         ),
-        launcher: str = typer.Option(
-            "routed",
+        launcher: LauncherChoice = typer.Option(
+            LauncherChoice.ROUTED,
             "--launcher",
             help="'routed': each device's launcher from KERNELCUP_ROUTES (default *=local); 'local': run every "
             "job on this machine.",
@@ -77,20 +85,24 @@ def register(app: typer.Typer) -> None:
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
     ) -> None:
         """Serve queued jobs until stopped (SIGTERM/SIGINT stop gracefully)."""
-        from kernelcup.commands.common import user_errors
-        from kernelcup.wiring import LAUNCHER_CHOICES, build_worker, open_platform_waiting
+        import asyncio
 
-        if launcher not in LAUNCHER_CHOICES:
-            raise typer.BadParameter(f"choose one of: {', '.join(LAUNCHER_CHOICES)}", param_hint="--launcher")
-        setup_logging(verbose)
+        from kernelcup.commands.common import user_errors
+        from kernelcup.logs import setup_logging
+        from kernelcup.settings import SettingsError, load
+        from kernelcup.wiring import build_worker, open_platform_waiting
+        from leaderboards.worker import WorkerSettings
+
         with user_errors():
+            setup_logging(verbose)
             overrides = {"concurrency": concurrency} if concurrency else {}
             settings = load(WorkerSettings, **overrides)
             with open_platform_waiting(log=logging.getLogger(__name__)) as platform:
                 try:
-                    worker = build_worker(platform, devices=device, launcher=launcher, settings=settings)
+                    worker = build_worker(platform, devices=device, launcher=launcher.value, settings=settings)
                 except ValueError as exc:  # routing settings
                     raise SettingsError(str(exc)) from None
+                refuse_missing_devices(worker, device)
                 logging.getLogger(__name__).info(
                     "worker %s serving %s through %s launchers, %d at a time (database %s)",
                     worker.worker_id,

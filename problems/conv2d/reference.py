@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from _lib import Inputs, compare
 
 # Allowed error of y[n, k, p, q]: RTOL * |y| plus TOLERANCE * 2**-11 * sqrt(sum of (x * w)^2 over the window),
 # 2**-11 being TF32's rounding of an input. Measured (CPU emulation): TF32 inputs rounded to nearest err by at most
@@ -15,19 +16,12 @@ TOLERANCE = 8
 RTOL = 2**-9
 
 
-def _device() -> torch.device:
-    """Where inputs live: the harness's default device if it set one, else CUDA when present, else the CPU."""
-    default = torch.get_default_device()
-    if default.type != "cpu" or not torch.cuda.is_available():
-        return default
-    return torch.device("cuda")
 def generate_input(
     batch: int, channels: int, height: int, width: int, out_channels: int, kernel_size: int, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    device = _device()
-    gen = torch.Generator(device=device).manual_seed(seed)
-    x = torch.randn(batch, channels, height, width, device=device, dtype=torch.float32, generator=gen)
-    w = torch.randn(out_channels, channels, kernel_size, kernel_size, device=device, dtype=torch.float32, generator=gen)
+    inputs = Inputs(seed)
+    x = inputs.randn(batch, channels, height, width)
+    w = inputs.randn(out_channels, channels, kernel_size, kernel_size)
     return x, w / (channels * kernel_size * kernel_size) ** 0.5
 
 
@@ -47,7 +41,7 @@ def check_implementation(data: tuple[torch.Tensor, torch.Tensor], output: object
     x, w = data
     expected = _conv(x, w, tf32=False)
     spread = _conv(x.square(), w.square(), tf32=True).clamp_min(0).sqrt()
-    return _compare(output, expected, torch.float32, atol=TOLERANCE * 2**-11 * spread, rtol=RTOL)
+    return compare(output, expected, torch.float32, atol=TOLERANCE * 2**-11 * spread, rtol=RTOL)
 
 
 def speed_of_light(
@@ -59,29 +53,3 @@ def speed_of_light(
     y_bytes = 4 * batch * out_channels * out_h * out_w
     flops = 2 * batch * out_channels * out_h * out_w * channels * kernel_size * kernel_size
     return {"bytes": x_bytes + w_bytes + y_bytes, "flops": flops}
-
-
-def _compare(
-    output: object, expected: torch.Tensor, dtype: torch.dtype, atol: float | torch.Tensor, rtol: float
-) -> tuple[bool, str]:
-    """Elementwise |output - expected| <= atol + rtol * |expected|; the message names the first mismatch."""
-    if not isinstance(output, torch.Tensor):
-        return False, f"expected a torch.Tensor, got {type(output).__name__}"
-    if output.shape != expected.shape:
-        return False, f"output shape {tuple(output.shape)}, expected {tuple(expected.shape)}"
-    if output.dtype != dtype:
-        return False, f"output dtype {output.dtype}, expected {dtype}"
-    if output.device != expected.device:
-        return False, f"output is on {output.device}, expected {expected.device}"
-    # In place where possible: at the largest benchmarks these temporaries are gigabytes.
-    allowed = expected.abs().mul_(rtol).add_(atol)
-    bad = output.to(expected.dtype, copy=True).sub_(expected).abs_().le_(allowed).logical_not_()  # NaN counts as wrong
-    count = int(bad.sum())
-    if count == 0:
-        return True, ""
-    first = bad.flatten().to(torch.uint8).argmax()
-    at = tuple(int(i) for i in torch.unravel_index(first, bad.shape))
-    return False, (
-        f"{count} of {expected.numel()} elements differ; first at {at}: got {output[at].item():.7g}, "
-        f"expected {expected[at].item():.7g} (allowed error {allowed[at].item():.3g})"
-    )

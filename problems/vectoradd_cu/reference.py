@@ -7,19 +7,13 @@ fresh seed for every timed call); the submission's ``vectoradd`` only ever sees 
 from __future__ import annotations
 
 import torch
-
-
-def _device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+from _lib import Inputs, compare
 
 
 def generate_input(size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    device = _device()
-    gen = torch.Generator(device=device).manual_seed(seed)
-    a = torch.randn(size, size, device=device, dtype=torch.float16, generator=gen)
-    b = torch.randn(size, size, device=device, dtype=torch.float16, generator=gen)
-    out = torch.full((size, size), float("nan"), device=device, dtype=torch.float16)
-    return a, b, out
+    inputs = Inputs(seed)
+    a, b = inputs.randn(size, size, dtype=torch.float16), inputs.randn(size, size, dtype=torch.float16)
+    return a, b, inputs.nans(size, size, dtype=torch.float16)
 
 
 def ref_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -29,22 +23,8 @@ def ref_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.T
 
 def check_implementation(data: tuple[torch.Tensor, ...], output: object) -> tuple[bool, str]:
     a, b, _ = data
-    if not isinstance(output, torch.Tensor):
-        return False, f"expected a torch.Tensor, got {type(output).__name__}"
-    if output.shape != a.shape or output.dtype != torch.float16:
-        return False, f"output {tuple(output.shape)} {output.dtype}, expected {tuple(a.shape)} torch.float16"
-    expected = a.float() + b.float()
-    got = output.float()
-    allowed = 1e-7 + 2**-11 * expected.abs()  # half an fp16 ulp: what a correctly rounded fp16 add gives
-    bad = ~((got - expected).abs() <= allowed)  # NaN (an element never written) compares false
-    count = int(bad.sum())
-    if count == 0:
-        return True, ""
-    at = tuple(int(i) for i in torch.unravel_index(bad.flatten().to(torch.uint8).argmax(), bad.shape))
-    return False, (
-        f"{count} of {expected.numel()} elements differ; first at {at}: got {got[at].item():.7g}, "
-        f"expected {expected[at].item():.7g}"
-    )
+    # Half an fp16 ulp: what a correctly rounded fp16 add gives.
+    return compare(output, a.float() + b.float(), torch.float16, atol=1e-7, rtol=2**-11)
 
 
 def speed_of_light(size: int, **_: object) -> dict[str, int]:

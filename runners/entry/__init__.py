@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runners import sysinfo
-from runners.contract import Mode, Phase, ProgressEvent, RunRequest, RunResult
+from runners.contract import BenchmarkResult, Mode, Phase, ProgressEvent, RunRequest, RunResult, TestResult
 from runners.entry.admission import Rejected, allocator_library, check_submission, read_capped, write_job
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
@@ -183,7 +183,8 @@ def _strip_paths(result: RunResult, root: Path) -> RunResult:
 
     result.message = strip(result.message)
     result.compile_output = strip(result.compile_output)
-    for item in [*result.tests, *result.benchmarks]:
+    items: list[TestResult | BenchmarkResult] = [*result.tests, *result.benchmarks]
+    for item in items:
         item.message = strip(item.message)
     return result
 
@@ -213,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         def progress(event: ProgressEvent) -> None:
             print(json.dumps({"progress": event.model_dump(mode="json")}), file=sys.stderr, flush=True)
 
-        result = run_request(request, progress, require_sandbox=require)
+        # This program is the runner machine's own composition root (only runners/ travels there): its settings are
+        # the environment and the runner's .env, read here and passed down.
+        settings = RunnerSettings(_env_file=".env", _env_file_encoding="utf-8")  # type: ignore[call-arg]
+        result = run_request(request, progress, settings=settings, require_sandbox=require)
     text = result.model_dump_json()
     if dst == "-":
         sys.stdout.write(text + "\n")

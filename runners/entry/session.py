@@ -37,6 +37,7 @@ from runners.ipc.wire import socket_pair
 from runners.oracle.base import JOB_FD_ENV, REPORT_FD_ENV
 from runners.sandbox import ProcessOutcome, SandboxSpec, SandboxUnavailable, python_ro_paths, run_sandboxed
 from runners.submission.serve import SOCKET_FD_ENV
+from runners.validation import error_message
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAX_REPORT_LINE = 4 * 1024 * 1024
@@ -74,13 +75,26 @@ class Outcomes:
     unavailable: str = ""
 
 
+def _import_roots() -> list[Path]:
+    """The folders the sandboxed processes import from, in this process's order: this repository first, then every
+    folder on ``sys.path``."""
+    roots = [REPO_ROOT, *(Path(p).resolve() for p in sys.path if p and Path(p).is_dir())]
+    return list(dict.fromkeys(roots))
+
+
 def _ro_python() -> list[Path]:
-    return [REPO_ROOT, *python_ro_paths(), *[Path(p).resolve() for p in sys.path if p and Path(p).is_dir()]]
+    """What the sandboxes see of the Python side: the interpreter and its packages, and of a folder that holds the
+    ``runners`` package (this repository, a checkout on ``sys.path``) only that package: never its other files
+    (problem sets, data folders, settings files, the other layers' code)."""
+    view = []
+    for root in _import_roots():
+        view.append(root / "runners" if (root / "runners" / "__init__.py").is_file() else root)
+    return [*python_ro_paths(), *view]
 
 
 def _env(extra: dict[str, str], device: str) -> dict[str, str]:
     env = {
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *[p for p in sys.path if p and Path(p).is_dir()]]),
+        "PYTHONPATH": os.pathsep.join(str(root) for root in _import_roots()),
         "PYTHONUNBUFFERED": "1",
         **extra,
     }
@@ -275,10 +289,12 @@ class Session:
         try:
             msg = REPORT.validate_json(line)
         except ValidationError as exc:
-            raise ReportError(f"a malformed report: {exc.errors()[0].get('msg', '')}") from None
+            raise ReportError(f"a malformed report: {error_message(exc.errors()[0])}") from None
         if rep.hello is None and not isinstance(msg, RHello | RFatal | RDone):
             raise ReportError(f"{type(msg).__name__} before hello")
         self._mark(msg.t if not isinstance(msg, RProgress) else msg.phase)
+        if isinstance(msg, RBench):
+            self._mark(f"benchmark {msg.index + 1}")
         if isinstance(msg, RHello):
             rep.hello = msg
         elif isinstance(msg, RProgress):

@@ -23,6 +23,7 @@ from runners.contract import (
     worst,
 )
 from runners.devices import impossible_below_ns, peaks_for
+from runners.durations import format_ns
 from runners.entry.session import Outcomes
 from runners.sandbox import ProcessOutcome
 
@@ -138,10 +139,10 @@ def _how_it_ended(sub: ProcessOutcome, phase: str) -> tuple[Verdict, str]:
         return Verdict.OUT_OF_MEMORY, f"the submission used more than its host memory limit ({sub.killed_reason})"
     if sub.timed_out:
         return Verdict.TIMEOUT, f"the run did not finish in time ({sub.killed_reason}, while {phase})"
-    if sub.killed_reason:
+    if sub.killed_reason and not sub.cancelled:  # (our own stop after the evaluator's end is not its doing)
         return Verdict.RUNTIME_ERROR, f"the run was stopped: {sub.killed_reason}"
     if sub.signal:
-        name = _KILL_SIGNALS.get(sub.signal, f"signal {sub.signal}")
+        name = _KILL_SIGNALS.get(sub.signal, f"signal {sub.signal}")  # type: ignore[call-overload]  # IntEnum keys
         return Verdict.RUNTIME_ERROR, f"the submission process crashed ({name}, signal {sub.signal}) while {phase}"
     return Verdict.RUNTIME_ERROR, (
         f"the submission process exited with code {sub.returncode} while {phase}; a submission must not exit "
@@ -184,8 +185,8 @@ def _faster_than_light(benches: list[BenchmarkResult], gpu_name: str | None) -> 
         floor = impossible_below_ns(b.bytes_moved, b.flops, peaks)
         if b.stats.median_ns < SPEED_OF_LIGHT_MARGIN * floor:
             return (
-                f"benchmark {b.index + 1}: a median of {b.stats.median_ns / 1000:.3g} µs is faster than the "
-                f"{peaks.name} can possibly do this work ({floor / 1000:.3g} µs at its datasheet peaks); a result "
+                f"benchmark {b.index + 1}: a median of {format_ns(b.stats.median_ns)} is faster than the "
+                f"{peaks.name} can possibly do this work ({format_ns(floor)} at its datasheet peaks); a result "
                 "this fast was not measured honestly and is not ranked"
             )
     return ""
@@ -196,7 +197,7 @@ def _summary(request: RunRequest, tests: list[TestResult], benches: list[Benchma
     if tests:
         parts.append(f"{len(tests)} of {len(tests)} tests passed")
     if score is not None:
-        parts.append(f"score {score / 1000:.3f} µs ({request.ranking_by.value} of {len(benches)} benchmark medians)")
+        parts.append(f"score {format_ns(score)} ({request.ranking_by.value} of {len(benches)} benchmark medians)")
     notes = [b.message for b in benches if b.message]
     if notes:
         parts.append(notes[0])

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from runners.ipc.protocol import MAX_MESSAGE_BYTES
+from runners.validation import error_location, error_message
 
 MAX_FDS = 8
 
@@ -59,6 +60,11 @@ class Wire:
         except (BrokenPipeError, ConnectionResetError):
             raise PeerGone from None
 
+    def waiting(self) -> bool:
+        """Whether a message (or the peer's end) is already waiting to be read."""
+        ready, _, _ = select.select([self.sock], [], [], 0.0)
+        return bool(ready)
+
     def recv(self, timeout: float | None = None) -> tuple[Any, list[int]] | None:
         """The next message and the descriptors that came with it; None when ``timeout`` passes first."""
         if timeout is not None:
@@ -103,6 +109,5 @@ def _close(fds: list[int]) -> None:
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ()))
-        return f"{where}: {err.get('msg', '')}"[:300]
+        return f"{error_location(err)}: {error_message(err)}"[:300]
     return str(exc)[:300]

@@ -22,6 +22,11 @@ class LauncherError(Exception):
     """An infrastructure failure of the launcher (outage, lost runner, malformed result). Retried by workers."""
 
 
+class DeviceUnavailable(Exception):
+    """This runner does not have the device the job wants (no GPU, or another model): a configuration problem of
+    the operator's routes or the user's choice of device, not an outage. Workers fail the job at once, no retry."""
+
+
 @runtime_checkable
 class JobHandle(Protocol):
     """What a launcher may know and say about the job it serves."""

@@ -45,7 +45,7 @@ from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
 from runners.launchers.github_artifact import download_artifact, parse_artifact
 from runners.launchers.github_errors import message_of, net_reason, rate_limit_wait
-from runners.remote_settings import GithubSettings
+from runners.launchers.settings import GithubSettings
 from runners.retry import aretrying
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class GithubLauncher:
 
     async def check(self) -> str:
         repo_name = self._require()
-        once = dict(attempts=1, limit_s=self.settings.check_timeout_s)
+        once: dict[str, Any] = dict(attempts=1, limit_s=self.settings.check_timeout_s)
         repo = self._client().get_repo(repo_name)
         workflow = repo.get_workflow(self.settings.workflow)
         state = await self._api(lambda: workflow.state, f"reading workflow {self.settings.workflow}", **once)

@@ -19,7 +19,8 @@ import threading
 from pathlib import Path
 
 from runners.contract import ProgressEvent, RunRequest, RunResult
-from runners.launchers.base import JobHandle, LauncherError
+from runners.devices import device_mismatch
+from runners.launchers.base import DeviceUnavailable, JobHandle, LauncherError
 from runners.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,22 @@ class LocalLauncher:
 
     name = "local"
 
-    def __init__(self, settings: RunnerSettings | None = None) -> None:
-        self.settings = settings or RunnerSettings()
+    def __init__(self, settings: RunnerSettings) -> None:
+        self.settings = settings
+        self._gpu: tuple[str | None] | None = None  # this machine's GPU name, asked once (on first use)
+
+    def gpu_name(self) -> str | None:
+        """The name of this machine's GPU 0 as the driver reports it, or None without one (asked once, blocking)."""
+        if self._gpu is None:
+            from runners.sysinfo import gpu_query
+
+            gpu = gpu_query()
+            self._gpu = (str(gpu["name"]) if gpu else None,)
+        return self._gpu[0]
+
+    def cannot_serve(self, device_name: str) -> str | None:
+        """Why this machine cannot run jobs for ``device_name`` (no GPU, or another model); None when it can."""
+        return device_mismatch("cpu" if device_name.lower() == "cpu" else "cuda", device_name, self.gpu_name())
 
     @property
     def allows_unsandboxed(self) -> bool:
@@ -46,6 +61,10 @@ class LocalLauncher:
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
         from runners.entry import run_request
 
+        gpu = await asyncio.to_thread(self.gpu_name)
+        mismatch = device_mismatch(request.device, request.device_name, gpu)
+        if mismatch is not None:  # refused at once: a run here would fail, or worse, time the wrong GPU
+            raise DeviceUnavailable(mismatch)
         loop = asyncio.get_running_loop()
         pending: set[asyncio.Future[None]] = set()
 

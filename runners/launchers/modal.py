@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
 from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
-from runners.remote_settings import ModalSettings
+from runners.launchers.settings import ModalSettings
 from runners.retry import aretrying
 
 MODAL_GPUS = ("T4", "L4", "A100", "A100-80GB", "H100", "H200", "B200")

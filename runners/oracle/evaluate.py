@@ -61,7 +61,7 @@ from runners.oracle.base import (
 from runners.oracle.benchmark import Benchmarking
 from runners.oracle.checking import normalise_check
 from runners.oracle.peer import Peer, PeerFailed
-from runners.oracle.window import CpuWindow, GpuWindow, Window
+from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window
 from runners.submission.serve import SOCKET_FD_ENV
 
 DEFAULT_HEAP = 32 * 1024 * MIB
@@ -99,6 +99,7 @@ class Evaluator(Benchmarking):
         self.dev_in = "dev_in"
         self.window: Window | None = None
         self.echo: Any = None
+        self.calibration: Calibration | None = None
         self.deadline = time.monotonic() + job.time_limit_s  # (the entry kills us a little later)
 
     # ---- set-up --------------------------------------------------------------------------------------------
@@ -120,6 +121,7 @@ class Evaluator(Benchmarking):
             )
         )
         problem = self.workdir / PROBLEM_DIR
+        # The reference imports what travels beside it: the problem's own modules and the bundled ``_lib``.
         sys.path.insert(0, str(problem))
         try:
             from runners.submission.languages import import_file
@@ -187,6 +189,12 @@ class Evaluator(Benchmarking):
             if self.cuda
             else CpuWindow(torch, self.arenas)
         )
+        if self.echo is not None and self.cuda:
+            # On a GPU before the file loads: no user code runs while the clock is calibrated (it could keep the GPU
+            # busy or take its memory, inflating the overhead or turning its failure into ours). On the CPU after the
+            # tests, warm: cold, the echo read overheads far above the submission's (timing.cap_overhead caps both).
+            self.progress("calibrating", "the evaluator's clock")
+            self.calibration = self.calibrate()
         self.progress("compiling", self.job.display_name)
         self.peer.send(Load(lang=self.job.lang, path=self.job.submission, display_name=self.job.display_name))
         self.loaded = True  # from here on, whatever the submission process does is the submission's doing
@@ -330,13 +338,17 @@ class Evaluator(Benchmarking):
                 output = self.ref_kernel(clone(self.torch, data))
                 ok, message = normalise_check(self.check(data, output))
             except Exception as exc:
-                raise Fatal(
-                    Verdict.INFRASTRUCTURE_ERROR,
-                    f"the reference failed on test {i + 1} ({case_text(case)}):\n{trace(exc)}",
-                    "problem",
-                ) from None
+                message = f"the reference failed on test {i + 1} ({case_text(case)}):\n{trace(exc)}"
+                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem") from None
             verdict = Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER
             self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
+        # Each benchmark case's inputs once, so a case that cannot be generated (absurd sizes) is the problem's
+        # fault here, not in every timed run.
+        for i, case in enumerate(self.job.benchmarks):
+            try:
+                self.generate(case)  # made, then dropped
+            except Fatal as f:
+                raise Fatal(f.verdict, f"benchmark {i + 1}: {f.message}", f.fault) from None
 
     def shutdown(self) -> None:
         if self.peer is not None:

@@ -66,6 +66,11 @@ class Peer:
                              f"where {k} was due")  # fmt: skip
         return msg
 
+    def quiet(self, k: int) -> None:
+        """Nothing may arrive unasked: an answer already waiting before call ``k`` was started is refused."""
+        if self.wire.waiting():
+            raise PeerFailed("protocol", f"{self.name} broke the protocol: it answered call {k} before it was started")
+
     def close(self) -> None:
         self.wire.close()
 

@@ -61,6 +61,9 @@ def sample_of(
     )
 
 
+MIN_SAMPLES_TO_CAP = 3
+
+
 def cap_overhead(samples: list[Sample], overhead_ns: float) -> tuple[list[Sample], float]:
     """The samples again with the calibrated overhead lowered to the case's smallest window (less its allowance)
     where that is lower, and the overhead used.
@@ -69,9 +72,9 @@ def cap_overhead(samples: list[Sample], overhead_ns: float) -> tuple[list[Sample
     calibration does. On a shared CPU the echo may have been calibrated in a busier moment than the case ran in;
     its bound is then larger than many windows, and a rewritten reading could hide inside the difference. The cap
     closes that: a forged reading counts at least ``window - smallest window``. It only ever raises samples."""
-    if not samples:
+    if len(samples) < MIN_SAMPLES_TO_CAP:  # too few windows to say what the smallest honest one is
         return samples, overhead_ns
-    cap = min(s.window_ns - s.allowance_ns for s in samples)
+    cap = max(0.0, min(s.window_ns - s.allowance_ns for s in samples))  # an overhead is never negative
     if cap >= overhead_ns:
         return samples, overhead_ns
     capped = [

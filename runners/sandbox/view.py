@@ -130,11 +130,11 @@ def sandbox_argv(
         args += ["--unshare-user", "--disable-userns"]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
-    for p in _SYSTEM_RO:
-        if os.path.islink(p):
-            args += ["--symlink", os.readlink(p), p]
-        elif os.path.isdir(p):
-            args += ["--ro-bind", p, p]
+    for system_path in _SYSTEM_RO:
+        if os.path.islink(system_path):
+            args += ["--symlink", os.readlink(system_path), system_path]
+        elif os.path.isdir(system_path):
+            args += ["--ro-bind", system_path, system_path]
     for name in _ETC_RO:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     # A fresh /dev with the usual nodes; /dev/shm (PyTorch's shared memory) a tmpfs of bounded size.
@@ -151,8 +151,9 @@ def sandbox_argv(
     outside = [p for p in ro_paths if p not in inside]
     for p in outside:
         args += ["--ro-bind", str(p), str(p)]
+    installs = (*python_ro_paths(), *toolchain_ro_paths())
     for p in outside:
-        args += _masks(p)
+        args += _masks(p, deep=not _installed(p, installs))
     work = str(workdir)
     args += ["--bind", work, work]
     for p in inside:
@@ -166,32 +167,62 @@ def sandbox_argv(
     return args
 
 
-# Files a read-only path (the repo, a virtualenv) may hold that the submission must never read: settings files with
-# tokens, the git history, local databases. Matched at the top of each read-only path.
+# Files a read-only path may hold that the submission must never read: settings files with tokens, the git history,
+# local databases, keys. Hidden at every depth of a read-only path that is not an installation of Python or of a
+# compiler (those are vendors' trees, hidden at their top level only: walking torch's 20,000 files for every run
+# would cost a second; nothing of ours is written into them).
 _MASK_NAMES = (".env", ".git", ".netrc", ".pgpass", ".aws", ".ssh", ".modal.toml", ".kernelcup")
 _MASK_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".pem", ".key")
+# A read-only path that is walked must be small (the runner's package, a folder of wheels, the allocator's cache):
+# one larger than this is refused rather than bound with parts unvetted.
+MAX_WALKED_ENTRIES = 50_000
 
 
-def _masks(root: Path) -> list[str]:
-    """bubblewrap arguments that hide secret-looking entries at the top of ``root`` behind empty read-only ones."""
-    args: list[str] = []
+class UnvettedPath(ValueError):
+    """A read-only path too large to search for secret-looking files: the sandbox is not started."""
+
+
+def _secret_looking(name: str) -> bool:
+    return name in _MASK_NAMES or name.startswith(".env.") or name.endswith(_MASK_SUFFIXES)
+
+
+def _mask(entry: os.DirEntry[str]) -> list[str]:
     try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
+        if entry.is_dir(follow_symlinks=False):
+            return ["--tmpfs", entry.path, "--remount-ro", entry.path]
+        if entry.is_file(follow_symlinks=False):
+            return ["--ro-bind", "/dev/null", entry.path]
     except OSError:
-        return args
-    for entry in entries:
-        name = entry.name
-        if not (name in _MASK_NAMES or name.startswith(".env.") or name.endswith(_MASK_SUFFIXES)):
-            continue
+        pass
+    return []
+
+
+def _masks(root: Path, *, deep: bool = True) -> list[str]:
+    """bubblewrap arguments that hide secret-looking entries of ``root`` behind empty read-only ones: at every depth
+    (``deep``), or at the top only. Symbolic links are not followed (a link to a secret file is hidden by name)."""
+    args: list[str] = []
+    pending, seen = [root], 0
+    while pending:
+        folder = pending.pop()
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
-        if is_dir:
-            args += ["--tmpfs", entry.path, "--remount-ro", entry.path]
-        elif entry.is_file(follow_symlinks=False):
-            args += ["--ro-bind", "/dev/null", entry.path]
+        for entry in entries:
+            seen += 1
+            if seen > MAX_WALKED_ENTRIES:
+                raise UnvettedPath(f"{root} holds more than {MAX_WALKED_ENTRIES} entries; bind a smaller folder")
+            if _secret_looking(entry.name):
+                args += _mask(entry)
+            elif deep:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(Path(entry.path))
     return args
+
+
+def _installed(p: Path, installs: tuple[Path, ...]) -> bool:
+    return any(p.is_relative_to(i) for i in installs)
 
 
 @functools.lru_cache(maxsize=4)
@@ -213,6 +244,6 @@ def probe_sandbox(bwrap: str | None = None) -> tuple[str | None, bool, str]:
                 continue
             if res.returncode == 0:
                 return bwrap, hardened, "sandboxed with bubblewrap" + ("" if hardened else " (no user namespace)")
-            err = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {res.returncode}"]
-            err = err[0]
+            last = res.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            err = last[0] if last else f"exit {res.returncode}"
     return None, False, f"bubblewrap cannot run here ({err}); namespaces are probably forbidden in this container"

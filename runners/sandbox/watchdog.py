@@ -58,6 +58,8 @@ def watch_until_done(
             pass
         interval = min(interval * 1.5, 0.1)
         if spec.cancel is not None and spec.cancel.is_set():
+            if proc.poll() is not None:
+                return  # it ended on its own before the cancel: that end is what it did
             watch.cancelled = True
             watch.reason = "cancelled"
             return

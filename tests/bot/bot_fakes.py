@@ -20,7 +20,6 @@ from runners.contract import (
     TimingStats,
     Verdict,
 )
-from runners.launchers.base import JobHandle
 from runners.launchers.fake import FakeLauncher
 
 MEDIAN_NS = 12_500.0
@@ -39,6 +38,8 @@ def accepted(request: RunRequest, median_ns: float = MEDIAN_NS) -> RunResult:
             stderr_ns=30,
             min_ns=median_ns,
             max_ns=median_ns,
+            p25_ns=median_ns - 100,
+            p75_ns=median_ns + 200,
         )
         benches = [
             BenchmarkResult(index=i, case=c, verdict=Verdict.ACCEPTED, stats=stats, bytes_moved=20_000_000)
@@ -81,37 +82,6 @@ def launcher(respond=accepted) -> FakeLauncher:
     return FakeLauncher(respond, progress=PROGRESS)
 
 
-class _HeldJob:
-    """A job handle that stops the run at its testing phase until ``gate`` is set."""
-
-    def __init__(self, job: JobHandle, gate: asyncio.Event) -> None:
-        self._job = job
-        self._gate = gate
-
-    @property
-    def remote_ref(self) -> str | None:
-        return self._job.remote_ref
-
-    async def set_remote_ref(self, ref: str) -> None:
-        await self._job.set_remote_ref(ref)
-
-    async def progress(self, event: ProgressEvent) -> None:
-        await self._job.progress(event)
-        if event.phase is Phase.TESTING:
-            await self._gate.wait()
-
-
-class HeldLauncher:
-    """``FakeLauncher`` whose runs wait at the testing phase for ``gate``."""
-
-    def __init__(self, gate: asyncio.Event, respond=accepted) -> None:
-        self.inner = launcher(respond)
-        self.name = self.inner.name
-        self.allows_unsandboxed = self.inner.allows_unsandboxed
-        self.gate = gate
-
-    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-        return await self.inner.run(request, _HeldJob(job, self.gate))
-
-    async def check(self) -> str:
-        return await self.inner.check()
+def held(gate: asyncio.Event, respond=accepted) -> FakeLauncher:
+    """The fake launcher, its runs held at their testing phase until ``gate`` is set."""
+    return FakeLauncher(respond, progress=PROGRESS, hold=gate)

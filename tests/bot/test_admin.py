@@ -86,7 +86,7 @@ async def test_sync_reports_each_leaderboard(world) -> None:
 async def test_sync_runs_changed_references_first_unless_told_not_to(world) -> None:
     from helpers import check_reference_in_process
 
-    world.bot.reference_check = lambda: check_reference_in_process
+    world.bot.context.reference_check = lambda: check_reference_in_process
     reference = world.bot.settings.problems_dir / "addone" / "reference.py"
     reference.write_text(reference.read_text().replace("return [x + 1 for x in data[0]]", "return data[0] + 1"))
     refused = await world.admin.slash(world.channel, "admin sync", force=True)

@@ -38,7 +38,7 @@ async def test_new_first_place_is_announced_once_across_restarts(world, announci
     first = await ranked(world, world.alice, 20_000)
     await world.env.advance_time(INTERVAL)
     assert texts(announcing) == [
-        f"🏆 New #1 on **addone** (cpu)! {world.alice.mention} moves to #1 with **20 µs** · submission #{first}"
+        f"🏆 New #1 on **addone** (cpu)! {world.alice.mention} moves to #1 with **20.0 µs** · submission #{first}"
     ]
     await world.env.advance_time(INTERVAL * 2)
     await world.env.restart_bot(KernelcupBot(world.service, world.bot.settings))
@@ -48,7 +48,7 @@ async def test_new_first_place_is_announced_once_across_restarts(world, announci
     second = await ranked(world, world.bob, 10_000)
     await world.env.advance_time(INTERVAL)
     assert texts(announcing)[-1] == (
-        f"🏆 New #1 on **addone** (cpu)! {world.bob.mention} moves to #1 with **10 µs** · submission #{second}"
+        f"🏆 New #1 on **addone** (cpu)! {world.bob.mention} moves to #1 with **10.0 µs** · submission #{second}"
     )
 
 
@@ -60,7 +60,7 @@ async def test_top_three_and_a_personal_improvement(world, announcing) -> None:
     lines = texts(announcing)
     assert len(lines) == 2
     assert lines[1] == (
-        f"🎉 New top 3 on **addone** (cpu): {world.bob.mention} moves to #2 with **30 µs** · submission #{third}"
+        f"🎉 New top 3 on **addone** (cpu): {world.bob.mention} moves to #2 with **30.0 µs** · submission #{third}"
     )
     assert world.service.ranking("addone", "cpu").entries[1].submission_id == better
 

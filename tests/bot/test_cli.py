@@ -106,3 +106,23 @@ def test_bad_device_peaks_are_named(env) -> None:
     result = invoke("--no-worker", DISCORD_TOKEN="t", DISCORD_DEVICE_PEAKS='{"H100": "fast"}')
     assert result.exit_code == 1
     assert "DISCORD_DEVICE_PEAKS" in result.output
+
+
+def closed_port() -> int:
+    """A loopback port that nothing listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_discord_is_one_line_naming_the_host(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    port = closed_port()
+    monkeypatch.setattr(discord.http.Route, "BASE", f"http://127.0.0.1:{port}/api/v10")
+    result = invoke("--no-worker", DISCORD_TOKEN="t0k3n")
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output and "aiohttp" not in result.output
+    [line] = result.output.strip().splitlines()[-1:]
+    assert line.startswith("error: Discord cannot be reached at 127.0.0.1:") and str(port) in line
+    assert "t0k3n" not in result.output

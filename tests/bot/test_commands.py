@@ -57,8 +57,8 @@ async def test_show_ranks_per_device_with_a_chart(world) -> None:
     text = result.response.content
     assert "**cpu**: 2 ranked" in text
     rows = text.split("```")[1].strip().splitlines()
-    assert rows[1].split()[:3] == ["1", "bob", "10"]
-    assert rows[2].split()[:3] == ["2", "alice", "20"]
+    assert rows[1].split()[:4] == ["1", "bob", "10.0", "µs"]
+    assert rows[2].split()[:4] == ["2", "alice", "20.0", "µs"]
     [chart] = result.response.attachments
     assert chart.filename == "addone-best-scores.png"
     assert (await chart.read()).startswith(b"\x89PNG")
@@ -79,7 +79,7 @@ async def test_mine_lists_only_my_submissions(world) -> None:
     assert result.ephemeral
     text = result.response.content
     assert f"**#{mine}**" in text and "**#2** ·" not in text
-    assert "✅ **cpu**: accepted · score **20 µs** · rank **#2** (your best)" in text
+    assert "✅ **cpu**: accepted · score **20.0 µs** · rank **#2** (your best)" in text
 
 
 async def test_task_has_the_description_and_files(world) -> None:

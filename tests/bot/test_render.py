@@ -20,13 +20,21 @@ from runners.contract import BenchmarkResult, Mode, RunResult, TestResult, Timin
 
 def stats(median: float, std: float = 10.0, samples: int = 100) -> TimingStats:
     return TimingStats(
-        samples=samples, median_ns=median, mean_ns=median, std_ns=std, stderr_ns=1.0, min_ns=median, max_ns=median
+        samples=samples,
+        median_ns=median,
+        mean_ns=median,
+        std_ns=std,
+        stderr_ns=1.0,
+        min_ns=median - 3 * std,
+        max_ns=median + 3 * std,
+        p25_ns=median - std / 2,
+        p75_ns=median + std,
     )
 
 
 @pytest.mark.parametrize(
     ("ns", "text"),
-    [(812, "812 ns"), (12_345, "12.3 µs"), (4_560_000, "4.56 ms"), (1.2e9, "1.2 s"), (250_000, "250 µs"), (None, "–")],
+    [(812, "812 ns"), (12_345, "12.3 µs"), (4_560_000, "4.56 ms"), (1.2e9, "1.20 s"), (250_000, "250 µs"), (None, "–")],
 )
 def test_format_ns_picks_a_readable_unit(ns: float | None, text: str) -> None:
     assert format_ns(ns) == text
@@ -65,7 +73,7 @@ def test_benchmark_shows_median_spread_and_speed_of_light() -> None:
     peak = DevicePeak(bytes_per_s=3e12)
     assert speed_of_light(bench, peak) == pytest.approx(0.8)
     [line] = lines_of_benchmarks([bench], peak)
-    assert line == "✅ bench 1 (size=1048576): 10 µs ± 200 ns (n=100), 80% of speed of light"
+    assert line == "✅ bench 1 (size=1048576): 10.0 µs (IQR 9.90–10.2 µs, n=100), 80% of speed of light"
 
 
 def test_speed_of_light_is_the_roofline_bound_and_unknown_without_a_peak() -> None:
@@ -104,7 +112,7 @@ def test_result_lines_end_with_the_score() -> None:
         benchmarks=[BenchmarkResult(index=0, case={}, verdict=Verdict.ACCEPTED, stats=stats(5_000))],
         score_ns=5_000,
     )
-    assert result_lines(result)[-1] == "score: **5 µs**"
+    assert result_lines(result)[-1] == "score: **5.00 µs**"
 
 
 def test_logs_text_names_each_part_and_skips_empty_ones() -> None:

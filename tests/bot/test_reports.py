@@ -163,8 +163,8 @@ def test_report_has_per_device_results_speed_of_light_and_files() -> None:
     details = SubmissionDetails(status(done, other), "code", "sha", (PublicResult("H100", result),))
     out = report(details, lambda d: DevicePeak(bytes_per_s=3e12) if d == "H100" else None)
     lines = out.content.splitlines()
-    assert lines[2] == "✅ **H100**: accepted · score **10 µs** · rank **#1** (your best)"
-    assert "✅ bench 1 (n=1): 10 µs ± 100 ns (n=50), 100% of speed of light" in lines
+    assert lines[2] == "✅ **H100**: accepted · score **10.0 µs** · rank **#1** (your best)"
+    assert "✅ bench 1 (n=1): 10.0 µs (range 9.90–10.5 µs, n=50), 100% of speed of light" in lines
     assert "secret-seed run: passed" in lines
     assert lines[-1] == "⚙️ **cpu**: started"
     assert [f.name for f in out.files] == ["logs-7-H100.txt", "profile-7-H100.txt"]
@@ -210,7 +210,7 @@ def test_ranking_table_is_aligned_and_says_how_many_more() -> None:
     assert head.startswith("**H100**: 5 ranked · score = geometric mean of the benchmark medians")
     rows = table.strip().splitlines()
     assert rows[1] == "  1  alice                  1.23 µs     100  2026-11-01 12:00"
-    assert rows[2] == "  2› a-very-long-user-…      2.5 ms     101  2026-11-01 12:00"
+    assert rows[2] == "  2› a-very-long-user-…     2.50 ms     101  2026-11-01 12:00"
     assert more == "\n… and 3 more"
     assert "No ranked submissions yet" in ranking_table(Ranking("v", "cpu", "last", (), 0))
 
@@ -254,12 +254,12 @@ def test_task_reply_has_an_embed_and_the_files() -> None:
 def test_announcement_text() -> None:
     change = RankChangeView(1, "vectoradd", "H100", 5, "bob", 42, 17, 3, 1, 9_000.0, 11_000.0, T0)
     assert announcement_text(change) == (
-        "🏆 New #1 on **vectoradd** (H100)! <@42> moves from #3 to #1 with **9 µs** "
-        "(their previous best: 11 µs) · submission #17"
+        "🏆 New #1 on **vectoradd** (H100)! <@42> moves from #3 to #1 with **9.00 µs** "
+        "(their previous best: 11.0 µs) · submission #17"
     )
     local = replace(change, user_discord_id=None, new_rank=3, old_rank=None, previous_score_ns=None)
     assert announcement_text(local) == (
-        "🎉 New top 3 on **vectoradd** (H100): **bob** moves to #3 with **9 µs** · submission #17"
+        "🎉 New top 3 on **vectoradd** (H100): **bob** moves to #3 with **9.00 µs** · submission #17"
     )
 
 

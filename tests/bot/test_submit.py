@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import discord
 import pytest
-from bot_fakes import HeldLauncher, accepted, compile_error, launcher, wrong_answer
+from bot_fakes import accepted, compile_error, held, launcher, wrong_answer
 from bot_steps import GOOD, STATUS_INTERVAL, raised, runner_online, serve_queue, submit
 
 from leaderboards.errors import UserError
@@ -47,7 +47,7 @@ async def test_status_follows_the_job_then_shows_the_report(world) -> None:
     result = await submit(world, world.alice, mode="ranked", device="cpu")
     [status] = result.followups
     gate = asyncio.Event()
-    worker = asyncio.create_task(serve_queue(world, HeldLauncher(gate)))
+    worker = asyncio.create_task(serve_queue(world, held(gate)))
     for _ in range(500):  # the worker runs in real time beside the simulated Discord
         jobs = world.service.submission_status(1).jobs
         if jobs[0].events and jobs[0].events[-1].phase == "testing":
@@ -72,7 +72,7 @@ async def test_status_follows_the_job_then_shows_the_report(world) -> None:
     text = report.content
     assert "✅ **cpu**: accepted · score **12.5 µs** · rank **#1** (your best)" in text
     assert "tests: 2/2 passed" in text
-    assert "✅ bench 1 (size=1024, seed=3): 12.5 µs ± 300 ns (n=100)" in text
+    assert "✅ bench 1 (size=1024, seed=3): 12.5 µs (IQR 12.4–12.7 µs, n=100)" in text
     assert "secret-seed run: passed" in text
     assert [a.filename for a in report.attachments] == ["logs-1-cpu.txt"]
     # One edit per change of state (testing, final): polls that saw nothing new edited nothing.
@@ -232,7 +232,7 @@ async def test_a_ranked_run_that_is_not_a_personal_best_says_so(world) -> None:
     result = await submit(world, world.alice, mode="ranked")
     await serve_queue(world, launcher(lambda r: accepted(r, 20_000)))
     await world.env.advance_time(STATUS_INTERVAL)
-    assert "✅ **cpu**: accepted · score **20 µs** · not better than your best: your rank stays" in (
+    assert "✅ **cpu**: accepted · score **20.0 µs** · not better than your best: your rank stays" in (
         result.followups[0].content
     )
 
@@ -269,7 +269,7 @@ async def test_every_command_is_acknowledged_before_the_service_is_asked(world) 
 
             return call
 
-    world.bot.service = Watching()
+    world.bot.context.service = Watching()  # type: ignore[assignment]
     commands = [
         ("leaderboard submit", {"file": ("kernel.py", GOOD), "leaderboard": "addone", "mode": "test", "device": "cpu"}),
         ("leaderboard list", {}),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import time
@@ -14,24 +13,29 @@ from kernelcup.cli import build_app
 from kernelcup.commands.runners import margin_warning
 from runners import routing
 from runners.contract import RunResult, TestResult, Verdict
+from runners.launchers.fake import FakeLauncher
 from runners.launchers.github import GithubLauncher
-from runners.remote_settings import GithubSettings
+from runners.launchers.settings import GithubSettings
 
 
-class ReadyLocal:
-    name = "local"
-
-    async def run(self, request, job):  # pragma: no cover - never run here
-        raise AssertionError
-
-    async def check(self) -> str:
-        return "local: test machine"
+def local(answer=None, *, allows_unsandboxed: bool = False, delay_s: float = 0.0) -> FakeLauncher:
+    """The shipped fake as this machine's launcher: its check passes; it answers the no-op job with
+    ``answer(request)`` as made (echoing the request or not)."""
+    return FakeLauncher(
+        answer,
+        name="local",
+        ready="local: test machine",
+        echo=False,
+        allows_unsandboxed=allows_unsandboxed,
+        delay_s=delay_s,
+        progress=(),
+    )
 
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no .env
-    monkeypatch.setattr(routing, "_local", lambda route: ReadyLocal())
+    monkeypatch.setattr(routing, "_local", lambda route, settings: local())
     for name in ("KERNELCUP_ROUTES", "GITHUB_TOKEN", "GITHUB_REPO", "KERNELCUP_WORKER_LAUNCH_MARGIN_S"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
@@ -50,17 +54,6 @@ def test_default_table_is_local_and_ok(env) -> None:
     ]  # fmt: skip
 
 
-class Answering(ReadyLocal):
-    """A launcher answering the no-op job with a result built by ``answer(request)``."""
-
-    def __init__(self, answer, allows_unsandboxed: bool = False) -> None:
-        self.answer = answer
-        self.allows_unsandboxed = allows_unsandboxed
-
-    async def run(self, request, job):
-        return self.answer(request)
-
-
 def answered(request, *, sandboxed: bool = True, echo: bool = True, verdict: Verdict = Verdict.ACCEPTED):
     test = TestResult(index=0, case=request.tests[0], verdict=verdict)
     result = RunResult(verdict=verdict, mode=request.mode, message="", tests=[test])
@@ -74,17 +67,17 @@ def answered(request, *, sandboxed: bool = True, echo: bool = True, verdict: Ver
 @pytest.mark.parametrize(
     ("launcher", "ok", "sandboxed", "says"),
     [
-        (Answering(answered), True, True, "no-op job accepted"),
-        (Answering(lambda r: answered(r, sandboxed=False)), False, False, "without its sandbox"),
-        (Answering(lambda r: answered(r, sandboxed=False), allows_unsandboxed=True), True, False, "NOT sandboxed"),
-        (Answering(lambda r: answered(r, echo=False)), False, True, "does not answer this job's request"),
-        (Answering(lambda r: answered(r, verdict=Verdict.RUNTIME_ERROR)), False, True, "ended runtime_error"),
+        (local(answered), True, True, "no-op job accepted"),
+        (local(lambda r: answered(r, sandboxed=False)), False, False, "without its sandbox"),
+        (local(lambda r: answered(r, sandboxed=False), allows_unsandboxed=True), True, False, "NOT sandboxed"),
+        (local(lambda r: answered(r, echo=False)), False, True, "does not answer this job's request"),
+        (local(lambda r: answered(r, verdict=Verdict.RUNTIME_ERROR)), False, True, "ended runtime_error"),
     ],
     ids=["sandboxed", "unsandboxed", "unsandboxed-allowed", "unbound", "failed"],
 )
 def test_the_no_op_job_reports_whether_the_route_is_sandboxed_and_trusted(env, launcher, ok, sandboxed, says) -> None:
     """Issue 10: `runners check` runs a no-op job on each route and judges its result as the worker would."""
-    env.setattr(routing, "_local", lambda route: launcher)
+    env.setattr(routing, "_local", lambda route, settings: launcher)
     result = invoke("--json", "--job-timeout", "5")
     assert result.exit_code == (0 if ok else 1), result.output
     (row,) = json.loads(result.output)
@@ -92,11 +85,7 @@ def test_the_no_op_job_reports_whether_the_route_is_sandboxed_and_trusted(env, l
 
 
 def test_a_no_op_job_that_hangs_is_bounded(env) -> None:
-    class Hanging(ReadyLocal):
-        async def run(self, request, job):
-            await asyncio.sleep(3600)
-
-    env.setattr(routing, "_local", lambda route: Hanging())
+    env.setattr(routing, "_local", lambda route, settings: local(delay_s=3600))
     started = time.monotonic()
     result = invoke("--json", "--job-timeout", "1")
     assert time.monotonic() - started < 10 and result.exit_code == 1
@@ -106,9 +95,8 @@ def test_a_no_op_job_that_hangs_is_bounded(env) -> None:
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 def test_the_no_op_job_runs_sandboxed_through_the_real_local_runner(env) -> None:
     from runners.launchers.local import LocalLauncher
-    from runners.settings import RunnerSettings
 
-    env.setattr(routing, "_local", lambda route: LocalLauncher(RunnerSettings(_env_file=None)))
+    env.setattr(routing, "_local", lambda route, settings: LocalLauncher(settings.runner))
     result = invoke("--json")
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)
@@ -148,7 +136,7 @@ def test_worker_margin_shorter_than_a_remote_wait_is_flagged() -> None:
     warning = margin_warning(launcher, 120.0)
     assert "KERNELCUP_WORKER_LAUNCH_MARGIN_S" in warning and str(int(launcher.wait_margin_s)) in warning
     assert margin_warning(launcher, launcher.wait_margin_s) == ""
-    assert margin_warning(ReadyLocal(), 1.0) == "", "a launcher without its own waits is never flagged"
+    assert margin_warning(local(), 1.0) == "", "a launcher without its own waits is never flagged"
 
 
 def test_workers_lists_live_workers_and_fails_on_an_unhealthy_one(env, tmp_path) -> None:
@@ -172,3 +160,19 @@ def test_workers_lists_live_workers_and_fails_on_an_unhealthy_one(env, tmp_path)
     result = invoke("--workers", "--no-job")
     assert result.exit_code == 1
     assert "unhealthy" in result.output and "KERNELCUP_PYTHON" in result.output
+
+
+def test_a_local_route_to_a_gpu_this_machine_lacks_fails_its_check(env) -> None:
+    class GpuLessLocal(FakeLauncher):
+        def cannot_serve(self, device: str) -> str | None:
+            return None if device == "cpu" else f"this worker has no GPU; the job wants {device}"
+
+    gpu_less = GpuLessLocal(name="local", ready="local: test machine", echo=False, allows_unsandboxed=False,
+                            progress=())
+    env.setattr(routing, "_local", lambda route, settings: gpu_less)
+    env.setenv("KERNELCUP_ROUTES", "H100=local,cpu=local")
+    result = invoke("--json", "--no-job")
+    rows = {row["device"]: row for row in json.loads(result.output)}
+    assert result.exit_code == 1
+    assert rows["H100"]["ok"] is False and "the job wants H100" in rows["H100"]["message"]
+    assert rows["cpu"]["ok"] is True

@@ -35,7 +35,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeLauncher:
     launcher = FakeLauncher()
-    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", local=None: lambda device: launcher)
+    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", **_: lambda device: launcher)
     return launcher
 
 
@@ -78,7 +78,7 @@ def test_submit_text_report_shows_progress_score_and_rank(env: Path, fake: FakeL
 
 def test_submit_wrong_answer_exits_nonzero(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     launcher = FakeLauncher(verdict_result(Verdict.WRONG_ANSWER, "output differs at index 2"))
-    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", local=None: lambda device: launcher)
+    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", **_: lambda device: launcher)
     sync(env, ["cpu"])
     (env / "sol.py").write_text(SOLUTION)
     result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--mode", "test"])
@@ -111,7 +111,7 @@ def test_submit_user_errors_are_one_line(env: Path, fake: FakeLauncher) -> None:
 
 def test_worker_rejects_unknown_launcher(env: Path) -> None:
     result = CliRunner().invoke(build_app(), ["worker", "--launcher", "teleport", "--once"])
-    assert result.exit_code != 0 and "choose one of" in result.output
+    assert result.exit_code == 2 and "'teleport' is not one of" in result.output
 
 
 def test_demo_without_problem_set_says_what_is_missing(env: Path) -> None:
@@ -130,6 +130,14 @@ def test_demo_submits_pytorch_solutions_and_prints_rankings(env: Path, fake: Fak
     assert all(r.device == "cpu" for r in fake.requests)
     # demo leaderboards benchmark the largest test cases, not the GPU-sized benchmarks
     assert fake.requests[0].benchmarks == fake.requests[0].tests[-1:] or len(fake.requests[0].benchmarks) <= 2
+
+
+def test_demo_with_a_mistyped_problem_says_which_it_meant(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu"])
+    result = CliRunner().invoke(build_app(), ["demo", "--set", str(env / "problems" / "starter.yaml"), "-p", "ad"])
+    assert result.exit_code == 1
+    assert "no problem named 'ad'. Did you mean 'add'?" in " ".join(result.output.split())
+    assert fake.requests == []
 
 
 def test_worker_process_stops_gracefully_on_sigterm(env: Path) -> None:

@@ -33,7 +33,8 @@ def test_create_list_and_revoke(env: dict[str, str]) -> None:
     assert r.exit_code == 0, r.output
     token = r.stdout.strip()
     assert token.startswith("kc_") and "shown only now" in r.stderr and "expires never" in r.stderr
-    service = LeaderboardService(open_database(CoreSettings(_env_file=None, data_dir=Path(env["KERNELCUP_DATA_DIR"]))))
+    core = CoreSettings(_env_file=None, data_dir=Path(env["KERNELCUP_DATA_DIR"]))
+    service = LeaderboardService(open_database(core), core)
     who = service.authenticate(token, Scope.ADMIN)
     assert who.user.identity == "local:root" and who.expires_at is None
     r = run(env, "tokens", "create", "discord:1234", "--bot", "--expires", "30d", "--json")

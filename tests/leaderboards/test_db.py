@@ -230,3 +230,46 @@ def test_sqlite_migration_0003_keeps_every_row_and_stops_reusing_ids(tmp_path: P
         s.execute(text("DELETE FROM submissions WHERE id = 3"))
     assert service.submit(UserRef("ann"), "s.py", b"# new\n", "add", ["cpu"], "test").submission_id == 4
     engine.dispose()
+
+
+@pytest.mark.parametrize("scheme", ["postgres", "postgresql", "postgresql+psycopg2"])
+def test_postgres_urls_as_hosts_hand_them_out_mean_psycopg2(scheme: str) -> None:
+    engine = make_engine(f"{scheme}://u:secret@db.example:5433/app")
+    assert engine.url.drivername == "postgresql+psycopg2" and engine.url.password == "secret"
+    engine.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("scheme", ["postgres", "postgresql"])
+def test_postgres_scheme_connects_to_the_test_database(scheme: str) -> None:
+    reason = postgres_reachable()
+    if reason:
+        pytest.skip(reason)
+    from helpers import POSTGRES_URL
+    from sqlalchemy import text
+
+    url = scheme + POSTGRES_URL[POSTGRES_URL.index("://") :]
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("select current_database()")).scalar() == "test"
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [("not a url", "DATABASE_URL is not a database URL"), ("mysql+nodriver://u:pw@h/db", "cannot use: mysql")],
+)
+def test_an_unusable_database_url_names_the_setting_and_hides_the_password(url: str, words: str) -> None:
+    with pytest.raises(DatabaseNotReady) as info:
+        make_engine(url)
+    assert words in str(info.value) and "postgresql://USER:PASSWORD@HOST" in str(info.value)
+    assert "pw" not in str(info.value)
+
+
+def test_a_data_directory_that_cannot_be_made_names_the_setting(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    settings = CoreSettings(_env_file=None, data_dir=tmp_path / "file" / "data")
+    with pytest.raises(DatabaseNotReady, match=r"Cannot create the data directory .*set KERNELCUP_DATA_DIR"):
+        open_database(settings)

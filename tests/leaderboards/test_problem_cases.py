@@ -20,17 +20,32 @@ from leaderboards.problems import ProblemFormatError
 from leaderboards.service import LeaderboardService
 from leaderboards.sync import sync_problem_set, validate_path
 from runners.launchers.base import LauncherError
-from runners.routing import RoutingSettings, build_router
+from runners.routing import Router, RoutingSettings
 
 CASES = Path(__file__).parent / "problem_cases"
+REPO = Path(__file__).resolve().parents[2]
 NAMES = sorted(p.name for p in CASES.iterdir() if p.is_dir() and not p.name.startswith("_"))
+
+
+def _params() -> list[object]:
+    """One parameter per case; a case that gets through today (``xfail:``, docs/redteam-2026-11-23.md) is a strict
+    expected failure until it is fixed, then the line goes."""
+    params = []
+    for name in NAMES:
+        reason = yaml.safe_load((CASES / name / "expect.yml").read_text()).get("xfail")
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+PARAMS = _params()
 ROUTES = "H100=local,cpu=local"
 
 
 def routed(device: str) -> str | None:
     """The device check of the CLI (``kernelcup.wiring.device_check``) on fixed routes without a '*'."""
     try:
-        build_router(RoutingSettings(KERNELCUP_ROUTES=ROUTES)).route_for(device)
+        Router(routes=RoutingSettings(KERNELCUP_ROUTES=ROUTES).table, factories={}).route_for(device)
     except LauncherError as exc:
         return str(exc)
     return None
@@ -44,6 +59,11 @@ def prepare(name: str, into: Path) -> tuple[Path, dict[str, Any]]:
     make = expect.get("make", {})
     if "fifo" in make:
         os.mkfifo(into / make["fifo"])
+    for rel, target in make.get("symlink", {}).items():  # "repo:<path>" points into this repository
+        link = into / rel
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        os.symlink(REPO / target.removeprefix("repo:") if target.startswith("repo:") else target, link)
     for rel, size in make.get("pad", {}).items():
         target = into / rel
         text = target.read_text() if target.exists() else ""
@@ -67,7 +87,7 @@ def test_every_case_says_what_it_expects() -> None:
         assert expect.get("why") and (expect.get("error") or expect.get("warning")), name
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", PARAMS)
 def test_validate_names_the_mistake(name: str, tmp_path: Path) -> None:
     set_file, expect = prepare(name, tmp_path / name)
     report = validate_path(set_file, check=check_reference_in_process, device_check=routed)
@@ -82,7 +102,7 @@ def test_validate_names_the_mistake(name: str, tmp_path: Path) -> None:
         assert expect["warning"] in warnings
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", PARAMS)
 def test_sync_refuses_it_and_changes_nothing(name: str, tmp_path: Path, service: LeaderboardService) -> None:
     set_file, expect = prepare(name, tmp_path / name)
     if expect.get("before"):

@@ -3,8 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from leaderboards.problems import ProblemFormatError, load_problem, load_problem_set
+from leaderboards.problem_rules import check_case, problem_path_issue, text_issue
+from leaderboards.problems import ProblemFormatError, Task, load_problem, load_problem_set
+from leaderboards.snapshot import problem_from_snapshot
 from runners.contract import Mode
 
 REFERENCE = """
@@ -48,7 +51,7 @@ def test_every_error_is_reported_with_file_and_field(tmp_path: Path) -> None:
 
 def test_reference_must_define_the_three_functions(tmp_path: Path) -> None:
     path = _problem(
-        tmp_path / "p", "description: d\ntests: [{n: 1}]\nbenchmarks: [{n: 2}]\n", "def ref_kernel(d): pass\n"
+        tmp_path / "p", "description: d\ntests: [{n: 1}]\nbenchmarks: [{n: 2, seed: 3}]\n", "def ref_kernel(d): pass\n"
     )
     with pytest.raises(ProblemFormatError) as exc:
         load_problem(path)
@@ -79,8 +82,104 @@ def test_the_reference_check_runs_the_smallest_test_case_on_the_cpu() -> None:
     matmul = load_problem(root / "matmul")
     assert matmul.smallest_test() == {"m": 1, "k": 1, "n": 1, "seed": 1357}
     request = reference_request(matmul)
-    assert request.tests == [{"m": 1, "k": 1, "n": 1, "seed": 1357}] and request.benchmarks == []
+    assert request.tests == [{"m": 1, "k": 1, "n": 1, "seed": 1357}]
+    assert request.benchmarks == matmul.task.benchmarks  # their inputs are generated once, never timed
+    assert request.limits.run_timeout_s == matmul.task.test_timeout_s + matmul.task.benchmark_timeout_s
     assert request.device == "cpu" and request.mode is Mode.TEST and request.seed is None
     assert request.files == matmul.files
     cuda = reference_request(load_problem(root / "vectoradd_cu"))
     assert cuda.submission.name.endswith(".cu")
+
+
+@pytest.mark.parametrize(
+    ("text", "bad"),
+    [
+        ("\x1b[2Jcleared", "U+001B"),
+        ("a\rb", "U+000D"),
+        ("\x9bcsi", "U+009B"),
+        ("\x7f", "U+007F"),
+        ("name \u202eexe.txt", "U+202E"),
+        ("isolate \u2066x\u2069", "U+2066"),
+    ],
+)
+def test_free_text_refuses_control_characters_and_bidi_overrides(text: str, bad: str) -> None:
+    issue = text_issue(text)
+    assert issue is not None and bad in issue
+    assert text not in issue  # named by code point, never echoed
+
+
+def test_free_text_keeps_newlines_tabs_and_any_language() -> None:
+    assert (
+        text_issue("Add one.\n\tThen twice: x + 2 (\u00e9l\u00e8ve, \u0645\u0631\u062d\u0628\u0627, \u65e5\u672c)")
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "/abs/reference.py",
+        "sub/../sub/keep.py",
+        "./reference.py",
+        "sub//keep.py",
+        "sub/",
+        ".",
+        "",
+        "a\0b.py",
+        "..",
+        "sub\\keep.py",
+        "x\x1b.py",
+    ],
+)
+def test_listed_paths_follow_the_runners_rule(rel: str) -> None:
+    assert problem_path_issue(rel) is not None
+
+
+def test_normal_relative_paths_are_fine() -> None:
+    assert problem_path_issue("reference.py") is None and problem_path_issue("sub/harness.cu") is None
+
+
+@pytest.mark.parametrize("key", ["1size", "class", "with space", "x-y", "\u00e9", "a" * 65, "", "<img>"])
+def test_case_keys_are_identifiers(key: str) -> None:
+    with pytest.raises(ValueError, match="not a parameter name"):
+        check_case({key: 1})
+
+
+def test_case_integers_fit_in_64_bits() -> None:
+    assert check_case({"size": 2**63 - 1, "seed": -(2**63)})
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        check_case({"size": 2**63})
+
+
+def test_numbers_are_strict_but_integers_are_numbers(tmp_path: Path) -> None:
+    base = "description: d\ntests: [{size: 1, seed: 1}]\nbenchmarks: [{size: 2, seed: 3}]\n"
+    assert load_problem(_problem(tmp_path / "int", base + "test_timeout_s: 60\n")).task.test_timeout_s == 60.0
+    assert load_problem(_problem(tmp_path / "exp", base + "test_timeout_s: 6e1\n")).task.test_timeout_s == 60.0
+    for i, bad in enumerate(["true", "'60'", "'1e2'"]):
+        with pytest.raises(ProblemFormatError, match="test_timeout_s: Input should be a valid number"):
+            load_problem(_problem(tmp_path / str(i), base + f"test_timeout_s: {bad}\n"))
+
+
+def test_a_stored_snapshot_is_read_under_the_rules_of_its_day(tmp_path: Path) -> None:
+    """A leaderboard synced before a rule was added stays readable (the runner refuses an unseeded ranked run)."""
+    path = _problem(tmp_path / "p", "description: d\ntests: [{size: 1, seed: 1}]\nbenchmarks: [{size: 2, seed: 3}]\n")
+    snap = load_problem(path).snapshot()
+    snap["task"]["benchmarks"] = [{"size": 2}]
+    snap["task"]["description"] = "old \x1b[1mbold\x1b[0m text"
+    assert problem_from_snapshot(snap).task.benchmarks == [{"size": 2}]
+    with pytest.raises(ValidationError, match="has no 'seed'"):
+        Task.model_validate(snap["task"])
+
+
+def test_links_that_stay_inside_their_folders_are_followed(tmp_path: Path) -> None:
+    task = "description: d\ntests: [{size: 1, seed: 1}]\nbenchmarks: [{size: 2, seed: 3}]\n"
+    path = _problem(tmp_path / "set" / "p", "")
+    (path / "real.yml").write_text(task)
+    (path / "task.yml").unlink()
+    (path / "task.yml").symlink_to("real.yml")
+    assert load_problem(path).task.benchmarks == [{"size": 2, "seed": 3}]
+    (tmp_path / "set" / "alias").symlink_to("p")
+    (tmp_path / "set" / "s.yaml").write_text(
+        "name: s\nproblems:\n  - {directory: alias, deadline: 2099-01-01, devices: [cpu]}\n"
+    )
+    assert list(load_problem_set(tmp_path / "set" / "s.yaml")[1]) == ["alias"]

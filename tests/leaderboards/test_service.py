@@ -62,6 +62,7 @@ def test_submit_queues_one_job_per_device_and_stores_code_once(service: Leaderbo
     ("kwargs", "error", "words"),
     [
         ({"leaderboard": "nope"}, LeaderboardNotFound, ["'nope'", "Known leaderboards: add"]),
+        ({"leaderboard": "ADX"}, LeaderboardNotFound, ["'ADX'", "Did you mean 'add'?", "Known leaderboards: add"]),
         ({"devices": ["A100"]}, DeviceNotAllowed, ["'A100'", "cpu, H100"]),
         ({"devices": None}, DeviceNotAllowed, ["choose one of: cpu, H100"]),
         ({"file_name": "kernel.cu"}, InvalidSubmission, ["Python files (.py)", "'kernel.cu'"]),
@@ -277,6 +278,12 @@ def test_admin_create_update_delete(service: LeaderboardService, board: str, tmp
         service.create_leaderboard(make_problem(tmp_path / "again"), deadline=future(), devices=["cpu"])
     with pytest.raises(InvalidChange, match="time zone"):
         service.update_leaderboard(board, deadline=datetime(2030, 1, 1))
+    with pytest.raises(InvalidChange, match=r"description has a control character \(U\+001B\)"):
+        service.update_leaderboard(board, description="new \x1b[2J words")  # the rule problem files follow
+    with pytest.raises(InvalidChange, match=r"bidirectional control \(U\+202E\)"):
+        service.create_leaderboard(
+            make_problem(tmp_path / "other"), name="other", deadline=future(), devices=["cpu"], description="\u202e"
+        )
     update = service.update_leaderboard(board, deadline=future(60), devices=["cpu"], description="new words")
     assert set(update.changed) == {"deadline", "devices", "description"} and not update.ranking_reset
     assert service.update_leaderboard(board, devices=["cpu"]).changed == ()

@@ -14,6 +14,7 @@ from kernelcup.cli import build_app
 from leaderboards.db import Database
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
 from leaderboards.sync import sync_problem_set, validate_path
 from runners.contract import RunRequest, RunResult
 
@@ -106,7 +107,7 @@ def test_tests_description_deadline_change_freely_but_benchmarks_need_force(
     problem_set: Path, cli, database: Database
 ) -> None:
     cli("problems", "sync", str(problem_set))
-    service = LeaderboardService(database)
+    service = LeaderboardService(database, CoreSettings(_env_file=None))
     r = service.submit(UserRef("a"), "s.py", b"x = 1\n", "scale-v1")
     from helpers import run_result
 
@@ -154,7 +155,7 @@ def test_leaderboard_show_ranks_per_device(problem_set: Path, cli, database: Dat
     from helpers import run_result
 
     cli("problems", "sync", str(problem_set))
-    service = LeaderboardService(database)
+    service = LeaderboardService(database, CoreSettings(_env_file=None))
     for user, median in (("slow", 3_000_000.0), ("fast", 1500.0)):
         r = service.submit(UserRef(user), "s.py", f"# {user}\n".encode(), "add", ["H100"])
         service.record_run(r.jobs[0].job_id, run_result([median, median]))
@@ -167,7 +168,7 @@ def test_leaderboard_show_ranks_per_device(problem_set: Path, cli, database: Dat
     assert [e["user_name"] for e in by_device["H100"]["entries"]] == ["fast", "slow"]
     assert "secret_seed" not in out
     code, out, _ = cli("leaderboard", "show", "add", "--device", "h100")
-    assert code == 0 and "fast" in out and "1.5 µs" in out and "3 ms" in out and "cpu" not in out.split("\n", 2)[2]
+    assert code == 0 and "fast" in out and "1.50 µs" in out and "3.00 ms" in out and "cpu" not in out.split("\n", 2)[2]
     code, _, err = cli("leaderboard", "show", "add", "--device", "TPU")
     assert code == 1 and "does not run on 'TPU'" in err
     code, _, err = cli("leaderboard", "show", "nope")
@@ -232,7 +233,8 @@ def test_validate_run_and_sync_run_each_reference_on_its_smallest_case(
     assert f"{broken}/reference.py: generate_input -> ref_kernel -> check_implementation" in result.stderr
     assert "ref_kernel raised TypeError" in result.stderr
     assert [a[0] for a in asked] == ["add", "broken"]
-    assert LeaderboardService(database).list_leaderboards(include_hidden=True) == ()  # nothing applied
+    service = LeaderboardService(database, CoreSettings(_env_file=None))
+    assert service.list_leaderboards(include_hidden=True) == ()  # nothing applied
 
     asked.clear()
     result = CliRunner().invoke(app, ["problems", "sync", "--skip-run", str(set_file)])

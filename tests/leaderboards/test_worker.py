@@ -20,44 +20,24 @@ from leaderboards.service import LeaderboardService
 from leaderboards.worker import Worker, WorkerSettings
 from runners.contract import Mode, Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.launchers.base import JobHandle, LauncherError
+from runners.launchers.fake import FakeLauncher, Step
 
 FAST = WorkerSettings(
     _env_file=None, lease_s=5, heartbeat_s=0.1, poll_s=0.01, backoff_base_s=0, backoff_max_s=0, stop_grace_s=0.5
 )
 
 
-class ScriptedLauncher:
-    """A launcher whose answer per call comes from a script: a RunResult, an exception, or a coroutine function."""
-
-    name = "scripted"
-    allows_unsandboxed = True  # it runs nothing
-
-    def __init__(self, *steps: Any, default: Callable[[RunRequest], RunResult] | None = None) -> None:
-        self.steps = list(steps)
-        self.default = default or (lambda req: run_result(mode=req.mode))
-        self.requests: list[RunRequest] = []
-        self.refs_seen: list[str | None] = []
-
-    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-        result = await self._answer(request, job)
-        return bind(result, request) if not result.request_sha256 else result
-
-    async def _answer(self, request: RunRequest, job: JobHandle) -> RunResult:
-        self.requests.append(request)
-        self.refs_seen.append(job.remote_ref)
-        await job.progress(ProgressEvent(phase=Phase.COMPILING))
-        await job.progress(ProgressEvent(phase=Phase.TESTING, detail="test 1/1"))
-        step = self.steps.pop(0) if self.steps else None
-        if isinstance(step, BaseException):
-            raise step
-        if callable(step):
-            return await step(request, job)
-        if isinstance(step, RunResult):
-            return step
-        return self.default(request)
-
-    async def check(self) -> str:
-        return "ok"
+def scripted(*steps: Step, default: Callable[[RunRequest], RunResult] | None = None) -> FakeLauncher:
+    """The shipped fake launcher answering its calls from a script (a RunResult, an exception, or a coroutine
+    function), then with ``default``; it reports compiling and testing first, and stores no remote reference of its
+    own."""
+    return FakeLauncher(
+        default or (lambda req: run_result(mode=req.mode)),
+        name="scripted",
+        steps=steps,
+        progress=(ProgressEvent(phase=Phase.COMPILING), ProgressEvent(phase=Phase.TESTING, detail="test 1/1")),
+        remote_refs=False,
+    )
 
 
 @pytest.fixture
@@ -102,7 +82,7 @@ def phases(svc: LeaderboardService, job_id: int) -> list[str]:
 
 def test_ranked_job_stores_public_and_secret_runs_and_ranks(svc: LeaderboardService) -> None:
     sub = submit(svc)
-    launcher = ScriptedLauncher()
+    launcher = scripted()
     serve(svc, launcher)
     [job] = jobs_of(svc, sub)
     assert job.status == JobStatus.SUCCEEDED and job.verdict == Verdict.ACCEPTED and job.attempts == 1
@@ -117,7 +97,7 @@ def test_ranked_job_stores_public_and_secret_runs_and_ranks(svc: LeaderboardServ
 
 def test_failed_public_run_is_stored_not_retried_and_skips_secret(svc: LeaderboardService) -> None:
     sub = submit(svc)
-    launcher = ScriptedLauncher(run_result(verdict=Verdict.WRONG_ANSWER, message="mismatch at index 3"))
+    launcher = scripted(run_result(verdict=Verdict.WRONG_ANSWER, message="mismatch at index 3"))
     serve(svc, launcher)
     [job] = jobs_of(svc, sub)
     assert len(launcher.requests) == 1
@@ -134,7 +114,7 @@ def test_infrastructure_failures_retry_then_fail_as_not_your_fault(svc: Leaderbo
         "verdict": RunResult.infrastructure_error(Mode.TEST, "runner lost its GPU"),
         "crash": RuntimeError("bug in launcher"),
     }[failure]
-    launcher = ScriptedLauncher(step, step, step, step)
+    launcher = scripted(step, step, step, step)
     serve(svc, launcher)
     [job] = jobs_of(svc, sub)
     assert len(launcher.requests) == 3  # max_attempts, then it sticks
@@ -179,7 +159,7 @@ def test_a_result_that_does_not_answer_the_request_is_never_stored(
     """Issue 10: a runner's result is bound to its job (request hash, nonce, mode, case counts); anything else is an
     infrastructure failure, retried, and never ranked."""
     sub = submit(svc)
-    launcher = ScriptedLauncher(*[_forged(kind)] * 3)
+    launcher = scripted(*[_forged(kind)] * 3)
     serve(svc, launcher)
     [job] = jobs_of(svc, sub)
     assert job.status == JobStatus.FAILED and job.attempts == 3
@@ -189,7 +169,7 @@ def test_a_result_that_does_not_answer_the_request_is_never_stored(
 
 def test_an_unsandboxed_result_is_refused_unless_the_route_allows_it(svc: LeaderboardService) -> None:
     sub = submit(svc, mode="test")
-    strict = ScriptedLauncher()
+    strict = scripted()
     strict.allows_unsandboxed = False  # a remote runner: its results must say they ran in the sandbox
     serve(svc, strict)
     [job] = jobs_of(svc, sub)
@@ -199,14 +179,14 @@ def test_an_unsandboxed_result_is_refused_unless_the_route_allows_it(svc: Leader
     sub = submit(svc, mode="test", user="bob")
     sandboxed = run_result(mode=Mode.TEST)
     sandboxed.system.sandboxed = True
-    serve(svc, ScriptedLauncher(sandboxed, default=lambda req: sandboxed))
+    serve(svc, scripted(sandboxed, default=lambda req: sandboxed))
     [job] = jobs_of(svc, sub)
     assert job.status == JobStatus.SUCCEEDED  # the same launcher's sandboxed result is stored
     # a file refused before anything ran is stored too: nothing ran, so nothing needed a sandbox
     sub = submit(svc, mode="test", user="carol")
     refused = RunResult(verdict=Verdict.COMPILE_ERROR, mode=Mode.TEST, message="refused")
     refused.system.ran = False
-    strict = ScriptedLauncher(refused)
+    strict = scripted(refused)
     strict.allows_unsandboxed = False
     serve(svc, strict)
     [job] = jobs_of(svc, sub)
@@ -215,7 +195,7 @@ def test_an_unsandboxed_result_is_refused_unless_the_route_allows_it(svc: Leader
 
 def test_infrastructure_failure_then_success_stores_once(svc: LeaderboardService) -> None:
     sub = submit(svc)
-    launcher = ScriptedLauncher(LauncherError("runner vanished"))
+    launcher = scripted(LauncherError("runner vanished"))
     serve(svc, launcher)
     [job] = jobs_of(svc, sub)
     assert job.status == JobStatus.SUCCEEDED and job.attempts == 2
@@ -230,7 +210,7 @@ def test_launcher_that_hangs_is_bounded_and_times_out(svc: LeaderboardService, m
         await asyncio.sleep(3600)
         raise AssertionError
 
-    launcher = ScriptedLauncher(hang, hang, hang)
+    launcher = scripted(hang, hang, hang)
     serve(svc, launcher)
     [job] = jobs_of(svc, sub)
     assert job.status == JobStatus.TIMED_OUT and "not your fault" in (job.error or "")
@@ -243,7 +223,7 @@ def test_reattach_hands_remote_ref_to_the_next_attempt(svc: LeaderboardService) 
     claim = queue.claim("dead-worker", lease_s=0.01)  # a worker that started a remote run, then died
     assert claim is not None
     queue.set_remote_ref(claim, "call-42")
-    launcher = ScriptedLauncher()
+    launcher = scripted()
     import time
 
     time.sleep(0.05)
@@ -263,7 +243,7 @@ def test_remote_ref_is_stored_before_the_result(svc: LeaderboardService) -> None
             seen.append(s.scalar(select(Job.remote_ref).where(Job.submission_id == sub)))
         return run_result(mode=request.mode)
 
-    serve(svc, ScriptedLauncher(remote))
+    serve(svc, scripted(remote))
     assert seen == ["gh-run-7"]
     assert jobs_of(svc, sub)[0].remote_ref is None
 
@@ -276,7 +256,7 @@ def test_cancel_during_run_stores_nothing(svc: LeaderboardService) -> None:
         await asyncio.sleep(5)  # the next heartbeat sees the lease gone and aborts us
         return run_result(mode=request.mode)
 
-    w = serve(svc, ScriptedLauncher(slow))
+    w = serve(svc, scripted(slow))
     [job] = jobs_of(svc, sub)
     assert job.status == JobStatus.CANCELLED
     assert runs_of(svc, job.id) == []
@@ -292,7 +272,7 @@ def test_lease_lost_before_storing_stores_nothing(svc: LeaderboardService) -> No
         return run_result(mode=request.mode)
 
     w = serve(
-        svc, ScriptedLauncher(overtaken), WorkerSettings(_env_file=None, heartbeat_s=30, lease_s=120, poll_s=0.01)
+        svc, scripted(overtaken), WorkerSettings(_env_file=None, heartbeat_s=30, lease_s=120, poll_s=0.01)
     )
     [job] = jobs_of(svc, sub)
     assert runs_of(svc, job.id) == []
@@ -311,7 +291,7 @@ def test_database_error_while_storing_is_retried(svc: LeaderboardService, monkey
         return real(*args, **kwargs)
 
     monkeypatch.setattr(svc, "record_run", flaky)
-    serve(svc, ScriptedLauncher())
+    serve(svc, scripted())
     [job] = jobs_of(svc, sub)
     assert job.status == JobStatus.SUCCEEDED
     assert [r.secret for r in runs_of(svc, job.id)] == [False, True]
@@ -326,7 +306,7 @@ def test_crash_after_public_run_resumes_with_secret_only(svc: LeaderboardService
     import time
 
     time.sleep(0.05)
-    launcher = ScriptedLauncher()
+    launcher = scripted()
     serve(svc, launcher)
     assert [r.seed is not None for r in launcher.requests] == [True]
     [job] = jobs_of(svc, sub)
@@ -360,7 +340,7 @@ def test_concurrency_serves_jobs_in_parallel(svc: LeaderboardService) -> None:
         return run_result(mode=request.mode)
 
     settings = FAST.model_copy(update={"concurrency": 4})
-    serve(svc, ScriptedLauncher(slowish, slowish, slowish, slowish), settings)
+    serve(svc, scripted(slowish, slowish, slowish, slowish), settings)
     assert peak > 1
     for sub in subs:
         assert jobs_of(svc, sub)[0].status == JobStatus.SUCCEEDED
@@ -374,7 +354,7 @@ def test_graceful_stop_requeues_running_job(svc: LeaderboardService) -> None:
         raise AssertionError
 
     async def main() -> Worker:
-        w = Worker(svc, lambda d: ScriptedLauncher(forever), FAST)
+        w = Worker(svc, lambda d: scripted(forever), FAST)
         stop = asyncio.Event()
         task = asyncio.create_task(w.run(stop))
         for _ in range(200):
@@ -400,7 +380,7 @@ def test_progress_events_are_capped(svc: LeaderboardService) -> None:
             await job.progress(ProgressEvent(phase=Phase.BENCHMARKING, detail=f"sample {i}"))
         return run_result(mode=request.mode)
 
-    serve(svc, ScriptedLauncher(chatty))
+    serve(svc, scripted(chatty))
     [job] = jobs_of(svc, sub)
     with svc.db.transaction() as s:
         n = s.scalar(select(func.count()).select_from(JobEvent).where(JobEvent.job_id == job.id))
@@ -410,3 +390,63 @@ def test_progress_events_are_capped(svc: LeaderboardService) -> None:
 def test_settings_refuse_heartbeat_slower_than_lease() -> None:
     with pytest.raises(ValueError, match="HEARTBEAT_S"):
         WorkerSettings(_env_file=None, lease_s=10, heartbeat_s=6)
+
+
+class OnlyWhatTheWorkerUses:
+    """The service seen through ``WorkerService``: anything else the worker asked for would be an AttributeError."""
+
+    def __init__(self, service: LeaderboardService) -> None:
+        self.db = service.db
+        self.clock = service.clock
+        self.run_requests = service.run_requests
+        self.record_run = service.record_run
+        self.public_run_failed = service.public_run_failed
+
+
+def test_the_worker_needs_only_its_narrow_protocol_of_the_service(svc: LeaderboardService) -> None:
+    """Issue 12: the worker depends on ``WorkerService`` (run requests, record a run, whether the public run failed,
+    the database for its queue and transaction), not on the whole service or a surface's status view."""
+    passing, failing = submit(svc, "ann"), submit(svc, "bob")
+    queue = JobQueue(svc.db)
+    claim = queue.claim("dead", lease_s=0.01)  # ann's job: its public run failed, then the worker died
+    assert claim is not None and claim.submission_id == passing
+    svc.record_run(claim.job_id, run_result(verdict=Verdict.WRONG_ANSWER), secret=False, owner=claim.owner)
+    import time
+
+    time.sleep(0.05)
+    launcher = scripted()
+    w = Worker(OnlyWhatTheWorkerUses(svc), lambda device: launcher, FAST)
+    asyncio.run(asyncio.wait_for(w.run(once=True), 60))
+    assert [r.seed is None for r in launcher.requests] == [True, False], "bob's two runs; no secret run for ann"
+    [ann] = jobs_of(svc, passing)
+    assert ann.status == JobStatus.SUCCEEDED and [r.secret for r in runs_of(svc, ann.id)] == [False]
+    [bob] = jobs_of(svc, failing)
+    assert bob.status == JobStatus.SUCCEEDED and [r.secret for r in runs_of(svc, bob.id)] == [False, True]
+
+
+def test_public_run_failed_says_so_only_for_a_stored_failing_public_run(svc: LeaderboardService) -> None:
+    queue = JobQueue(svc.db)
+    submit(svc, "ann")
+    claim = queue.claim("w", lease_s=60)
+    assert claim is not None
+    assert svc.public_run_failed(claim.job_id) is None  # nothing stored yet
+    svc.record_run(claim.job_id, run_result(verdict=Verdict.WRONG_ANSWER), secret=False, owner=claim.owner)
+    assert svc.public_run_failed(claim.job_id) == Verdict.WRONG_ANSWER  # failed: the job's verdict says how
+    submit(svc, "bob")
+    other = queue.claim("w", lease_s=60)
+    assert other is not None
+    svc.record_run(other.job_id, run_result(), secret=False, owner=other.owner)
+    assert svc.public_run_failed(other.job_id) is None  # passed
+
+
+def test_a_runner_without_the_jobs_gpu_fails_it_at_once_without_retry_or_blame(svc: LeaderboardService) -> None:
+    from runners.launchers.base import DeviceUnavailable
+
+    sub = submit(svc, devices=("H100",))
+    why = "this worker has no GPU; the job wants H100 (use -d cpu, or route H100 to a runner that has one)"
+    launcher = scripted(DeviceUnavailable(why))
+    w = serve(svc, launcher, settings=FAST.model_copy(update={"unhealthy_after": 1}))
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.FAILED and job.attempts == 1 and job.error == why
+    assert "not your fault" not in (job.error or "") and "retry" not in " ".join(phases(svc, job.id))
+    assert len(launcher.requests) == 1 and w.healthy  # one try; the worker itself is fine

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import bind, future, make_problem, run_result
+from helpers import future, make_problem, run_result
 from sqlalchemy import create_engine, select, text
 
 from leaderboards.models import Job, JobEvent, JobStatus, Run
@@ -23,6 +23,7 @@ from leaderboards.service import LeaderboardService
 from leaderboards.worker import Worker, WorkerSettings
 from runners.contract import RunRequest, RunResult
 from runners.launchers.base import JobHandle
+from runners.launchers.fake import FakeLauncher
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,39 +33,25 @@ KILLED_WORKER = textwrap.dedent(
     import asyncio, sys
     from leaderboards.db import Database, make_engine
     from leaderboards.service import LeaderboardService
+    from leaderboards.settings import CoreSettings
     from leaderboards.worker import Worker, WorkerSettings
     from runners.contract import Phase, ProgressEvent
+    from runners.launchers.fake import FakeLauncher
 
-    class Hanging:
-        name = "hanging"
-        async def run(self, request, job):
-            await job.set_remote_ref("remote-run-1")
-            await job.progress(ProgressEvent(phase=Phase.BENCHMARKING, detail="about to be killed"))
-            await asyncio.sleep(3600)
-        async def check(self):
-            return "ok"
+    async def hang(request, job):
+        await job.set_remote_ref("remote-run-1")
+        await job.progress(ProgressEvent(phase=Phase.BENCHMARKING, detail="about to be killed"))
+        await asyncio.sleep(3600)
+
+    hanging = FakeLauncher(name="hanging", steps=[hang], progress=(), remote_refs=False)
 
     db = Database(make_engine(sys.argv[1]))
     settings = WorkerSettings(_env_file=None, lease_s=2.0, heartbeat_s=0.3, poll_s=0.05)
-    worker = Worker(LeaderboardService(db), lambda device: Hanging(), settings, worker_id="doomed")
+    service = LeaderboardService(db, CoreSettings(_env_file=None))
+    worker = Worker(service, lambda device: hanging, settings, worker_id="doomed")
     asyncio.run(worker.run())
     """
 )
-
-
-class Reattaching:
-    name = "reattaching"
-    allows_unsandboxed = True
-
-    def __init__(self) -> None:
-        self.refs: list[str | None] = []
-
-    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-        self.refs.append(job.remote_ref)
-        return bind(run_result(mode=request.mode), request)
-
-    async def check(self) -> str:
-        return "ok"
 
 
 @pytest.fixture
@@ -109,7 +96,8 @@ def test_sigkilled_worker_loses_nothing(svc: LeaderboardService) -> None:
             proc.kill()
             proc.wait(10)
 
-    launcher = Reattaching()
+    launcher = FakeLauncher(lambda request: run_result(mode=request.mode), name="reattaching", progress=(),
+                            remote_refs=False)  # fmt: skip
     settings = WorkerSettings(_env_file=None, lease_s=5, heartbeat_s=0.2, poll_s=0.05)
     worker = Worker(svc, lambda device: launcher, settings, worker_id="survivor")
     started = time.monotonic()
@@ -120,7 +108,7 @@ def test_sigkilled_worker_loses_nothing(svc: LeaderboardService) -> None:
     job = job_of(svc, sub.submission_id)
     assert job.status == JobStatus.SUCCEEDED and job.attempts == 2
     assert job.lease_owner is not None and job.lease_owner.startswith("survivor#")
-    assert launcher.refs == ["remote-run-1", None]  # re-attached to the killed worker's remote run
+    assert launcher.refs_seen == ["remote-run-1", None]  # re-attached to the killed worker's remote run
     with svc.db.transaction() as s:
         runs = s.scalars(select(Run).where(Run.job_id == job.id)).all()
         events = list(s.scalars(select(JobEvent.detail).where(JobEvent.job_id == job.id, JobEvent.phase == "started")))
@@ -158,22 +146,17 @@ def test_connection_killed_during_job_loses_nothing(svc: LeaderboardService) -> 
         engine = make_engine(url_of(svc), connect_args={"application_name": "kc-fault-test"})
         svc = LeaderboardService(Database(engine), svc.settings)
 
-    class Killing:
-        name = "killing"
-        allows_unsandboxed = True
+    async def killing(request: RunRequest, job: JobHandle) -> RunResult:
+        await asyncio.to_thread(kill_connections)
+        await asyncio.sleep(0.5)  # heartbeats hit the dead connections meanwhile
+        result = run_result(mode=request.mode)
+        await asyncio.to_thread(kill_connections)  # and the result is stored on a fresh one
+        return result
 
-        async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-            await asyncio.to_thread(kill_connections)
-            await asyncio.sleep(0.5)  # heartbeats hit the dead connections meanwhile
-            result = bind(run_result(mode=request.mode), request)
-            await asyncio.to_thread(kill_connections)  # and the result is stored on a fresh one
-            return result
-
-        async def check(self) -> str:
-            return "ok"
+    launcher = FakeLauncher(name="killing", steps=[killing, killing], progress=(), remote_refs=False)  # both runs
 
     settings = WorkerSettings(_env_file=None, lease_s=5, heartbeat_s=0.1, poll_s=0.05)
-    worker = Worker(svc, lambda device: Killing(), settings)
+    worker = Worker(svc, lambda device: launcher, settings)
     asyncio.run(asyncio.wait_for(worker.run(until=lambda: bool(worker.reports)), 60))
     assert kills and (svc.db.is_sqlite or max(kills) >= 1)
     job = job_of(svc, sub.submission_id)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import bind, future, make_problem, run_result
+from helpers import future, make_problem, run_result
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
@@ -27,38 +27,24 @@ from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.spool import ResultSpool
 from leaderboards.worker import Worker, WorkerSettings
-from runners.contract import RunRequest, RunResult
-from runners.launchers.base import JobHandle, LauncherError
+from runners.launchers.base import LauncherError
+from runners.launchers.fake import FakeLauncher
 
 FAST = dict(_env_file=None, lease_s=5, heartbeat_s=0.1, poll_s=0.01, backoff_base_s=0, backoff_max_s=0)
 
 
-class Launcher:
-    """Answers after ``delay_s`` with an accepted result, or fails every run with ``error``; ``check`` fails while
-    ``broken`` is set."""
-
-    allows_unsandboxed = True  # it runs nothing
-
-    def __init__(self, name: str, *, delay_s: float = 0.0, error: str = "", broken: str = "") -> None:
-        self.name = name
-        self.delay_s = delay_s
-        self.error = error
-        self.broken = broken
-        self.runs = 0
-        self.checks = 0
-
-    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-        self.runs += 1
-        await asyncio.sleep(self.delay_s)
-        if self.error:
-            raise LauncherError(self.error)
-        return bind(run_result(mode=request.mode), request)
-
-    async def check(self) -> str:
-        self.checks += 1
-        if self.broken:
-            raise LauncherError(self.broken)
-        return "ok"
+def fake_launcher(name: str, *, delay_s: float = 0.0, error: str = "", broken: str = "") -> FakeLauncher:
+    """The shipped fake: answers after ``delay_s`` with an accepted result, or fails every run with ``error``;
+    ``check`` fails while ``broken`` (its ``check_error``) is set. No progress, no remote reference."""
+    return FakeLauncher(
+        lambda request: run_result(mode=request.mode),
+        name=name,
+        delay_s=delay_s,
+        error=LauncherError(error) if error else None,
+        check_error=LauncherError(broken) if broken else None,
+        progress=(),
+        remote_refs=False,
+    )
 
 
 @pytest.fixture
@@ -107,9 +93,9 @@ async def serve_together(*workers: Worker, until: Any, timeout_s: float = 60) ->
 
 def test_a_broken_worker_stops_claiming_and_its_failure_is_not_charged(svc: LeaderboardService) -> None:
     submit_many(svc, 12)
-    broken = Launcher("local", error="the runner failed: OSError: [Errno 28] No space left on device",
+    broken = fake_launcher("local", error="the runner failed: OSError: [Errno 28] No space left on device",
                       broken="cannot write job folders in /tmp (No space left on device)")  # fmt: skip
-    healthy = Launcher("local", delay_s=0.05)
+    healthy = fake_launcher("local", delay_s=0.05)
     bad = Worker(svc, lambda d: broken, WorkerSettings(**FAST, probe_s=3600), worker_id="broken-box")
     good = Worker(svc, lambda d: healthy, WorkerSettings(**FAST), worker_id="healthy-box")
     seen: list[Any] = []
@@ -122,7 +108,8 @@ def test_a_broken_worker_stops_claiming_and_its_failure_is_not_charged(svc: Lead
     done = jobs(svc)
     assert [j.status for j in done] == [JobStatus.SUCCEEDED] * 12, [(j.id, j.status, j.error) for j in done]
     assert all(j.attempts == 1 for j in done), "a job failed by the broken worker was charged an attempt"
-    assert broken.runs == 1, f"the broken worker took {broken.runs} jobs; it should stop after its first failure"
+    took = len(broken.requests)
+    assert took == 1, f"the broken worker took {took} jobs; it should stop after its first failure"
     assert not bad.healthy and good.healthy
     views = {w.worker_id: w for w in seen[-1].workers}
     assert not views["broken-box"].healthy and "No space left" in views["broken-box"].health_note
@@ -136,7 +123,7 @@ def test_n_different_jobs_failing_in_a_row_make_a_worker_unhealthy_until_it_prob
     svc: LeaderboardService,
 ) -> None:
     submit_many(svc, 3)
-    flaky = Launcher("flaky", error="lost the GPU")
+    flaky = fake_launcher("flaky", error="lost the GPU")
     settings = WorkerSettings(**FAST, unhealthy_after=2, probe_s=0.2)
     worker = Worker(svc, lambda d: flaky, settings, worker_id="flaky-box")
 
@@ -148,7 +135,7 @@ def test_n_different_jobs_failing_in_a_row_make_a_worker_unhealthy_until_it_prob
                 break
             await asyncio.sleep(0.01)
         assert not worker.healthy
-        runs_when_unhealthy = flaky.runs
+        runs_when_unhealthy = len(flaky.requests)
         for _ in range(200):  # the flag is stored right after it flips in memory; on a loaded machine, a moment later
             views = await asyncio.to_thread(svc.queue_stats)
             if not views.workers[0].healthy:
@@ -156,8 +143,8 @@ def test_n_different_jobs_failing_in_a_row_make_a_worker_unhealthy_until_it_prob
             await asyncio.sleep(0.02)
         assert not views.workers[0].healthy and "2 different jobs in a row" in views.workers[0].health_note
         await asyncio.sleep(0.05)
-        assert flaky.runs == runs_when_unhealthy, "an unhealthy worker claimed another job"
-        flaky.error = ""  # the GPU is back: the next probe passes and the worker serves again
+        assert len(flaky.requests) == runs_when_unhealthy, "an unhealthy worker claimed another job"
+        flaky.error = None  # the GPU is back: the next probe passes and the worker serves again
         for _ in range(400):
             if await asyncio.to_thread(all_done, svc):
                 break
@@ -174,10 +161,10 @@ def test_n_different_jobs_failing_in_a_row_make_a_worker_unhealthy_until_it_prob
 
 def test_self_check_at_start(svc: LeaderboardService) -> None:
     submit_many(svc, 1)
-    launcher = Launcher("local", broken="the evaluation interpreter /nope does not start; check KERNELCUP_PYTHON")
+    launcher = fake_launcher("local", broken="the evaluation interpreter /nope does not start; check KERNELCUP_PYTHON")
     worker = Worker(svc, lambda d: launcher, WorkerSettings(**FAST), devices=["cpu"])
     asyncio.run(asyncio.wait_for(worker.run(once=True), 30))
-    assert launcher.runs == 0 and not worker.healthy
+    assert len(launcher.requests) == 0 and not worker.healthy
     assert jobs(svc)[0].status == JobStatus.QUEUED and jobs(svc)[0].attempts == 0
 
 
@@ -204,13 +191,13 @@ def test_a_result_outlives_a_database_outage_longer_than_the_retry_budget(
 ) -> None:
     submit_many(svc, 1, mode="ranked")
     outage(monkeypatch, svc, 1.5)
-    launcher = Launcher("local")
+    launcher = fake_launcher("local")
     spool = ResultSpool(tmp_path / "spool")
     worker = Worker(svc, lambda d: launcher, WorkerSettings(**FAST, db_retry_s=0.3), spool=spool)
     asyncio.run(asyncio.wait_for(worker.run(once=True), 60))
     (job,) = jobs(svc)
     assert job.status == JobStatus.SUCCEEDED and job.attempts == 1
-    assert launcher.runs == 2  # the public and the secret run, once each: nothing was thrown away and run again
+    assert len(launcher.requests) == 2  # the public and the secret run, once each: nothing thrown away and run again
     assert not list((tmp_path / "spool").glob("*.json"))
 
 
@@ -222,12 +209,12 @@ def test_a_result_left_on_disk_by_a_killed_worker_is_stored_by_the_next_one(
     assert claim is not None
     spool = ResultSpool(tmp_path / "spool")
     spool.put(claim, False, True, run_result(mode=claim_mode(svc, job_id)))
-    launcher = Launcher("local")
+    launcher = fake_launcher("local")
     worker = Worker(svc, lambda d: launcher, WorkerSettings(**FAST), spool=ResultSpool(tmp_path / "spool"))
     asyncio.run(asyncio.wait_for(worker.run(once=True), 30))
     (job,) = jobs(svc)
     assert job.status == JobStatus.SUCCEEDED and job.attempts == 1 and job.lease_owner == claim.owner
-    assert launcher.runs == 0 and not list((tmp_path / "spool").glob("*.json"))
+    assert len(launcher.requests) == 0 and not list((tmp_path / "spool").glob("*.json"))
 
 
 def claim_mode(svc: LeaderboardService, job_id: int) -> Any:
@@ -252,7 +239,7 @@ def test_a_worker_starts_while_the_database_is_unreachable_and_never_crashes_on_
 
     monkeypatch.setattr(queue, "register_worker", flaky_register)
     monkeypatch.setattr(queue, "retry_or_fail", dead_retry)
-    launcher = Launcher("local", error="runner lost")
+    launcher = fake_launcher("local", error="runner lost")
     worker = Worker(svc, lambda d: launcher, WorkerSettings(**FAST, unhealthy_after=99), queue=queue)
     monkeypatch.setattr(worker, "_register", _fast_register(worker))
     reports = asyncio.run(asyncio.wait_for(worker.run(once=True), 60))

@@ -11,6 +11,7 @@ Without an ``expect`` line, ``solutions/correct/*`` must be accepted and ``solut
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 import sys
@@ -90,11 +91,22 @@ def all_solutions() -> list[Solution]:
     return [s for p in problem_dirs() for s in solutions(p)]
 
 
+def import_lib() -> ModuleType:
+    """The problems' shared ``_lib``, importable in this process as it is in the evaluator (where the loader
+    bundles it beside reference.py)."""
+    from leaderboards.problem_lib import PROBLEM_LIB
+
+    if str(PROBLEM_LIB.parent) not in sys.path:
+        sys.path.append(str(PROBLEM_LIB.parent))
+    return importlib.import_module("_lib")
+
+
 def import_reference(problem: str) -> ModuleType:
     """The problem's reference.py as a module (in-process, for property tests of its check)."""
     name = f"kernelcup_reference_{problem}"
     if name in sys.modules:
         return sys.modules[name]
+    import_lib()
     spec = importlib.util.spec_from_file_location(name, PROBLEMS / problem / "reference.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

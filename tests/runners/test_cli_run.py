@@ -38,4 +38,32 @@ def test_missing_file_and_bad_problem_folder_name_the_fix(tmp_path: Path) -> Non
     bad = _run(str(tmp_path), str(SUBMISSIONS / "correct_torch.py"), "--device", "cpu")
     assert bad.exit_code == 1 and "task.yml" in bad.output and "benchmarks" in bad.output
     device = _run(str(FIXTURES / "vectoradd"), str(SUBMISSIONS / "correct_torch.py"), "--device", "tpu")
-    assert device.exit_code == 1 and "--device must be cuda or cpu" in device.output
+    assert device.exit_code == 2 and "'tpu' is not one of" in device.output and "'cuda'" in device.output
+
+
+def test_swapped_arguments_are_named(tmp_path: Path) -> None:
+    sub = str(SUBMISSIONS / "correct_torch.py")
+    swapped = _run(sub, str(FIXTURES / "vectoradd"), "--device", "cpu")
+    assert swapped.exit_code == 1
+    assert "the arguments are swapped" in swapped.output
+    assert f"kernelcup run {FIXTURES / 'vectoradd'} {sub}" in " ".join(swapped.output.split())
+    file_first = _run(sub, sub, "--device", "cpu")
+    assert file_first.exit_code == 1 and "is a file, not a problem folder" in file_first.output
+    folder_second = _run(str(FIXTURES / "vectoradd"), str(tmp_path), "--device", "cpu")
+    assert folder_second.exit_code == 1 and "second argument is your submission file" in folder_second.output
+
+
+def test_a_mistyped_problem_folder_gets_the_nearest_one() -> None:
+    typo = _run(str(FIXTURES / "vectorad"), str(SUBMISSIONS / "correct_torch.py"), "--device", "cpu")
+    assert typo.exit_code == 1
+    assert f"did you mean {FIXTURES / 'vectoradd'}" in " ".join(typo.output.split())
+
+
+def test_a_bare_problem_name_is_looked_up_under_problems(monkeypatch) -> None:
+    monkeypatch.chdir(FIXTURES.parent)  # tests/fixtures: its problems/ holds vectoradd
+    sub = str(SUBMISSIONS / "correct_torch.py")
+    near = _run("vectorad", sub, "--device", "cpu")
+    assert near.exit_code == 1 and "did you mean problems/vectoradd?" in " ".join(near.output.split())
+    far = _run("zzz", sub, "--device", "cpu")
+    assert far.exit_code == 1 and "the problem folders in problems/ are:" in " ".join(far.output.split())
+    assert "vectoradd" in far.output

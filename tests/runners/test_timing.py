@@ -102,3 +102,14 @@ def test_the_overhead_is_capped_by_the_smallest_window_of_the_case() -> None:
     honest = [sample_of(r, r + 45_000.0, 50_000.0, 0.0, 0.0, False) for r in (30_000.0, 31_000.0)]
     assert cap_overhead(honest, 50_000.0) == (honest, 50_000.0)
     assert cap_overhead([], 50_000.0) == ([], 50_000.0)
+
+
+def test_the_overhead_cap_is_never_negative_and_needs_a_few_windows() -> None:
+    """An allowance larger than its window (redteam: inflate_allowance) must not turn the cap into a negative
+    overhead that raises honest samples; and one or two windows say too little about the smallest honest one."""
+    inflated = [sample_of(1.0, w, 50_000.0, 0.0, a, False) for w, a in ((60_000.0, 9e9), (70_000.0, 0.0),
+                                                                         (80_000.0, 0.0))]
+    capped, used = cap_overhead(inflated, 50_000.0)
+    assert used == 0.0 and all(s.ns >= 1.0 for s in capped)
+    few = [sample_of(1.0, 60_000.0, 250_000.0, 0.0, 0.0, False)] * 2
+    assert cap_overhead(few, 250_000.0) == (few, 250_000.0)

@@ -75,3 +75,10 @@ def world(database: Database, core_settings: CoreSettings, tmp_path: Path) -> It
     admin = service.create_token(UserRef("root"), scopes=[Scope.ADMIN], actor="test").token
     with TestClient(app, raise_server_exceptions=False) as client:
         yield World(service, client, problems, ann, bob, admin)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Each phase's report on the test item (``rep_call``): a browser test's fixture screenshots a failure."""
+    outcome = yield
+    setattr(item, f"rep_{outcome.get_result().when}", outcome.get_result())

@@ -45,8 +45,10 @@ def test_not_found_and_bad_parameters_have_the_one_shape(world: World) -> None:
     }
     r = c.get("/api/v1/leaderboards/add/templates/cobol")
     assert r.status_code == 404 and "offers: pytorch" in error_of(r)["message"]
-    r = c.get("/nowhere")
+    r = c.get("/api/v1/nowhere")
     assert r.status_code == 404 and error_of(r)["code"] == "not_found"
+    r = c.get("/nowhere")  # outside the API: a page (docs/web.md)
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
     r = c.put("/api/v1/leaderboards")
     assert r.status_code == 405 and error_of(r)["code"] == "method_not_allowed"
 

@@ -56,7 +56,7 @@ def sync(
     report = sync_problem_set(
         service, target, force=body.force, actor=who.actor, check=check, device_check=state.device_check
     )
-    state.rankings_cache.clear()
+    forget_cached_reads(request)
     return SyncReportOut(
         items=[SyncItemOut.model_validate(i) for i in report.items],
         applied=report.applied,
@@ -91,6 +91,7 @@ def create_leaderboard(
         rate_limit_per_hour=body.rate_limit_per_hour,
         code_public_after_deadline=body.code_public_after_deadline,
     )
+    forget_cached_reads(request)
     return LeaderboardOut.model_validate(summary)
 
 
@@ -114,7 +115,7 @@ def update_leaderboard(
         force=body.force,
         actor=who.actor,
     )
-    request.app.state.rankings_cache.clear()
+    forget_cached_reads(request)
     return LeaderboardUpdateOut.model_validate(result)
 
 
@@ -129,22 +130,26 @@ def delete_leaderboard(
     if confirm != name:
         raise InvalidChange(f"Not deleted: pass confirm={name} to delete {name!r}.", field="confirm")
     service.delete_leaderboard(name, actor=who.actor)
-    request.app.state.rankings_cache.clear()
+    forget_cached_reads(request)
     return {"deleted": name}
 
 
 @router.post("/leaderboards/{name}/pause", response_model=LeaderboardOut, summary="Refuse new submissions")
 def pause(
-    name: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+    request: Request, name: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
 ) -> LeaderboardOut:
-    return LeaderboardOut.model_validate(service.pause(name, actor=who.actor))
+    summary = service.pause(name, actor=who.actor)
+    forget_cached_reads(request)
+    return LeaderboardOut.model_validate(summary)
 
 
 @router.post("/leaderboards/{name}/resume", response_model=LeaderboardOut, summary="Accept submissions again")
 def resume(
-    name: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+    request: Request, name: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
 ) -> LeaderboardOut:
-    return LeaderboardOut.model_validate(service.resume(name, actor=who.actor))
+    summary = service.resume(name, actor=who.actor)
+    forget_cached_reads(request)
+    return LeaderboardOut.model_validate(summary)
 
 
 @router.put("/leaderboards/{name}/rate-limit", response_model=LeaderboardOut, summary="Submissions per user per hour")
@@ -163,7 +168,7 @@ def ban(
     service: LeaderboardService = Depends(service_of),
 ) -> UserOut:
     view = service.ban_user(UserRef.parse(user), reason=body.reason, actor=who.actor)
-    request.app.state.rankings_cache.clear()
+    forget_cached_reads(request)
     return UserOut.model_validate(view)
 
 
@@ -172,15 +177,21 @@ def unban(
     request: Request, user: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
 ) -> UserOut:
     view = service.unban_user(UserRef.parse(user), actor=who.actor)
-    request.app.state.rankings_cache.clear()
+    forget_cached_reads(request)
     return UserOut.model_validate(view)
 
 
 @router.put("/users/{user}/program", response_model=UserOut, summary="Mark an account as a program, or not")
 def program(
-    user: str, body: ProgramIn, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+    request: Request,
+    user: str,
+    body: ProgramIn,
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
 ) -> UserOut:
-    return UserOut.model_validate(service.set_program(UserRef.parse(user), body.program, actor=who.actor))
+    view = service.set_program(UserRef.parse(user), body.program, actor=who.actor)
+    forget_cached_reads(request)
+    return UserOut.model_validate(view)
 
 
 @router.delete("/submissions/{submission_id}", summary="Delete a submission (it leaves every ranking)")
@@ -191,7 +202,7 @@ def delete_submission(
     service: LeaderboardService = Depends(service_of),
 ) -> dict[str, object]:
     service.delete_submission(submission_id, actor=who.actor)
-    request.app.state.rankings_cache.clear()
+    forget_cached_reads(request)
     return {"submission_id": submission_id, "action": "deleted"}
 
 
@@ -222,6 +233,12 @@ def revoke(
     token_id: int, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
 ) -> TokenOut:
     return TokenOut.model_validate(service.revoke_token(token_id, actor=who.actor))
+
+
+def forget_cached_reads(request: Request) -> None:
+    """After a change to rankings: the cached ranking pages and the pages' charts go."""
+    request.app.state.rankings_cache.clear()
+    request.app.state.pages_cache.clear()
 
 
 def _utc(when: datetime) -> datetime:

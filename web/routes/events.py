@@ -55,8 +55,16 @@ def events(
     who: Principal = Depends(submitter),
     service: LeaderboardService = Depends(service_of),
 ) -> StreamingResponse:
-    service.submission_status_of(submission_id, who.user, admin=who.is_admin)  # 404 before the stream opens
     resume = int(last_event_id) if last_event_id and last_event_id.strip().isdigit() else after
+    return event_stream(request, submission_id, who, service, resume)
+
+
+def event_stream(
+    request: Request, submission_id: int, who: Principal, service: LeaderboardService, resume: int
+) -> StreamingResponse:
+    """The stream of a submission for whoever may see it (the API's route and the pages' share it); a 404 before it
+    opens for anyone else. Blocks on one status read: call it from a thread (a plain route function)."""
+    service.submission_status_of(submission_id, who.user, admin=who.is_admin)  # 404 before the stream opens
     settings = request.app.state.settings
     metrics = request.app.state.metrics
 

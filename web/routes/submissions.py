@@ -31,7 +31,7 @@ ERRORS = {
 }
 
 
-def _devices(fields: list[str]) -> list[str] | None:
+def split_devices(fields: list[str]) -> list[str] | None:
     """``devices`` as repeated fields or one comma-separated value ('all' for every device)."""
     names = [d.strip() for field in fields for d in field.split(",") if d.strip()]
     return names or None
@@ -64,7 +64,7 @@ async def submit(
         name = file.filename or ""
         service.check_upload_size(name, file.size or 0)
         content = file.file.read(service.settings.max_submission_bytes + 1)
-        return service.submit(who.user, name, content, leaderboard, _devices(devices), mode)
+        return service.submit(who.user, name, content, leaderboard, split_devices(devices), mode)
 
     receipt = await asyncio.to_thread(accept)
     out = SubmissionReceiptOut(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from leaderboards.problems import load_problem
 from runners.contract import Limits, Mode, RunRequest, RunResult, SubmissionFile, Verdict
 from runners.entry import run_request
 from runners.sandbox.cgroups import kernel_caps_tasks
@@ -39,7 +40,7 @@ def _request(name: str, content: bytes, device: str, limits: dict[str, Any] | No
         problem="vectoradd",
         lang="py",
         mode=Mode.TEST,
-        files={"reference.py": (PROBLEM / "reference.py").read_text()},
+        files=load_problem(PROBLEM).files,  # the reference and the _lib it imports
         submission=SubmissionFile(name=name, content=content),
         tests=task["tests"],
         benchmarks=task["benchmarks"],

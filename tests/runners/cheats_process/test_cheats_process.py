@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from leaderboards.problems import load_problem
 from runners.contract import Limits, Mode, RunRequest, RunResult, SubmissionFile, Verdict
 from runners.entry import run_request
 from runners.sandbox import probe_sandbox
@@ -35,7 +36,7 @@ def _request(path: Path) -> RunRequest:
         problem="vectoradd",
         lang="py",
         mode=Mode.TEST,
-        files={"reference.py": (PROBLEM / "reference.py").read_text()},
+        files=load_problem(PROBLEM).files,  # the reference and the _lib it imports
         submission=SubmissionFile(name="submission.py", content=path.read_bytes()),
         tests=task["tests"],
         device="cpu",

@@ -16,7 +16,7 @@ from runners.contract import Verdict
 from runners.launchers import github as gh
 from runners.launchers.base import Launcher, LauncherError
 from runners.launchers.github import GithubLauncher
-from runners.remote_settings import GithubSettings
+from runners.launchers.settings import GithubSettings
 
 API = "https://api.github.com"
 HOST = API + ":443"  # how PyGithub's requester spells the URLs it sends

@@ -16,7 +16,7 @@ from runners.contract import Verdict
 from runners.launchers import modal as modal_launcher
 from runners.launchers.base import Launcher, LauncherError
 from runners.launchers.modal import MODAL_GPUS, ModalLauncher, entry_timeout_s, function_timeout_s
-from runners.remote_settings import ModalSettings
+from runners.launchers.settings import ModalSettings
 
 NOT_READY = TimeoutError  # what FunctionCall.get(timeout=...) raises while the call runs
 

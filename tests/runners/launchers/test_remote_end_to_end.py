@@ -27,7 +27,7 @@ from leaderboards.problems import load_problem
 from runners.contract import Mode, RunRequest, TimingSettings, Verdict
 from runners.launchers.github import GithubLauncher
 from runners.launchers.modal import ModalLauncher, entry_timeout_s
-from runners.remote_settings import GithubSettings, ModalSettings
+from runners.launchers.settings import GithubSettings, ModalSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "fixtures" / "problems" / "vectoradd"

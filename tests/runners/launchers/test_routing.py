@@ -8,41 +8,40 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from runners.contract import RunRequest, RunResult
-from runners.launchers.base import JobHandle, LauncherError
+from runners.launchers.base import LauncherError
+from runners.launchers.fake import FakeLauncher
 from runners.launchers.github import GithubLauncher
 from runners.launchers.modal import ModalLauncher
+from runners.launchers.settings import GithubSettings, LauncherSettings, ModalSettings
 from runners.routing import DEFAULT_ROUTES, Route, Router, RoutingSettings, build_router, parse_routes
-
-
-class StubLauncher:
-    def __init__(self, name: str, check: object = "ready") -> None:
-        self.name = name
-        self._check = check
-
-    async def run(self, request: RunRequest, job: JobHandle) -> RunResult:  # pragma: no cover - never run here
-        raise AssertionError("routing never runs a job")
-
-    async def check(self) -> str:
-        if self._check == "hang":
-            await asyncio.sleep(3600)
-        if isinstance(self._check, BaseException):
-            raise self._check
-        return str(self._check)
+from runners.settings import RunnerSettings
 
 
 def stub_factory(built: list[Route] | None = None, check: object = "ready"):
-    def factory(route: Route) -> StubLauncher:
+    """Routes -> the shipped fake launcher, named after the route; its check says ``check``, raises it (an
+    exception) or hangs (``"hang"``)."""
+
+    def factory(route: Route) -> FakeLauncher:
         if built is not None:
             built.append(route)
-        return StubLauncher(route.launcher_name, check)
+        if isinstance(check, BaseException):
+            return FakeLauncher(name=route.launcher_name, check_error=check)
+        if check == "hang":
+            return FakeLauncher(name=route.launcher_name, check_delay_s=3600)
+        return FakeLauncher(name=route.launcher_name, ready=str(check))
 
     return factory
+
+
+def no_settings() -> LauncherSettings:
+    """Defaults only: the stub factories read nothing."""
+    return LauncherSettings(runner=RunnerSettings(_env_file=None))
 
 
 def stub_router(text: str, **checks: object) -> Router:
     return build_router(
         RoutingSettings(_env_file=None, KERNELCUP_ROUTES=text),
+        no_settings(),
         local=stub_factory(check=checks.get("local", "ready")),
         modal=stub_factory(check=checks.get("modal", "ready")),
         github=stub_factory(check=checks.get("github", "ready")),
@@ -58,7 +57,7 @@ def test_default_runs_everything_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KERNELCUP_ROUTES", raising=False)
     settings = RoutingSettings(_env_file=None)
     assert settings.routes == DEFAULT_ROUTES == "*=local"
-    router = build_router(settings, local=stub_factory())
+    router = build_router(settings, no_settings(), local=stub_factory())
     assert router.launcher_for("H100").name == "local"
     assert router.launcher_for("cpu").name == "local"
 
@@ -106,6 +105,7 @@ def test_launchers_are_built_on_first_use_and_shared_between_routes_alike() -> N
     built: list[Route] = []
     router = build_router(
         RoutingSettings(_env_file=None, KERNELCUP_ROUTES="H100=modal:H100,H100-SXM=modal:H100,B200=modal"),
+        no_settings(),
         modal=stub_factory(built),
     )
     assert built == [], "nothing is built (or connected) until a device is asked for"
@@ -115,22 +115,24 @@ def test_launchers_are_built_on_first_use_and_shared_between_routes_alike() -> N
     assert [r.launcher_name for r in built] == ["modal:H100", "modal:B200"]
 
 
-def test_default_factories_build_the_real_launchers(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GITHUB_TOKEN", "GITHUB_REPO", "MODAL_APP_NAME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir("/")  # no .env to read
-    router = build_router(RoutingSettings(_env_file=None, KERNELCUP_ROUTES="H100=modal,AMD=github:gpu-amd+mi300"))
+def test_default_factories_build_the_real_launchers_from_the_settings_given() -> None:
+    modal_settings = ModalSettings(_env_file=None, app_name="my-app")
+    github_settings = GithubSettings(_env_file=None, repo="kernelcup/runs")
+    router = build_router(
+        RoutingSettings(_env_file=None, KERNELCUP_ROUTES="H100=modal,AMD=github:gpu-amd+mi300"),
+        LauncherSettings(runner=RunnerSettings(_env_file=None), modal=modal_settings, github=github_settings),
+    )
     modal = router.launcher_for("H100")
     github = router.launcher_for("AMD")
     assert isinstance(modal, ModalLauncher) and modal.function_name == "run_h100"
+    assert modal.settings is modal_settings, "the launcher reads nothing itself: it gets the composition root's"
     assert isinstance(github, GithubLauncher) and github.labels == ["gpu-amd", "mi300"]
+    assert github.settings is github_settings
 
 
-def test_a_bad_launcher_setting_is_a_launcher_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GITHUB_REPO", "not a repo")
-    monkeypatch.chdir("/")
-    router = build_router(RoutingSettings(_env_file=None, KERNELCUP_ROUTES="NVIDIA=github:gpu"))
-    with pytest.raises(LauncherError, match="GITHUB_REPO"):
+def test_a_route_whose_launcher_settings_were_not_given_is_a_launcher_error_naming_them() -> None:
+    router = build_router(RoutingSettings(_env_file=None, KERNELCUP_ROUTES="NVIDIA=github:gpu"), no_settings())
+    with pytest.raises(LauncherError, match=r"NVIDIA=github:gpu needs the GITHUB_\* settings"):
         router.launcher_for("NVIDIA")
 
 
@@ -154,11 +156,3 @@ def test_a_hanging_check_is_cut_off_and_says_so() -> None:
     assert time.monotonic() - started < 5
     assert not rows[0].ok and "no answer within 0.3 s" in rows[0].message
     assert rows[1].ok, "one slow launcher does not hold up the others"
-
-
-def test_a_launcher_that_cannot_be_built_is_a_failed_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GITHUB_POLL_MIN_S", "-1")
-    monkeypatch.chdir("/")
-    router = build_router(RoutingSettings(_env_file=None, KERNELCUP_ROUTES="NVIDIA=github:gpu"), local=stub_factory())
-    (row,) = asyncio.run(router.check(limit_s=2))
-    assert not row.ok and "GITHUB_POLL_MIN_S" in row.message

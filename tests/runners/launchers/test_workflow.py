@@ -21,7 +21,7 @@ from runners import payload
 from runners.launchers import github as gh
 from runners.launchers.github import GithubLauncher
 from runners.launchers.github_artifact import RESULT_FILE
-from runners.remote_settings import GithubSettings
+from runners.launchers.settings import GithubSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 WORKFLOW = ROOT / ".github" / "workflows" / "kernelcup-run.yml"

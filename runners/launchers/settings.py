@@ -1,36 +1,21 @@
-"""Settings of the remote launchers (Modal, GitHub Actions), read from the environment and ``.env``.
+"""Settings of the remote launchers (Modal, GitHub Actions): ``MODAL_*`` and ``GITHUB_*``.
 
-Build them inside a command (``ModalSettings()``), never at import. Every wait a remote launcher makes is
-bounded by one of these numbers plus the request's own limits; the defaults suit a cold start of a GPU
-container (Modal) and a self-hosted runner that may be busy with another job (GitHub).
+Built by the composition root (``kernelcup.settings.load``, at the start of ``kernelcup worker``, ``bot`` and
+``serve`` for the launchers that ``KERNELCUP_ROUTES`` uses) and handed to the launchers; never read at import or in a
+launcher. Every wait a remote launcher makes is bounded by one of these numbers plus the request's own limits; the
+defaults suit a cold start of a GPU container (Modal) and a self-hosted runner that may be busy with another job
+(GitHub).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TypeVar
+from dataclasses import dataclass
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runners.launchers.base import LauncherError
-
-ENV_FILE = ".env"
-S = TypeVar("S", bound=BaseSettings)
-
-
-def load_settings(model: type[S]) -> S:
-    """Build ``model`` from the environment, or raise ``LauncherError`` naming each bad variable."""
-    try:
-        return model()
-    except ValidationError as exc:
-        prefix = str(model.model_config.get("env_prefix", "") or "")
-        bad = "; ".join(f"{prefix}{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
-        raise LauncherError(f"invalid setting {bad}") from None
-
-
-def _config(prefix: str) -> SettingsConfigDict:
-    return SettingsConfigDict(env_prefix=prefix, env_file=ENV_FILE, env_file_encoding="utf-8", extra="ignore")
+from runners.settings import RunnerSettings
 
 
 class ModalSettings(BaseSettings):
@@ -40,7 +25,7 @@ class ModalSettings(BaseSettings):
     profile that ``modal token new`` writes to ``~/.modal.toml``.
     """
 
-    model_config = _config("MODAL_")
+    model_config = SettingsConfigDict(env_prefix="MODAL_", extra="ignore")
 
     app_name: str = Field(default="kernelcup-runners", description="The deployed Modal app (modal deploy).")
     environment: str | None = Field(default=None, description="Modal environment; None uses the profile's.")
@@ -60,7 +45,7 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 class GithubSettings(BaseSettings):
     """``GITHUB_*``: the repository whose dispatch workflow runs submissions on self-hosted runners."""
 
-    model_config = _config("GITHUB_")
+    model_config = SettingsConfigDict(env_prefix="GITHUB_", extra="ignore")
 
     token: SecretStr | None = Field(
         default=None, description="A token with actions:write (dispatch, cancel) and actions:read (runs, artifacts)."
@@ -88,3 +73,13 @@ class GithubSettings(BaseSettings):
         if v is not None and not _REPO.match(v):
             raise ValueError(f"expected owner/name, e.g. kernelcup/kernelcup, got {v!r}")
         return v
+
+
+@dataclass(frozen=True)
+class LauncherSettings:
+    """The settings of every launcher a router may build: the local runner's always; Modal's and GitHub's where a
+    route uses them (None otherwise, so a worker that routes nothing to Modal never reads ``MODAL_*``)."""
+
+    runner: RunnerSettings
+    modal: ModalSettings | None = None
+    github: GithubSettings | None = None

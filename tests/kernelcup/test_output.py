@@ -1,0 +1,93 @@
+"""What the CLI prints: outside text as it is (never as Rich markup or terminal control), one line for an empty
+leaderboard, the demo's boards apart from the user's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import run_result, write_problem, write_problem_set
+from typer.testing import CliRunner
+
+from kernelcup.cli import build_app
+from kernelcup.commands.run import render
+from runners.contract import TimingStats
+
+
+def sync(root: Path, devices: list[str], description: str = "Add one.") -> None:
+    write_problem(root / "problems", "add", description=description)
+    write_problem_set(root / "problems", [{"directory": "add", "deadline": "2099-01-01", "devices": devices}])
+    result = CliRunner().invoke(
+        build_app(), ["problems", "sync", "--skip-run", str(root / "problems" / "test-set.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(autouse=True)
+def wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+def test_run_report_prints_names_and_output_as_they_are(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_result(message="").model_copy(update={"stdout": "hi\x1b[2J\x1b]0;owned\x07 [red]there\n"})
+    render(result, "add[x]", "kernel[v2].py", "cpu")
+    out = capsys.readouterr().out
+    assert "kernel[v2].py" in out and "add[x]" in out
+    assert "[red]there" in out and "\x1b" not in out and "owned" not in out
+
+
+def test_run_report_uses_the_shared_formatter_and_warns_on_few_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_result((95_316_475.0,))
+    one = TimingStats(samples=1, median_ns=1234, mean_ns=1234, std_ns=0, stderr_ns=0, min_ns=1234, max_ns=1234)
+    few = result.model_copy(update={"benchmarks": [result.benchmarks[0].model_copy(update={"stats": one})]})
+    render(result, "add", "k.py", "cpu")
+    out = capsys.readouterr().out
+    assert "95.3 ms" in out and "95316" not in out and "±" not in out
+    render(few, "add", "k.py", "cpu")
+    out = capsys.readouterr().out
+    assert "1.23 µs" in out and "too few samples" in out and "warning: some cases have fewer than 5 samples" in out
+
+
+def test_leaderboard_show_escapes_markup_and_prints_one_line_when_empty(env: Path) -> None:
+    sync(env, ["cpu", "H100"], description="[bold]Add[/] one [/oops] and [link=x]more")
+    result = CliRunner().invoke(build_app(), ["leaderboard", "show", "add"])
+    assert result.exit_code == 0, result.output
+    assert "[bold]Add[/] one [/oops] and [link=x]more" in result.output
+    assert "no ranked submissions yet on any device" in result.output
+    assert "┏" not in result.output and "━" not in result.output  # no empty tables
+
+
+def test_user_and_file_names_are_not_markup(env: Path) -> None:
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from kernelcup.commands.leaderboard import ranking_table
+    from leaderboards.results import Ranking, RankingEntry
+
+    entries = (RankingEntry(1, 10, "[bold]eve", 100, "kernel[v2].py", 1234.0, datetime.now(UTC)),)
+    console = Console(width=200, record=True)
+    console.print(ranking_table(Ranking("add", "cpu", "geom", entries, total=1)))
+    text = console.export_text()
+    assert "[bold]eve" in text and "kernel[v2].py" in text
+
+
+def test_demo_boards_live_in_their_own_data_directory(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcup import wiring
+    from runners.launchers.fake import FakeLauncher
+
+    launcher = FakeLauncher()
+    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", **_: lambda device: launcher)
+    sync(env, ["cpu"])
+    (env / "problems" / "add" / "solutions" / "correct").mkdir(parents=True)
+    (env / "problems" / "add" / "solutions" / "correct" / "pytorch.py").write_text(
+        "def custom_kernel(d):\n    return d\n"
+    )
+    demo = CliRunner().invoke(build_app(), ["demo", "--set", str(env / "problems" / "test-set.yaml")])
+    assert demo.exit_code == 0, demo.output
+    assert f"KERNELCUP_DATA_DIR={env / 'data' / 'demo'}" in " ".join(demo.output.split())
+    mine = CliRunner().invoke(build_app(), ["leaderboard", "list"])
+    assert "add" in mine.output and "demo-add" not in mine.output
+    monkeypatch.setenv("KERNELCUP_DATA_DIR", str(env / "data" / "demo"))
+    theirs = CliRunner().invoke(build_app(), ["leaderboard", "list"])
+    assert "demo-add" in theirs.output

@@ -1,0 +1,43 @@
+"""Attacks on the harness that need more than a cheat file: a problem shaped a particular way, or the sandbox's view
+of the machine (docs/redteam-2026-11-23.md). Each one that gets through today is a strict expected failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness_helpers import CHEATS, FIXTURES, QUICK_TIMING
+
+from leaderboards.problems import ProblemFormatError, load_problem
+from runners.contract import Mode, Verdict
+from runners.entry import run_request
+from runners.settings import RunnerSettings
+
+
+def _unseeded_problem(root: Path) -> Path:
+    """The fixture vectoradd whose benchmark cases name no seed (generate_input has a default one)."""
+    root.mkdir()
+    reference = (FIXTURES / "vectoradd" / "reference.py").read_text()
+    (root / "reference.py").write_text(reference.replace("def generate_input(size: int, seed: int):",
+                                                         "def generate_input(size: int, seed: int = 7):"))
+    (root / "task.yml").write_text(
+        "description: out = a + b\nlang: py\ntests:\n  - {size: 7, seed: 2}\nbenchmarks:\n  - {size: 4096}\n"
+        "  - {size: 65536}\nranked_timeout_s: 60\n"
+    )
+    return root
+
+
+def test_a_ranked_case_without_a_seed_still_checks_what_it_times(
+    tmp_path: Path, runner_settings: RunnerSettings
+) -> None:
+    try:
+        problem = load_problem(_unseeded_problem(tmp_path / "unseeded"))
+    except ProblemFormatError:
+        return  # refusing such a problem is a fix too
+    cheat = CHEATS / "stale_after_first_timed.py"  # right until its first timed call of a case, then NaN at once
+    request = problem.request("submission.py", cheat.read_bytes(), Mode.RANKED, device="cpu", device_name="cpu",
+                              seed=20261122)  # fmt: skip
+    request.timing = QUICK_TIMING
+    result = run_request(request, settings=runner_settings)
+    # Refused as the problem's fault (no fresh inputs to rank with), or caught by the check of every timed output.
+    refused = result.verdict is Verdict.INFRASTRUCTURE_ERROR and "have no seed" in result.message
+    assert refused or result.verdict is Verdict.WRONG_ANSWER, f"{result.verdict}: {result.message}"

@@ -1,0 +1,293 @@
+"""The web pages (docs/web.md) through the ASGI app: what each page shows, who may see it, sign-in and CSRF,
+submitting, the admin page, caching and the security headers. The real browser's tests are test_browser.py."""
+
+from __future__ import annotations
+
+import re
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from web_world import GOOD, World
+
+from leaderboards.results import UserRef
+from runners.launchers.fake import FakeLauncher, accepted_result
+from web.pages.chart import best_so_far, log_ticks, score_chart
+from web.pages.session import Sessions
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def csrf_of(html: str) -> str:
+    match = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert match, "no CSRF field on the page"
+    return match.group(1)
+
+
+def sign_in(world: World, token: str) -> None:
+    page = world.client.get("/signin")
+    r = world.client.post(
+        "/signin", data={"token": token, "csrf": csrf_of(page.text), "next": "/me"}, follow_redirects=False
+    )
+    assert r.status_code == 303 and r.headers["location"] == "/me", r.text
+
+
+def ranked(world: World, token: str, median: float, name: str = "k.py") -> int:
+    r = world.submit(token, name=name, mode="ranked", content=GOOD + f"# {median}\n".encode())
+    assert r.status_code == 202, r.text
+    world.serve(FakeLauncher(lambda req: accepted_result(req, median)))
+    return int(r.json()["submission_id"])
+
+
+def test_home_and_leaderboard_pages_show_the_ranking(world: World) -> None:
+    ranked(world, world.ann, 2000.0)
+    ranked(world, world.bob, 500.0)
+    c = world.client
+    home = c.get("/")
+    assert home.status_code == 200 and "text/html" in home.headers["content-type"]
+    assert 'href="/leaderboards/add"' in home.text and "bob" in home.text
+    page = c.get("/leaderboards/add", params={"device": "cpu"})
+    assert page.status_code == 200
+    rows = re.findall(r"<tr>\s*<td class=\"num\">(\d+)</td>\s*<td>(\w+)", page.text)
+    api = c.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu"}).json()
+    assert rows == [(str(e["rank"]), e["user_name"]) for e in api["entries"]] == [("1", "bob"), ("2", "ann")]
+    assert "<svg" in page.text and 'class="line"' in page.text  # the chart
+    assert 'aria-current="page">cpu<' in page.text and "?device=H100" in page.text  # a tab per device
+    assert "/leaderboards/add/templates/pytorch" in page.text
+    t = c.get("/leaderboards/add/templates/pytorch")
+    assert t.status_code == 200 and "attachment" in t.headers["content-disposition"]
+    assert c.get("/leaderboards/nope").status_code == 404
+
+
+def test_markdown_is_rendered_without_raw_html_and_names_are_text(world: World) -> None:
+    world.service.update_leaderboard(
+        "add", description="**Bold** <script>alert(1)</script> [x](javascript:alert(1))", actor="test"
+    )
+    for name in ("<script>x</script>", "[bold]"):
+        ranked(world, world.service.create_token(UserRef(name)).token, 1000.0)
+    page = world.client.get("/leaderboards/add", params={"device": "cpu"}).text
+    assert "<td>&lt;script&gt;x&lt;/script&gt;</td>" in page and "<td>[bold]</td>" in page
+    assert "<script>x" not in page and "<strong>Bold</strong>" in page
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'href="javascript:' not in page
+
+
+def test_public_pages_have_etag_and_security_headers(world: World) -> None:
+    c = world.client
+    r = c.get("/leaderboards/add")
+    assert r.headers["etag"] and "max-age" in r.headers["cache-control"]
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp
+    assert r.headers["x-content-type-options"] == "nosniff" and r.headers["referrer-policy"]
+    again = c.get("/leaderboards/add", headers={"If-None-Match": r.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    assert "content-security-policy" not in c.get("/api/v1/leaderboards").headers  # the API's docs load a CDN
+    css = c.get("/static/style.css")
+    assert css.status_code == 200 and "prefers-color-scheme" in css.text
+
+
+def test_sign_in_needs_csrf_and_a_valid_token(world: World) -> None:
+    c = world.client
+    page = c.get("/signin")
+    assert "httponly" in page.headers["set-cookie"].lower() and "samesite=lax" in page.headers["set-cookie"].lower()
+    r = c.post("/signin", data={"token": world.ann, "csrf": "forged"})
+    assert r.status_code == 403 and "security token" in r.text
+    r = c.post("/signin", data={"token": "kc_wrong", "csrf": csrf_of(page.text)})
+    assert r.status_code == 401 and "Traceback" not in r.text
+    r = c.post("/signin", data={"token": world.ann, "csrf": csrf_of(page.text)}, headers={"Origin": "https://evil"})
+    assert r.status_code == 403
+    sign_in(world, world.ann)
+    me = c.get("/me")
+    assert me.status_code == 200 and "ann" in me.text and "no-store" in me.headers["cache-control"]
+    assert world.ann not in me.text  # the token never reaches a page
+    r = c.post("/signout", data={"csrf": "nope"})
+    assert r.status_code == 403
+    r = c.post("/signout", data={"csrf": csrf_of(me.text)}, follow_redirects=False)
+    assert r.status_code == 303
+    assert c.get("/me", follow_redirects=False).status_code == 303  # signed out: to the sign-in page
+
+
+def test_a_forged_or_tampered_cookie_is_nobody() -> None:
+    sessions = Sessions(b"x" * 32, 3600)
+    cookie = sessions.encode(sessions.new("kc_secret", "token"))
+    assert sessions.decode(cookie).token == "kc_secret"  # type: ignore[union-attr]
+    payload, _, sig = cookie.rpartition(".")
+    assert sessions.decode(payload + "." + sig[:-2] + "AA") is None
+    assert Sessions(b"y" * 32, 3600).decode(cookie) is None
+    assert Sessions(b"x" * 32, -1).decode(cookie) is None  # expired
+    assert "x" * 32 not in repr(sessions)
+
+
+def test_submit_from_the_page_and_follow_it(world: World) -> None:
+    sign_in(world, world.ann)
+    c = world.client
+    form = c.get("/submit")
+    assert form.status_code == 200 and 'name="leaderboard"' in form.text
+    data = {"leaderboard": "add", "devices": "cpu", "mode": "test", "csrf": csrf_of(form.text)}
+    r = c.post("/submit", data=data, files={"file": ("k.py", GOOD)}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    url = r.headers["location"]
+    running = c.get(url)
+    assert running.status_code == 200 and 'data-events="' in running.text and "progress.js" in running.text
+    world.serve()
+    done = c.get(url)
+    assert "accepted" in done.text and "custom_kernel" in done.text and 'class="k"' in done.text  # highlighted
+    sub_id = url.rsplit("/", 1)[1]
+    events = c.get(f"/submissions/{sub_id}/events")
+    assert "event: done" in events.text
+    # pasted code, and a bad file that shows its error on the page
+    r = c.post("/submit", data={**data, "code": GOOD.decode(), "file_name": "pasted.py"}, follow_redirects=False)
+    assert r.status_code == 303
+    bad = c.post("/submit", data=data, files={"file": ("notes.txt", b"hello")})
+    assert bad.status_code == 422 and 'role="alert"' in bad.text and "Traceback" not in bad.text
+    empty = c.post("/submit", data=data)
+    assert empty.status_code == 422 and "paste your code" in empty.text
+    no_csrf = c.post("/submit", data={**data, "csrf": ""}, files={"file": ("k.py", GOOD)})
+    assert no_csrf.status_code == 403
+
+
+def test_someone_elses_submission_page_is_a_404(world: World) -> None:
+    sub_id = ranked(world, world.bob, 700.0)
+    assert world.client.get(f"/submissions/{sub_id}").status_code == 404  # signed out
+    sign_in(world, world.ann)
+    assert world.client.get(f"/submissions/{sub_id}").status_code == 404
+    assert world.client.get(f"/submissions/{sub_id}/events").status_code == 404
+    sign_in(world, world.admin)
+    assert world.client.get(f"/submissions/{sub_id}").status_code == 200
+
+
+def test_public_code_after_the_deadline(world: World) -> None:
+    sub_id = ranked(world, world.bob, 700.0)
+    world.service.update_leaderboard(
+        "add", deadline=datetime.now(UTC) - timedelta(minutes=1), code_public_after_deadline=True, actor="test"
+    )
+    page = world.client.get("/leaderboards/add", params={"device": "cpu"}).text
+    assert f'href="/submissions/{sub_id}"' in page
+    code = world.client.get(f"/submissions/{sub_id}")
+    assert code.status_code == 200 and "custom_kernel" in code.text and "public after the deadline" in code.text
+
+
+def test_my_submissions_newest_first_and_filtered(world: World) -> None:
+    first = ranked(world, world.ann, 900.0)
+    second = ranked(world, world.ann, 800.0)
+    sign_in(world, world.ann)
+    page = world.client.get("/me").text
+    assert page.index(f">{second}<") < page.index(f">{first}<")
+    assert world.client.get("/me", params={"leaderboard": "add"}).status_code == 200
+    assert world.client.get("/me", params={"leaderboard": "nope"}).status_code == 404
+
+
+def test_admin_page_actions(world: World) -> None:
+    c = world.client
+    sign_in(world, world.ann)
+    assert c.get("/admin").status_code == 403
+    sub_id = ranked(world, world.bob, 700.0)
+    sign_in(world, world.admin)
+    page = c.get("/admin")
+    assert page.status_code == 200 and "Queue" in page.text
+    token = csrf_of(page.text)
+    r = c.post("/admin", data={"action": "pause", "leaderboard": "add", "csrf": token})
+    assert r.status_code == 200 and "add is paused" in r.text and world.service.leaderboard("add").paused
+    r = c.post("/admin", data={"action": "resume", "leaderboard": "add", "csrf": token})
+    assert not world.service.leaderboard("add").paused
+    r = c.post("/admin", data={"action": "ban", "user": "bob", "reason": "spam", "csrf": token})
+    assert "bob is banned" in r.text
+    r = c.post("/admin", data={"action": "unban", "user": "bob", "csrf": token})
+    assert "no longer banned" in r.text
+    r = c.post("/admin", data={"action": "delete", "submission_id": str(sub_id), "csrf": token})
+    assert f"Submission {sub_id} is deleted" in r.text
+    r = c.post("/admin", data={"action": "ban", "user": "bob", "csrf": "forged"})
+    assert r.status_code == 403
+    r = c.post("/admin", data={"action": "pause", "leaderboard": "nope", "csrf": token})
+    assert r.status_code == 422 and "nope" in r.text
+
+
+def test_chart_is_logarithmic_and_sane_for_one_point() -> None:
+    now = datetime(2026, 1, 10, tzinfo=UTC)
+    one = score_chart([(now - timedelta(days=1), 1000.0)], now)
+    assert one is not None and one.path.count("L") == 1  # a dot and the line on to now
+    assert all(label != "0 ns" for _, label in one.y_ticks)
+    points = [
+        (now - timedelta(days=5), 30_000.0),
+        (now - timedelta(days=3), 3_000.0),
+        (now - timedelta(days=1), 1_000.0),
+    ]
+    chart = score_chart(points, now)
+    assert chart is not None
+    ys = [y for _, y, _ in chart.dots]
+    # log scale: 30 µs → 3 µs (10×) spans more than 3 µs → 1 µs (3×), in the ratio of the logarithms
+    assert abs((ys[1] - ys[0]) / (ys[2] - ys[1]) - 1 / 0.4771) < 0.05
+    assert best_so_far([(now, 5.0), (now + timedelta(1), 7.0)]) == [(now, 5.0)]
+    assert score_chart([], now) is None
+    assert log_ticks(100, 10_000) == [100, 1000, 10_000]
+    assert log_ticks(600, 900) == [600, 900]  # no 1-2-5 value inside: the two ends
+
+
+def test_speed_of_light_share_of_a_score() -> None:
+    from leaderboards.peaks import DevicePeak
+    from web.pages.views import score_bound_ns
+
+    def peaks(device: str) -> DevicePeak | None:
+        return DevicePeak(bytes_per_s=1e12) if device == "H100" else None
+
+    work = [(1_000_000, None), (4_000_000, None)]  # 1 µs and 4 µs at 1 TB/s
+    assert score_bound_ns(work, peaks, "H100", "geom") == pytest.approx(2000.0)  # geomean of 1000 and 4000 ns
+    assert score_bound_ns(work, peaks, "H100", "mean") == pytest.approx(2500.0)
+    assert score_bound_ns(work, peaks, "cpu", "geom") is None  # no peak known
+    assert score_bound_ns([(None, None)], peaks, "H100", "geom") is None  # no work known
+    assert score_bound_ns((), peaks, "H100", "geom") is None
+
+
+def test_the_leaderboard_page_shows_an_admin_change_at_once(world: World) -> None:
+    c = world.client
+    assert "paused" not in c.get("/leaderboards/add").text.split("<h1>")[1].split("</h1>")[0]
+    r = c.post("/api/v1/admin/leaderboards/add/pause", headers=world.auth(world.admin))
+    assert r.status_code == 200
+    assert '<span class="badge">paused</span>' in c.get("/leaderboards/add").text
+    c.post("/api/v1/admin/leaderboards/add/resume", headers=world.auth(world.admin))
+    ranked(world, world.ann, 900.0)  # the ranking's size changes: the page's chart follows
+    page = c.get("/leaderboards/add", params={"device": "cpu"}).text
+    assert "ann" in page and 'class="line"' in page
+    c.patch("/api/v1/admin/leaderboards/add", headers=world.auth(world.admin), json={"description": "New words"})
+    assert "New words" in c.get("/leaderboards/add").text
+
+
+def test_a_bug_on_a_page_is_an_error_page_without_internals(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals at /srv/kernelcup")
+
+    monkeypatch.setattr(world.service, "list_leaderboards", broken)
+    r = world.client.get("/")
+    assert r.status_code == 500 and r.headers["content-type"].startswith("text/html")
+    assert "not your fault" in r.text and "secret internals" not in r.text and "Traceback" not in r.text
+
+
+def test_the_session_secret_is_generated_once_and_kept_private(tmp_path: Path) -> None:
+    from web.pages.session import SECRET_FILE, load_secret
+
+    made = load_secret(None, tmp_path / "data")
+    path = tmp_path / "data" / SECRET_FILE
+    assert len(made) >= 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_secret(None, tmp_path / "data") == made  # reused, so sessions survive a restart
+    assert load_secret("configured-secret-of-enough-length", tmp_path / "data") == b"configured-secret-of-enough-length"
+    lazy = Sessions(lambda: load_secret(None, tmp_path / "elsewhere"), 60)
+    assert not (tmp_path / "elsewhere").exists()  # nothing is written until a session is signed
+    lazy.encode(lazy.new())
+    assert (tmp_path / "elsewhere" / SECRET_FILE).exists()
+
+
+def test_the_ranking_shows_the_speed_of_light_share_on_a_known_device(world: World) -> None:
+    def with_work(request):  # type: ignore[no-untyped-def]
+        result = accepted_result(request, 10_000.0)  # 10 µs per benchmark
+        benches = [b.model_copy(update={"bytes_moved": 3_350_000}) for b in result.benchmarks]  # 1 µs at 3.35 TB/s
+        return result.model_copy(update={"benchmarks": benches})
+
+    r = world.submit(world.ann, mode="ranked", devices="H100")
+    assert r.status_code == 202, r.text
+    world.serve(FakeLauncher(with_work))
+    assert world.service.benchmark_work("add", "H100") == tuple((3_350_000, None) for _ in range(2))
+    page = world.client.get("/leaderboards/add", params={"device": "H100"}).text
+    row = re.search(r"<td>ann</td>\s*<td class=\"num\">([^<]+)</td>\s*<td class=\"num\">([^<]+)</td>", page)
+    assert row and row.groups() == ("10.0 µs", "10%"), row and row.groups()
+    assert world.service.benchmark_work("add", "cpu") == ()  # nobody ranked there

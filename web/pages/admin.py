@@ -1,0 +1,92 @@
+"""``/admin`` for a session with the admin scope: pause/resume, ban/unban, delete a submission, sync the problem
+set, the queue. Each action is the API's admin route function itself (the same service call, audit actor and
+cache clearing), behind the pages' CSRF check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import Response
+
+from leaderboards.errors import PermissionDenied, UserError
+from leaderboards.results import Principal
+from leaderboards.service import LeaderboardService
+from web.auth import service_of
+from web.pages.base import session_of, sessions_of, sign_in_first, viewer
+from web.pages.render import Viewer, render
+from web.routes import admin as api_admin
+from web.schemas import BanIn, StatsOut, SyncIn, SyncReportOut
+
+router = APIRouter(include_in_schema=False)
+
+
+def _admin(view: Viewer) -> Principal:
+    if view.who is None or not view.who.is_admin:
+        raise PermissionDenied("This page is for admins: sign in with a token that has the admin scope.")
+    return view.who
+
+
+def _page(
+    request: Request, view: Viewer, service: LeaderboardService, status: int = 200, **context: object
+) -> Response:
+    who = _admin(view)
+    stats: StatsOut = api_admin.stats(days=None, who=who, service=service)
+    boards = api_admin.all_leaderboards(who=who, service=service)
+    return render(request, "admin.html", view, status=status, stats=stats, boards=boards, **context)
+
+
+@router.get("/admin")
+def admin_page(
+    request: Request, view: Viewer = Depends(viewer), service: LeaderboardService = Depends(service_of)
+) -> Response:
+    if view.who is None:
+        return sign_in_first(request)
+    return _page(request, view, service)
+
+
+@router.post("/admin")
+def admin_action(
+    request: Request,
+    action: str = Form(...),
+    leaderboard: str = Form(""),
+    user: str = Form(""),
+    reason: str = Form(""),
+    submission_id: int | None = Form(None),
+    force: bool = Form(False),
+    csrf: str = Form(""),
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    sessions_of(request).check_csrf(request, session_of(request), csrf)
+    who = _admin(view)
+    actions: dict[str, Callable[[], str]] = {
+        "pause": lambda: f"{api_admin.pause(request, leaderboard, who, service).name} is paused.",
+        "resume": lambda: f"{api_admin.resume(request, leaderboard, who, service).name} accepts submissions again.",
+        "ban": lambda: f"{api_admin.ban(request, user, BanIn(reason=reason), who, service).name} is banned.",
+        "unban": lambda: f"{api_admin.unban(request, user, who, service).name} is no longer banned.",
+        "delete": lambda: _delete(request, submission_id, who, service),
+        "sync": lambda: _sync(request, force, who, service),
+    }
+    if action not in actions:
+        raise UserError(f"Unknown action {action!r}; use the page's buttons.", code="invalid_field", field="action")
+    try:
+        message = actions[action]()
+    except UserError as exc:
+        return _page(request, view, service, status=422, error=exc.message)
+    return _page(request, view, service, message=message)
+
+
+def _delete(request: Request, submission_id: int | None, who: Principal, service: LeaderboardService) -> str:
+    if submission_id is None:
+        raise UserError("Give the id of the submission to delete.", code="invalid_field", field="submission_id")
+    api_admin.delete_submission(request, submission_id, who, service)
+    return f"Submission {submission_id} is deleted (it left every ranking)."
+
+
+def _sync(request: Request, force: bool, who: Principal, service: LeaderboardService) -> str:
+    report: SyncReportOut = api_admin.sync(request, SyncIn(force=force), who, service)
+    changes = "; ".join(f"{i.leaderboard}: {i.action}" for i in report.items) or "nothing to change"
+    state = "applied" if report.applied else "NOT applied (an entry needs force)"
+    warnings = f" Warnings: {'; '.join(report.warnings)}" if report.warnings else ""
+    return f"Sync {state}: {changes}.{warnings}"

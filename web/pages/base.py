@@ -1,0 +1,106 @@
+"""What every page shares: who is looking (from the session cookie), the security headers, HTML error pages."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from leaderboards.errors import InvalidToken, KernelcupError
+from leaderboards.results import Principal
+from web import errors
+from web.errors import is_page
+from web.pages.render import Viewer, render
+from web.pages.session import Session, Sessions
+
+PAGE_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        b"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+def sessions_of(request: Request) -> Sessions:
+    return request.app.state.sessions
+
+
+def session_of(request: Request) -> Session | None:
+    return sessions_of(request).of(request)
+
+
+def principal_of(request: Request, session: Session | None) -> Principal | None:
+    """Whoever the session's token speaks for; None when signed out or the token was revoked or expired."""
+    if session is None or not session.token:
+        return None
+    try:
+        return request.app.state.service.authenticate(session.token, None)
+    except InvalidToken:
+        return None
+
+
+def viewer(request: Request) -> Viewer:
+    """A dependency (a plain function: FastAPI runs it in its thread pool, the token check reads the database)."""
+    session = session_of(request)
+    return Viewer(principal_of(request, session), sessions_of(request).csrf_token(session) if session else "")
+
+
+def sign_in_first(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"/signin?{urlencode({'next': request.url.path})}", status_code=303)
+
+
+class PageHeadersMiddleware:
+    """The security headers on every page and static file (not the API, whose docs page loads a CDN's assets)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not is_page(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith("/static/")
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"cache-control" or not static]
+                headers.extend(PAGE_HEADERS)
+                if static:
+                    headers.append((b"cache-control", b"public, max-age=3600"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def install_error_pages(app: FastAPI) -> None:
+    """Errors of pages as pages (a message, no stack trace); the API's stay in the one JSON shape."""
+    on_core = app.exception_handlers[KernelcupError]
+    on_http = app.exception_handlers[StarletteHTTPException]
+
+    def page_or(api: Callable[[Request, Exception], Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+        async def handler(request: Request, exc: Exception) -> Response:
+            if not is_page(request.url.path):
+                return await api(request, exc)
+            if isinstance(exc, KernelcupError):
+                status, message = errors.status_of(exc), exc.message
+                if status >= 500:
+                    return await api(request, exc)  # logged there; its message names no secret
+            else:
+                assert isinstance(exc, StarletteHTTPException)
+                status = exc.status_code
+                message = "There is no such page." if status == 404 else str(exc.detail)
+            return render(request, "error.html", Viewer(None), status=status, status_code=status, message=message)
+
+        return handler
+
+    app.add_exception_handler(KernelcupError, page_or(on_core))
+    app.add_exception_handler(StarletteHTTPException, page_or(on_http))

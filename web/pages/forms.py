@@ -1,0 +1,139 @@
+"""The pages that change something: sign in and out, ``/submit``. Every form carries the session's CSRF token."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import RedirectResponse, Response
+
+from leaderboards.errors import InvalidToken, UserError
+from leaderboards.service import LeaderboardService
+from runners.contract import Mode
+from web.auth import service_of
+from web.pages.base import principal_of, session_of, sessions_of, sign_in_first, viewer
+from web.pages.render import Viewer, render
+from web.routes.submissions import split_devices
+
+router = APIRouter(include_in_schema=False)
+
+PASTED_NAME = "submission.py"
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after signing in: a path on this site only (never //elsewhere or a full URL)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/"
+
+
+@router.get("/signin")
+def signin_page(request: Request, next: str = "/") -> Response:
+    sessions = sessions_of(request)
+    session = session_of(request)
+    fresh = session is None
+    session = session or sessions.new()
+    discord = request.app.state.settings.discord_client_id is not None
+    response = render(
+        request,
+        "signin.html",
+        Viewer(principal_of(request, session), sessions.csrf_token(session)),
+        next=safe_next(next),
+        discord=discord,
+    )
+    if fresh:
+        sessions.store(response, request, session)
+    return response
+
+
+@router.post("/signin")
+def signin(
+    request: Request,
+    token: str = Form(""),
+    csrf: str = Form(""),
+    next: str = Form("/"),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    sessions = sessions_of(request)
+    session = session_of(request)
+    sessions.check_csrf(request, session, csrf)
+    assert session is not None
+    try:
+        service.authenticate(token.strip(), None)
+    except InvalidToken as exc:
+        view = Viewer(None, sessions.csrf_token(session))
+        discord = request.app.state.settings.discord_client_id is not None
+        return render(
+            request, "signin.html", view, status=401, error=exc.message, next=safe_next(next), discord=discord
+        )
+    response = RedirectResponse(safe_next(next), status_code=303)
+    sessions.store(response, request, sessions.new(token.strip(), "token"))
+    return response
+
+
+@router.post("/signout")
+def signout(request: Request, csrf: str = Form(""), service: LeaderboardService = Depends(service_of)) -> Response:
+    sessions = sessions_of(request)
+    session = session_of(request)
+    sessions.check_csrf(request, session, csrf)
+    assert session is not None
+    who = principal_of(request, session)
+    if who is not None and session.via == "discord":  # the token made for this sign-in goes with it
+        service.revoke_token(who.token_id, user=who.user, actor=who.actor)
+    response = RedirectResponse("/", status_code=303)
+    sessions.clear(response, request)
+    return response
+
+
+def _submit_form(
+    request: Request, view: Viewer, service: LeaderboardService, status: int = 200, **context: object
+) -> Response:
+    boards = [b for b in service.list_leaderboards() if b.is_open]
+    devices = sorted({d for b in boards for d in b.devices})
+    return render(
+        request, "submit.html", view, status=status, boards=boards, devices=devices, modes=list(Mode), **context
+    )
+
+
+@router.get("/submit")
+def submit_page(
+    request: Request,
+    leaderboard: str | None = None,
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    if view.who is None:
+        return sign_in_first(request)
+    return _submit_form(request, view, service, chosen=leaderboard, picked=[], mode="ranked")
+
+
+@router.post("/submit")
+def submit(
+    request: Request,
+    file: UploadFile | None = File(None),
+    code: str = Form(""),
+    file_name: str = Form(""),
+    leaderboard: str = Form(""),
+    devices: list[str] = Form([]),
+    mode: str = Form(""),
+    csrf: str = Form(""),
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    sessions_of(request).check_csrf(request, session_of(request), csrf)
+    if view.who is None:
+        return sign_in_first(request)
+    try:
+        if file is not None and file.filename:
+            name = file.filename
+            service.check_upload_size(name, file.size or 0)
+            content = file.file.read(service.settings.max_submission_bytes + 1)
+        elif code.strip():
+            name, content = file_name.strip() or PASTED_NAME, code.replace("\r\n", "\n").encode()
+        else:
+            raise UserError("Choose a file to upload, or paste your code.", code="invalid_field", field="file")
+        picked = split_devices(devices)
+        receipt = service.submit(view.who.user, name, content, leaderboard or None, picked, mode or None)
+    except UserError as exc:
+        return _submit_form(
+            request, view, service, status=422, error=exc.message, chosen=leaderboard, picked=devices, mode=mode
+        )
+    return RedirectResponse(f"/submissions/{receipt.submission_id}", status_code=303)

@@ -1,0 +1,192 @@
+"""The pages that only read: ``/``, ``/leaderboards/{name}``, a template download, ``/submissions/{id}``, ``/me``.
+
+Each is the API's service calls and typed answers (``web/schemas.py``) rendered through a template; none needs
+JavaScript (a submission still running refreshes itself through a ``<noscript>`` meta refresh, or its event
+stream where scripts run).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
+
+from leaderboards.errors import NotFound, SubmissionNotFound
+from leaderboards.peaks import PeakLookup, roofline_s
+from leaderboards.scoring import aggregate
+from leaderboards.service import LeaderboardService
+from runners.contract import RankingRule
+from web.auth import service_of
+from web.pages.base import sign_in_first, viewer
+from web.pages.chart import score_chart
+from web.pages.render import Viewer, cached_page, highlight, render
+from web.routes import leaderboards as api_leaderboards
+from web.routes.common import submission_out
+from web.routes.events import event_stream
+from web.schemas import CodeOut, RankingOut, SubmissionSummaryOut
+
+router = APIRouter(include_in_schema=False)
+
+TOP = 3
+"""Entries per device on the front page."""
+CHART_TTL_S = 60.0
+"""Longest a leaderboard page reuses its task and settings, and its chart while its ranking's head and size stay the
+same (a deleted or banned entry that was a record once, but not the best now, changes the line without changing
+them). Admin changes forget them at once."""
+
+
+@router.get("/")
+def home(
+    request: Request, view: Viewer = Depends(viewer), service: LeaderboardService = Depends(service_of)
+) -> Response:
+    boards = api_leaderboards.list_leaderboards(service)
+    podiums = {
+        (b.name, d): RankingOut.model_validate(service.ranking(b.name, d, TOP)).entries
+        for b in boards
+        if b.is_open
+        for d in b.devices
+    }
+    return cached_page(
+        request,
+        "home.html",
+        view,
+        open_boards=[b for b in boards if b.is_open],
+        closed_boards=[b for b in boards if not b.is_open],
+        podiums=podiums,
+    )
+
+
+def score_bound_ns(
+    work: Sequence[tuple[int | None, int | None]], peak_for: PeakLookup, device: str, rule: str
+) -> float | None:
+    """The score a kernel at the device's speed of light would get (ns): the ranking rule over each benchmark's
+    roofline time. A score's speed-of-light share is this over the score (for the geometric mean: exactly the
+    geometric mean of the benchmarks' shares). None when the device's peaks or the work are unknown."""
+    peak = peak_for(device)
+    if peak is None or not work:
+        return None
+    bounds = [roofline_s(bytes_moved, flops, peak) for bytes_moved, flops in work]
+    if any(b is None or b <= 0 for b in bounds):
+        return None
+    return aggregate([b * 1e9 for b in bounds if b is not None], RankingRule(rule))
+
+
+@router.get("/leaderboards/{name}")
+def leaderboard_page(
+    request: Request,
+    name: str,
+    device: str | None = Query(None),
+    page: int = Query(1, ge=1, le=100_000),
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    cache = request.app.state.pages_cache
+    # The task and the leaderboard's settings change through admin actions (which forget this) or at the deadline:
+    # remembered for CHART_TTL_S at most, the submission count with them.
+    board = cache.get(("board", name), lambda: api_leaderboards.get_leaderboard(name, service))
+    chosen = next((d for d in board.devices if device and d.lower() == device.lower()), board.devices[0])
+    size = request.app.state.settings.ranking_page_size
+    ranking = RankingOut.model_validate(service.ranking(name, chosen, size, offset=(page - 1) * size))
+    head = (
+        ranking.entries[0]
+        if page == 1 and ranking.entries
+        else next(iter(service.ranking(name, chosen, 1).entries), None)
+    )
+    # What the whole history gives (the chart; the work behind the speed-of-light share, from the best entry's run)
+    # changes when the ranking's head or size does: remembered under those, and for CHART_TTL_S at most.
+    version = (name, chosen, ranking.total, head and head.submission_id, head and head.score_ns)
+    work = cache.get(("work", *version), lambda: service.benchmark_work(name, chosen))
+    chart = cache.get(("chart", *version), lambda: score_chart(service.score_history(name, chosen), datetime.now(UTC)))
+    bound = score_bound_ns(work, request.app.state.peak_for, chosen, board.ranking_by)
+    shares = {e.submission_id: bound / e.score_ns if bound and e.score_ns > 0 else None for e in ranking.entries}
+    return cached_page(
+        request,
+        "leaderboard.html",
+        view,
+        board=board,
+        device=chosen,
+        ranking=ranking,
+        shares=shares,
+        page=page,
+        pages=max(1, math.ceil(ranking.total / size)),
+        chart=chart,
+        code_links=not board.is_open and board.code_public_after_deadline,
+    )
+
+
+@router.get("/leaderboards/{name}/templates/{language}")
+def template_download(name: str, language: str, service: LeaderboardService = Depends(service_of)) -> Response:
+    template = api_leaderboards.get_template(name, language, service)
+    return Response(
+        template.content,
+        media_type="text/plain; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{_safe_file_name(template.file_name)}"'},
+    )
+
+
+def _safe_file_name(name: str) -> str:
+    return "".join(c for c in name if c.isalnum() or c in "._-") or "template.txt"
+
+
+@router.get("/submissions/{submission_id}")
+def submission_page(
+    request: Request,
+    submission_id: int,
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    """Its owner (or an admin) sees everything public; anyone else only the code of a ranked entry whose problem
+    set made it public after the deadline; else 404, as for a missing submission."""
+    who = view.who
+    if who is not None:
+        try:
+            details = service.submission_details(submission_id, who.user, admin=who.is_admin)
+        except SubmissionNotFound:
+            pass
+        else:
+            out = submission_out(request, details)
+            return render(
+                request,
+                "submission.html",
+                view,
+                sub=out,
+                code=highlight(details.code, out.status.file_name),
+                results={r.device: r for r in out.results},
+            )
+    code = CodeOut.model_validate(service.submission_code(submission_id, None))  # public, or SubmissionNotFound
+    return render(request, "code.html", view, code=code, highlighted=highlight(code.code, code.file_name))
+
+
+@router.get("/submissions/{submission_id}/events")
+def submission_events(
+    request: Request,
+    submission_id: int,
+    after: int = Query(0, ge=0),
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    """The API's event stream for a signed-in page (EventSource sends the cookie, not a bearer token)."""
+    if view.who is None:
+        raise SubmissionNotFound(submission_id, mine=True)
+    last = request.headers.get("last-event-id", "")
+    return event_stream(request, submission_id, view.who, service, int(last) if last.isdigit() else after)
+
+
+@router.get("/me")
+def my_page(
+    request: Request,
+    leaderboard: str | None = Query(None),
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    if view.who is None:
+        return sign_in_first(request)
+    boards = [b.name for b in service.list_leaderboards()]
+    chosen = leaderboard if leaderboard in boards else None
+    if leaderboard and chosen is None:
+        raise NotFound(f"There is no leaderboard {leaderboard!r}; choose one from the list.")
+    subs = [SubmissionSummaryOut.model_validate(s) for s in service.user_submissions(view.who.user, chosen, limit=200)]
+    return render(request, "me.html", view, subs=subs, boards=boards, chosen=chosen)
