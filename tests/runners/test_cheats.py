@@ -8,10 +8,15 @@ mean:
   words in the message;
 - ``no_gain``: whatever the cheat changed in its own process made no difference where it counts: the run is not
   blamed on the platform, and if it is accepted, no benchmark median is below a third of an honest solution's
-  fastest sample (its fastest: load on a shared CI machine only ever makes samples slower);
+  fastest sample (its fastest: load on a shared CI machine only ever makes samples slower), in each of up to three
+  back-to-back pairs of runs (a forgery gains every time; load moves one run of a pair);
 - ``slow_or_wrong``: caches whose miss path sleeps 20 ms. Either a stale answer was caught (wrong answer) or
-  every benchmark median is at least 20 ms, i.e. no timed call was served from the cache;
+  every benchmark median is at least 20 ms, i.e. no timed call was served from the cache (``floor_ms:`` sets
+  another floor: the real work every call of the cheat does);
 - ``secret_hidden``: the run is accepted and the cheat never found the secret seed (it prints FOUND if so).
+
+A cheat that gets through today declares ``xfail: <reason>``: it runs as a strict expected failure until the
+harness is fixed, then the line goes.
 """
 
 from __future__ import annotations
@@ -39,7 +44,10 @@ def _header(path: Path) -> dict[str, str]:
 def _cases() -> list[object]:
     cases = []
     for path in sorted(CHEATS.glob("*.py")):
-        marks = [pytest.mark.gpu] if _header(path).get("device") == "cuda" else []
+        header = _header(path)
+        marks = [pytest.mark.gpu] if header.get("device") == "cuda" else []
+        if "xfail" in header:  # an attack that gets through today (docs/redteam-2026-11-23.md); remove when fixed
+            marks.append(pytest.mark.xfail(strict=True, reason=header["xfail"]))
         cases.append(pytest.param(path, id=path.stem, marks=marks))
     return cases
 
@@ -52,6 +60,15 @@ def honest(mode: Mode, device: str, tmp_path: Path) -> RunResult:
         assert result.verdict is Verdict.ACCEPTED, result.message
         _honest[(mode, device)] = result
     return _honest[(mode, device)]
+
+
+def _gain(result: RunResult, baseline: RunResult) -> str:
+    """What a run gained over honest work: a benchmark median below a third of the honest fastest sample."""
+    for got, ref in zip(result.benchmarks, baseline.benchmarks, strict=True):
+        assert got.stats and ref.stats
+        if got.stats.median_ns < ref.stats.min_ns / 3:
+            return f"benchmark {got.index}: {got.stats.median_ns:.0f} ns against an honest {ref.stats.min_ns:.0f} ns"
+    return ""
 
 
 @pytest.mark.parametrize("cheat", _cases())
@@ -70,19 +87,23 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
         assert result.verdict in (Verdict.WRONG_ANSWER, Verdict.ACCEPTED), shown
         if result.verdict is Verdict.ACCEPTED:
             medians = [b.stats.median_ns for b in result.benchmarks if b.stats]
-            assert len(medians) == 2 and min(medians) >= 20e6, shown
+            assert len(medians) == 2 and min(medians) >= float(header.get("floor_ms", 20)) * 1e6, shown
     elif expect == "secret_hidden":
         assert result.verdict is Verdict.ACCEPTED, shown
         assert "FOUND" not in result.stdout, shown
     elif expect == "no_gain":
         if result.verdict is Verdict.ACCEPTED and mode in (Mode.BENCHMARK, Mode.RANKED):
-            baseline = honest(mode, device, tmp_path)
-            for got, ref in zip(result.benchmarks, baseline.benchmarks, strict=True):
-                assert got.stats and ref.stats
-                assert got.stats.median_ns >= ref.stats.min_ns / 3, (
-                    f"benchmark {got.index}: {got.stats.median_ns:.0f} ns against an honest "
-                    f"{ref.stats.min_ns:.0f} ns at best\n{shown}"
-                )
+            gains = [_gain(result, honest(mode, device, tmp_path))]
+            # Load on a shared machine moves one run's samples and not the other's (seen on 2 busy cores: an honest
+            # run at 14 ms a call against 0.1 ms a minute later). A forgery gains every time: on a first gain both
+            # are measured again, back to back, twice, and the cheat fails only if it gained in every pair.
+            for _ in range(2):
+                if not gains[-1]:
+                    break
+                again = evaluate(cheat, mode, device=device, name="submission.py")
+                _honest.pop((mode, device), None)
+                gains.append(_gain(again, honest(mode, device, tmp_path)) if again.verdict is Verdict.ACCEPTED else "")
+            assert not all(gains), f"{gains}\n{shown}"
     else:  # pragma: no cover - a cheat with a typo in its header
         pytest.fail(f"{cheat.name}: unknown expectation {expect!r}")
 
