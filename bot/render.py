@@ -11,7 +11,7 @@ from typing import Any
 
 # The duration formatter and speed of light are the core's (one copy for every surface); re-exported here.
 from leaderboards.formatting import format_ns as format_ns
-from leaderboards.formatting import format_timing
+from leaderboards.formatting import format_speedup, format_timing
 from leaderboards.peaks import DevicePeak as DevicePeak
 from leaderboards.peaks import speed_of_light as speed_of_light
 from runners.contract import BenchmarkResult, RunResult, TestResult, Verdict
@@ -90,6 +90,7 @@ def result_lines(result: RunResult, peak: DevicePeak | None = None, *, max_passi
         lines.extend(lines_of_benchmarks(result.benchmarks, peak))
     if result.score_ns is not None:
         lines.append(f"score: **{format_ns(result.score_ns)}**")
+    lines.extend(format_speedup(b) for b in result.baselines)
     return lines
 
 

@@ -15,7 +15,7 @@ from runners.durations import format_ns as format_ns
 from runners.validation import error_message as error_message  # re-exported for the surfaces
 
 if TYPE_CHECKING:  # (the CLI's help imports this module: no pydantic at import)
-    from runners.contract import TimingStats
+    from runners.contract import BaselineResult, TimingStats
 
 MIN_SAMPLES_FOR_SPREAD = 5
 """Below this many samples a spread says nothing; the surfaces say so instead of showing one."""
@@ -57,3 +57,14 @@ def printable(text: str) -> str:
     """Outside text (a submission's output, a name) without terminal control sequences: colours, cursor moves,
     title and clipboard writes and every other control character go; newlines and tabs stay."""
     return _CONTROL.sub("", text)
+
+
+def format_speedup(baseline: BaselineResult) -> str:
+    """One line for a baseline: 'speedup over the reference: 2.15x (cases 2.34x, 1.96x; reference timed now)'.
+    Above 1 the submission is faster. Where there is no speedup, the note says why."""
+    if baseline.speedup is None:
+        return f"speedup over the {baseline.label}: - ({baseline.note or 'not measured'})"
+    cases = ", ".join("-" if s is None else f"{s:.2f}x" for s in baseline.speedups)
+    when = baseline.measured_at.strftime("%Y-%m-%d %H:%M UTC") if baseline.measured_at else "an unknown time"
+    source = f"cached, timed {when}" if baseline.cached else "timed now"
+    return f"speedup over the {baseline.label}: {baseline.speedup:.2f}x (cases {cases}; {baseline.label} {source})"

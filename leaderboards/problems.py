@@ -74,7 +74,16 @@ from leaderboards.problem_rules import (
     seed_issue,
     text_issue,
 )
-from runners.contract import Language, Limits, Mode, RankingRule, RunRequest, SubmissionFile
+from runners.contract import (
+    REFERENCE_BASELINE,
+    BaselineSpec,
+    Language,
+    Limits,
+    Mode,
+    RankingRule,
+    RunRequest,
+    SubmissionFile,
+)
 from runners.validation import error_message
 
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
@@ -166,6 +175,12 @@ class Task(_Strict):
         min_length=1, max_length=MAX_CASES, description="Timed cases; each needs a seed (fresh inputs per call)."
     )
     ranking_by: RankingRule = RankingRule.GEOMEAN
+    baselines: list[BaselineSpec] = Field(
+        default_factory=list,
+        max_length=3,
+        description="Other functions of reference.py to report a speedup over, besides ref_kernel (e.g. a "
+        "torch.compile of it, or a library call), each with a label: [{label: torch.compile, function: compiled}].",
+    )
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0
     ranked_timeout_s: Seconds = 600.0
@@ -181,6 +196,17 @@ class Task(_Strict):
         if twice:
             raise ValueError(f"lists {', '.join(map(repr, twice))} twice")
         return files
+
+    @field_validator("baselines")
+    @classmethod
+    def _baseline_labels(cls, specs: list[BaselineSpec]) -> list[BaselineSpec]:
+        labels = [spec.label for spec in specs]
+        for label in labels:
+            if label == REFERENCE_BASELINE.label or labels.count(label) > 1:
+                raise ValueError(f"the label {label!r} is taken (ref_kernel is always 'reference'; labels differ)")
+            if text_issue(label):
+                raise ValueError(f"the label {label!a}: {text_issue(label)}")
+        return specs
 
     @field_validator("templates")
     @classmethod
@@ -347,6 +373,7 @@ class Problem:
             device_name=device_name,
             ranking_by=self.task.ranking_by,
             limits=limits,
+            baselines=[REFERENCE_BASELINE, *self.task.baselines],
         )
 
 

@@ -180,6 +180,18 @@ class TimingSettings(_Model):
     target_rel_error: float = Field(default=0.001, gt=0, description="Stop when stderr/mean falls below this.")
 
 
+class BaselineSpec(_Model):
+    """A function of the problem's reference.py timed like a submission, so results can say "1.8x faster than X"."""
+
+    label: str = Field(min_length=1, max_length=40, description="What reports call it, e.g. 'reference'.")
+    function: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", description="Its name in reference.py (same signature as ref_kernel)."
+    )
+
+
+REFERENCE_BASELINE = BaselineSpec(label="reference", function="ref_kernel")
+
+
 class RunRequest(_Model):
     version: int = CONTRACT_VERSION
     problem: str = Field(description="The leaderboard/problem name, for logs and reports.")
@@ -195,6 +207,11 @@ class RunRequest(_Model):
     ranking_by: RankingRule = RankingRule.GEOMEAN
     limits: Limits = Field(default_factory=Limits)
     timing: TimingSettings = Field(default_factory=TimingSettings)
+    baselines: list[BaselineSpec] = Field(
+        default_factory=lambda: [REFERENCE_BASELINE],
+        max_length=4,
+        description="What benchmark and ranked runs report a speedup over: the reference, and any the problem names.",
+    )
     nonce: str = Field(
         default="",
         max_length=128,
@@ -274,6 +291,23 @@ class SystemInfo(_Model):
     ran: bool = Field(default=True, description="False when the file was refused before anything ran.")
 
 
+class BaselineResult(_Model):
+    """A baseline's timing on the same device, inputs and harness as the submission, and the speedup over it."""
+
+    label: str
+    function: str
+    case_medians_ns: list[float | None] = Field(
+        default_factory=list, description="The baseline's median per benchmark case (None: not timed)."
+    )
+    speedups: list[float | None] = Field(
+        default_factory=list, description="Per case: the baseline's median over the submission's (above 1: faster)."
+    )
+    speedup: float | None = Field(default=None, description="Geometric mean of the cases' speedups.")
+    cached: bool = Field(default=False, description="True when the timing came from this runner's cache.")
+    measured_at: datetime | None = Field(default=None, description="When the baseline was timed (UTC).")
+    note: str = Field(default="", description="Why there is no speedup, when there is none.")
+
+
 SPEED_OF_LIGHT = "speed_of_light"
 """``RunResult.rejection`` of a score faster than the device can possibly do the work (never ranked)."""
 
@@ -292,6 +326,9 @@ class RunResult(_Model):
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     profile: str | None = Field(default=None, description="Nsight Compute or torch profiler summary, profile mode.")
+    baselines: list[BaselineResult] = Field(
+        default_factory=list, description="Speedups over the reference and the problem's other baselines (timed modes)."
+    )
     system: SystemInfo = Field(default_factory=SystemInfo)
     wall_time_s: float = 0.0
     started_at: datetime | None = None

@@ -44,6 +44,12 @@ class RunnerSettings(BaseSettings):
         "µs-scale kernels, at some accuracy (docs/measurement.md has both measured).",
     )
 
+    time_baselines: bool = Field(
+        default=True,
+        description="Time the reference (and the problem's other baselines) like the submission in benchmark and "
+        "ranked runs, once per problem, GPU and software versions (kept in the cache folder), to report speedups.",
+    )
+
     def cache_path(self) -> Path:
         if self.cache_dir is not None:
             return self.cache_dir

@@ -135,7 +135,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     from rich.text import Text
 
     from kernelcup.commands.text import safe
-    from leaderboards.formatting import MIN_SAMPLES_FOR_SPREAD, format_ns, format_spread, printable
+    from leaderboards.formatting import MIN_SAMPLES_FOR_SPREAD, format_ns, format_speedup, format_spread, printable
 
     console = Console()
     colour = "green" if result.passed else ("yellow" if not result.verdict.user_fault else "red")
@@ -186,6 +186,8 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
             )
     if result.score_ns is not None:
         console.print(f"score: [bold]{format_ns(result.score_ns)}[/]")
+    for baseline in result.baselines:
+        console.print(safe(format_speedup(baseline)))
     if result.profile:
         console.print("[bold]profile[/]")
         console.print(printable(result.profile), markup=False, highlight=False)

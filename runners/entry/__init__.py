@@ -24,13 +24,25 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runners import sysinfo
-from runners.contract import BenchmarkResult, Mode, Phase, ProgressEvent, RunRequest, RunResult, TestResult
+from runners import baselines, sysinfo
+from runners.contract import (
+    REFERENCE_BASELINE,
+    BaselineSpec,
+    BenchmarkResult,
+    Mode,
+    Phase,
+    ProgressEvent,
+    RunRequest,
+    RunResult,
+    SystemInfo,
+    TestResult,
+)
 from runners.entry.admission import Rejected, allocator_library, check_submission, read_capped, write_job
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
-from runners.ipc.protocol import Job
+from runners.ipc.protocol import Job, RBaseline
 from runners.oracle.base import derive_seed
+from runners.oracle.timing import HARD_TIME_FACTOR
 from runners.settings import RunnerSettings
 
 __all__ = ["REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
@@ -111,6 +123,7 @@ def _run(
         gpu = request.device != "cpu"
         allocator = allocator_library(settings.cache_path()) if gpu else None
         profiler, prefix = _profiler(settings, request, dirs.submission)
+        plan = _BaselinePlan(request, system, settings, active=not reference_only)
         job = Job(
             mode="reference" if reference_only else request.mode.value,
             device="cpu" if request.device == "cpu" else "cuda",
@@ -123,10 +136,13 @@ def _run(
             secret=request.seed,
             profiler=profiler,
             device_name=request.device_name,
-            time_limit_s=request.limits.compile_timeout_s + request.limits.run_timeout_s,
+            time_limit_s=request.limits.compile_timeout_s + request.limits.run_timeout_s + plan.extra_time_s(),
             max_batch_calls=settings.max_batch_calls,
             allocator=str(allocator) if allocator else None,
             heap_bytes=settings.gpu_heap_mb * 1024 * 1024 if settings.gpu_heap_mb else None,
+            baselines=[(spec.label, spec.function) for spec in plan.to_time]
+            if not reference_only
+            else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE],
         )
         session = Session(
             request,
@@ -153,10 +169,59 @@ def _run(
             system.sm_clock_end_mhz = sysinfo.sm_clock_mhz()
         profile_text = read_capped(dirs.submission / NCU_LOG, _PROFILE_CHARS) if profiler == "ncu" else None
         result = build_result(request, outcomes, system, profile_text)
+        result = plan.finish(result, outcomes.report.baselines)
         return _strip_paths(result, root)
     finally:
         if not settings.keep_job_dirs:
             shutil.rmtree(root, ignore_errors=True)
+
+
+class _BaselinePlan:
+    """Which baselines a timed run reports (all of the request's), which come from this runner's cache and which
+    the evaluator times now (before the submission loads), and, at the end, their speedups and the cache update."""
+
+    def __init__(self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, *, active: bool) -> None:
+        self.request = request
+        self.cache = baselines.BaselineCache(settings.cache_path() / baselines.CACHE_FOLDER)
+        self.keys: dict[str, str] = {}
+        self.cached: dict[str, tuple[list[float], datetime]] = {}
+        self.to_time: list[BaselineSpec] = []
+        timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks)
+        if not (active and timed and settings.time_baselines):
+            self.specs: list[BaselineSpec] = []
+            return
+        self.specs = list(request.baselines)
+        for spec in self.specs:
+            key = baselines.cache_key(request, system, spec, settings.max_batch_calls)
+            self.keys[spec.label] = key
+            hit = self.cache.get(key)
+            if hit is not None and len(hit[0]) == len(request.benchmarks):
+                self.cached[spec.label] = hit
+            else:
+                self.to_time.append(spec)
+
+    def extra_time_s(self) -> float:
+        """The evaluator's time limit grows by what timing the baselines may take (it happens before the load)."""
+        per_case = HARD_TIME_FACTOR * self.request.timing.max_time_s
+        return len(self.to_time) * (len(self.request.benchmarks) * per_case + 120.0)
+
+    def finish(self, result: RunResult, reports: dict[str, list[RBaseline]]) -> RunResult:
+        if not self.specs:
+            return result
+        started = baselines.now()
+        out = []
+        for spec in self.specs:
+            if spec.label in self.cached:
+                medians, when = self.cached[spec.label]
+                out.append(baselines.result(spec, list(medians), result.benchmarks, cached=True, measured_at=when))
+                continue
+            got, note = baselines.measured(spec, reports.get(spec.label, []), len(self.request.benchmarks))
+            if not note:
+                with contextlib.suppress(OSError):
+                    self.cache.put(self.keys[spec.label], [m for m in got if m is not None], started)
+            out.append(baselines.result(spec, got, result.benchmarks, cached=False, measured_at=started, note=note))
+        # Timed baselines are cached whatever the submission did; a failed run reports no speedup.
+        return result.model_copy(update={"baselines": out}) if result.verdict.passed else result
 
 
 def _profiler(settings: RunnerSettings, request: RunRequest, sub_dir: Path) -> tuple[str, list[str]]:

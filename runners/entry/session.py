@@ -24,6 +24,7 @@ from runners.contract import Mode, Phase, ProgressEvent, RunRequest
 from runners.ipc.protocol import (
     REPORT,
     Job,
+    RBaseline,
     RBench,
     RCompiled,
     RDone,
@@ -58,6 +59,8 @@ class Report:
     compiled: RCompiled | None = None
     tests: list[RTest] = field(default_factory=list)
     benches: list[RBench] = field(default_factory=list)
+    baselines: dict[str, list[RBaseline]] = field(default_factory=dict)
+    """Per baseline label, its cases in order (the last may carry the error that stopped it)."""
     profile: RProfile | None = None
     fatal: RFatal | None = None
     done: bool = False
@@ -311,6 +314,9 @@ class Session:
         elif isinstance(msg, RBench):
             self._check_bench(msg)
             rep.benches.append(msg)
+        elif isinstance(msg, RBaseline):
+            self._check_baseline(msg)
+            rep.baselines.setdefault(msg.label, []).append(msg)
         elif isinstance(msg, RProfile):
             if rep.profile is not None or self.request.mode is not Mode.PROFILE:
                 raise ReportError("an unexpected profile")
@@ -321,6 +327,16 @@ class Session:
             rep.fatal = msg
         elif isinstance(msg, RDone):
             rep.done = True
+
+    def _check_baseline(self, msg: RBaseline) -> None:
+        wanted = {label for label, _ in self.job.baselines}
+        if msg.label not in wanted or self.report.compiled is not None:
+            raise ReportError(f"an unexpected baseline result {msg.label!r}")
+        got = self.report.baselines.get(msg.label, [])
+        if (got and got[-1].error) or msg.index != len(got) or msg.index >= len(self.request.benchmarks):
+            raise ReportError(f"baseline {msg.label!r} result {msg.index} out of order")
+        if not msg.error and not (1 <= len(msg.samples_ns) <= self.request.timing.max_samples):
+            raise ReportError(f"baseline {msg.label!r} case {msg.index} has {len(msg.samples_ns)} samples")
 
     def _check_bench(self, msg: RBench) -> None:
         rep, req = self.report, self.request

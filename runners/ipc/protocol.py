@@ -263,6 +263,9 @@ class Job(_Msg):
     max_batch_calls: int = Field(default=1, ge=1, le=MAX_BATCH)
     allocator: str | None = Field(default=None, description="The submission process's CUDA allocator library.")
     heap_bytes: int | None = Field(default=None, description="Its CUDA heap (default: 32 GiB, at most half free).")
+    baselines: list[tuple[str, str]] = Field(
+        default_factory=list, max_length=4, description="(label, function in reference.py) to time before the load."
+    )
 
 
 class RHello(_Msg):
@@ -312,6 +315,16 @@ class RBench(_Msg):
     trust: Trust | None = None
 
 
+class RBaseline(_Msg):
+    """One benchmark case of a baseline (a function of the problem's reference), timed like the submission."""
+
+    t: Literal["baseline"] = "baseline"
+    label: str = Field(max_length=40)
+    index: int = Field(ge=0)
+    samples_ns: list[float] = Field(default_factory=list, max_length=100_000)
+    error: str = Field(default="", max_length=MAX_TEXT, description="Why the baseline could not be timed.")
+
+
 class RProfile(_Msg):
     t: Literal["profile"] = "profile"
     text: str = Field(default="", max_length=MAX_TEXT)
@@ -333,6 +346,6 @@ class RDone(_Msg):
 
 
 Report = Annotated[
-    RHello | RProgress | RCompiled | RTest | RBench | RProfile | RFatal | RDone, Field(discriminator="t")
+    RHello | RProgress | RCompiled | RTest | RBench | RBaseline | RProfile | RFatal | RDone, Field(discriminator="t")
 ]
 REPORT: TypeAdapter[Any] = TypeAdapter(Report)

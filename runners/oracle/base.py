@@ -16,6 +16,8 @@ REPORT_FD_ENV = "KERNELCUP_REPORT_FD"
 JOB_FD_ENV = "KERNELCUP_JOB_FD"
 PROBLEM_DIR = "problem"
 MIB = 1024 * 1024
+DEFAULT_HEAP = 32 * 1024 * MIB
+"""A submission-protocol process's GPU memory unless the runner says otherwise (and never more than half the free)."""
 
 
 class Fatal(Exception):

@@ -15,14 +15,34 @@ import time
 from typing import Any
 
 from runners.contract import Verdict
-from runners.ipc.arena import Arena
-from runners.ipc.protocol import Load, Loaded, Profile, ProfileText, Quit, RBench, RProfile, Trust
+from runners.ipc.arena import Arena, ArenaError
+from runners.ipc.protocol import (
+    Load,
+    Loaded,
+    LoadFailed,
+    Profile,
+    ProfileText,
+    Quit,
+    RBaseline,
+    RBench,
+    RProfile,
+    Trust,
+)
 from runners.ipc.wire import Wire, socket_pair
-from runners.oracle.base import MIB, Fatal, case_text, derive_seed, int_or_none, tensor_bytes
+from runners.oracle.base import (
+    DEFAULT_HEAP,
+    MIB,
+    PROBLEM_DIR,
+    Fatal,
+    case_text,
+    derive_seed,
+    int_or_none,
+    tensor_bytes,
+)
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.timing import Sample, cap_overhead, sample_of, time_case
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
-from runners.submission.serve import CALIBRATION, SOCKET_FD_ENV
+from runners.submission.serve import BASELINE, CALIBRATION, SOCKET_FD_ENV
 
 SLACK_SHARE = 50
 """Batches hold enough work that the most a rewritten reading could hide in one window is 1/50 of it."""
@@ -40,6 +60,9 @@ class Benchmarking:
     peer: Peer | None
     window: Window | None
     echo: Any
+    baseline_process: Any
+    arenas: dict[str, Arena]
+    dev_in: str
     report: Any
     settings: Any
     secret: int | str
@@ -65,10 +88,13 @@ class Benchmarking:
             self.run_benchmark(i, case, fresh, calibration)
         self.progress("benchmarking", f"finished {len(self.job.benchmarks)} cases")
 
-    def run_benchmark(self, i: int, case: dict[str, Any], fresh: bool, cal: Calibration) -> None:
+    def run_benchmark(
+        self, i: int, case: dict[str, Any], fresh: bool, cal: Calibration, baseline: str | None = None
+    ) -> None:
         """Warm-up calls, then timed batches: each batch is ``calls`` calls back to back in one trusted window,
         each on inputs of its own (fresh in ranked mode), sized so that what a rewritten reading could hide in one
-        window (the calibration's slack) is a small share of the batch (docs/measurement.md)."""
+        window (the calibration's slack) is a small share of the batch (docs/measurement.md). For a ``baseline``
+        the same, reported as that baseline's case (its failure is raised, never reported as the submission's)."""
         torch = self.torch
         sol: dict[str, Any] = {}
         if callable(self.speed_of_light):
@@ -130,11 +156,15 @@ class Benchmarking:
         try:
             timing = time_case(warm, timed, self.settings, time.perf_counter)
         except Fatal as f:
-            self.report.send(RBench(index=i, verdict=f.verdict, message=f.message))
+            if baseline is None:
+                self.report.send(RBench(index=i, verdict=f.verdict, message=f.message))
             raise
         samples, overhead = timing.samples, cal.overhead_ns
         if not self.cuda:  # the CPU is shared: the echo's calibration may have run in a busier moment (timing.py)
             samples, overhead = cap_overhead(samples, overhead)
+        if baseline is not None:
+            self.report.send(RBaseline(label=baseline, index=i, samples_ns=[s.ns for s in samples]))
+            return
         bounded = sum(s.bounded for s in samples)
         degraded = sum(s.degraded for s in samples)
         notes = []
@@ -204,24 +234,104 @@ class Benchmarking:
                 texts.insert(0, "Nsight Compute (ncu) is not available on this runner; the torch profiler's table:")
             self.report.send(RProfile(text="\n\n".join(texts)[-60_000:]))
 
+    # ---- baselines: functions of the reference, timed like the submission --------------------------------------
+    def time_baselines(self, cal: Calibration) -> None:
+        """Time each of the job's baselines on every benchmark case, through the same protocol, window, batches and
+        statistics as the submission, in a process of our own that runs only the problem's code, before the
+        submission's file is loaded (so no user code runs beside it). A baseline that fails is reported as not
+        timed; it never fails the submission's run."""
+        _, peer = self.baseline_process
+        saved = (self.peer, self.window, self.arenas, self.dev_in)
+        arenas: dict[str, Arena] = {}
+        fresh = all("seed" in case for case in self.job.benchmarks)
+        reference = self.workdir / PROBLEM_DIR / "reference.py"
+        try:
+            arenas = self._baseline_arenas(peer)
+            self.peer, self.arenas, self.dev_in = peer, arenas, "dev_in"
+            self.window = (
+                GpuWindow(self.torch, self.driver, arenas, "ctrl", self.flush_buffer)
+                if self.cuda
+                else CpuWindow(self.torch, arenas)
+            )
+            for label, function in self.job.baselines:
+                self.progress("baseline", f"timing the {label}")
+                peer.send(Load(lang=BASELINE, path=str(reference), display_name=function))
+                loaded = peer.poll((Loaded, LoadFailed), 120.0)
+                if not isinstance(loaded, Loaded):
+                    why = loaded.message if loaded is not None else "loading it did not finish in 120 s"
+                    self.report.send(RBaseline(label=label, index=0, error=why))
+                    continue
+                for i, case in enumerate(self.job.benchmarks):
+                    try:
+                        self.run_benchmark(i, case, fresh, cal, baseline=label)
+                    except Fatal as f:
+                        self.report.send(RBaseline(label=label, index=i, error=f"benchmark {i + 1}: {f.message}"))
+                        break
+        except (PeerFailed, ArenaError, RuntimeError) as exc:
+            label = self.job.baselines[0][0]
+            self.report.send(RBaseline(label=label, index=0, error=f"the baseline process failed: {exc}"))
+        finally:
+            self.peer, self.window, self.arenas, self.dev_in = saved
+            self._stop_helper(self.baseline_process)
+            self.baseline_process = None
+            for arena in arenas.values():
+                with contextlib.suppress(Exception):
+                    arena.owner.close()
+            if self.cuda:
+                self.torch.cuda.empty_cache()
+
+    def _baseline_arenas(self, peer: Peer) -> dict[str, Arena]:
+        torch = self.torch
+        arenas: dict[str, Arena] = {}
+        if self.cuda:
+            free, _ = torch.cuda.mem_get_info()
+            heap = int(min(self.job.heap_bytes or DEFAULT_HEAP, free // 2))
+            for name, size in (("ctrl", 2 * MIB), ("dev_in", 64 * MIB), ("heap", heap)):
+                arenas[name] = Arena.create(torch, name, "cuda", size, self.driver)
+        for name in ("host_in", "host_out"):
+            arenas[name] = Arena.create(torch, name, "host", 8 * 1024 * MIB)  # sparse: only what is written
+        self.connect(peer, arenas, "heap" if self.cuda else None)
+        for arena in arenas.values():
+            arena.close_fd()
+        return arenas
+
     # ---- calibration: the evaluator's own echo process -------------------------------------------------------
     def start_echo(self) -> None:
         """Start the echo (the submission program running a known kernel), while the submission process loads."""
+        self.echo = self._start_helper("echo", "the calibration echo")
+
+    def start_baseline_process(self) -> None:
+        """Start the process that times the baselines (the submission program running the reference's code)."""
+        self.baseline_process = self._start_helper("baseline", "the baseline process")
+
+    def _start_helper(self, name: str, title: str) -> tuple[subprocess.Popen[bytes], Peer]:
+        """A submission-protocol process of our own (trusted code only), in our sandbox, with a folder of its own."""
         a, b = socket_pair()
-        echo_dir = self.workdir / "echo"
-        echo_dir.mkdir(exist_ok=True)
+        folder = self.workdir / name
+        folder.mkdir(exist_ok=True)
         env = {**os.environ, SOCKET_FD_ENV: str(b.fileno())}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runners.submission"], pass_fds=(b.fileno(),), env=env, cwd=echo_dir
-        )
+        argv = [sys.executable, "-m", "runners.submission"]
+        proc = subprocess.Popen(argv, pass_fds=(b.fileno(),), env=env, cwd=folder)
         b.close()
         from runners.ipc.protocol import FROM_SUBMISSION
 
-        self.echo = (proc, Peer(Wire(a, FROM_SUBMISSION), "the calibration echo"))
+        return proc, Peer(Wire(a, FROM_SUBMISSION), title)
+
+    def _stop_helper(self, helper: Any) -> None:
+        if helper is None:
+            return
+        proc, peer = helper
+        with contextlib.suppress(Exception):
+            peer.send(Quit())
+        peer.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
 
     def calibrate(self) -> Calibration:
         torch = self.torch
-        proc, peer = self.echo
+        _, peer = self.echo
         arenas: dict[str, Arena] = {}
         try:
             if self.cuda:
@@ -247,11 +357,5 @@ class Benchmarking:
             message = f"calibrating the evaluator's clock failed: {exc}"
             raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "runner") from None
         finally:
-            with contextlib.suppress(Exception):
-                peer.send(Quit())
-            peer.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-            if proc.poll() is None:
-                proc.kill()
+            self._stop_helper(self.echo)
             self.echo = None

@@ -46,6 +46,7 @@ from runners.ipc.protocol import (
     Setup,
 )
 from runners.oracle.base import (
+    DEFAULT_HEAP,
     JOB_FD_ENV,
     MIB,
     PROBLEM_DIR,
@@ -64,8 +65,6 @@ from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window
 from runners.submission.serve import SOCKET_FD_ENV
 
-DEFAULT_HEAP = 32 * 1024 * MIB
-"""The submission process's GPU memory unless the runner says otherwise (and never more than half the free)."""
 _HOST_ARENA = 8 * 1024 * MIB  # sparse: only what is written takes memory
 
 _CALL_VERDICTS = {
@@ -86,6 +85,7 @@ _LOAD_VERDICTS = {
     "unavailable": Verdict.REJECTED,
 }
 
+
 class Evaluator(Benchmarking):
     def __init__(self, job: Job, report: Reporter, peer: Peer | None, workdir: Path) -> None:
         self.job = job
@@ -99,6 +99,7 @@ class Evaluator(Benchmarking):
         self.dev_in = "dev_in"
         self.window: Window | None = None
         self.echo: Any = None
+        self.baseline_process: Any = None
         self.calibration: Calibration | None = None
         self.deadline = time.monotonic() + job.time_limit_s  # (the entry kills us a little later)
 
@@ -195,6 +196,11 @@ class Evaluator(Benchmarking):
             # tests, warm: cold, the echo read overheads far above the submission's (timing.cap_overhead caps both).
             self.progress("calibrating", "the evaluator's clock")
             self.calibration = self.calibrate()
+        if self.baseline_process is not None:  # also before the load: the baselines share the GPU with no user code
+            if self.calibration is None:
+                self.progress("calibrating", "the evaluator's clock")
+                self.calibration = self.calibrate()
+            self.time_baselines(self.calibration)
         self.progress("compiling", self.job.display_name)
         self.peer.send(Load(lang=self.job.lang, path=self.job.submission, display_name=self.job.display_name))
         self.loaded = True  # from here on, whatever the submission process does is the submission's doing
@@ -313,6 +319,8 @@ class Evaluator(Benchmarking):
         self.secret: int | str = job.secret if job.secret is not None else secrets.token_hex(16)
         if job.mode in ("benchmark", "ranked"):
             self.start_echo()  # first: its interpreter and PyTorch start while ours do
+            if job.baselines and job.benchmarks:
+                self.start_baseline_process()
         self.setup()
         if job.mode == "reference":
             self.run_reference_check()
@@ -342,6 +350,22 @@ class Evaluator(Benchmarking):
                 raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem") from None
             verdict = Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER
             self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
+        # Each baseline the problem names: a function of reference.py that passes the same check.
+        for label, function in self.job.baselines:
+            fn = getattr(self.reference, function, None)
+            if not callable(fn):
+                message = f"the baseline {label!r} names {function}, which reference.py does not define"
+                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
+            data = self.generate(self.job.tests[0]) if self.job.tests else None
+            if data is None:
+                continue
+            try:
+                ok, message = normalise_check(self.check(data, fn(clone(self.torch, data))))
+            except Exception as exc:
+                ok, message = False, trace(exc)
+            if not ok:
+                message = f"the baseline {label!r} ({function}) fails the problem's check on test 1: {message}"
+                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
         # Each benchmark case's inputs once, so a case that cannot be generated (absurd sizes) is the problem's
         # fault here, not in every timed run.
         for i, case in enumerate(self.job.benchmarks):
@@ -354,9 +378,9 @@ class Evaluator(Benchmarking):
         if self.peer is not None:
             with contextlib.suppress(Exception):
                 self.peer.send(Quit())
-        if self.echo is not None:
-            proc, _ = self.echo
-            proc.kill()
+        for helper in (self.echo, self.baseline_process):
+            if helper is not None:
+                helper[0].kill()
 
 
 def main() -> int:

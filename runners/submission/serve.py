@@ -54,6 +54,9 @@ GO_OFFSET, DONE_OFFSET = 0, 128
 NVTX_RANGE = "kernelcup_profile"
 CALIBRATION = "calibration"
 """The language key of the evaluator's echo process (a known kernel through the same protocol), never a user's."""
+BASELINE = "baseline"
+"""The language key of the evaluator's baseline process: ``display_name`` names a function of the problem's
+reference.py at ``path`` (never a user's file: a request's language is one of the contract's)."""
 _TRACE_CHARS = 4000
 _NEEDS_CUDA = re.compile(
     r"not compiled with cuda|no cuda gpus|nvidia driver|cuda driver|cuda.{0,40}not available|cuda_home|nvcc"
@@ -135,6 +138,8 @@ class SubmissionProcess:
         if msg.lang == CALIBRATION:
             self.fn = self._calibration_kernel
             return Loaded()
+        if msg.lang == BASELINE:
+            return self._load_baseline(Path(msg.path), msg.display_name)
         path = self.job_dir / msg.path
         try:
             runtime = languages.runtime_for(msg.lang, self.job_dir)
@@ -155,6 +160,23 @@ class SubmissionProcess:
             kind = {"oom": "oom", "needs_cuda": "needs_cuda", "exit": "exit"}.get(err.kind, "import")
             return LoadFailed(kind=kind, message=err.message)  # type: ignore[arg-type]
         return Loaded(compile_output=runtime.compile_output[-60_000:])
+
+    def _load_baseline(self, reference: Path, function: str) -> Loaded | LoadFailed:
+        """A function of the problem's reference (imported once, with the folder's own modules beside it)."""
+        from runners.submission import languages
+
+        try:
+            module = sys.modules.get("reference")
+            if module is None:
+                sys.path.insert(0, str(reference.parent))
+                module = languages.import_file(reference, "reference")
+            fn = getattr(module, function, None)
+            if not callable(fn):
+                return LoadFailed(kind="missing_entry", message=f"reference.py defines no {function}(data) function")
+        except BaseException as exc:
+            return LoadFailed(kind="import", message=f"importing the reference failed: {_trace(exc)[-2000:]}")
+        self.fn = fn
+        return Loaded()
 
     def _calibration_kernel(self, data: Any) -> Any:
         """The evaluator's own stand-in for a submission (only ever loaded in its trusted echo process): a spin of

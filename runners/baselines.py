@@ -1,0 +1,119 @@
+"""Speedups over the problem's baselines: the reference's ``ref_kernel`` and any other function of reference.py that
+the problem names, timed like the submission (same harness, window, inputs and statistics; see
+``Benchmarking.time_baselines``), and cached per machine so that a baseline is timed once, not for every submission.
+
+The cache is the trusted entry's (a folder in the runner's cache directory, which submissions see read-only). Its
+key is everything that could change a baseline's time: the problem's files and cases, the timing settings, the
+device, the GPU, its driver, and the PyTorch and Triton versions. A baseline that could not be timed is not cached,
+so the next run tries again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runners import stats
+from runners.contract import BaselineResult, BaselineSpec, BenchmarkResult, RunRequest, SystemInfo
+from runners.ipc.protocol import RBaseline
+
+CACHE_FOLDER = "baselines"
+CACHE_VERSION = 1
+
+
+def cache_key(request: RunRequest, system: SystemInfo, spec: BaselineSpec, max_batch_calls: int) -> str:
+    """What a baseline's timing depends on, hashed (SHA-256 of canonical JSON)."""
+    facts = {
+        "v": CACHE_VERSION,
+        "function": spec.function,
+        "files": request.files,
+        "benchmarks": request.benchmarks,
+        "timing": request.timing.model_dump(mode="json"),
+        "device": request.device,
+        "gpu": system.gpu_name,
+        "driver": system.driver,
+        "torch": system.torch,
+        "triton": system.triton,
+        "batch": max_batch_calls,
+    }
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class BaselineCache:
+    """Baseline medians on disk, one small JSON file per key."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def get(self, key: str) -> tuple[list[float], datetime] | None:
+        """The cached medians per case and when they were measured, or None (absent or unreadable)."""
+        try:
+            data = json.loads((self.folder / f"{key}.json").read_text())
+            medians = [float(x) for x in data["medians_ns"]]
+            measured = datetime.fromisoformat(data["measured_at"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not medians or not all(math.isfinite(m) and m > 0 for m in medians):
+            return None
+        return medians, measured
+
+    def put(self, key: str, medians_ns: list[float], measured_at: datetime) -> None:
+        """Store atomically (a reader sees the old file or the new one, never half of one)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self.folder / f"{key}.json"
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"medians_ns": medians_ns, "measured_at": measured_at.isoformat()}))
+        tmp.replace(target)
+
+
+def measured(spec: BaselineSpec, reports: list[RBaseline], cases: int) -> tuple[list[float | None], str]:
+    """A baseline's median per case from the evaluator's reports, and why it is incomplete ('' when it is not)."""
+    medians: list[float | None] = [None] * cases
+    note = ""
+    for r in reports:
+        if r.error:
+            note = f"the {spec.label} could not be timed: {r.error}"
+            break
+        medians[r.index] = stats.timing_stats(r.samples_ns).median_ns
+    if not note and any(m is None for m in medians):
+        note = f"the {spec.label} was not timed on every benchmark"
+    return medians, note
+
+
+def result(
+    spec: BaselineSpec,
+    medians: list[float | None],
+    benches: list[BenchmarkResult],
+    *,
+    cached: bool,
+    measured_at: datetime | None,
+    note: str = "",
+) -> BaselineResult:
+    """The speedup per case (the baseline's median over the submission's) and their geometric mean."""
+    speedups: list[float | None] = []
+    for i, base in enumerate(medians):
+        sub = benches[i].stats if i < len(benches) else None
+        ok = base is not None and sub is not None and sub.median_ns > 0
+        speedups.append(base / sub.median_ns if ok else None)  # type: ignore[operator, union-attr]
+    known = [s for s in speedups if s is not None]
+    overall = math.exp(sum(math.log(s) for s in known) / len(known)) if known and len(known) == len(speedups) else None
+    if overall is None and not note and benches:
+        note = f"no speedup over the {spec.label}: a benchmark has no median"
+    return BaselineResult(
+        label=spec.label,
+        function=spec.function,
+        case_medians_ns=medians,
+        speedups=speedups,
+        speedup=overall,
+        cached=cached,
+        measured_at=measured_at,
+        note=note,
+    )
+
+
+def now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)

@@ -1,0 +1,182 @@
+"""Speedups over the problem's baselines: the reference timed like the submission, once per machine (cached), with
+the speedup per case and overall in the result; a problem's own extra baselines; failures that never fail the run."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from harness_helpers import FIXTURES, SUBMISSIONS, build_request
+
+from leaderboards.formatting import format_speedup
+from leaderboards.problems import ProblemFormatError, load_problem
+from leaderboards.sync import reference_request
+from runners import baselines
+from runners.contract import (
+    REFERENCE_BASELINE,
+    BaselineSpec,
+    BenchmarkResult,
+    Mode,
+    RunRequest,
+    SystemInfo,
+    TimingStats,
+    Verdict,
+)
+from runners.entry import check_reference, run_request
+from runners.ipc.protocol import RBaseline
+from runners.settings import RunnerSettings
+
+
+def _bench(i: int, median: float | None) -> BenchmarkResult:
+    stats = None
+    if median is not None:
+        stats = TimingStats(samples=10, median_ns=median, mean_ns=median, std_ns=0, stderr_ns=0, min_ns=median,
+                            max_ns=median)  # fmt: skip
+    return BenchmarkResult(index=i, case={}, verdict=Verdict.ACCEPTED, stats=stats)
+
+
+def test_the_speedup_is_the_baselines_median_over_the_submissions_and_their_geometric_mean() -> None:
+    got = baselines.result(REFERENCE_BASELINE, [200.0, 800.0], [_bench(0, 100.0), _bench(1, 100.0)], cached=False,
+                           measured_at=None)  # fmt: skip
+    assert got.speedups == [2.0, 8.0] and got.speedup == pytest.approx(4.0)
+    slower = baselines.result(REFERENCE_BASELINE, [50.0], [_bench(0, 100.0)], cached=True, measured_at=None)
+    assert slower.speedup == 0.5 and slower.cached
+
+
+def test_a_case_without_a_median_leaves_no_overall_speedup_and_says_why() -> None:
+    got = baselines.result(REFERENCE_BASELINE, [200.0, None], [_bench(0, 100.0), _bench(1, 100.0)], cached=False,
+                           measured_at=None)  # fmt: skip
+    assert got.speedups == [2.0, None] and got.speedup is None and "no median" in got.note
+    assert "speedup over the reference: -" in format_speedup(got)
+
+
+def test_the_reports_give_medians_per_case_and_stop_at_an_error() -> None:
+    ok = [RBaseline(label="reference", index=i, samples_ns=[3.0, 1.0, 2.0]) for i in range(2)]
+    assert baselines.measured(REFERENCE_BASELINE, ok, 2) == ([2.0, 2.0], "")
+    failed = [ok[0], RBaseline(label="reference", index=1, error="benchmark 2: out of memory")]
+    medians, note = baselines.measured(REFERENCE_BASELINE, failed, 2)
+    assert medians == [2.0, None] and "could not be timed: benchmark 2: out of memory" in note
+    assert "not timed on every benchmark" in baselines.measured(REFERENCE_BASELINE, ok[:1], 2)[1]
+
+
+def test_the_cache_key_covers_what_changes_a_baselines_time() -> None:
+    request = build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK)
+    system = SystemInfo(gpu_name="NVIDIA H100 80GB HBM3", driver="580.1", torch="2.11.0", triton="3.6.0")
+    key = baselines.cache_key(request, system, REFERENCE_BASELINE, 1)
+    assert key == baselines.cache_key(request.model_copy(), system.model_copy(), REFERENCE_BASELINE, 1)
+    changed_files = request.model_copy(update={"files": {**request.files, "reference.py": "# changed"}})
+    variants = [
+        baselines.cache_key(changed_files, system, REFERENCE_BASELINE, 1),
+        baselines.cache_key(request, system.model_copy(update={"gpu_name": "NVIDIA H200"}), REFERENCE_BASELINE, 1),
+        baselines.cache_key(request, system.model_copy(update={"driver": "590.0"}), REFERENCE_BASELINE, 1),
+        baselines.cache_key(request, system.model_copy(update={"torch": "2.12.0"}), REFERENCE_BASELINE, 1),
+        baselines.cache_key(request, system, BaselineSpec(label="compiled", function="compiled"), 1),
+        baselines.cache_key(request, system, REFERENCE_BASELINE, 4),
+    ]
+    fewer = request.model_copy(update={"benchmarks": request.benchmarks[:1]})
+    variants.append(baselines.cache_key(fewer, system, REFERENCE_BASELINE, 1))
+    assert len({key, *variants}) == len(variants) + 1
+
+
+def test_the_cache_round_trips_and_ignores_what_it_cannot_read(tmp_path: Path) -> None:
+    cache = baselines.BaselineCache(tmp_path / "baselines")
+    assert cache.get("k") is None
+    when = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
+    cache.put("k", [10.0, 20.0], when)
+    assert cache.get("k") == ([10.0, 20.0], when)
+    for text in (
+        "not json",
+        '{"medians_ns": [], "measured_at": "2026-11-24T02:00:00+00:00"}',
+        '{"medians_ns": [-1], "measured_at": "2026-11-24T02:00:00+00:00"}',
+        '{"medians_ns": [1]}',
+    ):
+        (tmp_path / "baselines" / "k.json").write_text(text)
+        assert cache.get("k") is None, text
+
+
+def _settings(tmp_path: Path, name: str, **extra: object) -> RunnerSettings:
+    return RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True, cache_dir=tmp_path / name, **extra)
+
+
+def test_a_benchmark_run_reports_the_speedup_over_the_reference_timed_once_then_cached(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, "cache")
+    first = run_request(build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK), settings=settings)
+    assert first.verdict is Verdict.ACCEPTED, first.message
+    (ref,) = first.baselines
+    assert ref.label == "reference" and ref.function == "ref_kernel" and not ref.cached and ref.note == ""
+    assert len(ref.case_medians_ns) == len(first.benchmarks) and all(m and m > 0 for m in ref.case_medians_ns)
+    for base, speedup, bench in zip(ref.case_medians_ns, ref.speedups, first.benchmarks, strict=True):
+        assert bench.stats and speedup == pytest.approx(base / bench.stats.median_ns)
+    assert "baseline" in first.phase_times  # timed by the evaluator before the submission loaded
+    assert first.phase_times["baseline"] < first.phase_times["compiling"]
+
+    second = run_request(build_request(SUBMISSIONS / "correct_torch.py", Mode.RANKED), settings=settings)
+    assert second.verdict is Verdict.ACCEPTED, second.message
+    assert "baseline" not in second.phase_times  # nothing was timed again
+    (cached,) = second.baselines
+    assert cached.cached and cached.case_medians_ns == ref.case_medians_ns and cached.measured_at == ref.measured_at
+    assert cached.speedup is not None and "reference cached, timed" in format_speedup(cached)
+
+
+def test_test_mode_a_failed_run_and_the_setting_off_report_no_speedup(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, "cache")
+    assert run_request(build_request(SUBMISSIONS / "correct_torch.py", Mode.TEST), settings=settings).baselines == []
+    wrong = run_request(build_request(SUBMISSIONS / "wrong_off_by_one.py", Mode.BENCHMARK), settings=settings)
+    assert wrong.verdict is Verdict.WRONG_ANSWER and wrong.baselines == []
+    off = _settings(tmp_path, "other", time_baselines=False)
+    result = run_request(build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK), settings=off)
+    assert result.verdict is Verdict.ACCEPTED and result.baselines == [] and "baseline" not in result.phase_times
+
+
+def _with_baselines(tmp_path: Path, extra: str, specs: list[BaselineSpec]) -> RunRequest:
+    request = build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK)
+    files = {**request.files, "reference.py": request.files["reference.py"] + extra}
+    return request.model_copy(update={"files": files, "baselines": [REFERENCE_BASELINE, *specs]})
+
+
+def test_a_problems_own_baselines_are_timed_and_a_broken_one_never_fails_the_run(tmp_path: Path) -> None:
+    extra = (
+        "\n\ndef ref_twice(data):\n    ref_kernel(data)\n    return ref_kernel(data)\n"
+        "\n\ndef ref_raises(data):\n    raise RuntimeError('this baseline is broken')\n"
+    )
+    specs = [
+        BaselineSpec(label="twice", function="ref_twice"),
+        BaselineSpec(label="broken", function="ref_raises"),
+        BaselineSpec(label="absent", function="no_such_function"),
+    ]
+    result = run_request(_with_baselines(tmp_path, extra, specs), settings=_settings(tmp_path, "cache"))
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    by_label = {b.label: b for b in result.baselines}
+    assert list(by_label) == ["reference", "twice", "broken", "absent"]
+    assert by_label["twice"].speedup is not None and by_label["twice"].note == ""
+    assert by_label["broken"].speedup is None and "this baseline is broken" in by_label["broken"].note
+    assert by_label["absent"].speedup is None and "defines no no_such_function" in by_label["absent"].note
+    cached = list((tmp_path / "cache" / baselines.CACHE_FOLDER).glob("*.json"))
+    assert len(cached) == 2  # the two that were timed; a failure is tried again next time
+
+
+def test_task_yml_names_baselines_and_the_reference_check_runs_them(tmp_path: Path) -> None:
+    problem = tmp_path / "vectoradd"
+    shutil.copytree(FIXTURES / "vectoradd", problem)
+    task = problem / "task.yml"
+    base_text = task.read_text()
+    task.write_text(base_text + "baselines:\n  - {label: twice, function: ref_twice}\n")
+    reference = problem / "reference.py"
+    reference.write_text(reference.read_text() + "\n\ndef ref_twice(data):\n    return ref_kernel(data)\n")
+    request = reference_request(load_problem(problem))
+    assert [b.label for b in request.baselines] == ["reference", "twice"]
+    settings = _settings(tmp_path, "cache")
+    assert check_reference(request, settings=settings).verdict is Verdict.ACCEPTED
+    task.write_text(base_text + "baselines:\n  - {label: missing, function: not_there}\n")
+    checked = check_reference(reference_request(load_problem(problem)), settings=settings)
+    assert checked.verdict is Verdict.INFRASTRUCTURE_ERROR and "names not_there" in checked.message
+    for bad, words in (
+        ("  - {label: reference, function: ref_kernel}\n", "is taken"),
+        ("  - {label: a, function: x}\n  - {label: a, function: y}\n", "is taken"),
+        ("  - {label: a, function: 'not a name'}\n", "function"),
+    ):
+        task.write_text(base_text + "baselines:\n" + bad)
+        with pytest.raises(ProblemFormatError, match=words):
+            load_problem(problem)
