@@ -374,3 +374,29 @@ class RunResult(_Model):
             why = f" ({self.system.sandbox_note})" if self.system.sandbox_note else ""
             return f"the runner ran the submission without its sandbox{why}; this route must sandbox"
         return None
+
+
+class CaseComparison(_Model):
+    """One benchmark case of a comparison: each file's median over the rounds and their paired ratio."""
+
+    index: int
+    case: dict[str, Any]
+    median_a_ns: float = Field(description="Median over the rounds of the first file's per-run medians.")
+    median_b_ns: float
+    ratio: float = Field(description="Geometric mean over the rounds of A's median / B's (below 1: A is faster).")
+    ci_low: float = Field(description="95% paired t interval of the ratio, low end.")
+    ci_high: float
+
+
+class Comparison(_Model):
+    """Two submissions' benchmark runs, interleaved on one machine, compared (``runners.compare``)."""
+
+    a: str = Field(description="The first file's name.")
+    b: str
+    rounds: int = Field(description="Rounds completed (one benchmark run of each file per round).")
+    verdict: Verdict = Field(description="Accepted when every run was; else the first failed run's verdict.")
+    message: str = ""
+    cases: list[CaseComparison] = Field(default_factory=list)
+    ratio: float | None = Field(default=None, description="Paired ratio of the runs' scores, A over B.")
+    ci_low: float | None = None
+    ci_high: float | None = None

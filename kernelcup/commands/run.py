@@ -1,4 +1,5 @@
-"""``kernelcup run PROBLEM_DIR FILE``: evaluate a submission on this machine, no database involved.
+"""``kernelcup run PROBLEM_DIR FILE...``: evaluate submissions on this machine, no database involved; ``--compare``
+two of them (``runners.compare``).
 
 It builds the request with ``load_problem(...).request(...)`` and calls ``runners.entry.run_request``:
 the very path a worker takes, minus the queue.
@@ -16,7 +17,8 @@ import typer
 from kernelcup.choices import ModeChoice, RunDevice
 
 if TYPE_CHECKING:
-    from runners.contract import ProgressEvent, RunResult
+    from runners.contract import ProgressEvent, RunRequest, RunResult
+    from runners.settings import RunnerSettings
 
 PROBLEMS_ROOT = Path("problems")
 """Where ``kernelcup run`` looks for a problem folder to suggest (relative to the working directory)."""
@@ -72,59 +74,147 @@ def default_device() -> str:
 
 def run(
     problem_dir: Path = typer.Argument(..., help="The problem folder (holds task.yml), e.g. problems/vectoradd."),
-    file: Path = typer.Argument(..., help="Your submission: a .py file with custom_kernel(data), or a .cu file."),
-    mode: ModeChoice = typer.Option(ModeChoice.TEST, "--mode", "-m", help="What to run."),
+    files: list[Path] = typer.Argument(
+        ..., help="Your submission(s): .py files with custom_kernel(data), or .cu files. Several: run each in turn."
+    ),
+    mode: ModeChoice | None = typer.Option(
+        None, "--mode", "-m", help="What to run (default: test; benchmark with --compare)."
+    ),
     device: RunDevice | None = typer.Option(
         None, "--device", "-d", help="This machine's GPU or its CPU (default: cuda when a GPU is present)."
     ),
     seed: int | None = typer.Option(None, "--seed", help="Secret seed for ranked mode (default: a random one)."),
+    compare: bool = typer.Option(
+        False,
+        "--compare",
+        help="Compare two files: interleaved benchmark runs and their time ratio with a 95% interval.",
+    ),
+    rounds: int = typer.Option(5, "--rounds", min=2, max=50, help="With --compare: benchmark runs of each file."),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON instead of a report."),
 ) -> None:
     from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
     from runners.contract import Limits, Mode
-    from runners.entry import run_request
     from runners.settings import RunnerSettings
 
-    check_arguments(problem_dir, file)
+    for file in files:
+        check_arguments(problem_dir, file)
+    if compare and len(files) != 2:
+        _fail(f"--compare takes exactly two files, not {len(files)}: `kernelcup run PROBLEM_DIR A.py B.py --compare`")
+    if compare and mode is not None and mode is not ModeChoice.BENCHMARK:
+        _fail(f"--compare runs benchmark mode; drop --mode {mode.value}")
     try:
         problem = load_problem(problem_dir)
     except ProblemFormatError as exc:
         has_task = (problem_dir / "task.yml").exists()
         hint = "fix task.yml" if has_task else f"no task.yml here; {_suggestion(problem_dir)}"
         _fail(f"{problem_dir} is not a valid problem folder:\n{exc}\n({hint})")
-    run_mode = Mode(mode.value)
+    run_mode = Mode.BENCHMARK if compare else Mode((mode or ModeChoice.TEST).value)
     target = (device or RunDevice(default_device())).value
     if target == "cuda" and default_device() == "cpu":  # refused at once: the run would only fail later
         _fail("this machine has no GPU (no NVIDIA driver answers); run with --device cpu")
     if run_mode is Mode.RANKED and seed is None:
         seed = secrets.randbelow(2**31)
     limit = Limits().max_submission_bytes
-    if file.stat().st_size > limit:  # refused by its size, before it is read
-        _fail(f"{file.name} is {file.stat().st_size:,} bytes; the limit is {limit:,} bytes")
-    request = problem.request(file.name, file.read_bytes(), run_mode, device=target, device_name=target, seed=seed)
+    for file in files:
+        if file.stat().st_size > limit:  # refused by its size, before it is read
+            _fail(f"{file.name} is {file.stat().st_size:,} bytes; the limit is {limit:,} bytes")
+    requests = [
+        problem.request(f.name, f.read_bytes(), run_mode, device=target, device_name=target, seed=seed) for f in files
+    ]
     try:
         runner = load(RunnerSettings)
     except SettingsError as exc:
         _fail(str(exc))
+    if compare:
+        _compare(problem.name, requests[0], requests[1], runner, rounds, as_json)
+    results = [_run_one(problem.name, request, target, runner, as_json, quiet=len(files) > 1) for request in requests]
+    if len(results) > 1:
+        if as_json:
+            sys.stdout.write("[" + ",\n".join(r.model_dump_json(indent=2) for r in results) + "]\n")
+        else:
+            _render_batch(results, [f.name for f in files])
+    raise typer.Exit(0 if all(r.passed for r in results) else 1)
 
-    if as_json:
+
+def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings, as_json: bool,
+             *, quiet: bool) -> RunResult:  # fmt: skip
+    """One run, with live progress on stderr; its report (or JSON) unless ``quiet`` (a batch shows a table)."""
+    from rich.console import Console
+
+    from kernelcup.commands.text import safe
+    from runners.entry import run_request
+
+    if as_json and not quiet:
         result = run_request(request, settings=runner)
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-    else:
-        from rich.console import Console
+        return result
+    console = Console(stderr=True)
+    file_name = request.submission.name
+    with console.status(f"[bold]{safe(name)}[/] · {safe(file_name)}: starting…") as status:
 
-        console = Console(stderr=True)
-        from kernelcup.commands.text import safe
+        def progress(event: ProgressEvent) -> None:
+            status.update(f"[bold]{safe(name)}[/] · {safe(file_name)}: {event.phase.value} {safe(event.detail)}")
 
-        with console.status(f"[bold]{safe(problem.name)}[/]: starting…") as status:
+        result = run_request(request, progress, settings=runner)
+    if not quiet:
+        render(result, name, file_name, target)
+    return result
 
-            def progress(event: ProgressEvent) -> None:
-                status.update(f"[bold]{safe(problem.name)}[/]: {event.phase.value} {safe(event.detail)}")
 
-            result = run_request(request, progress, settings=runner)
-        render(result, problem.name, file.name, target)
-    raise typer.Exit(0 if result.passed else 1)
+def _render_batch(results: list[RunResult], names: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kernelcup.commands.text import safe
+    from leaderboards.formatting import format_ns, printable
+
+    table = Table(title=f"{len(results)} files")
+    for col in ("file", "verdict", "score", "wall", "message"):
+        table.add_column(col)
+    for name, r in zip(names, results, strict=True):
+        style = "green" if r.passed else "red"
+        score = format_ns(r.score_ns) if r.score_ns is not None else "-"
+        table.add_row(safe(name), f"[{style}]{r.verdict.label}[/]", score, f"{r.wall_time_s:.1f} s",
+                      safe(printable(r.message)[:160]))  # fmt: skip
+    Console().print(table)
+
+
+def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, rounds: int, as_json: bool) -> NoReturn:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kernelcup.commands.text import safe
+    from leaderboards.formatting import format_ns, printable
+    from runners.compare import compare
+    from runners.entry import run_request
+
+    console = Console(stderr=True)
+    with console.status(f"[bold]{safe(name)}[/]: comparing, round 1 of {rounds}…") as status:
+
+        def run(request: RunRequest) -> RunResult:
+            return run_request(request, settings=runner)
+
+        def on_round(done: int, total: int) -> None:
+            status.update(f"[bold]{safe(name)}[/]: comparing, round {min(done + 1, total)} of {total}…")
+
+        result = compare(a, b, run, rounds=rounds, on_round=on_round)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        raise typer.Exit(0 if result.verdict.passed else 1)
+    out = Console()
+    if not result.verdict.passed:
+        out.print(f"[red]{result.verdict.label}[/]: {safe(printable(result.message))}")
+        raise typer.Exit(1)
+    table = Table(title=f"{safe(result.a)} vs {safe(result.b)}: {result.rounds} interleaved rounds (A/B time ratio)")
+    for col in ("#", "case", f"A: {safe(result.a)}", f"B: {safe(result.b)}", "A/B", "95% interval"):
+        table.add_column(col)
+    for c in result.cases:
+        table.add_row(str(c.index + 1), safe(_case(c.case)), format_ns(c.median_a_ns), format_ns(c.median_b_ns),
+                      f"{c.ratio:.4f}", f"{c.ci_low:.4f} to {c.ci_high:.4f}")  # fmt: skip
+    out.print(table)
+    out.print(safe(printable(result.message)))
+    raise typer.Exit(0)
 
 
 def render(result: RunResult, problem: str, file_name: str, device: str) -> None:

@@ -1,0 +1,119 @@
+"""Compare two submissions fairly: ordinary benchmark runs of each, interleaved on one machine (ABBA...), and the ratio
+of their times with a 95% confidence interval, so a 2% gain can be told from noise.
+
+Design: a round is one benchmark run of each file, the order alternating from round to round (A B, then B A, ...),
+so a drift of the machine (clocks, temperature, a neighbour) falls on both files alike. Each run is an ordinary
+``run_request`` benchmark run: fresh sandboxed processes, the same public inputs, the same harness and statistics,
+so nothing is shared between the two files' code. The unit of comparison is a round: per case, the ratio of A's
+median to B's in that round; the estimate is the geometric mean of those ratios over the rounds and the interval a
+paired t interval on their logarithms (Student's t with rounds - 1 degrees of freedom). The overall ratio does the
+same with each run's score. Runs, not calls, are interleaved: a run's median already summarises hundreds of calls,
+and on the lent H100 run-to-run spread is about 0.1% (docs/measurement.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from runners.contract import CaseComparison, Comparison, Mode, RunRequest, RunResult, Verdict
+
+MIN_ROUNDS = 2
+MAX_ROUNDS = 50
+DEFAULT_ROUNDS = 5
+
+# Student's t, two-sided 95% (the 0.975 quantile), by degrees of freedom; beyond the table, linear in 1/df.
+_T975 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+    11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086,
+    25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980,
+}  # fmt: skip
+_Z975 = 1.960
+
+
+def t975(df: int) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (tabled; interpolated in 1/df between)."""
+    if df < 1:
+        raise ValueError("a t interval needs at least one degree of freedom")
+    if df in _T975:
+        return _T975[df]
+    keys = sorted(_T975)
+    below = max(k for k in keys if k < df)
+    above = min((k for k in keys if k > df), default=None)
+    lo_x, lo_t = 1 / below, _T975[below]
+    hi_x, hi_t = (1 / above, _T975[above]) if above else (0.0, _Z975)
+    x = 1 / df
+    return hi_t + (lo_t - hi_t) * (x - hi_x) / (lo_x - hi_x)
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """(ratio, low, high): the geometric mean of a_i / b_i and its 95% paired t interval (all positive)."""
+    if len(a) != len(b) or len(a) < MIN_ROUNDS:
+        raise ValueError(f"a paired ratio needs the same number of rounds for both, at least {MIN_ROUNDS}")
+    if any(not (x > 0 and math.isfinite(x)) for x in (*a, *b)):
+        raise ValueError("times must be positive and finite")
+    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
+    n = len(logs)
+    mean = math.fsum(logs) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in logs) / (n - 1))
+    half = t975(n - 1) * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+Run = Callable[[RunRequest], RunResult]
+
+
+def compare(a: RunRequest, b: RunRequest, run: Run, *, rounds: int = DEFAULT_ROUNDS,
+            on_round: Callable[[int, int], None] | None = None) -> Comparison:  # fmt: skip
+    """Interleave ``rounds`` benchmark runs of each request (``run`` runs one) and compare them. Stops at the first
+    run that is not accepted: its verdict and message, naming the file, are the comparison's."""
+    if not MIN_ROUNDS <= rounds <= MAX_ROUNDS:
+        raise ValueError(f"rounds must be between {MIN_ROUNDS} and {MAX_ROUNDS}, not {rounds}")
+    for r in (a, b):
+        if r.mode is not Mode.BENCHMARK:
+            raise ValueError(f"a comparison runs benchmark mode; {r.submission.name} asks for {r.mode.value}")
+    if a.problem != b.problem or a.files != b.files or a.benchmarks != b.benchmarks or a.device != b.device:
+        raise ValueError("both files must be compared on the same problem, cases and device")
+    names = (a.submission.name, b.submission.name)
+    results: dict[int, list[RunResult]] = {0: [], 1: []}
+    for rnd in range(rounds):
+        order = (0, 1) if rnd % 2 == 0 else (1, 0)
+        for side in order:
+            result = run((a, b)[side])
+            if not result.passed:
+                return Comparison(
+                    a=names[0], b=names[1], rounds=rnd, verdict=result.verdict,
+                    message=f"{names[side]}: {result.verdict.label}: {result.message}",
+                )  # fmt: skip
+            results[side].append(result)
+        if on_round is not None:
+            on_round(rnd + 1, rounds)
+    return _summarise(names, results[0], results[1])
+
+
+def _summarise(names: tuple[str, str], ra: list[RunResult], rb: list[RunResult]) -> Comparison:
+    cases = []
+    for i, bench in enumerate(ra[0].benchmarks):
+        ma = [r.benchmarks[i].stats.median_ns for r in ra]  # type: ignore[union-attr]
+        mb = [r.benchmarks[i].stats.median_ns for r in rb]  # type: ignore[union-attr]
+        ratio, low, high = paired_ratio(ma, mb)
+        cases.append(CaseComparison(index=i, case=bench.case, median_a_ns=_median(ma), median_b_ns=_median(mb),
+                                    ratio=ratio, ci_low=low, ci_high=high))  # fmt: skip
+    ratio, low, high = paired_ratio([r.score_ns or 0.0 for r in ra], [r.score_ns or 0.0 for r in rb])
+    return Comparison(a=names[0], b=names[1], rounds=len(ra), verdict=Verdict.ACCEPTED, message=_verdict_text(
+        names, ratio, low, high), cases=cases, ratio=ratio, ci_low=low, ci_high=high)  # fmt: skip
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def _verdict_text(names: tuple[str, str], ratio: float, low: float, high: float) -> str:
+    a, b = names
+    interval = f"95% interval {low:.4f} to {high:.4f}"
+    if low <= 1.0 <= high:
+        return f"{a} takes {ratio:.4f}x the time of {b} ({interval}): no difference can be told from the noise"
+    faster, by = (a, 1 - ratio) if ratio < 1 else (b, 1 - 1 / ratio)
+    return f"{a} takes {ratio:.4f}x the time of {b} ({interval}): {faster} is faster by {by:.1%}"
