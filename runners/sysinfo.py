@@ -34,14 +34,14 @@ def nvcc_version() -> str | None:
     return m.group(1) if m else None
 
 
-def gpu_query() -> dict[str, str | int] | None:
-    """Name, driver, count and current SM clock of GPU 0 via pynvml, else nvidia-smi; None without either."""
+def gpu_query(index: int = 0) -> dict[str, str | int] | None:
+    """Name, driver, count and current SM clock of GPU ``index`` via pynvml, else nvidia-smi; None without either."""
     try:
         import pynvml  # nvidia-ml-py, where installed
 
         pynvml.nvmlInit()
         try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             name = pynvml.nvmlDeviceGetName(handle)
             return {
                 "name": name.decode() if isinstance(name, bytes) else name,
@@ -66,25 +66,26 @@ def gpu_query() -> dict[str, str | int] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     rows = [r.split(", ") for r in proc.stdout.strip().splitlines() if r.strip()]
-    if proc.returncode != 0 or not rows or len(rows[0]) < 3:
+    if proc.returncode != 0 or len(rows) <= index or len(rows[index]) < 3:
         return None
+    row = rows[index]
     try:
-        clock = int(float(rows[0][2]))
+        clock = int(float(row[2]))
     except ValueError:
         clock = 0
-    return {"name": rows[0][0], "driver": rows[0][1], "count": len(rows), "sm_clock": clock}
+    return {"name": row[0], "driver": row[1], "count": len(rows), "sm_clock": clock}
 
 
 def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def sm_clock_mhz() -> int | None:
-    q = gpu_query()
+def sm_clock_mhz(index: int = 0) -> int | None:
+    q = gpu_query(index)
     return int(q["sm_clock"]) if q and q.get("sm_clock") else None
 
 
-def collect(device: str) -> SystemInfo:
+def collect(device: str, gpu_index: int = 0) -> SystemInfo:
     """Everything the parent can learn without importing PyTorch (the evaluation process adds the rest)."""
     info = SystemInfo(
         hostname=socket.gethostname(),
@@ -96,7 +97,7 @@ def collect(device: str) -> SystemInfo:
         nvcc=nvcc_version(),
     )
     if device != "cpu":
-        q = gpu_query()
+        q = gpu_query(gpu_index)
         if q:
             info.gpu_name = str(q["name"])
             info.driver = str(q["driver"])

@@ -40,6 +40,7 @@ from runners.contract import (
 from runners.entry.admission import Rejected, allocator_library, check_submission, read_capped, write_job
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
+from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline
 from runners.oracle.base import derive_seed
 from runners.oracle.timing import HARD_TIME_FACTOR
@@ -58,13 +59,15 @@ def run_request(
     settings: RunnerSettings | None = None,
     require_sandbox: bool = False,
     cancel: threading.Event | None = None,
+    gpu: Gpu | None = None,
 ) -> RunResult:
     """Evaluate ``request`` on this machine. Never raises for submission faults.
 
     Setting ``cancel`` (from any thread) kills the run's processes at once; the result is then an infrastructure
-    error saying so, which nothing should store as the submission's outcome."""
+    error saying so, which nothing should store as the submission's outcome. ``gpu``: the one GPU the run may use
+    (its processes see only it; ``runners.gpus``); None: the machine's GPUs as they are."""
     return _timed(request, on_progress, lambda: _run(request, on_progress, settings or RunnerSettings(),
-                                                      require_sandbox, cancel))  # fmt: skip
+                                                      require_sandbox, cancel, gpu=gpu))  # fmt: skip
 
 
 def check_reference(request: RunRequest, *, settings: RunnerSettings | None = None) -> RunResult:
@@ -103,11 +106,13 @@ def _run(
     cancel: threading.Event | None,
     *,
     reference_only: bool = False,
+    gpu: Gpu | None = None,
 ) -> RunResult:
     if on_progress is not None:
         with contextlib.suppress(Exception):
             on_progress(ProgressEvent(phase=Phase.STARTING, detail=request.problem))
-    system = sysinfo.collect(request.device)
+    gpu_index = gpu.index if gpu is not None else 0
+    system = sysinfo.collect(request.device, gpu_index)
     if not reference_only:
         try:
             check_submission(request)
@@ -120,8 +125,8 @@ def _run(
     root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=settings.job_root)).resolve()
     try:
         dirs = write_job(root, request)
-        gpu = request.device != "cpu"
-        allocator = allocator_library(settings.cache_path()) if gpu else None
+        on_gpu = request.device != "cpu"
+        allocator = allocator_library(settings.cache_path()) if on_gpu else None
         profiler, prefix = _profiler(settings, request, dirs.submission)
         plan = _BaselinePlan(request, system, settings, active=not reference_only)
         job = Job(
@@ -155,6 +160,7 @@ def _run(
             on_progress=on_progress,
             cancel=cancel,
             start_submission=not reference_only,
+            gpu=gpu,
         )
         try:
             outcomes = session.run()
@@ -165,8 +171,8 @@ def _run(
             return RunResult.infrastructure_error(request.mode, outcomes.unavailable, system=system)
         if outcomes.cancelled:
             return RunResult.infrastructure_error(request.mode, "the run was cancelled", system=system)
-        if gpu:
-            system.sm_clock_end_mhz = sysinfo.sm_clock_mhz()
+        if on_gpu:
+            system.sm_clock_end_mhz = sysinfo.sm_clock_mhz(gpu_index)
         profile_text = read_capped(dirs.submission / NCU_LOG, _PROFILE_CHARS) if profiler == "ncu" else None
         result = build_result(request, outcomes, system, profile_text)
         result = plan.finish(result, outcomes.report.baselines)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runners.contract import Mode, Phase, ProgressEvent, RunRequest
+from runners.gpus import Gpu
 from runners.ipc.protocol import (
     REPORT,
     Job,
@@ -95,7 +96,7 @@ def _ro_python() -> list[Path]:
     return [*python_ro_paths(), *view]
 
 
-def _env(extra: dict[str, str], device: str) -> dict[str, str]:
+def _env(extra: dict[str, str], device: str, gpu: Gpu | None = None) -> dict[str, str]:
     env = {
         "PYTHONPATH": os.pathsep.join(str(root) for root in _import_roots()),
         "PYTHONUNBUFFERED": "1",
@@ -104,6 +105,8 @@ def _env(extra: dict[str, str], device: str) -> dict[str, str]:
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["TRITON_INTERPRET"] = "1"
+    elif gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu.uuid  # by UUID: whatever order CUDA lists devices in
     return env
 
 
@@ -121,6 +124,7 @@ class Session:
         on_progress: ProgressCallback | None,
         cancel: threading.Event | None,
         start_submission: bool = True,
+        gpu: Gpu | None = None,
     ) -> None:
         self.request = request
         self.job = job
@@ -132,6 +136,7 @@ class Session:
         self.on_progress = on_progress
         self.cancel = cancel
         self.start_submission = start_submission
+        self.gpu = gpu
         self.report = Report()
         self.started = time.monotonic()
 
@@ -166,13 +171,14 @@ class Session:
         oracle = SandboxSpec(
             argv=[self.python, "-m", "runners.oracle"],
             workdir=self.dirs.oracle,
-            env=_env(oracle_env, self.request.device),
+            env=_env(oracle_env, self.request.device, self.gpu),
             timeout_s=time_limit + 15,
             output_cap_bytes=64 * 1024,
             memory_mb=max(limits.host_memory_mb, 8192) * 2,
             pass_fds=tuple(oracle_fds),
             ro_paths=(*ro, self.dirs.problem),
             allow_gpu=gpu,
+            gpu_node=self.gpu.node if self.gpu is not None else None,
             require_sandbox=self.require_sandbox,
             max_processes=64,
             disk_mb=64 * 1024,  # its host arenas are memory files as large as the largest inputs (sparse)
@@ -181,13 +187,14 @@ class Session:
         submission = SandboxSpec(
             argv=[*self.prefix, self.python, "-m", "runners.submission"],
             workdir=self.dirs.submission,
-            env=_env({SOCKET_FD_ENV: str(sock_sub.fileno())}, self.request.device),
+            env=_env({SOCKET_FD_ENV: str(sock_sub.fileno())}, self.request.device, self.gpu),
             timeout_s=time_limit + 15,
             output_cap_bytes=limits.output_cap_bytes,
             memory_mb=limits.host_memory_mb,
             pass_fds=(sock_sub.fileno(),),
             ro_paths=(*ro, *self.dirs.shared_ro),
             allow_gpu=gpu,
+            gpu_node=self.gpu.node if self.gpu is not None else None,
             require_sandbox=self.require_sandbox,
             cancel=sub_cancel,
         )

@@ -16,10 +16,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from runners.contract import ProgressEvent, RunRequest, RunResult
+from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
 from runners.devices import device_mismatch
+from runners.gpus import Gpu, GpuPool, list_gpus, usable
 from runners.launchers.base import DeviceUnavailable, JobHandle, LauncherError
 from runners.settings import RunnerSettings
 
@@ -36,9 +38,16 @@ class LocalLauncher:
 
     name = "local"
 
-    def __init__(self, settings: RunnerSettings) -> None:
+    def __init__(self, settings: RunnerSettings, gpus: list[Gpu] | None = None) -> None:
         self.settings = settings
         self._gpu: tuple[str | None] | None = None  # this machine's GPU name, asked once (on first use)
+        self._pool: GpuPool | None = GpuPool(gpus) if gpus is not None else None
+
+    def pool(self) -> GpuPool:
+        """One GPU per run (runners/gpus.py): the GPUs this worker may use, listed once (blocking)."""
+        if self._pool is None:
+            self._pool = GpuPool(usable(list_gpus()))
+        return self._pool
 
     def gpu_name(self) -> str | None:
         """The name of this machine's GPU 0 as the driver reports it, or None without one (asked once, blocking)."""
@@ -59,10 +68,8 @@ class LocalLauncher:
         return self.settings.allow_unsandboxed
 
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-        from runners.entry import run_request
-
-        gpu = await asyncio.to_thread(self.gpu_name)
-        mismatch = device_mismatch(request.device, request.device_name, gpu)
+        gpu_name = await asyncio.to_thread(self.gpu_name)
+        mismatch = device_mismatch(request.device, request.device_name, gpu_name)
         if mismatch is not None:  # refused at once: a run here would fail, or worse, time the wrong GPU
             raise DeviceUnavailable(mismatch)
         loop = asyncio.get_running_loop()
@@ -77,6 +84,29 @@ class LocalLauncher:
             with contextlib.suppress(RuntimeError):  # the loop is closing: progress is best effort
                 loop.call_soon_threadsafe(schedule)
 
+        if request.device == "cpu":
+            return await self._run(request, job, on_progress, pending, None)
+        try:
+            pool = await asyncio.to_thread(self.pool)
+        except ValueError as exc:  # the worker's CUDA_VISIBLE_DEVICES names a GPU this machine lacks
+            raise LauncherError(str(exc)) from None
+        if not pool.gpus:
+            raise DeviceUnavailable("this worker may use no GPU (CUDA_VISIBLE_DEVICES is empty or names none)")
+        if pool.free == 0:
+            await _quiet(job.progress(ProgressEvent(phase=Phase.QUEUED, detail="waiting for a free GPU")))
+        async with pool.take() as own:  # never two timed runs on one GPU
+            return await self._run(request, job, on_progress, pending, own)
+
+    async def _run(
+        self,
+        request: RunRequest,
+        job: JobHandle,
+        on_progress: Callable[[ProgressEvent], None],
+        pending: set[asyncio.Future[None]],
+        gpu: Gpu | None,
+    ) -> RunResult:
+        from runners.entry import run_request
+
         cancel = threading.Event()
         thread = asyncio.ensure_future(
             asyncio.to_thread(
@@ -86,6 +116,7 @@ class LocalLauncher:
                 settings=self.settings,
                 require_sandbox=not self.settings.allow_unsandboxed,
                 cancel=cancel,
+                gpu=gpu,
             )
         )
         try:
@@ -117,6 +148,12 @@ class LocalLauncher:
             raise LauncherError(problem)
         gpu = await asyncio.to_thread(sysinfo.gpu_query)
         device = f"GPU {gpu['name']} (driver {gpu['driver']})" if gpu else "no NVIDIA GPU found (cpu only)"
+        if gpu:
+            try:
+                pool = await asyncio.to_thread(self.pool)
+            except ValueError as exc:
+                raise LauncherError(str(exc)) from None
+            device += f"; runs use GPU {', '.join(str(g.index) for g in pool.gpus) or 'none'}, one run per GPU"
         sandbox = "sandboxed" if bwrap else "NOT sandboxed (allowed by KERNELCUP_ALLOW_UNSANDBOXED)"
         return f"local: {device}; {language_report()}; {sandbox}: {note}"
 

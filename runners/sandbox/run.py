@@ -88,7 +88,8 @@ def _command(spec: SandboxSpec, workdir: Path) -> _Command:
         notes.append(f"read-only paths not found, not mounted: {', '.join(missing)}")
         ro = tuple(p for p in ro if p.exists())
     shm = min(spec.memory_mb * MIB // 4, 1024 * MIB)
-    return _Command([*sandbox_argv(bwrap, workdir, ro, spec.allow_gpu, hardened, shm), "--", *spec.argv], True, notes)
+    argv = sandbox_argv(bwrap, workdir, ro, spec.allow_gpu, hardened, shm, gpu_node=spec.gpu_node)
+    return _Command([*argv, "--", *spec.argv], True, notes)
 
 
 @dataclass

@@ -26,6 +26,8 @@ class SandboxSpec:
     pass_fds: tuple[int, ...] = ()
     ro_paths: tuple[Path, ...] = ()
     allow_gpu: bool = True
+    gpu_node: str | None = None
+    """With ``allow_gpu``: the one GPU device node to bind (``/dev/nvidia3``); None binds every GPU's."""
     require_sandbox: bool = False
     max_tasks: int = 1024
     """Processes + threads: the kernel's hard cap (pids cgroup, else ``RLIMIT_NPROC``)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -114,6 +115,16 @@ def toolchain_ro_paths(path: str | None = None) -> tuple[Path, ...]:
     )
 
 
+def gpu_nodes(dev: Path, only: str | None) -> list[Path]:
+    """The GPU device nodes a sandbox binds: the driver's shared ones (nvidiactl, nvidia-uvm, ...) and every GPU's
+    ``nvidiaN``, or of those only ``only`` (a run's own GPU: runners/gpus.py)."""
+    nodes = [node for pattern in _GPU_DEVICE_GLOBS for node in sorted(dev.glob(pattern))]
+    if only is None:
+        return nodes
+    own = Path(only).name
+    return [n for n in nodes if not re.fullmatch(r"nvidia\d+", n.name) or n.name == own]
+
+
 def sandbox_argv(
     bwrap: str,
     workdir: Path,
@@ -121,6 +132,7 @@ def sandbox_argv(
     allow_gpu: bool,
     hardened: bool,
     shm_bytes: int = 256 * 1024 * 1024,
+    gpu_node: str | None = None,
 ) -> list[str]:
     """bubblewrap's arguments up to (not including) the ``--`` before the command."""
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc"]
@@ -141,9 +153,8 @@ def sandbox_argv(
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
     args += ["--ro-bind-try", "/sys", "/sys"]
     if allow_gpu:
-        for pattern in _GPU_DEVICE_GLOBS:
-            for node in sorted(Path("/dev").glob(pattern)):
-                args += ["--dev-bind", str(node), str(node)]
+        for node in gpu_nodes(Path("/dev"), gpu_node):
+            args += ["--dev-bind", str(node), str(node)]
     # /tmp: an empty tmpfs, mounted before the paths that may live below it, made read-only at the end.
     args += ["--tmpfs", "/tmp"]
     # Read-only paths inside the job dir (the problem's reference, the harness's files) go on top of it, after it.

@@ -1,0 +1,137 @@
+"""One GPU per run: the GPUs a worker may use, and a pool that hands each run one of them to itself.
+
+Two runs timed on one GPU at once spoil each other's numbers (the GPU time-slices their contexts). A worker with
+several slots on a machine with several GPUs therefore gives each run a GPU of its own and makes a run wait while
+every GPU is busy. A run's processes see only their GPU: ``CUDA_VISIBLE_DEVICES`` names it by UUID (so CUDA's
+device order does not matter), and its sandbox binds only that GPU's device node (``/dev/nvidiaN``, N its minor
+number) beside the driver's shared nodes, so a submission cannot reach another GPU by changing the variable in a
+child process.
+
+The GPUs a worker may use: those in the worker's own ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs) when set, else all
+that ``nvidia-smi`` lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC_GPUS = Path("/proc/driver/nvidia/gpus")
+_SMI_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    """nvidia-smi's index (PCI order)."""
+    uuid: str
+    name: str
+    minor: int | None
+    """The number of its device node ``/dev/nvidia<minor>``; None when the driver did not say."""
+
+    @property
+    def node(self) -> str | None:
+        return f"/dev/nvidia{self.minor}" if self.minor is not None else None
+
+
+def parse_smi(text: str, proc_gpus: Path = PROC_GPUS) -> list[Gpu]:
+    """``nvidia-smi --query-gpu=index,uuid,name,pci.bus_id --format=csv,noheader`` into GPUs, each with the minor
+    number the driver gives its PCI address (``/proc/driver/nvidia/gpus/<address>/information``)."""
+    gpus = []
+    for line in text.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 4 or not parts[0].isdigit():
+            continue
+        index, uuid, bus = int(parts[0]), parts[1], parts[-1]
+        name = ", ".join(parts[2:-1])
+        gpus.append(Gpu(index=index, uuid=uuid, name=name, minor=_minor(bus, proc_gpus)))
+    return gpus
+
+
+def _minor(bus_id: str, proc_gpus: Path) -> int | None:
+    address = bus_id.lower()[-12:]  # nvidia-smi: 00000000:17:00.0; the driver's folder: 0000:17:00.0
+    try:
+        text = (proc_gpus / address / "information").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Device Minor" and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
+def list_gpus() -> list[Gpu]:
+    """This machine's NVIDIA GPUs (empty without a driver)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        proc = subprocess.run(
+            [smi, "--query-gpu=index,uuid,name,pci.bus_id", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=_SMI_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_smi(proc.stdout) if proc.returncode == 0 else []
+
+
+def usable(gpus: list[Gpu], environ: Mapping[str, str] = os.environ) -> list[Gpu]:
+    """The GPUs the worker may use: those its own ``CUDA_VISIBLE_DEVICES`` names (by index or UUID, in its order),
+    or all. A name that matches no GPU is an error that says which, rather than a silent loss of a GPU."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return list(gpus)
+    chosen = []
+    for item in (v.strip() for v in visible.split(",") if v.strip()):
+        match = [g for g in gpus if str(g.index) == item or g.uuid == item or (item.startswith("GPU-") and
+                 g.uuid.startswith(item))]  # fmt: skip
+        if not match:
+            known = ", ".join(f"{g.index} ({g.uuid})" for g in gpus) or "none"
+            raise ValueError(f"CUDA_VISIBLE_DEVICES names {item!r}, which is no GPU of this machine (it has: {known})")
+        chosen.append(match[0])
+    return chosen
+
+
+class GpuPool:
+    """Hands each run a GPU of its own; a run waits while all are taken. Use as ``async with pool.take() as gpu``."""
+
+    def __init__(self, gpus: list[Gpu]) -> None:
+        self.gpus = list(gpus)
+        self._free: asyncio.Queue[Gpu] | None = None
+
+    def _queue(self) -> asyncio.Queue[Gpu]:
+        if self._free is None:  # made on first use, inside the event loop that uses it
+            self._free = asyncio.Queue()
+            for gpu in self.gpus:
+                self._free.put_nowait(gpu)
+        return self._free
+
+    def take(self) -> _Taken:
+        return _Taken(self._queue())
+
+    @property
+    def free(self) -> int:
+        return self._queue().qsize()
+
+
+class _Taken:
+    def __init__(self, queue: asyncio.Queue[Gpu]) -> None:
+        self.queue = queue
+        self.gpu: Gpu | None = None
+
+    async def __aenter__(self) -> Gpu:
+        self.gpu = await self.queue.get()
+        return self.gpu
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.gpu is not None:
+            self.queue.put_nowait(self.gpu)
+            self.gpu = None

@@ -1,0 +1,125 @@
+"""One GPU per run (runners/gpus.py): which GPUs a worker may use, a pool that never hands one GPU to two runs at
+once, the run's processes seeing only their GPU (CUDA_VISIBLE_DEVICES by UUID, one device node in the sandbox)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runners.entry.session import _env
+from runners.gpus import Gpu, GpuPool, parse_smi, usable
+from runners.launchers.local import LocalLauncher
+from runners.sandbox.view import gpu_nodes
+from runners.settings import RunnerSettings
+
+SMI = """0, GPU-aaaa-0000, NVIDIA H100 80GB HBM3, 00000000:17:00.0
+1, GPU-bbbb-1111, NVIDIA H100 80GB HBM3, 00000000:2A:00.0
+2, GPU-cccc-2222, NVIDIA H200, NVL, 00000000:3B:00.0
+not a row
+"""
+
+
+def _proc(tmp_path: Path) -> Path:
+    for address, minor in (("0000:17:00.0", 4), ("0000:2a:00.0", 0)):
+        folder = tmp_path / address
+        folder.mkdir()
+        (folder / "information").write_text(f"Model: \t NVIDIA H100\nIRQ: 1\nDevice Minor: \t {minor}\n")
+    return tmp_path
+
+
+def test_nvidia_smi_rows_and_the_drivers_minor_numbers(tmp_path: Path) -> None:
+    gpus = parse_smi(SMI, _proc(tmp_path))
+    assert [(g.index, g.uuid, g.minor) for g in gpus] == [(0, "GPU-aaaa-0000", 4), (1, "GPU-bbbb-1111", 0),
+                                                          (2, "GPU-cccc-2222", None)]  # fmt: skip
+    assert gpus[2].name == "NVIDIA H200, NVL" and gpus[0].node == "/dev/nvidia4" and gpus[2].node is None
+
+
+def test_the_workers_own_cuda_visible_devices_chooses_and_orders_them(tmp_path: Path) -> None:
+    gpus = parse_smi(SMI, _proc(tmp_path))
+    assert usable(gpus, {}) == gpus
+    assert [g.index for g in usable(gpus, {"CUDA_VISIBLE_DEVICES": "2, 0"})] == [2, 0]
+    assert [g.index for g in usable(gpus, {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"})] == [1]
+    assert usable(gpus, {"CUDA_VISIBLE_DEVICES": ""}) == []
+    with pytest.raises(ValueError, match=r"names '7', which is no GPU of this machine \(it has: 0 \(GPU-aaaa"):
+        usable(gpus, {"CUDA_VISIBLE_DEVICES": "0,7"})
+
+
+def test_a_sandbox_binds_only_its_own_gpus_node_beside_the_drivers_shared_ones(tmp_path: Path) -> None:
+    for name in ("nvidia0", "nvidia1", "nvidia4", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "null"):
+        (tmp_path / name).touch()
+    (tmp_path / "nvidia-caps").mkdir()
+    every = [p.name for p in gpu_nodes(tmp_path, None)]
+    assert {"nvidia0", "nvidia1", "nvidia4", "nvidiactl", "nvidia-uvm", "nvidia-caps"} <= set(every)
+    own = {p.name for p in gpu_nodes(tmp_path, "/dev/nvidia4")}
+    assert own == {"nvidia4", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps"}
+
+
+def test_a_runs_processes_see_only_their_gpu_by_uuid() -> None:
+    gpu = Gpu(index=1, uuid="GPU-bbbb-1111", name="NVIDIA H100", minor=0)
+    assert _env({}, "cuda", gpu)["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb-1111"
+    assert _env({}, "cpu", gpu)["CUDA_VISIBLE_DEVICES"] == ""
+    assert "CUDA_VISIBLE_DEVICES" not in _env({}, "cuda", None)
+
+
+def test_the_pool_never_gives_one_gpu_to_two_runs_at_once() -> None:
+    gpus = [Gpu(index=i, uuid=f"GPU-{i}", name="H100", minor=i) for i in range(2)]
+    pool = GpuPool(gpus)
+    held: list[int] = []
+    most = 0
+
+    async def run(n: int) -> int:
+        nonlocal most
+        async with pool.take() as gpu:
+            assert gpu.index not in held
+            held.append(gpu.index)
+            most = max(most, len(held))
+            await asyncio.sleep(0.01 * (n % 3))
+            held.remove(gpu.index)
+            return gpu.index
+
+    async def main() -> list[int]:
+        return await asyncio.gather(*(run(n) for n in range(9)))
+
+    used = asyncio.run(main())
+    assert most == 2 and set(used) == {0, 1}
+
+
+def test_the_local_launcher_gives_concurrent_runs_their_own_gpus(
+    monkeypatch: pytest.MonkeyPatch, make_job: Any, make_request: Any, make_result: Any
+) -> None:
+    """Three H100 jobs at once on a worker with two GPUs: two run, each on its own GPU; the third says it waits for
+    a free GPU and runs when one is given back."""
+    import runners.entry
+
+    gpus = [Gpu(index=i, uuid=f"GPU-{i}", name="NVIDIA H100 80GB HBM3", minor=i) for i in range(2)]
+    lock = threading.Lock()
+    running: list[str] = []
+    seen: list[tuple[str, int]] = []
+
+    def fake_run(request, on_progress, *, settings, require_sandbox, cancel, gpu):  # type: ignore[no-untyped-def]
+        with lock:
+            assert gpu is not None and gpu.uuid not in running
+            running.append(gpu.uuid)
+            seen.append((gpu.uuid, len(running)))
+        time.sleep(0.2)
+        with lock:
+            running.remove(gpu.uuid)
+        return make_result()
+
+    monkeypatch.setattr(runners.entry, "run_request", fake_run)
+    launcher = LocalLauncher(RunnerSettings(allow_unsandboxed=True), gpus=gpus)
+    launcher._gpu = ("NVIDIA H100 80GB HBM3",)
+    jobs = [make_job() for _ in range(3)]
+
+    async def main() -> None:
+        await asyncio.gather(*(launcher.run(make_request(device="cuda"), job) for job in jobs))
+
+    asyncio.run(main())
+    assert len(seen) == 3 and max(n for _, n in seen) == 2
+    waited = [job for job in jobs if ("progress", "queued: waiting for a free GPU") in job.log]
+    assert len(waited) == 1
