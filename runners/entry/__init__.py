@@ -152,7 +152,7 @@ def _run(
         if gpu:
             system.sm_clock_end_mhz = sysinfo.sm_clock_mhz()
         profile_text = read_capped(dirs.submission / NCU_LOG, _PROFILE_CHARS) if profiler == "ncu" else None
-        result = build_result(request, outcomes, system, profile_text)
+        result = build_result(request, outcomes, system, profile_text, settings.peaks_table())
         return _strip_paths(result, root)
     finally:
         if not settings.keep_job_dirs:
