@@ -74,7 +74,7 @@ from leaderboards.problem_rules import (
     seed_issue,
     text_issue,
 )
-from runners.contract import Language, Limits, Mode, RankingRule, RunRequest, SubmissionFile
+from runners.contract import DataType, Language, Limits, Mode, RankingRule, RunRequest, SubmissionFile
 from runners.validation import error_message
 
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
@@ -166,6 +166,12 @@ class Task(_Strict):
         min_length=1, max_length=MAX_CASES, description="Timed cases; each needs a seed (fresh inputs per call)."
     )
     ranking_by: RankingRule = RankingRule.GEOMEAN
+    dtype: DataType = Field(
+        default=DataType.FP32,
+        description="The data type the work is done in, naming the peak its flops are bounded by in the roofline: "
+        "fp32 (CUDA cores; the default, for elementwise work, reductions, scans) or tf32/fp16/bf16/fp8/int8/fp4 "
+        "(tensor cores).",
+    )
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0
     ranked_timeout_s: Seconds = 600.0
@@ -346,6 +352,7 @@ class Problem:
             device=device,
             device_name=device_name,
             ranking_by=self.task.ranking_by,
+            dtype=self.task.dtype,
             limits=limits,
         )
 

@@ -16,6 +16,7 @@ from runners import stats
 from runners.contract import (
     SPEED_OF_LIGHT,
     BenchmarkResult,
+    DataType,
     Mode,
     RooflinePeaks,
     RunRequest,
@@ -82,7 +83,7 @@ def build_result(
         for b in rep.benches
     ]
     peaks = peaks_for(system.gpu_name, peaks_table)  # (None on the CPU: the evaluator reports no GPU there)
-    roofline_share = _roofline(benches, peaks, request)
+    roofline_share = fill_roofline(benches, peaks, request.dtype)
     profile = profile_text
     if rep.profile is not None:
         profile = (profile + "\n\n" if profile else "") + rep.profile.text
@@ -100,7 +101,7 @@ def build_result(
         profile=profile,
         phase_times=dict(rep.times),
         roofline_share=roofline_share,
-        roofline=_peaks_used(peaks, request) if peaks is not None else None,
+        roofline=peaks_used(peaks, request.dtype) if peaks is not None else None,
     )
     loaded = rep.compiled is not None or rep.phase not in ("starting",)
     if rep.fatal is not None:
@@ -190,13 +191,13 @@ def _ended(o: ProcessOutcome) -> str:
     return f"exited with code {o.returncode} before it finished"
 
 
-def _roofline(benches: list[BenchmarkResult], peaks: DevicePeaks | None, request: RunRequest) -> float | None:
+def fill_roofline(benches: Sequence[BenchmarkResult], peaks: DevicePeaks | None, dtype: DataType) -> float | None:
     """Fill in each timed benchmark's roofline bound and share; the run's share (the geometric mean of the cases'),
     or None unless every benchmark has one."""
     if peaks is None:
         return None
     for b in benches:
-        bound = roofline_ns(b.bytes_moved, b.flops, peaks, request.dtype)
+        bound = roofline_ns(b.bytes_moved, b.flops, peaks, dtype)
         if bound is not None and b.stats is not None and b.stats.median_ns > 0:
             b.roofline_ns, b.roofline_limit = bound
             b.roofline_share = b.roofline_ns / b.stats.median_ns
@@ -206,12 +207,13 @@ def _roofline(benches: list[BenchmarkResult], peaks: DevicePeaks | None, request
     return math.exp(math.fsum(math.log(s) for s in shares if s is not None) / len(shares))
 
 
-def _peaks_used(peaks: DevicePeaks, request: RunRequest) -> RooflinePeaks:
+def peaks_used(peaks: DevicePeaks, dtype: DataType) -> RooflinePeaks:
+    """What a result says about the peaks its roofline bounds used."""
     return RooflinePeaks(
         device=peaks.name,
-        dtype=request.dtype,
+        dtype=dtype,
         memory_bytes_per_s=peaks.memory_bytes_per_s,
-        flops_per_s=peaks.flops_per_s.get(request.dtype),
+        flops_per_s=peaks.flops_per_s.get(dtype),
         source=peaks.source,
     )
 
