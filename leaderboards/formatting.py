@@ -50,7 +50,7 @@ def format_share(share: float | None) -> str:
     """A share of the speed of light: ``85%``, ``0.4%`` (two figures below 10%), or ``–`` when unknown."""
     if share is None or not math.isfinite(share):
         return MISSING
-    return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
+    return f"{share:.1%}" if round(share * 100, 1) < 10 else f"{share:.0%}"
 
 
 def roofline_text(bench: BenchmarkResult) -> str:
