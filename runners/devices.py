@@ -112,17 +112,18 @@ def impossible_below_ns(bytes_moved: int | None, flops: int | None, peaks: Devic
     return max(t_mem, t_math) * 1e9
 
 
-def roofline_ns(
+def roofline_bound(
     bytes_moved: int | None, flops: int | None, peaks: DevicePeaks, dtype: DataType
 ) -> tuple[float, str] | None:
     """The roofline bound of some work on a device for a problem of ``dtype``, in ns, and what sets it (``memory``
-    or the peak's unit, ``fp16 tensor``); None when no work is declared. A device with no peak for ``dtype`` (an
-    A100 has no fp8 units) bounds the work by its memory alone."""
-    if not (bytes_moved or flops):
-        return None
+    or the peak's unit, ``fp16 tensor``); None when it is unknown (no work declared, or only flops on a device with
+    no peak for ``dtype``). A device with no peak for ``dtype`` (an A100 has no fp8 units) bounds the work by its
+    memory alone."""
     t_mem = (bytes_moved or 0) / peaks.memory_bytes_per_s
     peak = peaks.flops_per_s.get(dtype)
     t_math = (flops or 0) / peak if peak else 0.0
+    if t_mem <= 0 and t_math <= 0:
+        return None
     return (t_math * 1e9, dtype.unit) if t_math > t_mem else (t_mem * 1e9, MEMORY)
 
 
@@ -157,9 +158,9 @@ def with_overrides(overrides: Mapping[str, Mapping[str, float]]) -> tuple[Device
 
     def updated(row: DevicePeaks, figures: Mapping[str, float]) -> DevicePeaks:
         flops = {**row.flops_per_s, **{DataType(k): float(v) for k, v in figures.items() if k != MEMORY}}
-        keys = ", ".join(figures)
-        return replace(row, memory_bytes_per_s=float(figures.get(MEMORY, row.memory_bytes_per_s)),
-                       flops_per_s=flops, source=f"{note} ({keys}); {row.source}" if row.source else note)  # fmt: skip
+        memory = float(figures.get(MEMORY, row.memory_bytes_per_s))
+        source = f"{note} ({', '.join(figures)}); {row.source}" if row.source else note
+        return replace(row, memory_bytes_per_s=memory, flops_per_s=flops, source=source)
 
     rows = {row.name.lower() for row in PEAKS}
     added = tuple(
@@ -167,8 +168,8 @@ def with_overrides(overrides: Mapping[str, Mapping[str, float]]) -> tuple[Device
         for device, figures in overrides.items()
         if device.lower() not in rows
     )
-    return added + tuple(updated(row, by_name[row.name.lower()]) if row.name.lower() in by_name else row
-                         for row in PEAKS)  # fmt: skip
+    corrected = tuple(updated(row, by_name[row.name.lower()]) if row.name.lower() in by_name else row for row in PEAKS)
+    return added + corrected
 
 
 GENERIC_GPU_NAMES = ("cuda", "gpu")

@@ -26,7 +26,7 @@ from runners.contract import (
     Verdict,
     worst,
 )
-from runners.devices import PEAKS, DevicePeaks, impossible_below_ns, peaks_for, roofline_ns
+from runners.devices import PEAKS, DevicePeaks, impossible_below_ns, peaks_for, roofline_bound
 from runners.durations import format_ns
 from runners.entry.session import Outcomes
 from runners.sandbox import ProcessOutcome
@@ -197,7 +197,7 @@ def fill_roofline(benches: Sequence[BenchmarkResult], peaks: DevicePeaks | None,
     if peaks is None:
         return None
     for b in benches:
-        bound = roofline_ns(b.bytes_moved, b.flops, peaks, dtype)
+        bound = roofline_bound(b.bytes_moved, b.flops, peaks, dtype)
         if bound is not None and b.stats is not None and b.stats.median_ns > 0:
             b.roofline_ns, b.roofline_limit = bound
             b.roofline_share = b.roofline_ns / b.stats.median_ns

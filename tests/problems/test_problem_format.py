@@ -9,7 +9,7 @@ import yaml
 from problem_catalog import PROBLEMS, STARTER, import_reference, parse_header, problem_dirs, python_problem_names
 
 from leaderboards.problems import load_problem, load_problem_set
-from runners.devices import peaks_for, roofline_ns
+from runners.devices import peaks_for, roofline_bound
 
 GPUS = {"H100", "A100", "L4", "T4", "B200"}
 LIBRARY = [
@@ -89,7 +89,7 @@ def test_speed_of_light_for_every_case(name: str) -> None:
     sol = reference.speed_of_light(**largest)
     h100 = peaks_for("NVIDIA H100 80GB HBM3")  # the H100 SXM row the runner bounds times with
     assert h100 is not None
-    bound = roofline_ns(sol["bytes"], sol["flops"], h100, task.dtype)
+    bound = roofline_bound(sol["bytes"], sol["flops"], h100, task.dtype)
     floor_s = bound[0] * 1e-9 if bound else 0.0
     assert floor_s >= 20e-6, f"the largest benchmark takes only {floor_s * 1e6:.1f} µs at the H100's peak"
     assert sol["bytes"] <= 4 << 30, "inputs and outputs must leave room for the check on a 24 GB L4"

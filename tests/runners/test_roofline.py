@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from runners.contract import DataType, Mode, RunRequest, RunResult, SubmissionFile, SystemInfo, Verdict
-from runners.devices import MEMORY, PEAKS, check_overrides, peaks_for, roofline_ns, with_overrides
+from runners.devices import MEMORY, PEAKS, check_overrides, peaks_for, roofline_bound, with_overrides
 from runners.entry.session import Outcomes, Report
 from runners.entry.verdict import build_result
 from runners.ipc.protocol import RBench, RHello
@@ -154,8 +154,9 @@ def test_a_bad_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_bound_itself() -> None:
     row = peaks_for(H100)
     assert row is not None
-    assert roofline_ns(None, None, row, DataType.FP16) is None
-    ns, limit = roofline_ns(3_350_000, None, row, DataType.FP16) or (0.0, "")
+    assert roofline_bound(None, None, row, DataType.FP16) is None
+    assert roofline_bound(None, 10**9, row, DataType.FP4) is None  # only flops, and no fp4 units on an H100
+    ns, limit = roofline_bound(3_350_000, None, row, DataType.FP16) or (0.0, "")
     assert ns == pytest.approx(1000.0) and limit == MEMORY
-    ns, limit = roofline_ns(3_350_000, 2 * 989_400_000, row, DataType.FP16) or (0.0, "")
+    ns, limit = roofline_bound(3_350_000, 2 * 989_400_000, row, DataType.FP16) or (0.0, "")
     assert ns == pytest.approx(2000.0) and limit == "fp16 tensor"  # the longer of the two
