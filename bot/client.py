@@ -29,7 +29,6 @@ from bot.commands.leaderboard import LeaderboardCommands
 from bot.commands.token import token_command
 from bot.context import BotContext
 from bot.cooldowns import Cooldowns
-from bot.peaks import parse_peaks, peak_lookup
 from bot.replies import Refused, on_tree_error
 from bot.settings import BotSettings
 
@@ -80,7 +79,6 @@ class KernelcupBot(discord.Client):
         self.context = BotContext(
             service=service,
             settings=settings,
-            peak_for=peak_lookup(parse_peaks(settings.device_peaks)),
             follow=self.follow,
             cooldowns=Cooldowns(),
             reference_check=reference_check,

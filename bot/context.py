@@ -16,7 +16,6 @@ from bot.cooldowns import Cooldowns
 from bot.settings import BotSettings
 
 if TYPE_CHECKING:
-    from leaderboards.peaks import PeakLookup
     from leaderboards.problem_rules import DeviceCheck
     from leaderboards.service import LeaderboardService
     from leaderboards.sync import ReferenceCheck
@@ -31,7 +30,6 @@ class BotContext:
 
     service: LeaderboardService
     settings: BotSettings
-    peak_for: PeakLookup
     follow: Follow
     cooldowns: Cooldowns
     reference_check: Callable[[], ReferenceCheck] | None = None

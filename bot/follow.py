@@ -169,5 +169,5 @@ async def _deliver(
     except Exception:
         log.exception("could not read the results of submission %s; trying again", submission_id)
         return None
-    where = await author.send(report(details, ctx.peak_for), overflow_name=f"report-{submission_id}.txt")
+    where = await author.send(report(details), overflow_name=f"report-{submission_id}.txt")
     return f"{where} {lookup}" if where else lookup

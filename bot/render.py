@@ -1,4 +1,4 @@
-"""Pure formatting of run results for Discord: numbers, cases, tests, benchmarks, speed of light.
+"""Pure formatting of run results for Discord: numbers, cases, tests, benchmarks, roofline shares.
 
 Nothing here talks to Discord or the service; every function takes plain values and returns text,
 so each is tested on its own (tests/bot/test_render.py).
@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# The duration formatter and speed of light are the core's (one copy for every surface); re-exported here.
+# The duration and roofline formatters are the core's (one copy for every surface); re-exported here.
 from leaderboards.formatting import format_ns as format_ns
-from leaderboards.formatting import format_speedup, format_timing
-from leaderboards.peaks import DevicePeak as DevicePeak
-from leaderboards.peaks import speed_of_light as speed_of_light
+from leaderboards.formatting import format_speedup, format_timing, roofline_summary, roofline_text
 from runners.contract import BenchmarkResult, RunResult, TestResult, Verdict
 
 PASS = "✅"
@@ -53,24 +51,24 @@ def lines_of_tests(tests: Sequence[TestResult]) -> list[str]:
     return lines
 
 
-def lines_of_benchmarks(benchmarks: Sequence[BenchmarkResult], peak: DevicePeak | None = None) -> list[str]:
+def lines_of_benchmarks(benchmarks: Sequence[BenchmarkResult]) -> list[str]:
     """One line per benchmark: the median, its interquartile range and sample count (or a warning that there are
-    too few samples), and the speed-of-light fraction."""
+    too few samples), and its share of the roofline bound (what the runner computed; none where unknown)."""
     lines = []
     for b in benchmarks:
         head = f"{verdict_mark(b.verdict)} bench {b.index + 1} ({format_case(b.case)})"
         if b.stats is not None and b.verdict.passed:
             line = f"{head}: {format_timing(b.stats)}"
-            sol = speed_of_light(b, peak)
-            if sol is not None:
-                line += f", {sol:.0%} of speed of light"
+            roofline = roofline_text(b)
+            if roofline:
+                line += f", {roofline}"
         else:
             line = f"{head}: {b.verdict.label}" + (f": {one_line(b.message)}" if b.message else "")
         lines.append(line)
     return lines
 
 
-def result_lines(result: RunResult, peak: DevicePeak | None = None, *, max_passing_tests: int = 5) -> list[str]:
+def result_lines(result: RunResult, *, max_passing_tests: int = 5) -> list[str]:
     """The body of one run's report: its verdict, failing tests in full, passing ones counted, benchmarks.
 
     Passing tests beyond ``max_passing_tests`` are summarised in one line so that a long test list
@@ -87,9 +85,10 @@ def result_lines(result: RunResult, peak: DevicePeak | None = None, *, max_passi
         shown_passing = passed if len(passed) <= max_passing_tests else []
         lines.extend(lines_of_tests(sorted(failed + shown_passing, key=lambda t: t.index)))
     if result.benchmarks:
-        lines.extend(lines_of_benchmarks(result.benchmarks, peak))
+        lines.extend(lines_of_benchmarks(result.benchmarks))
     if result.score_ns is not None:
-        lines.append(f"score: **{format_ns(result.score_ns)}**")
+        overall = roofline_summary(result)
+        lines.append(f"score: **{format_ns(result.score_ns)}**" + (f" · {overall}" if overall else ""))
     lines.extend(format_speedup(b) for b in result.baselines)
     return lines
 

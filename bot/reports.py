@@ -7,13 +7,13 @@ Limits are applied later by ``bot.limits.fit``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 import discord
 
 from bot.limits import EMBED_DESCRIPTION_CHARS, File, Reply, cut
-from bot.render import FAIL, PASS, WAIT, DevicePeak, failure_excerpt, format_ns, logs_text, one_line, result_lines
+from bot.render import FAIL, PASS, WAIT, failure_excerpt, format_ns, logs_text, one_line, result_lines
 from leaderboards.results import (
     JobStatus,
     JobView,
@@ -32,7 +32,6 @@ from leaderboards.results import (
 from runners.contract import Mode
 
 RUNNING = "⚙️"
-PeakLookup = Callable[[str], DevicePeak | None]
 
 NAME_CHARS = 18
 RANKING_LABELS = {
@@ -131,7 +130,7 @@ def public_report(status: SubmissionStatus, details_where: str) -> str:
     return status_text(status) + f"\n{details_where}"
 
 
-def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -> Reply:
+def report(details: SubmissionDetails) -> Reply:
     """The final report: per device its status line, test verdicts, benchmark times, score and rank.
 
     Logs (compile output, stdout, stderr) and the profile go in attached files, one per device.
@@ -148,7 +147,7 @@ def report(details: SubmissionDetails, peak_for: PeakLookup = lambda _d: None) -
             if job.finished:
                 if not result.verdict.passed and result.message:
                     lines.append(f"↳ {one_line(result.message)}")
-                lines.extend(result_lines(result, peak_for(job.device))[1:])
+                lines.extend(result_lines(result)[1:])
                 excerpt = failure_excerpt(result)
                 if excerpt:
                     lines.append(excerpt)
@@ -236,6 +235,7 @@ def task_reply(task: TaskView) -> Reply:
     embed.add_field(name="Devices", value=", ".join(task.devices) or "–")
     embed.add_field(name="Deadline", value=timestamp(task.deadline, "f"))
     embed.add_field(name="Score", value=RANKING_LABELS.get(task.ranking_by, task.ranking_by))
+    embed.add_field(name="Data type", value=f"{task.dtype} (its peak bounds the roofline)")
     if task.templates:
         embed.add_field(
             name="Templates",

@@ -84,11 +84,6 @@ class BotSettings(BaseSettings):
         gt=0,
         description="Stop following a submission after this long; /leaderboard submission ID still shows it.",
     )
-    device_peaks: dict[str, str] = Field(
-        default_factory=dict,
-        description='Peaks for speed of light, JSON: {"H100": "3.35e12,989e12"} (bytes/s[,FLOP/s]); '
-        "datasheet bandwidths of common GPUs are built in.",
-    )
     problems_dir: Path = Field(
         default=Path("problems"),
         description="The problems folder; /admin sync and /admin create only read paths inside it.",
@@ -113,11 +108,3 @@ class BotSettings(BaseSettings):
     @classmethod
     def _channel_ids(cls, value: Any) -> Any:
         return _ids(value, "channel", "DISCORD_SUBMIT_CHANNEL_IDS")
-
-    @field_validator("device_peaks")
-    @classmethod
-    def _peaks_parse(cls, value: dict[str, str]) -> dict[str, str]:
-        from bot.peaks import parse_peaks
-
-        parse_peaks(value)  # a ValueError names the device and the expected form
-        return value

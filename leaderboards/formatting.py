@@ -1,12 +1,14 @@
-"""Formatting shared by every surface, written once: how a duration and its spread read.
+"""Formatting shared by every surface, written once: how a duration, its spread and a roofline share read.
 
 The CLI, the bot and the web all print times through ``format_ns`` (three significant figures, the unit chosen
-by size; it lives in ``runners.durations`` so that the runner's own messages read the same) and a benchmark's
-spread through ``format_spread``, so one number reads the same everywhere.
+by size; it lives in ``runners.durations`` so that the runner's own messages read the same), a benchmark's
+spread through ``format_spread`` and the share of the speed of light through ``format_share``/``roofline_text``,
+so one number reads the same everywhere.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -15,7 +17,7 @@ from runners.durations import format_ns as format_ns
 from runners.validation import error_message as error_message  # re-exported for the surfaces
 
 if TYPE_CHECKING:  # (the CLI's help imports this module: no pydantic at import)
-    from runners.contract import BaselineResult, TimingStats
+    from runners.contract import BaselineResult, BenchmarkResult, RunResult, TimingStats
 
 MIN_SAMPLES_FOR_SPREAD = 5
 """Below this many samples a spread says nothing; the surfaces say so instead of showing one."""
@@ -42,6 +44,35 @@ def format_spread(stats: TimingStats) -> str:
 def format_timing(stats: TimingStats) -> str:
     """The median and its spread: ``95.3 ms (IQR 95.1–95.6 ms, n=40)``."""
     return f"{format_ns(stats.median_ns)} ({format_spread(stats)})"
+
+
+def format_share(share: float | None) -> str:
+    """A share of the speed of light: ``85%``, ``0.4%`` (two figures below 10%), or ``–`` when unknown."""
+    if share is None or not math.isfinite(share):
+        return MISSING
+    return f"{share:.1%}" if round(share * 100, 1) < 10 else f"{share:.0%}"
+
+
+def roofline_text(bench: BenchmarkResult) -> str:
+    """A benchmark's share of its roofline bound and what sets the bound: ``85% of roofline (fp16 tensor)``; ''
+    when unknown (the CPU, an unknown GPU, no work declared, a result from before it was computed)."""
+    if bench.roofline_share is None:
+        return ""
+    return f"{format_share(bench.roofline_share)} of roofline ({bench.roofline_limit or 'memory'})"
+
+
+def roofline_summary(result: RunResult) -> str:
+    """The run's share (the geometric mean of its cases') and whose peaks: ``72% of roofline overall (H100
+    datasheet peaks: 3.35 TB/s, 989 TFLOP/s fp16)``; '' when unknown."""
+    peaks = result.roofline
+    if result.roofline_share is None or peaks is None:
+        return ""
+    flops = f"{peaks.flops_per_s / 1e12:.4g} TFLOP/s {peaks.dtype}" if peaks.flops_per_s else f"no {peaks.dtype} peak"
+    where = "operator's" if peaks.source.startswith("operator") else "datasheet"
+    return (
+        f"{format_share(result.roofline_share)} of roofline overall ({peaks.device} {where} peaks: "
+        f"{peaks.memory_bytes_per_s / 1e12:.3g} TB/s, {flops})"
+    )
 
 
 _CONTROL = re.compile(

@@ -77,6 +77,7 @@ from leaderboards.problem_rules import (
 from runners.contract import (
     REFERENCE_BASELINE,
     BaselineSpec,
+    DataType,
     Language,
     Limits,
     Mode,
@@ -180,6 +181,12 @@ class Task(_Strict):
         max_length=3,
         description="Other functions of reference.py to report a speedup over, besides ref_kernel (e.g. a "
         "torch.compile of it, or a library call), each with a label: [{label: torch.compile, function: compiled}].",
+    )
+    dtype: DataType = Field(
+        default=DataType.FP32,
+        description="The data type the work is done in, naming the peak its flops are bounded by in the roofline: "
+        "fp32 (CUDA cores; the default, for elementwise work, reductions, scans) or tf32/fp16/bf16/fp8/int8/fp4 "
+        "(tensor cores).",
     )
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0
@@ -372,6 +379,7 @@ class Problem:
             device=device,
             device_name=device_name,
             ranking_by=self.task.ranking_by,
+            dtype=self.task.dtype,
             limits=limits,
             baselines=[REFERENCE_BASELINE, *self.task.baselines],
         )

@@ -235,6 +235,8 @@ class TaskView:
     """The file name of each template, by language label."""
     tests: tuple[dict[str, Any], ...]
     benchmarks: tuple[dict[str, Any], ...]
+    dtype: str = "fp32"
+    """The data type whose peak bounds the roofline (task.yml's ``dtype``)."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,15 @@ def run_score(result: RunResult, rule: RankingRule) -> float | None:
         return None
 
 
+def roofline_score(bounds_ns: Sequence[float | None], rule: RankingRule) -> float | None:
+    """The score of a kernel at the roofline bound of every case (ns): the ranking rule over the bounds; None when
+    there are none or one is unknown."""
+    known = [b for b in bounds_ns if b is not None and b > 0]
+    if not known or len(known) != len(bounds_ns):
+        return None
+    return aggregate(known, rule)
+
+
 def ranking_key(score: float, submitted_at: datetime, submission_id: int) -> tuple[float, datetime, int]:
     """Lower is better; a tie in score goes to the earlier submission (then the lower id)."""
     return (score, submitted_at, submission_id)

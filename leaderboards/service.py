@@ -64,13 +64,14 @@ from leaderboards.results import (
     TemplateFile,
     UserRef,
 )
+from leaderboards.scoring import roofline_score
 from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
     template_file_name,
 )
 from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
-from runners.contract import LANGUAGES, Language, Mode, language_of_file
+from runners.contract import LANGUAGES, Language, Mode, RankingRule, language_of_file
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
@@ -427,10 +428,12 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             (dev,) = self._check_devices(lb, [device] if device else None)
             return tuple(eligible_history(s, lb, dev))
 
-    def benchmark_work(self, leaderboard: str, device: str | None = None) -> tuple[tuple[int | None, int | None], ...]:
-        """Per benchmark case, the work a kernel must do, ``(bytes_moved, flops)``, as the public run of the best
-        ranked entry on the device reported it (the cases are everyone's): what the speed-of-light share of a
-        ranking's scores is computed from. Empty while nobody is ranked."""
+    def roofline_score_ns(self, leaderboard: str, device: str | None = None) -> float | None:
+        """The score a kernel at the device's roofline bound would get (ns): the ranking rule over the roofline bounds
+        the runner computed for the public run of the best ranked entry on the device (the cases and the device are
+        everyone's). A ranking score's share of the speed of light is this over the score (under the geometric
+        mean: exactly the geometric mean of its benchmarks' shares). None while nobody is ranked, or where the run
+        has no bounds (an unknown device, the CPU, a result stored before they were computed)."""
         with self.db.transaction() as s:
             lb = self._leaderboard(s, leaderboard, include_hidden=False)
             (dev,) = self._check_devices(lb, [device] if device else None)
@@ -447,8 +450,8 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 .order_by(Run.id.desc())
                 .limit(1)
             )
-            benches = (result or {}).get("benchmarks", [])
-            return tuple((b.get("bytes_moved"), b.get("flops")) for b in benches)
+            bounds = [b.get("roofline_ns") for b in (result or {}).get("benchmarks", [])]
+            return roofline_score(bounds, RankingRule(lb.ranking_by))
 
     def ranking(
         self,
@@ -555,6 +558,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 template_files={label: template_file_name(snap, label) for label in snap.get("templates", {})},
                 tests=tuple(task["tests"]),
                 benchmarks=tuple(task["benchmarks"]),
+                dtype=str(task.get("dtype", "fp32")),  # (snapshots from before it was declared: the default)
             )
 
     def template(self, name: str, language: str) -> TemplateFile:

@@ -77,6 +77,25 @@ def language_of_file(name: str) -> LanguageInfo | None:
     return next((info for info in LANGUAGES.values() if suffix in info.suffixes), None)
 
 
+class DataType(enum.StrEnum):
+    """The arithmetic a problem's work is counted in, naming the peak its ``flops`` are bounded by: ``fp32`` on the
+    CUDA cores (vector units), the others on the tensor (matrix) cores. The keys of every row of
+    ``runners.devices.PEAKS``."""
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    FP4 = "fp4"
+
+    @property
+    def unit(self) -> str:
+        """Its peak in words, for reports: ``fp32``, ``fp16 tensor``."""
+        return self.value if self is DataType.FP32 else f"{self.value} tensor"
+
+
 class RankingRule(enum.StrEnum):
     """How the per-benchmark medians become one score (lower is better)."""
 
@@ -205,6 +224,9 @@ class RunRequest(_Model):
     device: str = Field(default="cuda", description="Where the harness runs kernels: 'cuda' or 'cpu'.")
     device_name: str = Field(default="", description="The leaderboard's device name (H100, cpu, ...).")
     ranking_by: RankingRule = RankingRule.GEOMEAN
+    dtype: DataType = Field(
+        default=DataType.FP32, description="The problem's data type: whose peak bounds its flops in the roofline."
+    )
     limits: Limits = Field(default_factory=Limits)
     timing: TimingSettings = Field(default_factory=TimingSettings)
     baselines: list[BaselineSpec] = Field(
@@ -270,6 +292,17 @@ class BenchmarkResult(_Model):
         default=0, description="Samples where the evaluator's clock, not the submission process's, set the time."
     )
     degraded_samples: int = Field(default=0, description="Samples where custom_kernel synchronised with the GPU.")
+    roofline_ns: float | None = Field(
+        default=None,
+        description="The roofline bound: max(bytes_moved / bandwidth, flops / peak of the problem's data type), in ns "
+        "(None: unknown device, CPU, or no work declared).",
+    )
+    roofline_share: float | None = Field(
+        default=None, description="roofline_ns / the median: the share of the device's speed of light reached."
+    )
+    roofline_limit: str = Field(
+        default="", description="What sets the bound: 'memory', or the peak's unit ('fp16 tensor', 'fp32')."
+    )
 
 
 class SystemInfo(_Model):
@@ -308,6 +341,16 @@ class BaselineResult(_Model):
     note: str = Field(default="", description="Why there is no speedup, when there is none.")
 
 
+class RooflinePeaks(_Model):
+    """The peaks a result's roofline bounds were computed with."""
+
+    device: str = Field(description="The row of the peaks table (runners/devices.py) the GPU matched, e.g. 'H100'.")
+    dtype: DataType
+    memory_bytes_per_s: float
+    flops_per_s: float | None = Field(description="The peak for dtype; None where the device has none (memory only).")
+    source: str = Field(description="Where the figures come from: a datasheet, or the operator's override.")
+
+
 SPEED_OF_LIGHT = "speed_of_light"
 """``RunResult.rejection`` of a score faster than the device can possibly do the work (never ranked)."""
 
@@ -320,6 +363,10 @@ class RunResult(_Model):
     tests: list[TestResult] = Field(default_factory=list)
     benchmarks: list[BenchmarkResult] = Field(default_factory=list)
     score_ns: float | None = Field(default=None, description="The ranking score (lower is better), if timed.")
+    roofline_share: float | None = Field(
+        default=None, description="The geometric mean of the benchmarks' roofline shares (None unless all are known)."
+    )
+    roofline: RooflinePeaks | None = Field(default=None, description="The peaks the roofline bounds used.")
     compile_output: str = ""
     stdout: str = ""
     stderr: str = ""

@@ -1,20 +1,30 @@
 """Datasheet peaks of the GPUs kernelcup runs on: memory bandwidth and dense FLOP/s per data type.
 
-One table for every layer (the core reads it too). It answers two questions: the speed of light of a benchmark
-case (the roofline bound: the bytes it must move over the bandwidth, the operations it must do over the peak for
-its data type), and whether a measured time is impossible (faster than that bound under the most optimistic peak
-of the device; such a result is never ranked). Figures are vendors' datasheets, dense (no structured sparsity);
-where a family has several variants, the fastest one the device name can mean is used, so that an honest kernel is
-never called impossible.
+The one table of device peaks (every layer reads it through the results the runner computes with it). It answers
+two questions: the speed of light of a benchmark case (the roofline bound: the bytes it must move over the
+bandwidth, or the operations it must do over the peak for the problem's data type, whichever takes longer), and
+whether a measured time is impossible (faster than that bound under the most optimistic peak of the device; such a
+result is never ranked). Figures are vendors' datasheets, dense (no structured sparsity); where a family has
+several variants, the fastest one the device name can mean is used, so that an honest kernel is never called
+impossible. An operator corrects or adds a device with ``KERNELCUP_DEVICE_PEAKS`` (``with_overrides``).
 """
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from runners.contract import DataType
 
 TB = 1e12
 TFLOP = 1e12
+MEMORY = "memory"
+"""The key of the bandwidth (bytes/s) in an operator's override, beside the data types' keys."""
+
+FP32, TF32, FP16, BF16, FP8, INT8, FP4 = (DataType.FP32, DataType.TF32, DataType.FP16, DataType.BF16, DataType.FP8,
+                                          DataType.INT8, DataType.FP4)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -23,7 +33,7 @@ class DevicePeaks:
     match: tuple[str, ...]
     """Lower-case substrings of the name the driver reports (all must appear)."""
     memory_bytes_per_s: float
-    flops_per_s: dict[str, float] = field(default_factory=dict)
+    flops_per_s: dict[DataType, float] = field(default_factory=dict)
     """Dense peaks by unit and type: fp32 (CUDA cores), tf32/fp16/bf16/fp8/int8/fp4 (tensor cores)."""
     source: str = ""
 
@@ -34,61 +44,61 @@ class DevicePeaks:
 
 PEAKS: tuple[DevicePeaks, ...] = (
     DevicePeaks("B200", ("b200",), 8.0 * TB,
-                {"fp32": 80 * TFLOP, "tf32": 1100 * TFLOP, "fp16": 2250 * TFLOP, "bf16": 2250 * TFLOP,
-                 "fp8": 4500 * TFLOP, "int8": 4500 * TFLOP, "fp4": 9000 * TFLOP},
+                {FP32: 80 * TFLOP, TF32: 1100 * TFLOP, FP16: 2250 * TFLOP, BF16: 2250 * TFLOP,
+                 FP8: 4500 * TFLOP, INT8: 4500 * TFLOP, FP4: 9000 * TFLOP},
                 "NVIDIA Blackwell datasheet (HGX B200, per GPU, dense)"),
     DevicePeaks("H200", ("h200",), 4.8 * TB,
-                {"fp32": 67 * TFLOP, "tf32": 494.7 * TFLOP, "fp16": 989.4 * TFLOP, "bf16": 989.4 * TFLOP,
-                 "fp8": 1978.9 * TFLOP, "int8": 1978.9 * TFLOP},
+                {FP32: 67 * TFLOP, TF32: 494.7 * TFLOP, FP16: 989.4 * TFLOP, BF16: 989.4 * TFLOP,
+                 FP8: 1978.9 * TFLOP, INT8: 1978.9 * TFLOP},
                 "NVIDIA H200 datasheet (SXM, dense)"),
     DevicePeaks("H100 NVL", ("h100", "nvl"), 3.9 * TB,
-                {"fp32": 60 * TFLOP, "tf32": 417.5 * TFLOP, "fp16": 835 * TFLOP, "bf16": 835 * TFLOP,
-                 "fp8": 1670 * TFLOP, "int8": 1670 * TFLOP},
+                {FP32: 60 * TFLOP, TF32: 417.5 * TFLOP, FP16: 835 * TFLOP, BF16: 835 * TFLOP,
+                 FP8: 1670 * TFLOP, INT8: 1670 * TFLOP},
                 "NVIDIA H100 datasheet (NVL, dense)"),
     DevicePeaks("H100 PCIe", ("h100", "pcie"), 2.0 * TB,
-                {"fp32": 51 * TFLOP, "tf32": 378 * TFLOP, "fp16": 756 * TFLOP, "bf16": 756 * TFLOP,
-                 "fp8": 1513 * TFLOP, "int8": 1513 * TFLOP},
+                {FP32: 51 * TFLOP, TF32: 378 * TFLOP, FP16: 756 * TFLOP, BF16: 756 * TFLOP,
+                 FP8: 1513 * TFLOP, INT8: 1513 * TFLOP},
                 "NVIDIA H100 datasheet (PCIe, dense)"),
     DevicePeaks("H100", ("h100",), 3.35 * TB,
-                {"fp32": 67 * TFLOP, "tf32": 494.7 * TFLOP, "fp16": 989.4 * TFLOP, "bf16": 989.4 * TFLOP,
-                 "fp8": 1978.9 * TFLOP, "int8": 1978.9 * TFLOP},
+                {FP32: 67 * TFLOP, TF32: 494.7 * TFLOP, FP16: 989.4 * TFLOP, BF16: 989.4 * TFLOP,
+                 FP8: 1978.9 * TFLOP, INT8: 1978.9 * TFLOP},
                 "NVIDIA H100 datasheet (SXM, dense)"),
     DevicePeaks("A100", ("a100",), 2.039 * TB,
-                {"fp32": 19.5 * TFLOP, "tf32": 156 * TFLOP, "fp16": 312 * TFLOP, "bf16": 312 * TFLOP,
-                 "int8": 624 * TFLOP},
+                {FP32: 19.5 * TFLOP, TF32: 156 * TFLOP, FP16: 312 * TFLOP, BF16: 312 * TFLOP,
+                 INT8: 624 * TFLOP},
                 "NVIDIA A100 datasheet (80GB SXM, dense)"),
     DevicePeaks("L40S", ("l40s",), 0.864 * TB,
-                {"fp32": 91.6 * TFLOP, "tf32": 183 * TFLOP, "fp16": 362 * TFLOP, "bf16": 362 * TFLOP,
-                 "fp8": 733 * TFLOP, "int8": 733 * TFLOP},
+                {FP32: 91.6 * TFLOP, TF32: 183 * TFLOP, FP16: 362 * TFLOP, BF16: 362 * TFLOP,
+                 FP8: 733 * TFLOP, INT8: 733 * TFLOP},
                 "NVIDIA L40S datasheet (dense)"),
     DevicePeaks("L4", ("l4",), 0.3 * TB,
-                {"fp32": 30.3 * TFLOP, "tf32": 60 * TFLOP, "fp16": 121 * TFLOP, "bf16": 121 * TFLOP,
-                 "fp8": 242.5 * TFLOP, "int8": 242.5 * TFLOP},
+                {FP32: 30.3 * TFLOP, TF32: 60 * TFLOP, FP16: 121 * TFLOP, BF16: 121 * TFLOP,
+                 FP8: 242.5 * TFLOP, INT8: 242.5 * TFLOP},
                 "NVIDIA L4 datasheet (dense)"),
     DevicePeaks("A10G", ("a10",), 0.6 * TB,
-                {"fp32": 31.2 * TFLOP, "tf32": 62.5 * TFLOP, "fp16": 125 * TFLOP, "bf16": 125 * TFLOP,
-                 "int8": 250 * TFLOP},
+                {FP32: 31.2 * TFLOP, TF32: 62.5 * TFLOP, FP16: 125 * TFLOP, BF16: 125 * TFLOP,
+                 INT8: 250 * TFLOP},
                 "NVIDIA A10 datasheet (dense; A10G uses the A10's figures, the higher of the two)"),
     DevicePeaks("T4", ("t4",), 0.32 * TB,
-                {"fp32": 8.1 * TFLOP, "fp16": 65 * TFLOP, "int8": 130 * TFLOP},
+                {FP32: 8.1 * TFLOP, FP16: 65 * TFLOP, INT8: 130 * TFLOP},
                 "NVIDIA T4 datasheet"),
     DevicePeaks("MI355X", ("mi355",), 8.0 * TB,
-                {"fp32": 157.3 * TFLOP, "fp16": 2500 * TFLOP, "bf16": 2500 * TFLOP, "fp8": 5000 * TFLOP,
-                 "int8": 5000 * TFLOP, "fp4": 10000 * TFLOP},
+                {FP32: 157.3 * TFLOP, FP16: 2500 * TFLOP, BF16: 2500 * TFLOP, FP8: 5000 * TFLOP,
+                 INT8: 5000 * TFLOP, FP4: 10000 * TFLOP},
                 "AMD Instinct MI355X datasheet (dense)"),
     DevicePeaks("MI300X", ("mi300",), 5.3 * TB,
-                {"fp32": 163.4 * TFLOP, "tf32": 653.7 * TFLOP, "fp16": 1307.4 * TFLOP, "bf16": 1307.4 * TFLOP,
-                 "fp8": 2614.9 * TFLOP, "int8": 2614.9 * TFLOP},
+                {FP32: 163.4 * TFLOP, TF32: 653.7 * TFLOP, FP16: 1307.4 * TFLOP, BF16: 1307.4 * TFLOP,
+                 FP8: 2614.9 * TFLOP, INT8: 2614.9 * TFLOP},
                 "AMD Instinct MI300X datasheet (dense)"),
 )  # fmt: skip
 
 
-def peaks_for(gpu_name: str | None) -> DevicePeaks | None:
+def peaks_for(gpu_name: str | None, table: Sequence[DevicePeaks] = PEAKS) -> DevicePeaks | None:
     """The table row for the name the driver reports (e.g. 'NVIDIA H100 80GB HBM3'), or None if unknown."""
     if not gpu_name:
         return None
     low = gpu_name.lower()
-    for row in PEAKS:
+    for row in table:
         if all(m in low for m in row.match):
             return row
     return None
@@ -100,6 +110,66 @@ def impossible_below_ns(bytes_moved: int | None, flops: int | None, peaks: Devic
     best = peaks.best_flops_per_s
     t_math = (flops or 0) / best if best else 0.0
     return max(t_mem, t_math) * 1e9
+
+
+def roofline_bound(
+    bytes_moved: int | None, flops: int | None, peaks: DevicePeaks, dtype: DataType
+) -> tuple[float, str] | None:
+    """The roofline bound of some work on a device for a problem of ``dtype``, in ns, and what sets it (``memory``
+    or the peak's unit, ``fp16 tensor``); None when it is unknown (no work declared, or only flops on a device with
+    no peak for ``dtype``). A device with no peak for ``dtype`` (an A100 has no fp8 units) bounds the work by its
+    memory alone."""
+    t_mem = (bytes_moved or 0) / peaks.memory_bytes_per_s
+    peak = peaks.flops_per_s.get(dtype)
+    t_math = (flops or 0) / peak if peak else 0.0
+    if t_mem <= 0 and t_math <= 0:
+        return None
+    return (t_math * 1e9, dtype.unit) if t_math > t_mem else (t_mem * 1e9, MEMORY)
+
+
+def check_overrides(overrides: Mapping[str, Mapping[str, float]]) -> None:
+    """Raise ValueError naming what is wrong with an operator's peaks (``{"H100": {"memory": 3.35e12, "fp16":
+    989e12}}``): each key is ``memory`` (bytes/s) or a data type (FLOP/s), each value a positive number, and a
+    device not in the table must give its memory bandwidth."""
+    allowed = [MEMORY, *(t.value for t in DataType)]
+    rows = {row.name.lower() for row in PEAKS}
+    for device, figures in overrides.items():
+        if not _words(device):
+            raise ValueError(f"{device!r} is not a device name (use one like 'H100' or 'RTX 4090')")
+        for key, value in figures.items():
+            if key not in allowed:
+                raise ValueError(f"{device}: {key!r} is not a peak; use {', '.join(allowed)}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{device}: {key} must be a positive number (bytes/s or FLOP/s), not {value!r}")
+        if device.lower() not in rows and MEMORY not in figures:
+            known = ", ".join(row.name for row in PEAKS)
+            raise ValueError(
+                f"{device} is not in the table ({known}); a new device needs its {MEMORY!r} bandwidth (bytes/s)"
+            )
+
+
+def with_overrides(overrides: Mapping[str, Mapping[str, float]]) -> tuple[DevicePeaks, ...]:
+    """The table with an operator's peaks (checked by ``check_overrides``): a row named by a key (any case) takes
+    the figures given and keeps the rest; another key adds a device, matched by the words of its name and looked up
+    before the datasheet rows."""
+    check_overrides(overrides)
+    by_name = {device.lower(): figures for device, figures in overrides.items()}
+    note = "operator setting KERNELCUP_DEVICE_PEAKS"
+
+    def updated(row: DevicePeaks, figures: Mapping[str, float]) -> DevicePeaks:
+        flops = {**row.flops_per_s, **{DataType(k): float(v) for k, v in figures.items() if k != MEMORY}}
+        memory = float(figures.get(MEMORY, row.memory_bytes_per_s))
+        source = f"{note} ({', '.join(figures)}); {row.source}" if row.source else note
+        return replace(row, memory_bytes_per_s=memory, flops_per_s=flops, source=source)
+
+    rows = {row.name.lower() for row in PEAKS}
+    added = tuple(
+        updated(DevicePeaks(device, tuple(_words(device)), float(figures[MEMORY])), figures)
+        for device, figures in overrides.items()
+        if device.lower() not in rows
+    )
+    corrected = tuple(updated(row, by_name[row.name.lower()]) if row.name.lower() in by_name else row for row in PEAKS)
+    return added + corrected
 
 
 GENERIC_GPU_NAMES = ("cuda", "gpu")

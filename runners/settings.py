@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from runners.devices import DevicePeaks, check_overrides, with_overrides
 
 
 class RunnerSettings(BaseSettings):
@@ -49,6 +51,25 @@ class RunnerSettings(BaseSettings):
         description="Time the reference (and the problem's other baselines) like the submission in benchmark and "
         "ranked runs, once per problem, GPU and software versions (kept in the cache folder), to report speedups.",
     )
+
+    device_peaks: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Corrections to the datasheet peaks the roofline share uses (runners/devices.py), as JSON: "
+        '`{"H100": {"memory": 3.35e12, "fp16": 989e12}}`: per device, `memory` in bytes/s and any data type '
+        "(fp32, tf32, fp16, bf16, fp8, int8, fp4) in FLOP/s; a device not in the table is added (it needs "
+        "`memory`). The same figures decide which times are too fast to be real.",
+    )
+
+    @field_validator("device_peaks")
+    @classmethod
+    def _peaks(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        check_overrides(value)  # a ValueError names the device, the key and what is allowed
+        return value
+
+    def peaks_table(self) -> tuple[DevicePeaks, ...]:
+        """The device peaks this runner computes roofline bounds with: the datasheets, with the operator's
+        corrections."""
+        return with_overrides(self.device_peaks)
 
     def cache_path(self) -> Path:
         if self.cache_dir is not None:

@@ -16,7 +16,6 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.types import Scope
 
-from leaderboards.peaks import parse_peaks, peak_lookup
 from leaderboards.problem_rules import DeviceCheck
 from leaderboards.service import LeaderboardService
 from leaderboards.sync import ReferenceCheck
@@ -67,7 +66,6 @@ def create_app(
     app.state.settings = settings
     app.state.reference_check = reference_check
     app.state.device_check = device_check
-    app.state.peak_for = peak_lookup(parse_peaks(settings.device_peaks))
     app.state.rankings_cache = TTLCache(settings.rankings_cache_s)
     app.state.pages_cache = TTLCache(views.CHART_TTL_S)
     app.state.metrics = metrics = ApiMetrics(service)

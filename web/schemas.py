@@ -61,6 +61,7 @@ class LeaderboardDetailOut(LeaderboardOut):
     template_files: dict[str, str] = Field(description="The file name of each template, by language.")
     tests: tuple[dict[str, Any], ...]
     benchmarks: tuple[dict[str, Any], ...]
+    dtype: str = Field(default="fp32", description="The data type whose peak bounds the roofline (fp32, fp16, ...).")
 
 
 class TemplateOut(Model):
@@ -169,9 +170,9 @@ class SubmissionStatusOut(Model):
 
 class PublicResultOut(Model):
     device: str
-    result: RunResult = Field(description="The public run: per-test verdicts, per-benchmark statistics, logs.")
-    speed_of_light: tuple[float | None, ...] = Field(
-        default=(), description="Per benchmark, the fraction of the device's roofline bound reached (None: unknown)."
+    result: RunResult = Field(
+        description="The public run: per-test verdicts, per-benchmark statistics and roofline shares "
+        "(benchmarks[].roofline_share; the run's: roofline_share, with the peaks used in roofline), logs."
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -27,11 +27,6 @@ class WebSettings(BaseSettings):
     rankings_cache_s: float = Field(
         default=1.0, ge=0, description="How long a ranking page is served from memory (0: never cached)."
     )
-    device_peaks: dict[str, str] = Field(
-        default_factory=dict,
-        description='Peaks for speed of light, JSON: {"H100": "3.35e12,989e12"} (bytes/s[,FLOP/s]); '
-        "datasheet bandwidths of common GPUs are built in.",
-    )
     max_body_bytes: int = Field(
         default=1024 * 1024, gt=0, description="Largest request body other than a submission upload."
     )
@@ -46,11 +41,3 @@ class WebSettings(BaseSettings):
     discord_client_id: str | None = Field(default=None, description="Discord OAuth2 app: 'Sign in with Discord'.")
     discord_client_secret: SecretStr | None = Field(default=None, description="Discord OAuth2 app's secret.")
     discord_base_url: str = Field(default="https://discord.com", description="Where Discord's OAuth2 endpoints are.")
-
-    @field_validator("device_peaks")
-    @classmethod
-    def _peaks_parse(cls, value: dict[str, str]) -> dict[str, str]:
-        from leaderboards.peaks import parse_peaks
-
-        parse_peaks(value)  # a ValueError names the device and the expected form
-        return value

@@ -309,6 +309,6 @@ class LeaderboardCommands(app_commands.Group):
         await defer(interaction)
         bot = self.ctx
         details = await call(bot.service.submission_details, submission_id, user_ref(interaction))
-        reply = report(details, bot.peak_for)
+        reply = report(details)
         code = File(details.status.file_name, details.code.encode())
         await send(interaction, Reply(content=reply.content, files=(code, *reply.files)), overflow_name="report.txt")

@@ -225,7 +225,15 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     from rich.text import Text
 
     from kernelcup.commands.text import safe
-    from leaderboards.formatting import MIN_SAMPLES_FOR_SPREAD, format_ns, format_speedup, format_spread, printable
+    from leaderboards.formatting import (
+        MIN_SAMPLES_FOR_SPREAD,
+        format_ns,
+        format_share,
+    format_speedup,
+        format_spread,
+        printable,
+        roofline_summary,
+    )
 
     console = Console()
     colour = "green" if result.passed else ("yellow" if not result.verdict.user_fault else "red")
@@ -247,17 +255,18 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
         console.print(table)
     if result.benchmarks:
         table = Table(title="benchmarks (cold L2)")
-        for col in ("#", "case", "median", "spread", "min", "max", "GB/s", "note"):
+        for col in ("#", "case", "median", "spread", "min", "max", "GB/s", "roofline", "note"):
             table.add_column(col)
         few = False
         for b in result.benchmarks:
             s = b.stats
             if s is None:
                 note = f"{b.verdict.label}: {b.message[:200]}"
-                table.add_row(str(b.index + 1), safe(_case(b.case)), *["-"] * 5, safe(note))
+                table.add_row(str(b.index + 1), safe(_case(b.case)), *["-"] * 6, safe(note))
                 continue
             few = few or s.samples < MIN_SAMPLES_FOR_SPREAD
             gbs = f"{b.bytes_moved / s.median_ns:.0f}" if b.bytes_moved else "-"
+            roofline = f"{format_share(b.roofline_share)} {b.roofline_limit}" if b.roofline_share is not None else "-"
             table.add_row(
                 str(b.index + 1),
                 safe(_case(b.case)),
@@ -266,6 +275,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
                 format_ns(s.min_ns),
                 format_ns(s.max_ns),
                 gbs,
+                roofline,
                 safe(b.message[:200]),
             )
         console.print(table)
@@ -275,7 +285,8 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
                 "single readings, not a measurement to compare[/]"
             )
     if result.score_ns is not None:
-        console.print(f"score: [bold]{format_ns(result.score_ns)}[/]")
+        overall = roofline_summary(result)
+        console.print(f"score: [bold]{format_ns(result.score_ns)}[/]" + (f" · {safe(overall)}" if overall else ""))
     for baseline in result.baselines:
         console.print(safe(format_speedup(baseline)))
     if result.profile:

@@ -174,7 +174,7 @@ def _run(
         if on_gpu:
             system.sm_clock_end_mhz = sysinfo.sm_clock_mhz(gpu_index)
         profile_text = read_capped(dirs.submission / NCU_LOG, _PROFILE_CHARS) if profiler == "ncu" else None
-        result = build_result(request, outcomes, system, profile_text)
+        result = build_result(request, outcomes, system, profile_text, settings.peaks_table())
         result = plan.finish(result, outcomes.report.baselines)
         return _strip_paths(result, root)
     finally:

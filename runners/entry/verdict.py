@@ -7,14 +7,18 @@ load the file nothing is the submission's fault; after it, nothing it does can b
 
 from __future__ import annotations
 
+import math
 import signal
+from collections.abc import Sequence
 from typing import Any
 
 from runners import stats
 from runners.contract import (
     SPEED_OF_LIGHT,
     BenchmarkResult,
+    DataType,
     Mode,
+    RooflinePeaks,
     RunRequest,
     RunResult,
     SystemInfo,
@@ -22,7 +26,7 @@ from runners.contract import (
     Verdict,
     worst,
 )
-from runners.devices import impossible_below_ns, peaks_for
+from runners.devices import PEAKS, DevicePeaks, impossible_below_ns, peaks_for, roofline_bound
 from runners.durations import format_ns
 from runners.entry.session import Outcomes
 from runners.sandbox import ProcessOutcome
@@ -39,7 +43,15 @@ SPEED_OF_LIGHT_MARGIN = 0.95
 """A median under this fraction of the most optimistic roofline bound is impossible, not fast."""
 
 
-def build_result(request: RunRequest, out: Outcomes, system: SystemInfo, profile_text: str | None) -> RunResult:
+def build_result(
+    request: RunRequest,
+    out: Outcomes,
+    system: SystemInfo,
+    profile_text: str | None,
+    peaks_table: Sequence[DevicePeaks] = PEAKS,
+) -> RunResult:
+    """The run's result, its statistics and roofline shares computed here, from the evaluator's raw samples and the
+    device peaks (``peaks_table``: the datasheets with the operator's corrections)."""
     rep = out.report
     sub = out.submission
     if rep.hello is not None:
@@ -70,6 +82,8 @@ def build_result(request: RunRequest, out: Outcomes, system: SystemInfo, profile
         )
         for b in rep.benches
     ]
+    peaks = peaks_for(system.gpu_name, peaks_table)  # (None on the CPU: the evaluator reports no GPU there)
+    roofline_share = fill_roofline(benches, peaks, request.dtype)
     profile = profile_text
     if rep.profile is not None:
         profile = (profile + "\n\n" if profile else "") + rep.profile.text
@@ -86,6 +100,8 @@ def build_result(request: RunRequest, out: Outcomes, system: SystemInfo, profile
         system=system,
         profile=profile,
         phase_times=dict(rep.times),
+        roofline_share=roofline_share,
+        roofline=peaks_used(peaks, request.dtype) if peaks is not None else None,
     )
     loaded = rep.compiled is not None or rep.phase not in ("starting",)
     if rep.fatal is not None:
@@ -107,7 +123,7 @@ def build_result(request: RunRequest, out: Outcomes, system: SystemInfo, profile
         )
     if request.mode is Mode.TEST and len(tests) < len(request.tests) and verdict.passed:
         return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message="the evaluator skipped tests", **base)
-    impossible = _faster_than_light(benches, system.gpu_name)
+    impossible = _faster_than_light(benches, peaks)
     if impossible and verdict.passed:
         return RunResult(verdict=Verdict.REJECTED, message=impossible, rejection=SPEED_OF_LIGHT, **base)
     score = None
@@ -175,8 +191,34 @@ def _ended(o: ProcessOutcome) -> str:
     return f"exited with code {o.returncode} before it finished"
 
 
-def _faster_than_light(benches: list[BenchmarkResult], gpu_name: str | None) -> str:
-    peaks = peaks_for(gpu_name)
+def fill_roofline(benches: Sequence[BenchmarkResult], peaks: DevicePeaks | None, dtype: DataType) -> float | None:
+    """Fill in each timed benchmark's roofline bound and share; the run's share (the geometric mean of the cases'),
+    or None unless every benchmark has one."""
+    if peaks is None:
+        return None
+    for b in benches:
+        bound = roofline_bound(b.bytes_moved, b.flops, peaks, dtype)
+        if bound is not None and b.stats is not None and b.stats.median_ns > 0:
+            b.roofline_ns, b.roofline_limit = bound
+            b.roofline_share = b.roofline_ns / b.stats.median_ns
+    shares = [b.roofline_share for b in benches]
+    if not shares or any(s is None or s <= 0 for s in shares):
+        return None
+    return math.exp(math.fsum(math.log(s) for s in shares if s is not None) / len(shares))
+
+
+def peaks_used(peaks: DevicePeaks, dtype: DataType) -> RooflinePeaks:
+    """What a result says about the peaks its roofline bounds used."""
+    return RooflinePeaks(
+        device=peaks.name,
+        dtype=dtype,
+        memory_bytes_per_s=peaks.memory_bytes_per_s,
+        flops_per_s=peaks.flops_per_s.get(dtype),
+        source=peaks.source,
+    )
+
+
+def _faster_than_light(benches: list[BenchmarkResult], peaks: DevicePeaks | None) -> str:
     if peaks is None:
         return ""
     for b in benches:

@@ -1,8 +1,8 @@
 """Results for the bot's tests, served by the project's fake launcher (``runners.launchers.fake.FakeLauncher``).
 
-The responders here add what a report shows and the default responder leaves out (bytes moved for the speed
-of light, program output for the logs attachment). ``held`` holds a run at its testing phase so that a test
-can look at the live status message while the job is under way.
+The responders here add what a report shows and the default responder leaves out (bytes moved and the roofline
+shares the runner computes from them on the device's GPU, program output for the logs attachment). ``held``
+holds a run at its testing phase so that a test can look at the live status message while the job is under way.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from runners.contract import (
     TimingStats,
     Verdict,
 )
+from runners.devices import peaks_for
+from runners.entry.verdict import fill_roofline, peaks_used
 from runners.launchers.fake import FakeLauncher
 
 MEDIAN_NS = 12_500.0
@@ -45,6 +47,8 @@ def accepted(request: RunRequest, median_ns: float = MEDIAN_NS) -> RunResult:
             BenchmarkResult(index=i, case=c, verdict=Verdict.ACCEPTED, stats=stats, bytes_moved=20_000_000)
             for i, c in enumerate(request.benchmarks)
         ]
+    peaks = peaks_for(request.device_name)  # the GPU a runner for the device has ('cpu': none)
+    share = fill_roofline(benches, peaks, request.dtype)
     now = datetime.now(UTC)
     return RunResult(
         verdict=Verdict.ACCEPTED,
@@ -56,6 +60,8 @@ def accepted(request: RunRequest, median_ns: float = MEDIAN_NS) -> RunResult:
         profile="kernel  time  occupancy\nadd_one 12us 87%\n" if request.mode == "profile" else None,
         started_at=now,
         finished_at=now,
+        roofline_share=share,
+        roofline=peaks_used(peaks, request.dtype) if peaks else None,
     )
 
 

@@ -111,7 +111,6 @@ def bot_settings(problems_dir: Path) -> BotSettings:
         status_interval_s=STATUS_INTERVAL,
         problems_dir=problems_dir,
         problem_set="starter.yaml",
-        device_peaks={},
     )
 
 

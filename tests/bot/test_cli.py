@@ -102,12 +102,6 @@ def test_the_old_single_server_setting_still_names_the_server(env, monkeypatch: 
     assert BotSettings(_env_file=None, token="t").guild_ids == [42]
 
 
-def test_bad_device_peaks_are_named(env) -> None:
-    result = invoke("--no-worker", DISCORD_TOKEN="t", DISCORD_DEVICE_PEAKS='{"H100": "fast"}')
-    assert result.exit_code == 1
-    assert "DISCORD_DEVICE_PEAKS" in result.output
-
-
 def closed_port() -> int:
     """A loopback port that nothing listens on (bound, then closed)."""
     import socket

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from bot.render import (
-    DevicePeak,
     format_case,
     format_ns,
     lines_of_benchmarks,
@@ -13,9 +12,17 @@ from bot.render import (
     logs_text,
     one_line,
     result_lines,
-    speed_of_light,
 )
-from runners.contract import BenchmarkResult, Mode, RunResult, TestResult, TimingStats, Verdict
+from runners.contract import (
+    BenchmarkResult,
+    DataType,
+    Mode,
+    RooflinePeaks,
+    RunResult,
+    TestResult,
+    TimingStats,
+    Verdict,
+)
 
 
 def stats(median: float, std: float = 10.0, samples: int = 100) -> TimingStats:
@@ -65,28 +72,31 @@ def test_failed_test_shows_its_verdict_and_mismatch_message() -> None:
     ]
 
 
-def test_benchmark_shows_median_spread_and_speed_of_light() -> None:
+def test_benchmark_shows_median_spread_and_its_roofline_share() -> None:
     bench = BenchmarkResult(
-        index=0, case={"size": 1 << 20}, verdict=Verdict.ACCEPTED, stats=stats(10_000, 200), bytes_moved=24_000_000
-    )
-    # 24 MB in 10 µs is 2.4 TB/s; on a 3 TB/s device that is 80% of the speed of light.
-    peak = DevicePeak(bytes_per_s=3e12)
-    assert speed_of_light(bench, peak) == pytest.approx(0.8)
-    [line] = lines_of_benchmarks([bench], peak)
-    assert line == "✅ bench 1 (size=1048576): 10.0 µs (IQR 9.90–10.2 µs, n=100), 80% of speed of light"
+        index=0, case={"size": 1 << 20}, verdict=Verdict.ACCEPTED, stats=stats(10_000, 200), bytes_moved=24_000_000,
+        roofline_ns=8_000.0, roofline_share=0.8, roofline_limit="memory",
+    )  # fmt: skip
+    [line] = lines_of_benchmarks([bench])
+    assert line == "✅ bench 1 (size=1048576): 10.0 µs (IQR 9.90–10.2 µs, n=100), 80% of roofline (memory)"
+    matmul = bench.model_copy(update={"roofline_share": 0.723, "roofline_limit": "fp16 tensor"})
+    assert lines_of_benchmarks([matmul])[0].endswith(", 72% of roofline (fp16 tensor)")
 
 
-def test_speed_of_light_is_the_roofline_bound_and_unknown_without_a_peak() -> None:
-    bench = BenchmarkResult(
-        index=0, case={}, verdict=Verdict.ACCEPTED, stats=stats(1_000_000), bytes_moved=10**9, flops=10**12
+def test_no_roofline_share_is_shown_where_the_runner_had_none() -> None:
+    bench = BenchmarkResult(index=0, case={}, verdict=Verdict.ACCEPTED, stats=stats(1_000_000), bytes_moved=10**9)
+    assert "roofline" not in lines_of_benchmarks([bench])[0]  # the CPU, an unknown GPU, an old result
+
+
+def test_the_score_line_carries_the_overall_share_and_whose_peaks() -> None:
+    peaks = RooflinePeaks(device="H100", dtype=DataType.FP16, memory_bytes_per_s=3.35e12, flops_per_s=989.4e12,
+                          source="NVIDIA H100 datasheet (SXM, dense)")  # fmt: skip
+    result = RunResult(verdict=Verdict.ACCEPTED, mode=Mode.BENCHMARK, score_ns=240_000.0, roofline_share=0.72,
+                       roofline=peaks)  # fmt: skip
+    assert result_lines(result)[-1] == (
+        "score: **240 µs** · 72% of roofline overall (H100 datasheet peaks: 3.35 TB/s, 989.4 TFLOP/s fp16)"
     )
-    # bytes bound: 1e9/1e12 = 1 ms; flops bound: 1e12/1e15 = 1 ms -> the max over the median of 1 ms is 100%.
-    assert speed_of_light(bench, DevicePeak(bytes_per_s=1e12, flops_per_s=2e15)) == pytest.approx(1.0)
-    assert speed_of_light(bench, None) is None
-    assert speed_of_light(bench, DevicePeak()) is None
-    no_counts = bench.model_copy(update={"bytes_moved": None, "flops": None})
-    assert speed_of_light(no_counts, DevicePeak(bytes_per_s=1e12)) is None
-    assert "speed of light" not in lines_of_benchmarks([bench], None)[0]
+    assert result_lines(result.model_copy(update={"roofline_share": None}))[-1] == "score: **240 µs**"
 
 
 def test_failed_benchmark_shows_the_verdict_not_a_time() -> None:

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.render import DevicePeak
 from bot.reports import (
     announcement_text,
     job_line,
@@ -143,7 +142,7 @@ def test_mentions_in_user_text_are_made_inert() -> None:
     assert "@\u200beveryone.py" in text and "@\u200bhere" in text
 
 
-def test_report_has_per_device_results_speed_of_light_and_files() -> None:
+def test_report_has_per_device_results_roofline_shares_and_files() -> None:
     stats = TimingStats(
         samples=50, median_ns=10_000, mean_ns=10_000, std_ns=100, stderr_ns=10, min_ns=9_900, max_ns=10_500
     )
@@ -152,7 +151,16 @@ def test_report_has_per_device_results_speed_of_light_and_files() -> None:
         mode=Mode.RANKED,
         tests=[TestResult(index=0, case={"n": 1}, verdict=Verdict.ACCEPTED)],
         benchmarks=[
-            BenchmarkResult(index=0, case={"n": 1}, verdict=Verdict.ACCEPTED, stats=stats, bytes_moved=30_000_000)
+            BenchmarkResult(
+                index=0,
+                case={"n": 1},
+                verdict=Verdict.ACCEPTED,
+                stats=stats,
+                bytes_moved=30_000_000,
+                roofline_ns=10_000,
+                roofline_share=1.0,
+                roofline_limit="memory",
+            )
         ],
         score_ns=10_000,
         stderr="warning: slow path",
@@ -161,10 +169,10 @@ def test_report_has_per_device_results_speed_of_light_and_files() -> None:
     done = job(status="succeeded", verdict="accepted", score_ns=10_000, rank=1, secret_passed=True)
     other = job(job_id=2, device="cpu", status="running")
     details = SubmissionDetails(status(done, other), "code", "sha", (PublicResult("H100", result),))
-    out = report(details, lambda d: DevicePeak(bytes_per_s=3e12) if d == "H100" else None)
+    out = report(details)
     lines = out.content.splitlines()
     assert lines[2] == "✅ **H100**: accepted · score **10.0 µs** · rank **#1** (your best)"
-    assert "✅ bench 1 (n=1): 10.0 µs (range 9.90–10.5 µs, n=50), 100% of speed of light" in lines
+    assert "✅ bench 1 (n=1): 10.0 µs (range 9.90–10.5 µs, n=50), 100% of roofline (memory)" in lines
     assert "secret-seed run: passed" in lines
     assert lines[-1] == "⚙️ **cpu**: started"
     assert [f.name for f in out.files] == ["logs-7-H100.txt", "profile-7-H100.txt"]
@@ -236,11 +244,13 @@ def test_task_reply_has_an_embed_and_the_files() -> None:
         template_files={"pytorch": "pytorch.py"},
         tests=({"n": 1},),
         benchmarks=({"n": 2}, {"n": 3}),
+        dtype="fp16",
     )
     out = task_reply(view)
     [embed] = out.embeds
     fields = {f.name: f.value for f in embed.fields}
     assert fields["Score"] == "median of the last benchmark"
+    assert fields["Data type"] == "fp16 (its peak bounds the roofline)"
     assert fields["Cases"] == "1 tests, 2 benchmarks"
     assert "`/leaderboard template vectoradd LANGUAGE`" in fields["Templates"]
     assert [f.name for f in out.files] == ["reference.py", "sub_util.py"]

@@ -98,12 +98,13 @@ async def test_wrong_answer_report_shows_the_mismatch_to_its_author_only(world) 
     assert "❌ test 2 (size=16, seed=2): wrong answer: mismatch at [3]: 4.0 != 5.0" in text
 
 
-async def test_speed_of_light_uses_the_device_peak(world) -> None:
+async def test_the_report_shows_the_runners_roofline_share(world) -> None:
     result = await submit(world, world.alice, mode="benchmark", device="H100")
     await serve_queue(world)
     await world.env.advance_time(STATUS_INTERVAL)
     # 20 MB in 12.5 µs is 1.6 TB/s; the H100's datasheet bandwidth is 3.35 TB/s.
-    assert "48% of speed of light" in private_report(result).content
+    text = private_report(result).content
+    assert "48% of roofline (memory)" in text and "48% of roofline overall (H100 datasheet peaks: 3.35 TB/s" in text
 
 
 async def test_all_devices_gives_one_line_per_device(world) -> None:

@@ -91,3 +91,21 @@ def test_demo_boards_live_in_their_own_data_directory(env: Path, monkeypatch: py
     monkeypatch.setenv("KERNELCUP_DATA_DIR", str(env / "data" / "demo"))
     theirs = CliRunner().invoke(build_app(), ["leaderboard", "list"])
     assert "demo-add" in theirs.output
+
+
+def test_run_report_shows_each_cases_roofline_share_and_the_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from runners.contract import DataType, RooflinePeaks
+
+    result = run_result((240_000.0,))
+    bench = result.benchmarks[0].model_copy(
+        update={"roofline_ns": 173_600.0, "roofline_share": 0.723, "roofline_limit": "fp16 tensor"}
+    )
+    peaks = RooflinePeaks(device="H100", dtype=DataType.FP16, memory_bytes_per_s=3.35e12, flops_per_s=989.4e12,
+                          source="NVIDIA H100 datasheet (SXM, dense)")  # fmt: skip
+    scored = {"benchmarks": [bench], "score_ns": 240_000.0, "roofline_share": 0.723, "roofline": peaks}
+    render(result.model_copy(update=scored), "mm", "k.py", "cuda")
+    out = capsys.readouterr().out
+    assert "72% fp16 tensor" in out
+    assert "72% of roofline overall (H100 datasheet peaks: 3.35 TB/s, 989.4 TFLOP/s fp16)" in out
+    render(result, "mm", "k.py", "cpu")  # no bound on a CPU: no share
+    assert "of roofline" not in capsys.readouterr().out

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboards.formatting import format_ns, format_spread, format_timing, printable
-from runners.contract import TimingStats
+from leaderboards.formatting import format_ns, format_share, format_spread, format_timing, printable, roofline_text
+from runners.contract import BenchmarkResult, TimingStats, Verdict
 from runners.stats import timing_stats
 
 
@@ -55,3 +55,19 @@ def test_results_stored_before_quartiles_show_their_range() -> None:
 def test_printable_strips_terminal_control_but_keeps_lines_and_tabs() -> None:
     text = "ok\x1b[31m red\x1b[0m\tcol\nnext\x1b]0;pwned\x07 line\x1b]8;;http://x\x1b\\link\x07\x08\r\x9b"
     assert printable(text) == "ok red\tcol\nnext linelink"
+
+
+@pytest.mark.parametrize(
+    ("share", "text"),
+    [(None, "–"), (float("nan"), "–"), (0.004, "0.4%"), (0.0999999, "10%"), (0.723, "72%"), (1.0, "100%")],
+)
+def test_a_roofline_share_reads_the_same_everywhere(share: float | None, text: str) -> None:
+    assert format_share(share) == text
+
+
+def test_a_benchmark_names_what_sets_its_roofline() -> None:
+    bench = BenchmarkResult(
+        index=0, case={}, verdict=Verdict.ACCEPTED, roofline_share=0.85, roofline_limit="fp16 tensor"
+    )
+    assert roofline_text(bench) == "85% of roofline (fp16 tensor)"
+    assert roofline_text(bench.model_copy(update={"roofline_share": None})) == ""

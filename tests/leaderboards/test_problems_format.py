@@ -37,6 +37,20 @@ def test_valid_problem_builds_a_request(tmp_path: Path) -> None:
     req = problem.request("s.py", b"def custom_kernel(d): return d", Mode.RANKED, device="cpu", seed=42)
     assert req.problem == "add" and req.seed == 42 and req.files["reference.py"] == REFERENCE
     assert req.limits.run_timeout_s == problem.task.ranked_timeout_s
+    assert req.dtype == "fp32"  # no dtype declared: the fp32 (CUDA core) peak bounds the flops
+
+
+def test_the_declared_dtype_travels_in_the_request_and_a_wrong_one_names_the_allowed(tmp_path: Path) -> None:
+    cases = "tests: [{size: 3, seed: 1}]\nbenchmarks: [{size: 9, seed: 2}]\n"
+    problem = load_problem(_problem(tmp_path / "mm", f"description: mm\ndtype: fp16\n{cases}"))
+    assert problem.request("s.py", b"", Mode.BENCHMARK, device="cuda").dtype == "fp16"
+    assert problem_from_snapshot(problem.snapshot()).task.dtype == "fp16"  # a leaderboard keeps it
+    bad = _problem(tmp_path / "bad", f"description: mm\ndtype: fp64\nranking_by: median\n{cases}")
+    with pytest.raises(ProblemFormatError) as exc:
+        load_problem(bad)
+    text = str(exc.value)
+    assert "task.yml: dtype: Input should be 'fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8' or 'fp4'" in text
+    assert "task.yml: ranking_by:" in text  # in the same pass as every other error
 
 
 def test_every_error_is_reported_with_file_and_field(tmp_path: Path) -> None:

@@ -9,14 +9,12 @@ import yaml
 from problem_catalog import PROBLEMS, STARTER, import_reference, parse_header, problem_dirs, python_problem_names
 
 from leaderboards.problems import load_problem, load_problem_set
+from runners.devices import peaks_for, roofline_bound
 
 GPUS = {"H100", "A100", "L4", "T4", "B200"}
 LIBRARY = [
     "vectoradd", "vectorsum", "grayscale", "histogram", "prefixsum", "sort", "softmax", "rmsnorm", "matmul", "conv2d",
 ]
-# H100 SXM peaks the percentages are taken against (benchmarks/problems_table.py uses the same).
-H100_BYTES_PER_S = 3.35e12
-H100_TENSOR_FLOPS = 989e12
 # Test cases run on a 2-core CI machine through Triton's interpreter: keep each one's traffic small.
 MAX_TEST_BYTES = 8 << 20
 
@@ -89,6 +87,9 @@ def test_speed_of_light_for_every_case(name: str) -> None:
         assert reference.speed_of_light(**case)["bytes"] <= MAX_TEST_BYTES, f"test case {case} is too big for CI"
     largest = max(task.benchmarks, key=lambda c: reference.speed_of_light(**c)["bytes"])
     sol = reference.speed_of_light(**largest)
-    floor_s = max(sol["bytes"] / H100_BYTES_PER_S, sol["flops"] / H100_TENSOR_FLOPS)
+    h100 = peaks_for("NVIDIA H100 80GB HBM3")  # the H100 SXM row the runner bounds times with
+    assert h100 is not None
+    bound = roofline_bound(sol["bytes"], sol["flops"], h100, task.dtype)
+    floor_s = bound[0] * 1e-9 if bound else 0.0
     assert floor_s >= 20e-6, f"the largest benchmark takes only {floor_s * 1e6:.1f} µs at the H100's peak"
     assert sol["bytes"] <= 4 << 30, "inputs and outputs must leave room for the check on a 24 GB L4"

@@ -224,19 +224,16 @@ def test_chart_is_logarithmic_and_sane_for_one_point() -> None:
     assert log_ticks(600, 900) == [600, 900]  # no 1-2-5 value inside: the two ends
 
 
-def test_speed_of_light_share_of_a_score() -> None:
-    from leaderboards.peaks import DevicePeak
-    from web.pages.views import score_bound_ns
+def test_the_roofline_score_is_the_ranking_rule_over_the_bounds() -> None:
+    from leaderboards.scoring import roofline_score
+    from runners.contract import RankingRule
 
-    def peaks(device: str) -> DevicePeak | None:
-        return DevicePeak(bytes_per_s=1e12) if device == "H100" else None
-
-    work = [(1_000_000, None), (4_000_000, None)]  # 1 µs and 4 µs at 1 TB/s
-    assert score_bound_ns(work, peaks, "H100", "geom") == pytest.approx(2000.0)  # geomean of 1000 and 4000 ns
-    assert score_bound_ns(work, peaks, "H100", "mean") == pytest.approx(2500.0)
-    assert score_bound_ns(work, peaks, "cpu", "geom") is None  # no peak known
-    assert score_bound_ns([(None, None)], peaks, "H100", "geom") is None  # no work known
-    assert score_bound_ns((), peaks, "H100", "geom") is None
+    bounds = [1000.0, 4000.0]  # the runner's roofline bounds of two cases, ns
+    assert roofline_score(bounds, RankingRule.GEOMEAN) == pytest.approx(2000.0)  # geomean of 1000 and 4000 ns
+    assert roofline_score(bounds, RankingRule.MEAN) == pytest.approx(2500.0)
+    assert roofline_score(bounds, RankingRule.LAST) == pytest.approx(4000.0)
+    assert roofline_score([1000.0, None], RankingRule.GEOMEAN) is None  # one case has no bound: no share
+    assert roofline_score([], RankingRule.GEOMEAN) is None
 
 
 def test_the_leaderboard_page_shows_an_admin_change_at_once(world: World) -> None:
@@ -277,17 +274,28 @@ def test_the_session_secret_is_generated_once_and_kept_private(tmp_path: Path) -
     assert (tmp_path / "elsewhere" / SECRET_FILE).exists()
 
 
-def test_the_ranking_shows_the_speed_of_light_share_on_a_known_device(world: World) -> None:
-    def with_work(request):  # type: ignore[no-untyped-def]
+def test_the_ranking_and_the_submission_page_show_the_roofline_share_on_a_known_device(world: World) -> None:
+    from runners.devices import peaks_for
+    from runners.entry.verdict import fill_roofline, peaks_used
+
+    def on_an_h100(request):  # type: ignore[no-untyped-def]
         result = accepted_result(request, 10_000.0)  # 10 µs per benchmark
         benches = [b.model_copy(update={"bytes_moved": 3_350_000}) for b in result.benchmarks]  # 1 µs at 3.35 TB/s
-        return result.model_copy(update={"benchmarks": benches})
+        peaks = peaks_for("NVIDIA H100 80GB HBM3")
+        share = fill_roofline(benches, peaks, request.dtype)  # what the runner computes there
+        return result.model_copy(update={"benchmarks": benches, "roofline_share": share,
+                                         "roofline": peaks_used(peaks, request.dtype)})  # fmt: skip
 
     r = world.submit(world.ann, mode="ranked", devices="H100")
     assert r.status_code == 202, r.text
-    world.serve(FakeLauncher(with_work))
-    assert world.service.benchmark_work("add", "H100") == tuple((3_350_000, None) for _ in range(2))
+    world.serve(FakeLauncher(on_an_h100))
+    assert world.service.roofline_score_ns("add", "H100") == pytest.approx(1000.0)
     page = world.client.get("/leaderboards/add", params={"device": "H100"}).text
     row = re.search(r"<td>ann</td>\s*<td class=\"num\">([^<]+)</td>\s*<td class=\"num\">([^<]+)</td>", page)
     assert row and row.groups() == ("10.0 µs", "10%"), row and row.groups()
-    assert world.service.benchmark_work("add", "cpu") == ()  # nobody ranked there
+    assert "Data type: <code>fp32</code>" in page
+    assert world.service.roofline_score_ns("add", "cpu") is None  # nobody ranked there
+    sign_in(world, world.ann)
+    sub = world.client.get(f"/submissions/{r.json()['submission_id']}").text
+    assert '10% <span class="muted">memory</span>' in sub
+    assert "10% of roofline overall (H100 datasheet peaks: 3.35 TB/s, 67 TFLOP/s fp32)" in sub

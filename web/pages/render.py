@@ -4,7 +4,6 @@ the response of a page (ETag, Cache-Control, 304)."""
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.python import PythonLexer
 from pygments.util import ClassNotFound
 
-from leaderboards.formatting import MISSING, format_ns, format_speedup
+from leaderboards.formatting import MISSING, format_ns, format_share, format_speedup, roofline_summary
 from leaderboards.results import Principal
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -64,10 +63,6 @@ def time_left(deadline: datetime, now: datetime | None = None) -> str:
     return "under a minute left"
 
 
-def share(value: float | None) -> str:
-    return MISSING if value is None or not math.isfinite(value) else f"{value:.0%}"
-
-
 def capped(text: str | None, limit: int = LOG_CAP) -> str:
     text = text or ""
     return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters not shown)"
@@ -80,7 +75,14 @@ env = Environment(
     lstrip_blocks=True,
 )
 env.filters.update(
-    ns=format_ns, speedup=format_speedup, when=when, time_left=time_left, share=share, markdown=markdown, capped=capped
+    ns=format_ns,
+    speedup=format_speedup,
+    when=when,
+    time_left=time_left,
+    share=format_share,
+    roofline_summary=roofline_summary,
+    markdown=markdown,
+    capped=capped,
 )
 
 

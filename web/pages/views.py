@@ -8,17 +8,13 @@ stream where scripts run).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from leaderboards.errors import NotFound, SubmissionNotFound
-from leaderboards.peaks import PeakLookup, roofline_s
-from leaderboards.scoring import aggregate
 from leaderboards.service import LeaderboardService
-from runners.contract import RankingRule
 from web.auth import service_of
 from web.pages.base import sign_in_first, viewer
 from web.pages.chart import score_chart
@@ -59,21 +55,6 @@ def home(
     )
 
 
-def score_bound_ns(
-    work: Sequence[tuple[int | None, int | None]], peak_for: PeakLookup, device: str, rule: str
-) -> float | None:
-    """The score a kernel at the device's speed of light would get (ns): the ranking rule over each benchmark's
-    roofline time. A score's speed-of-light share is this over the score (for the geometric mean: exactly the
-    geometric mean of the benchmarks' shares). None when the device's peaks or the work are unknown."""
-    peak = peak_for(device)
-    if peak is None or not work:
-        return None
-    bounds = [roofline_s(bytes_moved, flops, peak) for bytes_moved, flops in work]
-    if any(b is None or b <= 0 for b in bounds):
-        return None
-    return aggregate([b * 1e9 for b in bounds if b is not None], RankingRule(rule))
-
-
 @router.get("/leaderboards/{name}")
 def leaderboard_page(
     request: Request,
@@ -95,12 +76,11 @@ def leaderboard_page(
         if page == 1 and ranking.entries
         else next(iter(service.ranking(name, chosen, 1).entries), None)
     )
-    # What the whole history gives (the chart; the work behind the speed-of-light share, from the best entry's run)
-    # changes when the ranking's head or size does: remembered under those, and for CHART_TTL_S at most.
+    # What the whole history gives (the chart; the roofline score behind the speed-of-light share, from the best
+    # entry's run) changes when the ranking's head or size does: remembered under those, and for CHART_TTL_S at most.
     version = (name, chosen, ranking.total, head and head.submission_id, head and head.score_ns)
-    work = cache.get(("work", *version), lambda: service.benchmark_work(name, chosen))
+    bound = cache.get(("roofline", *version), lambda: service.roofline_score_ns(name, chosen))
     chart = cache.get(("chart", *version), lambda: score_chart(service.score_history(name, chosen), datetime.now(UTC)))
-    bound = score_bound_ns(work, request.app.state.peak_for, chosen, board.ranking_by)
     shares = {e.submission_id: bound / e.score_ns if bound and e.score_ns > 0 else None for e in ranking.entries}
     return cached_page(
         request,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from leaderboards.peaks import PeakLookup, speed_of_light
 from leaderboards.results import SubmissionDetails
 from web.schemas import API_PREFIX, PublicResultOut, SubmissionLinks, SubmissionOut, SubmissionStatusOut
 
@@ -20,16 +19,8 @@ def links(request: Request, submission_id: int) -> SubmissionLinks:
 
 
 def submission_out(request: Request, details: SubmissionDetails) -> SubmissionOut:
-    """Status and public results (never the code: it has its own route) with speed of light per benchmark."""
-    peak_for: PeakLookup = request.app.state.peak_for
-    results = tuple(
-        PublicResultOut(
-            device=r.device,
-            result=r.result,
-            speed_of_light=tuple(speed_of_light(b, peak_for(r.device)) for b in r.result.benchmarks),
-        )
-        for r in details.results
-    )
+    """Status and public results (never the code: it has its own route); each result carries its roofline shares."""
+    results = tuple(PublicResultOut(device=r.device, result=r.result) for r in details.results)
     return SubmissionOut(
         status=SubmissionStatusOut.model_validate(details.status),
         code_sha256=details.code_sha256,

@@ -39,6 +39,7 @@ def get_leaderboard(name: str, service: LeaderboardService = Depends(service_of)
         template_files=task.template_files,
         tests=task.tests,
         benchmarks=task.benchmarks,
+        dtype=task.dtype,
     )
 
 
