@@ -279,8 +279,11 @@ class StallReason(_Model):
 
     reason: str = Field(max_length=64, description="ncu's name for it, e.g. 'long_scoreboard', 'barrier', 'wait'.")
     value: float = Field(description="Its share: cycles per issued instruction, or PC samples (see ``metric``).")
-    metric: str = Field(max_length=128, description="The ncu metric the value is, e.g. "
-                        "'smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio'.")
+    metric: str = Field(
+        max_length=128,
+        description="The ncu metric the value is, e.g. "
+        "'smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio'.",
+    )
 
 
 class KernelMetrics(_Model):

@@ -14,7 +14,6 @@ capped, rows and columns are bounded, nothing in it is evaluated, and a value th
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from collections.abc import Iterable
@@ -73,7 +72,7 @@ def parse_raw_csv(text: str) -> list[KernelMetrics]:
     except csv.Error as exc:
         raise NcuCsvError(f"the ncu CSV is malformed: {exc}") from None
     if header is None or ("Kernel Name" not in header and "Function Name" not in header):
-        raise NcuCsvError("no ncu CSV header row (\"ID\", ..., \"Kernel Name\", ...) in the output")
+        raise NcuCsvError('no ncu CSV header row ("ID", ..., "Kernel Name", ...) in the output')
     if len(header) > MAX_COLUMNS:
         raise NcuCsvError(f"the ncu CSV has {len(header)} columns, more than {MAX_COLUMNS}")
     units: list[str] = [""] * len(header)

@@ -141,6 +141,7 @@ def import_csv(ncu: str, work: Path, *, require_sandbox: bool) -> tuple[str, str
         timeout_s=120.0,
         output_cap_bytes=MAX_CSV_CHARS,
         memory_mb=4096,
+        ro_paths=tuple(dict.fromkeys((Path(ncu).parent, Path(ncu).resolve().parent))),  # where ncu lives
         allow_gpu=False,
         require_sandbox=require_sandbox,
     )

@@ -71,14 +71,15 @@ def test_units_are_converted_and_missing_metrics_are_none() -> None:
     (k,) = parse_raw_csv(text)
     assert k.duration_ns == 1500.0 and k.shared_memory_bytes == 48_000
     assert k.registers_per_thread is None and k.sm_throughput_pct is None and k.top_stalls == []
-    assert parse_raw_csv(_csv({"gpu__time_duration.sum": "3"}, units={"gpu__time_duration.sum": "fortnight"}))[
-        0
-    ].duration_ns is None  # an unknown unit is no number, not a wrong one
+    odd_unit = _csv({"gpu__time_duration.sum": "3"}, units={"gpu__time_duration.sum": "fortnight"})
+    assert parse_raw_csv(odd_unit)[0].duration_ns is None  # an unknown unit is no number, not a wrong one
 
 
 def test_older_stall_names_and_pc_sampling_are_read_when_the_warp_state_ratios_are_missing() -> None:
-    per_issue = {f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": v
-                 for r, v in (("wait", "2"), ("barrier", "7"), ("no_instruction", "1"), ("lg_throttle", "4"))}
+    per_issue = {
+        f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": v
+        for r, v in (("wait", "2"), ("barrier", "7"), ("no_instruction", "1"), ("lg_throttle", "4"))
+    }
     assert [s.reason for s in parse_raw_csv(_csv(per_issue))[0].top_stalls] == ["barrier", "lg_throttle", "wait"]
     sampled = {"smsp__pcsamp_warps_issue_stalled_wait": "1,200", "smsp__pcsamp_warps_issue_stalled_wait_not_issued":
                "9,999", "smsp__pcsamp_warps_issue_stalled_membar": "30"}  # fmt: skip
