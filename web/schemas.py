@@ -169,10 +169,18 @@ class SubmissionStatusOut(Model):
 
 class PublicResultOut(Model):
     device: str
-    result: RunResult = Field(description="The public run: per-test verdicts, per-benchmark statistics, logs.")
+    result: RunResult = Field(
+        description="The public run: per-test verdicts, per-benchmark statistics, logs, and in profile mode each "
+        "kernel's Nsight Compute metrics (`kernel_metrics`). Its `ncu_report` is always null here: the report is "
+        "downloaded from `ncu_report_url`."
+    )
     speed_of_light: tuple[float | None, ...] = Field(
         default=(), description="Per benchmark, the fraction of the device's roofline bound reached (None: unknown)."
     )
+    ncu_report_url: str | None = Field(
+        default=None, description="Profile mode: where to download the Nsight Compute report (.ncu-rep), if any."
+    )
+    ncu_report_bytes: int | None = Field(default=None, description="The report's size in bytes.")
 
 
 class SubmissionOut(Model):

@@ -124,7 +124,20 @@ def run(
 
             result = run_request(request, progress, settings=runner)
         render(result, problem.name, file.name, target)
+        if result.ncu_report:
+            saved = save_ncu_report(result.ncu_report, Path.cwd() / f"{file.stem}.ncu-rep")
+            console.print(f"Nsight Compute report: {safe(str(saved))} (open it with ncu-ui)")
     raise typer.Exit(0 if result.passed else 1)
+
+
+def save_ncu_report(report: bytes, path: Path) -> Path:
+    """Write the report to ``path``, or next to it with a number (``kernel-2.ncu-rep``) when that file exists."""
+    target, n = path, 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    target.write_bytes(report)
+    return target
 
 
 def render(result: RunResult, problem: str, file_name: str, device: str) -> None:
@@ -186,6 +199,15 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
             )
     if result.score_ns is not None:
         console.print(f"score: [bold]{format_ns(result.score_ns)}[/]")
+    if result.kernel_metrics:
+        from leaderboards.formatting import KERNEL_COLUMNS, kernel_row
+
+        table = Table(title="kernels (Nsight Compute)")
+        for col in KERNEL_COLUMNS:
+            table.add_column(col)
+        for kernel in result.kernel_metrics:
+            table.add_row(*(safe(cell) for cell in kernel_row(kernel)))
+        console.print(table)
     if result.profile:
         console.print("[bold]profile[/]")
         console.print(printable(result.profile), markup=False, highlight=False)

@@ -21,7 +21,7 @@ from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.python import PythonLexer
 from pygments.util import ClassNotFound
 
-from leaderboards.formatting import MISSING, format_ns
+from leaderboards.formatting import KERNEL_COLUMNS, MISSING, format_bytes, format_ns, kernel_row
 from leaderboards.results import Principal
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -79,7 +79,9 @@ env = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-env.filters.update(ns=format_ns, when=when, time_left=time_left, share=share, markdown=markdown, capped=capped)
+env.filters.update(ns=format_ns, when=when, time_left=time_left, share=share, markdown=markdown, capped=capped,
+                   kernel_row=kernel_row, bytes=format_bytes)  # fmt: skip
+env.globals.update(kernel_columns=KERNEL_COLUMNS)
 
 
 @dataclass(frozen=True)
