@@ -257,6 +257,17 @@ def profile_result(report: bytes | None = b"NVRP fake report") -> RunResult:
     )
 
 
+def profiled(request: RunRequest, report: bytes | None = b"NVRP\x00 report bytes") -> RunResult:
+    """A fake launcher's answer to ``request`` as a profile run under Nsight Compute: every test accepted, the
+    kernels of ``NCU_FIXTURE`` and ``report``."""
+    from runners.launchers.fake import accepted_result
+
+    kept = profile_result(report)
+    return accepted_result(request).model_copy(
+        update={"kernel_metrics": kept.kernel_metrics, "ncu_report": kept.ncu_report, "profile": kept.profile}
+    )
+
+
 def bind(result: RunResult, request: RunRequest) -> RunResult:
     """``result`` as an honest runner returns it for ``request``: echoing the request's SHA-256 and nonce (the worker
     refuses results that do not; see ``RunResult.mismatch``)."""

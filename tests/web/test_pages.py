@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers import profiled
 from web_world import GOOD, World
 
 from leaderboards.results import UserRef
@@ -291,3 +292,20 @@ def test_the_ranking_shows_the_speed_of_light_share_on_a_known_device(world: Wor
     row = re.search(r"<td>ann</td>\s*<td class=\"num\">([^<]+)</td>\s*<td class=\"num\">([^<]+)</td>", page)
     assert row and row.groups() == ("10.0 µs", "10%"), row and row.groups()
     assert world.service.benchmark_work("add", "cpu") == ()  # nobody ranked there
+
+
+def test_a_profile_run_shows_its_kernels_and_links_its_report(world: World) -> None:
+    sub_id = int(world.submit(world.ann, mode="profile").json()["submission_id"])
+    world.serve(FakeLauncher(profiled))
+    sign_in(world, world.ann)
+    page = world.client.get(f"/submissions/{sub_id}").text
+    assert "<caption>Nsight Compute, per kernel launch</caption>" in page
+    assert '<td title="add_kernel"><code>add_kernel</code></td><td class="num">5.18 µs</td>' in page
+    assert "long_scoreboard 41.7, wait 3.12, short_scoreboard 0.21" in page
+    assert "cute::tuple&lt;int, int, int, int&gt;" in page  # the full name, escaped, in the cell's title
+    link = f'href="/submissions/{sub_id}/profile/cpu.ncu-rep"'
+    assert link in page and "(18 B; open it in Nsight Compute)" in page
+    got = world.client.get(f"/submissions/{sub_id}/profile/cpu.ncu-rep")
+    assert got.status_code == 200 and got.content == b"NVRP\x00 report bytes"
+    sign_in(world, world.bob)
+    assert world.client.get(f"/submissions/{sub_id}/profile/cpu.ncu-rep").status_code == 404
