@@ -189,7 +189,7 @@ def test_a_profile_run_has_its_kernel_metrics_in_json_and_its_report_at_a_downlo
     body = world.client.get(f"/api/v1/submissions/{sid}", headers=world.auth(world.ann)).json()
     (public,) = body["results"]
     kernels = public["result"]["kernel_metrics"]
-    assert [k["name"] for k in kernels][0] == "add_kernel" and kernels[0]["duration_ns"] == 5184.0
+    assert len(kernels) == 3 and kernels[0]["name"] == "add_kernel" and kernels[0]["duration_ns"] == 5184.0
     assert kernels[1]["top_stalls"][0] == {
         "reason": "math_pipe_throttle", "value": 2.4,
         "metric": "smsp__average_warp_latency_issue_stalled_math_pipe_throttle.ratio",
