@@ -27,7 +27,7 @@ from pathlib import Path
 from runners import sysinfo
 from runners.contract import BenchmarkResult, Mode, Phase, ProgressEvent, RunRequest, RunResult, TestResult
 from runners.entry.admission import Rejected, allocator_library, check_submission, write_job
-from runners.entry.profiling import ProfilerChoice, choose_profiler, collect
+from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
 from runners.ipc.protocol import Job
@@ -171,8 +171,11 @@ def _add_ncu(
 ) -> None:
     """Nsight Compute's metrics and report into the result, read by this trusted process after the run."""
     assert profiler.ncu is not None
-    got = collect(profiler.ncu, sub_dir, work, max_report_bytes=settings.ncu_report_max_mb * 1024 * 1024,
-                  require_sandbox=require_sandbox, profiled=profiled)  # fmt: skip
+    try:
+        got = collect(profiler.ncu, sub_dir, work, max_report_bytes=settings.ncu_report_max_mb * 1024 * 1024,
+                      require_sandbox=require_sandbox, profiled=profiled)  # fmt: skip
+    except Exception as exc:  # the run itself stands: only its profile is missing, and the note says why
+        got = NcuOutcome(notes=[f"Reading Nsight Compute's report failed: {type(exc).__name__}: {exc}"])
     result.kernel_metrics = got.metrics
     result.ncu_report = got.report
     lines = list(got.notes)
