@@ -9,10 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from leaderboards.formatting import (
+    COMPACT_KERNEL_COLUMNS,
+    compact_kernel_row,
+    format_speedup,
+    format_timing,
+    roofline_summary,
+    roofline_text,
+)
+
 # The duration and roofline formatters are the core's (one copy for every surface); re-exported here.
 from leaderboards.formatting import format_ns as format_ns
-from leaderboards.formatting import format_speedup, format_timing, roofline_summary, roofline_text
-from runners.contract import BenchmarkResult, RunResult, TestResult, Verdict
+from runners.contract import BenchmarkResult, KernelMetrics, RunResult, TestResult, Verdict
 
 PASS = "✅"
 FAIL = "❌"
@@ -90,6 +98,30 @@ def result_lines(result: RunResult, *, max_passing_tests: int = 5) -> list[str]:
         overall = roofline_summary(result)
         lines.append(f"score: **{format_ns(result.score_ns)}**" + (f" · {overall}" if overall else ""))
     lines.extend(format_speedup(b) for b in result.baselines)
+    if result.kernel_metrics:
+        lines.extend(kernel_table(result.kernel_metrics))
+    return lines
+
+
+MAX_KERNEL_ROWS = 8
+
+
+def kernel_table(kernels: Sequence[KernelMetrics], max_rows: int = MAX_KERNEL_ROWS) -> list[str]:
+    """Profile mode's kernels as a short fixed-width table in a code block (the full metrics are in the report
+    file and on the web page)."""
+    rows = [COMPACT_KERNEL_COLUMNS, *(compact_kernel_row(k) for k in kernels[:max_rows])]
+    rows = [tuple(cell.replace("`", "'") for cell in row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COMPACT_KERNEL_COLUMNS))]
+    lines = ["kernels (Nsight Compute):", "```"]
+    for row in rows:
+        cells = [
+            cell.ljust(w) if i in (0, len(row) - 1) else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("```")
+    if len(kernels) > max_rows:
+        lines.append(f"… and {len(kernels) - max_rows} more kernel launches (all of them in the report file)")
     return lines
 
 

@@ -133,7 +133,8 @@ def public_report(status: SubmissionStatus, details_where: str) -> str:
 def report(details: SubmissionDetails) -> Reply:
     """The final report: per device its status line, test verdicts, benchmark times, score and rank.
 
-    Logs (compile output, stdout, stderr) and the profile go in attached files, one per device.
+    Logs (compile output, stdout, stderr) and the profile go in attached files, one per device; a profile run
+    under Nsight Compute also attaches its report (``.ncu-rep``), to open in Nsight Compute.
     """
     status = details.status
     results = {r.device: r.result for r in details.results}
@@ -162,6 +163,9 @@ def report(details: SubmissionDetails) -> Reply:
                 files.append(
                     File(f"profile-{status.submission_id}-{_file_safe(job.device)}.txt", result.profile.encode())
                 )
+            if result.ncu_report:  # (left out with a note by ``fit`` when it is over the server's upload limit)
+                files.append(File(f"profile-{status.submission_id}-{_file_safe(job.device)}.ncu-rep",
+                                  result.ncu_report))  # fmt: skip
     return Reply(content=quiet("\n".join(lines)), files=tuple(files))
 
 

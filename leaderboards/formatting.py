@@ -1,4 +1,5 @@
-"""Formatting shared by every surface, written once: how a duration, its spread and a roofline share read.
+"""Formatting shared by every surface, written once: how a duration, its spread, a roofline share and a speedup
+read, and a profiled kernel.
 
 The CLI, the bot and the web all print times through ``format_ns`` (three significant figures, the unit chosen
 by size; it lives in ``runners.durations`` so that the runner's own messages read the same), a benchmark's
@@ -17,7 +18,7 @@ from runners.durations import format_ns as format_ns
 from runners.validation import error_message as error_message  # re-exported for the surfaces
 
 if TYPE_CHECKING:  # (the CLI's help imports this module: no pydantic at import)
-    from runners.contract import BaselineResult, BenchmarkResult, RunResult, TimingStats
+    from runners.contract import BaselineResult, BenchmarkResult, KernelMetrics, RunResult, StallReason, TimingStats
 
 MIN_SAMPLES_FOR_SPREAD = 5
 """Below this many samples a spread says nothing; the surfaces say so instead of showing one."""
@@ -99,3 +100,74 @@ def format_speedup(baseline: BaselineResult) -> str:
     when = baseline.measured_at.strftime("%Y-%m-%d %H:%M UTC") if baseline.measured_at else "an unknown time"
     source = f"cached, timed {when}" if baseline.cached else "timed now"
     return f"speedup over the {baseline.label}: {baseline.speedup:.2f}x (cases {cases}; {baseline.label} {source})"
+
+
+KERNEL_COLUMNS = ("kernel", "time", "grid", "block", "regs", "smem", "occupancy", "DRAM", "SM", "L1 hit", "L2 hit",
+                  "tensor", "top stalls")  # fmt: skip
+"""The columns of a profiled kernel's row (``kernel_row``), the same on every surface."""
+COMPACT_KERNEL_COLUMNS = ("kernel", "time", "occupancy", "DRAM", "SM", "top stall")
+"""The few that fit a chat message (``compact_kernel_row``)."""
+
+
+def format_pct(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.1f}%"
+
+
+def format_bytes(value: int | None) -> str:
+    """Bytes in the largest binary unit that keeps a whole number readable: ``0 B``, ``227 KiB``, ``1.5 MiB``."""
+    if value is None:
+        return MISSING
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value} B"
+
+
+def short_kernel_name(name: str, width: int = 48) -> str:
+    """A kernel's name without its return type and parameter list, cut to ``width`` with an ellipsis:
+    ``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` -> ``at::native::vectorized_eleme…``."""
+    text = printable(name).removeprefix("void ")
+    depth, end = 0, len(text)
+    for i, char in enumerate(text):  # the '(' of the parameter list: the first one outside template brackets
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "(" and depth <= 0 and i > 0:
+            end = i
+            break
+    text = text[:end]
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_stalls(stalls: list[StallReason], count: int = 3) -> str:
+    """The top stall reasons with their values: ``long_scoreboard 41.7, wait 3.12``."""
+    return ", ".join(f"{s.reason} {s.value:.3g}" for s in stalls[:count]) or MISSING
+
+
+def kernel_row(kernel: KernelMetrics) -> tuple[str, ...]:
+    """One profiled kernel as the cells of ``KERNEL_COLUMNS``."""
+    return (
+        short_kernel_name(kernel.name),
+        MISSING if kernel.duration_ns is None else format_ns(kernel.duration_ns),
+        kernel.grid or MISSING,
+        kernel.block or MISSING,
+        MISSING if kernel.registers_per_thread is None else str(kernel.registers_per_thread),
+        format_bytes(kernel.shared_memory_bytes),
+        format_pct(kernel.achieved_occupancy_pct),
+        format_pct(kernel.dram_throughput_pct),
+        format_pct(kernel.sm_throughput_pct),
+        format_pct(kernel.l1_hit_rate_pct),
+        format_pct(kernel.l2_hit_rate_pct),
+        format_pct(kernel.tensor_pipe_pct),
+        format_stalls(kernel.top_stalls),
+    )
+
+
+def compact_kernel_row(kernel: KernelMetrics, width: int = 28) -> tuple[str, ...]:
+    """One profiled kernel as the cells of ``COMPACT_KERNEL_COLUMNS``."""
+    return (
+        short_kernel_name(kernel.name, width),
+        MISSING if kernel.duration_ns is None else format_ns(kernel.duration_ns),
+        format_pct(kernel.achieved_occupancy_pct),
+        format_pct(kernel.dram_throughput_pct),
+        format_pct(kernel.sm_throughput_pct),
+        format_stalls(kernel.top_stalls, 1),
+    )

@@ -351,6 +351,36 @@ class RooflinePeaks(_Model):
     source: str = Field(description="Where the figures come from: a datasheet, or the operator's override.")
 
 
+class StallReason(_Model):
+    """One warp stall reason of a kernel, as Nsight Compute measured it."""
+
+    reason: str = Field(max_length=64, description="ncu's name for it, e.g. 'long_scoreboard', 'barrier', 'wait'.")
+    value: float = Field(description="Its share: cycles per issued instruction, or PC samples (see ``metric``).")
+    metric: str = Field(
+        max_length=128,
+        description="The ncu metric the value is, e.g. "
+        "'smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio'.",
+    )
+
+
+class KernelMetrics(_Model):
+    """What Nsight Compute measured of one kernel launch in profile mode. Any field ncu did not report is None."""
+
+    name: str = Field(max_length=512, description="The kernel's (demangled) name.")
+    duration_ns: float | None = Field(default=None, description="gpu__time_duration.sum, in nanoseconds.")
+    grid: str | None = Field(default=None, max_length=64, description="Grid dimensions, e.g. '(128, 1, 1)'.")
+    block: str | None = Field(default=None, max_length=64, description="Block dimensions, e.g. '(256, 1, 1)'.")
+    registers_per_thread: int | None = None
+    shared_memory_bytes: int | None = Field(default=None, description="Static plus dynamic shared memory per block.")
+    achieved_occupancy_pct: float | None = Field(default=None, description="Active warps, % of the SM's peak.")
+    dram_throughput_pct: float | None = Field(default=None, description="DRAM throughput, % of peak.")
+    sm_throughput_pct: float | None = Field(default=None, description="SM (compute) throughput, % of peak.")
+    l1_hit_rate_pct: float | None = None
+    l2_hit_rate_pct: float | None = None
+    tensor_pipe_pct: float | None = Field(default=None, description="The busiest tensor pipe, % of peak active.")
+    top_stalls: list[StallReason] = Field(default_factory=list, max_length=3, description="Top three stall reasons.")
+
+
 SPEED_OF_LIGHT = "speed_of_light"
 """``RunResult.rejection`` of a score faster than the device can possibly do the work (never ranked)."""
 
@@ -375,6 +405,14 @@ class RunResult(_Model):
     profile: str | None = Field(default=None, description="Nsight Compute or torch profiler summary, profile mode.")
     baselines: list[BaselineResult] = Field(
         default_factory=list, description="Speedups over the reference and the problem's other baselines (timed modes)."
+    )
+    kernel_metrics: list[KernelMetrics] = Field(
+        default_factory=list, description="Profile mode under Nsight Compute: its metrics of each kernel launch."
+    )
+    ncu_report: bytes | None = Field(
+        default=None,
+        description="Profile mode: Nsight Compute's report (.ncu-rep) to open in its GUI, when it is under the "
+        "runner's size cap (base64 in JSON).",
     )
     system: SystemInfo = Field(default_factory=SystemInfo)
     wall_time_s: float = 0.0

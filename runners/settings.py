@@ -26,6 +26,16 @@ class RunnerSettings(BaseSettings):
     keep_job_dirs: bool = Field(default=False, description="Keep job folders after a run, for debugging.")
     python: str | None = Field(default=None, description="The interpreter of the evaluation process (default: ours).")
     ncu: bool = Field(default=True, description="Use Nsight Compute for profile mode where `ncu` is on PATH.")
+    ncu_report_max_mb: int = Field(
+        default=16,
+        ge=0,
+        le=256,
+        description="Largest Nsight Compute report (.ncu-rep) a profile run's result carries, in MiB; a larger one "
+        "is left out (its metrics still come back) with a note saying so. 0: never attach it.",
+    )
+    ncu_max_kernels: int = Field(
+        default=64, ge=1, le=1000, description="Kernel launches Nsight Compute profiles at most in one profile run."
+    )
     cache_dir: Path | None = Field(
         default=None,
         description="Where the runner keeps what it builds once per machine (the submission allocator); default: "

@@ -240,6 +240,34 @@ def run_result(
     )
 
 
+NCU_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "ncu" / "raw_page_h100.csv"
+
+
+def profile_result(report: bytes | None = b"NVRP fake report") -> RunResult:
+    """A profile run under Nsight Compute: one passed test, the kernels of ``NCU_FIXTURE`` and ``report``."""
+    from runners.ncu import parse_raw_csv
+
+    result = run_result(mode=Mode.PROFILE, medians_ns=())
+    return result.model_copy(
+        update={
+            "kernel_metrics": parse_raw_csv(NCU_FIXTURE.read_text()),
+            "ncu_report": report,
+            "profile": "Nsight Compute profiled 3 kernel launch(es) (report attached).",
+        }
+    )
+
+
+def profiled(request: RunRequest, report: bytes | None = b"NVRP\x00 report bytes") -> RunResult:
+    """A fake launcher's answer to ``request`` as a profile run under Nsight Compute: every test accepted, the
+    kernels of ``NCU_FIXTURE`` and ``report``."""
+    from runners.launchers.fake import accepted_result
+
+    kept = profile_result(report)
+    return accepted_result(request).model_copy(
+        update={"kernel_metrics": kept.kernel_metrics, "ncu_report": kept.ncu_report, "profile": kept.profile}
+    )
+
+
 def bind(result: RunResult, request: RunRequest) -> RunResult:
     """``result`` as an honest runner returns it for ``request``: echoing the request's SHA-256 and nonce (the worker
     refuses results that do not; see ``RunResult.mismatch``)."""

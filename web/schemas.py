@@ -172,8 +172,14 @@ class PublicResultOut(Model):
     device: str
     result: RunResult = Field(
         description="The public run: per-test verdicts, per-benchmark statistics and roofline shares "
-        "(benchmarks[].roofline_share; the run's: roofline_share, with the peaks used in roofline), logs."
+        "(benchmarks[].roofline_share; the run's: roofline_share, with the peaks used in roofline), logs, and in "
+        "profile mode each kernel's Nsight Compute metrics (`kernel_metrics`). Its `ncu_report` is always null "
+        "here: the report is downloaded from `ncu_report_url`."
     )
+    ncu_report_url: str | None = Field(
+        default=None, description="Profile mode: where to download the Nsight Compute report (.ncu-rep), if any."
+    )
+    ncu_report_bytes: int | None = Field(default=None, description="The report's size in bytes.")
 
 
 class SubmissionOut(Model):

@@ -159,6 +159,9 @@ def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings
         result = run_request(request, progress, settings=runner)
     if not quiet:
         render(result, name, file_name, target)
+    if result.ncu_report:
+        saved = save_ncu_report(result.ncu_report, Path.cwd() / f"{Path(file_name).stem}.ncu-rep")
+        console.print(f"Nsight Compute report: {safe(str(saved))} (open it with ncu-ui)")
     return result
 
 
@@ -215,6 +218,16 @@ def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, ro
     out.print(table)
     out.print(safe(printable(result.message)))
     raise typer.Exit(0)
+
+
+def save_ncu_report(report: bytes, path: Path) -> Path:
+    """Write the report to ``path``, or next to it with a number (``kernel-2.ncu-rep``) when that file exists."""
+    target, n = path, 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    target.write_bytes(report)
+    return target
 
 
 def render(result: RunResult, problem: str, file_name: str, device: str) -> None:
@@ -289,6 +302,15 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
         console.print(f"score: [bold]{format_ns(result.score_ns)}[/]" + (f" · {safe(overall)}" if overall else ""))
     for baseline in result.baselines:
         console.print(safe(format_speedup(baseline)))
+    if result.kernel_metrics:
+        from leaderboards.formatting import KERNEL_COLUMNS, kernel_row
+
+        table = Table(title="kernels (Nsight Compute)")
+        for col in KERNEL_COLUMNS:
+            table.add_column(col)
+        for kernel in result.kernel_metrics:
+            table.add_row(*(safe(cell) for cell in kernel_row(kernel)))
+        console.print(table)
     if result.profile:
         console.print("[bold]profile[/]")
         console.print(printable(result.profile), markup=False, highlight=False)

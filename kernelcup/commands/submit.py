@@ -63,6 +63,7 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
         f"{status.mode}"
     )
     results = {r.device: r.result for r in details.results}
+    reports = {r.device: getattr(r, "ncu_report_url", None) for r in details.results}  # the API's; local: in result
     for job in status.jobs:
         colour = "green" if job.accepted else "red"
         line = f"[bold]{safe(job.device)}[/]: [{colour}]{job.status.value}[/]"
@@ -79,6 +80,9 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
             console.print(f"  {printable(job.error)}", markup=False)
         if job.device in results:
             render(results[job.device], status.leaderboard, status.file_name, job.device)
+        url = reports.get(job.device)
+        if url:
+            console.print(f"Nsight Compute report: {safe(url)} (GET it with your token as a bearer)")
 
 
 def print_receipt(console: Console, receipt: SubmissionReceipt | SubmissionReceiptOut, json_out: bool) -> None:

@@ -37,7 +37,8 @@ from runners.contract import (
     SystemInfo,
     TestResult,
 )
-from runners.entry.admission import Rejected, allocator_library, check_submission, read_capped, write_job
+from runners.entry.admission import Rejected, allocator_library, check_submission, write_job
+from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
 from runners.gpus import Gpu
@@ -47,9 +48,6 @@ from runners.oracle.timing import HARD_TIME_FACTOR
 from runners.settings import RunnerSettings
 
 __all__ = ["REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
-
-NCU_LOG = "ncu.log"
-_PROFILE_CHARS = 64_000
 
 
 def run_request(
@@ -127,7 +125,7 @@ def _run(
         dirs = write_job(root, request)
         on_gpu = request.device != "cpu"
         allocator = allocator_library(settings.cache_path()) if on_gpu else None
-        profiler, prefix = _profiler(settings, request, dirs.submission)
+        profiler = choose_profiler(settings, request, dirs.submission)
         plan = _BaselinePlan(request, system, settings, active=not reference_only)
         job = Job(
             mode="reference" if reference_only else request.mode.value,
@@ -139,7 +137,7 @@ def _run(
             benchmarks=request.benchmarks,
             timing=request.timing.model_dump(mode="json"),
             secret=request.seed,
-            profiler=profiler,
+            profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
             time_limit_s=request.limits.compile_timeout_s + request.limits.run_timeout_s + plan.extra_time_s(),
             max_batch_calls=settings.max_batch_calls,
@@ -154,7 +152,7 @@ def _run(
             job,
             dirs,
             python=settings.python or sys.executable,
-            submission_argv_prefix=prefix,
+            submission_argv_prefix=profiler.prefix,
             extra_ro=(allocator.parent,) if allocator else (),
             require_sandbox=require_sandbox,
             on_progress=on_progress,
@@ -173,9 +171,11 @@ def _run(
             return RunResult.infrastructure_error(request.mode, "the run was cancelled", system=system)
         if on_gpu:
             system.sm_clock_end_mhz = sysinfo.sm_clock_mhz(gpu_index)
-        profile_text = read_capped(dirs.submission / NCU_LOG, _PROFILE_CHARS) if profiler == "ncu" else None
-        result = build_result(request, outcomes, system, profile_text, settings.peaks_table())
+        result = build_result(request, outcomes, system, profiler.note or None, settings.peaks_table())
         result = plan.finish(result, outcomes.report.baselines)
+        if profiler.ncu:
+            _add_ncu(result, profiler, dirs.submission, root / "ncu-import", settings, require_sandbox,
+                     profiled="profiling" in outcomes.report.times)  # fmt: skip
         return _strip_paths(result, root)
     finally:
         if not settings.keep_job_dirs:
@@ -230,17 +230,31 @@ class _BaselinePlan:
         return result.model_copy(update={"baselines": out}) if result.verdict.passed else result
 
 
-def _profiler(settings: RunnerSettings, request: RunRequest, sub_dir: Path) -> tuple[str, list[str]]:
-    """Nsight Compute wraps the submission process in profile mode on a GPU where it is installed."""
-    ncu = shutil.which("ncu") if settings.ncu else None
-    if request.mode is not Mode.PROFILE or request.device == "cpu" or ncu is None:
-        return "torch", []
-    from runners.submission.serve import NVTX_RANGE
-
-    return "ncu", [
-        ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--clock-control", "none",
-        "--print-summary", "per-kernel", "--log-file", str(sub_dir / NCU_LOG),
-    ]  # fmt: skip
+def _add_ncu(
+    result: RunResult,
+    profiler: ProfilerChoice,
+    sub_dir: Path,
+    work: Path,
+    settings: RunnerSettings,
+    require_sandbox: bool,
+    *,
+    profiled: bool,
+) -> None:
+    """Nsight Compute's metrics and report into the result, read by this trusted process after the run."""
+    assert profiler.ncu is not None
+    try:
+        got = collect(profiler.ncu, sub_dir, work, max_report_bytes=settings.ncu_report_max_mb * 1024 * 1024,
+                      require_sandbox=require_sandbox, profiled=profiled)  # fmt: skip
+    except Exception as exc:  # the run itself stands: only its profile is missing, and the note says why
+        got = NcuOutcome(notes=[f"Reading Nsight Compute's report failed: {type(exc).__name__}: {exc}"])
+    result.kernel_metrics = got.metrics
+    result.ncu_report = got.report
+    lines = list(got.notes)
+    if got.metrics:
+        attached = " (report attached)" if got.report is not None else ""
+        lines.insert(0, f"Nsight Compute profiled {len(got.metrics)} kernel launch(es){attached}.")
+    if lines:
+        result.profile = "\n".join(lines) + (f"\n\n{result.profile}" if result.profile else "")
 
 
 def _strip_paths(result: RunResult, root: Path) -> RunResult:
@@ -254,6 +268,8 @@ def _strip_paths(result: RunResult, root: Path) -> RunResult:
 
     result.message = strip(result.message)
     result.compile_output = strip(result.compile_output)
+    if result.profile:
+        result.profile = strip(result.profile)
     items: list[TestResult | BenchmarkResult] = [*result.tests, *result.benchmarks]
     for item in items:
         item.message = strip(item.message)

@@ -6,7 +6,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from helpers import profile_result
 
+from bot.limits import fit
 from bot.reports import (
     announcement_text,
     job_line,
@@ -306,3 +308,26 @@ def test_queue_and_usage_text() -> None:
     assert lines[-3].startswith("**Speed-of-light gate:** 2 run(s) rejected")
     assert lines[-2].startswith("- #7 by ") and ROLE not in lines[-2] and "0.01 µs is faster" in lines[-2]
     assert lines[-1] == f"- #5 by mallory on vectoradd (H100), <t:{STAMP}:R>: secret run"
+
+
+def test_a_profile_report_shows_a_short_kernel_table_and_attaches_the_ncu_report() -> None:
+    done = job(status="succeeded", verdict="accepted")
+    details = SubmissionDetails(status(done), "code", "sha", (PublicResult("H100", profile_result()),))
+    out = report(details)
+    lines = out.content.splitlines()
+    start = lines.index("kernels (Nsight Compute):")
+    assert lines[start + 1] == "```" and lines[start + 6] == "```"
+    assert lines[start + 2].split() == ["kernel", "time", "occupancy", "DRAM", "SM", "top", "stall"]
+    add = ["add_kernel", "5.18", "µs", "84.0%", "88.5%", "14.2%", "long_scoreboard", "41.7"]
+    assert lines[start + 3].split() == add
+    assert lines[start + 4].startswith("cutlass::device_kernel<cutl…")
+    assert [f.name for f in out.files] == ["profile-7-H100.txt", "profile-7-H100.ncu-rep"]
+    assert out.files[1].data == b"NVRP fake report"
+
+
+def test_an_ncu_report_over_the_upload_limit_is_left_out_with_a_note() -> None:
+    done = job(status="succeeded", verdict="accepted")
+    big = profile_result(report=b"x" * 2048)
+    out = fit(report(SubmissionDetails(status(done), "code", "sha", (PublicResult("H100", big),))), upload_limit=1024)
+    assert [f.name for f in out.files] == ["profile-7-H100.txt"]
+    assert "profile-7-H100.ncu-rep (2.0 KiB) is above Discord's upload limit" in out.content

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import run_result, write_problem, write_problem_set
+from helpers import profile_result, run_result, write_problem, write_problem_set
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
-from kernelcup.commands.run import render
-from runners.contract import TimingStats
+from kernelcup.commands.run import render, save_ncu_report
+from runners.contract import StallReason, TimingStats
 
 
 def sync(root: Path, devices: list[str], description: str = "Add one.") -> None:
@@ -109,3 +109,30 @@ def test_run_report_shows_each_cases_roofline_share_and_the_runs(capsys: pytest.
     assert "72% of roofline overall (H100 datasheet peaks: 3.35 TB/s, 989.4 TFLOP/s fp16)" in out
     render(result, "mm", "k.py", "cpu")  # no bound on a CPU: no share
     assert "of roofline" not in capsys.readouterr().out
+
+
+def test_a_profile_report_prints_a_row_per_kernel(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "320")
+    result = profile_result()
+    odd = result.kernel_metrics[0].model_copy(
+        update={"name": "evil[bold]\x1b[2J", "top_stalls": [StallReason(reason="[red]x", value=1.0, metric="m")]}
+    )
+    render(result.model_copy(update={"kernel_metrics": [*result.kernel_metrics, odd]}), "add", "k.py", "H100")
+    out = capsys.readouterr().out
+    assert "kernels (Nsight Compute)" in out
+    rows = [line for line in out.splitlines() if "add_kernel" in line]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].split("│")[1:-1]]
+    assert cells == ["add_kernel", "5.18 µs", "(4096, 1, 1)", "(128, 1, 1)", "26", "0 B", "84.0%", "88.5%", "14.2%",
+                     "0.0%", "33.4%", "0.0%", "long_scoreboard 41.7, wait 3.12, short_scoreboard 0.21"]  # fmt: skip
+    assert "evil[bold]" in out and "[red]x 1" in out and "\x1b" not in out  # names are text, not markup
+    assert "Nsight Compute profiled 3 kernel launch(es)" in out
+
+
+def test_the_report_is_saved_without_overwriting_one_already_there(tmp_path: Path) -> None:
+    first = save_ncu_report(b"one", tmp_path / "k.ncu-rep")
+    second = save_ncu_report(b"two", tmp_path / "k.ncu-rep")
+    assert (first.name, second.name) == ("k.ncu-rep", "k-2.ncu-rep")
+    assert first.read_bytes() == b"one" and second.read_bytes() == b"two"

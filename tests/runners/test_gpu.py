@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from harness_helpers import Evaluate
 from leaderboards.problems import load_problem
 from runners.contract import Mode, TimingSettings, Verdict
 from runners.entry import run_request
+from runners.entry.profiling import counters_denied
 from runners.settings import RunnerSettings
 
 pytestmark = pytest.mark.gpu
@@ -68,10 +70,21 @@ def test_native_cuda_solutions_get_their_declared_verdict(path: Path, verdict: V
         assert len(result.benchmarks) == 3 and result.score_ns
 
 
-def test_profile_mode_summarises_the_kernels(evaluate: Evaluate) -> None:
+def test_profile_mode_measures_the_kernels_with_nsight_compute(evaluate: Evaluate) -> None:
+    """The whole path: ncu wraps the sandboxed submission process, writes its report into the job folder, and the
+    trusted entry reads it back (a sandboxed ``ncu --import``) into metrics and the attached report."""
     result = evaluate("submissions/correct_triton.py", Mode.PROFILE, device="cuda")
     assert result.verdict is Verdict.ACCEPTED, result.message
-    assert result.profile and ("_add" in result.profile or "gpu__time_duration" in result.profile)
+    assert result.score_ns is None  # a profile run is never scored, so never ranked
+    if shutil.which("ncu") is None or counters_denied():
+        assert result.kernel_metrics == [] and result.profile and "torch profiler" in result.profile
+        pytest.skip(f"Nsight Compute cannot run here; the fallback said: {result.profile.splitlines()[0]}")
+    assert result.kernel_metrics, result.profile
+    kernel = next(k for k in result.kernel_metrics if "add" in k.name)
+    assert kernel.duration_ns and kernel.duration_ns > 0 and kernel.grid and kernel.block
+    assert kernel.registers_per_thread and kernel.sm_throughput_pct is not None and kernel.top_stalls
+    assert result.ncu_report and len(result.ncu_report) > 1000
+    assert result.profile and result.profile.startswith("Nsight Compute profiled")
 
 
 def test_repeated_benchmarks_agree_within_a_few_percent(evaluate: Evaluate) -> None:

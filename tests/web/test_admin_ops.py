@@ -156,6 +156,7 @@ def test_no_secret_in_any_response_or_log_line(
     ids = {
         "name": "add",
         "language": "pytorch",
+        "device": "cpu",
         "submission_id": str(sid),
         "token_id": "1",
         "user": "local:bob",

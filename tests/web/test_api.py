@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from helpers import profiled
 from web_world import GOOD, World, error_of
 
 from runners.contract import Verdict
@@ -181,3 +182,39 @@ def test_a_fresh_ranking_is_served_from_the_cache_then_refreshed(world: World) -
     assert world.client.get(url).json()["total"] == 2
     metrics = world.client.get("/metrics").text
     assert 'route="/api/v1/leaderboards/{name}/rankings",status="200"} 4.0' in metrics
+
+
+def test_a_profile_run_has_its_kernel_metrics_in_json_and_its_report_at_a_download_url(world: World) -> None:
+    sid = world.submit(world.ann, mode="profile").json()["submission_id"]
+    world.serve(FakeLauncher(profiled))
+    body = world.client.get(f"/api/v1/submissions/{sid}", headers=world.auth(world.ann)).json()
+    (public,) = body["results"]
+    kernels = public["result"]["kernel_metrics"]
+    assert len(kernels) == 3 and kernels[0]["name"] == "add_kernel" and kernels[0]["duration_ns"] == 5184.0
+    assert kernels[1]["top_stalls"][0] == {
+        "reason": "math_pipe_throttle", "value": 2.4,
+        "metric": "smsp__average_warp_latency_issue_stalled_math_pipe_throttle.ratio",
+    }  # fmt: skip
+    assert public["result"]["ncu_report"] is None  # not in the JSON: its own route
+    url = f"http://testserver/api/v1/submissions/{sid}/profile/cpu.ncu-rep"
+    assert public["ncu_report_url"] == url and public["ncu_report_bytes"] == 18
+    got = world.client.get(url, headers=world.auth(world.ann))
+    assert got.status_code == 200 and got.content == b"NVRP\x00 report bytes"
+    assert got.headers["content-type"] == "application/octet-stream"
+    assert got.headers["content-disposition"] == f'attachment; filename="submission-{sid}-cpu.ncu-rep"'
+    assert world.client.get(url, headers=world.auth(world.bob)).status_code == 404  # someone else's: like missing
+    assert world.client.get(url).status_code == 401
+    status = body["status"]["jobs"][0]
+    assert status["score_ns"] is None and status["rank"] is None  # a profile run never enters a ranking
+    ranking = world.client.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu"}).json()
+    assert ranking["entries"] == []
+
+
+def test_a_run_without_a_report_says_so_on_its_download_url(world: World) -> None:
+    sid = world.submit(world.ann, mode="profile").json()["submission_id"]
+    world.serve()
+    body = world.client.get(f"/api/v1/submissions/{sid}", headers=world.auth(world.ann)).json()
+    assert body["results"][0]["ncu_report_url"] is None
+    missing = world.client.get(f"/api/v1/submissions/{sid}/profile/cpu.ncu-rep", headers=world.auth(world.ann))
+    assert missing.status_code == 404
+    assert error_of(missing)["message"].startswith(f"Submission #{sid} has no Nsight Compute report for 'cpu'")

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers import profiled
 from web_world import GOOD, World
 
 from leaderboards.results import UserRef
@@ -299,3 +300,20 @@ def test_the_ranking_and_the_submission_page_show_the_roofline_share_on_a_known_
     sub = world.client.get(f"/submissions/{r.json()['submission_id']}").text
     assert '10% <span class="muted">memory</span>' in sub
     assert "10% of roofline overall (H100 datasheet peaks: 3.35 TB/s, 67 TFLOP/s fp32)" in sub
+
+
+def test_a_profile_run_shows_its_kernels_and_links_its_report(world: World) -> None:
+    sub_id = int(world.submit(world.ann, mode="profile").json()["submission_id"])
+    world.serve(FakeLauncher(profiled))
+    sign_in(world, world.ann)
+    page = world.client.get(f"/submissions/{sub_id}").text
+    assert "<caption>Nsight Compute, per kernel launch</caption>" in page
+    assert '<td title="add_kernel"><code>add_kernel</code></td><td class="num">5.18 µs</td>' in page
+    assert "long_scoreboard 41.7, wait 3.12, short_scoreboard 0.21" in page
+    assert "cute::tuple&lt;int, int, int, int&gt;" in page  # the full name, escaped, in the cell's title
+    link = f'href="/submissions/{sub_id}/profile/cpu.ncu-rep"'
+    assert link in page and "(18 B; open it in Nsight Compute)" in page
+    got = world.client.get(f"/submissions/{sub_id}/profile/cpu.ncu-rep")
+    assert got.status_code == 200 and got.content == b"NVRP\x00 report bytes"
+    sign_in(world, world.bob)
+    assert world.client.get(f"/submissions/{sub_id}/profile/cpu.ncu-rep").status_code == 404

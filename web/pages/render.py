@@ -20,7 +20,16 @@ from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.python import PythonLexer
 from pygments.util import ClassNotFound
 
-from leaderboards.formatting import MISSING, format_ns, format_share, format_speedup, roofline_summary
+from leaderboards.formatting import (
+    KERNEL_COLUMNS,
+    MISSING,
+    format_bytes,
+    format_ns,
+    format_share,
+    format_speedup,
+    kernel_row,
+    roofline_summary,
+)
 from leaderboards.results import Principal
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -83,7 +92,10 @@ env.filters.update(
     roofline_summary=roofline_summary,
     markdown=markdown,
     capped=capped,
+    kernel_row=kernel_row,
+    bytes=format_bytes,
 )
+env.globals.update(kernel_columns=KERNEL_COLUMNS)
 
 
 @dataclass(frozen=True)

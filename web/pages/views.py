@@ -20,7 +20,7 @@ from web.pages.base import sign_in_first, viewer
 from web.pages.chart import score_chart
 from web.pages.render import Viewer, cached_page, highlight, render
 from web.routes import leaderboards as api_leaderboards
-from web.routes.common import submission_out
+from web.routes.common import ncu_report_response, submission_out
 from web.routes.events import event_stream
 from web.schemas import CodeOut, RankingOut, SubmissionSummaryOut
 
@@ -138,6 +138,20 @@ def submission_page(
             )
     code = CodeOut.model_validate(service.submission_code(submission_id, None))  # public, or SubmissionNotFound
     return render(request, "code.html", view, code=code, highlighted=highlight(code.code, code.file_name))
+
+
+@router.get("/submissions/{submission_id}/profile/{device}.ncu-rep")
+def submission_ncu_report(
+    submission_id: int,
+    device: str,
+    view: Viewer = Depends(viewer),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    """The API's report download for a signed-in page (a link sends the cookie, not a bearer token)."""
+    if view.who is None:
+        raise SubmissionNotFound(submission_id, mine=True)
+    details = service.submission_details(submission_id, view.who.user, admin=view.who.is_admin)
+    return ncu_report_response(details, device)
 
 
 @router.get("/submissions/{submission_id}/events")

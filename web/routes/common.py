@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import Request
+from urllib.parse import quote
 
-from leaderboards.results import SubmissionDetails
+from fastapi import Request, Response
+
+from leaderboards.errors import NotFound
+from leaderboards.results import PublicResult, SubmissionDetails
 from web.schemas import API_PREFIX, PublicResultOut, SubmissionLinks, SubmissionOut, SubmissionStatusOut
 
 
@@ -20,10 +23,42 @@ def links(request: Request, submission_id: int) -> SubmissionLinks:
 
 def submission_out(request: Request, details: SubmissionDetails) -> SubmissionOut:
     """Status and public results (never the code: it has its own route); each result carries its roofline shares."""
-    results = tuple(PublicResultOut(device=r.device, result=r.result) for r in details.results)
+    here = links(request, details.status.submission_id).self
+    results = tuple(
+        PublicResultOut(
+            device=r.device,
+            result=r.result.model_copy(update={"ncu_report": None}),  # too big for JSON: its own route
+            ncu_report_url=f"{here}/{ncu_report_path(r.device)}" if r.result.ncu_report else None,
+            ncu_report_bytes=len(r.result.ncu_report) if r.result.ncu_report else None,
+        )
+        for r in details.results
+    )
     return SubmissionOut(
         status=SubmissionStatusOut.model_validate(details.status),
         code_sha256=details.code_sha256,
         results=results,
         links=links(request, details.status.submission_id),
+    )
+
+
+def ncu_report_path(device: str) -> str:
+    """A profile run's report, relative to its submission's URL (the API's and the page's alike)."""
+    return f"profile/{quote(device, safe='')}.ncu-rep"
+
+
+def ncu_report_response(details: SubmissionDetails, device: str) -> Response:
+    """The Nsight Compute report of the submission's public run on ``device``, as a file download."""
+    result: PublicResult | None = next((r for r in details.results if r.device == device), None)
+    if result is None or not result.result.ncu_report:
+        submission = details.status.submission_id
+        raise NotFound(
+            f"Submission #{submission} has no Nsight Compute report for {device!r}: reports come from profile runs "
+            "on a GPU runner with Nsight Compute, and only when they are under the runner's size cap."
+        )
+    name = "".join(c for c in device if c.isalnum() or c in "-_") or "device"
+    file_name = f"submission-{details.status.submission_id}-{name}.ncu-rep"
+    return Response(
+        result.result.ncu_report,
+        media_type="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{file_name}"'},
     )

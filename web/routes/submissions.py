@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from leaderboards.errors import InvalidChange, SubmissionNotFound
 from leaderboards.results import Principal, Scope, SubmissionReceipt
 from leaderboards.service import LeaderboardService
 from web.auth import bearer, maybe_user, service_of, submitter
-from web.routes.common import links, submission_out
+from web.routes.common import links, ncu_report_response, submission_out
 from web.schemas import (
     API_PREFIX,
     CodeOut,
@@ -86,6 +86,23 @@ def get_submission(
     service: LeaderboardService = Depends(service_of),
 ) -> SubmissionOut:
     return submission_out(request, service.submission_details(submission_id, who.user, admin=who.is_admin))
+
+
+@router.get(
+    "/submissions/{submission_id}/profile/{device}.ncu-rep",
+    response_class=Response,
+    responses={**ERRORS, 200: {"content": {"application/octet-stream": {}}, "description": "The .ncu-rep file."}},
+    summary="The Nsight Compute report of a profile run",
+)
+def get_ncu_report(
+    submission_id: int,
+    device: str,
+    who: Principal = Depends(submitter),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    """The `.ncu-rep` file of the submission's profile run on `device`, to open in Nsight Compute. Only its owner
+    (or an admin) gets it, as with the results."""
+    return ncu_report_response(service.submission_details(submission_id, who.user, admin=who.is_admin), device)
 
 
 @router.get("/submissions/{submission_id}/code", response_model=CodeOut, responses=ERRORS, summary="The code")
