@@ -95,7 +95,8 @@ def format_speedup(baseline: BaselineResult) -> str:
     """One line for a baseline: 'speedup over the reference: 2.15x (cases 2.34x, 1.96x; reference timed now)'.
     Above 1 the submission is faster. Where there is no speedup, the note says why."""
     if baseline.speedup is None:
-        return f"speedup over the {baseline.label}: - ({baseline.note or 'not measured'})"
+        note = (baseline.note.splitlines() or ["not measured"])[0][:200]
+        return f"speedup over the {baseline.label}: - ({note})"
     cases = ", ".join("-" if s is None else f"{s:.2f}x" for s in baseline.speedups)
     when = baseline.measured_at.strftime("%Y-%m-%d %H:%M UTC") if baseline.measured_at else "an unknown time"
     source = f"cached, timed {when}" if baseline.cached else "timed now"

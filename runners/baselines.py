@@ -14,20 +14,35 @@ import hashlib
 import json
 import math
 import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
 from runners import stats
-from runners.contract import BaselineResult, BaselineSpec, BenchmarkResult, RunRequest, SystemInfo
+from runners.contract import BaselineResult, BaselineSpec, BenchmarkResult, Mode, RunRequest, SystemInfo
 from runners.ipc.protocol import RBaseline
 
 CACHE_FOLDER = "baselines"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+"""Bump when the harness's timing changes what a baseline's median means (2: the CPU bound at the echo's floor)."""
+BUDGET_S = 90.0
+"""The most the baselines of one run may take (all of them, when none is cached): every time limit of a timed run
+grows by it (``allowance_s``), so timing them never eats the submission's time."""
 
 
-def cache_key(request: RunRequest, system: SystemInfo, spec: BaselineSpec, max_batch_calls: int) -> str:
-    """What a baseline's timing depends on, hashed (SHA-256 of canonical JSON)."""
+def allowance_s(request: RunRequest) -> float:
+    """What a run's time limits add for its baselines: ``BUDGET_S`` for a benchmark or ranked run that has any."""
+    timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and request.benchmarks and request.baselines
+    return BUDGET_S if timed else 0.0
+
+
+def cache_key(
+    request: RunRequest, system: SystemInfo, spec: BaselineSpec, max_batch_calls: int, python: str = ""
+) -> str:
+    """What a baseline's timing depends on, hashed (SHA-256 of canonical JSON). ``python``: the evaluator's
+    interpreter where the runner names one (its PyTorch may not be the entry's)."""
     facts = {
+        "python": python,
         "v": CACHE_VERSION,
         "function": spec.function,
         "files": request.files,
@@ -65,7 +80,7 @@ class BaselineCache:
         """Store atomically (a reader sees the old file or the new one, never half of one)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         target = self.folder / f"{key}.json"
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"medians_ns": medians_ns, "measured_at": measured_at.isoformat()}))
         tmp.replace(target)
 
@@ -79,6 +94,8 @@ def measured(spec: BaselineSpec, reports: list[RBaseline], cases: int) -> tuple[
             note = f"the {spec.label} could not be timed: {r.error}"
             break
         medians[r.index] = stats.timing_stats(r.samples_ns).median_ns
+    if not note and any(m is not None and m <= 0 for m in medians):
+        note = f"the {spec.label} reads 0 ns on a case (too little work to time)"
     if not note and any(m is None for m in medians):
         note = f"the {spec.label} was not timed on every benchmark"
     return medians, note
@@ -97,7 +114,7 @@ def result(
     speedups: list[float | None] = []
     for i, base in enumerate(medians):
         sub = benches[i].stats if i < len(benches) else None
-        ok = base is not None and sub is not None and sub.median_ns > 0
+        ok = base is not None and base > 0 and sub is not None and sub.median_ns > 0
         speedups.append(base / sub.median_ns if ok else None)  # type: ignore[operator, union-attr]
     known = [s for s in speedups if s is not None]
     overall = math.exp(sum(math.log(s) for s in known) / len(known)) if known and len(known) == len(speedups) else None

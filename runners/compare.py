@@ -20,7 +20,8 @@ from runners.contract import CaseComparison, Comparison, Mode, RunRequest, RunRe
 
 MIN_ROUNDS = 2
 MAX_ROUNDS = 50
-DEFAULT_ROUNDS = 5
+DEFAULT_ROUNDS = 6
+"""Even: each file runs first as often as second (A B, B A, ...), so an order effect cancels."""
 
 # Student's t, two-sided 95% (the 0.975 quantile), by degrees of freedom; beyond the table, linear in 1/df.
 _T975 = {
@@ -67,8 +68,9 @@ def compare(a: RunRequest, b: RunRequest, run: Run, *, rounds: int = DEFAULT_ROU
             on_round: Callable[[int, int], None] | None = None) -> Comparison:  # fmt: skip
     """Interleave ``rounds`` benchmark runs of each request (``run`` runs one) and compare them. Stops at the first
     run that is not accepted: its verdict and message, naming the file, are the comparison's."""
-    if not MIN_ROUNDS <= rounds <= MAX_ROUNDS:
-        raise ValueError(f"rounds must be between {MIN_ROUNDS} and {MAX_ROUNDS}, not {rounds}")
+    if not MIN_ROUNDS <= rounds <= MAX_ROUNDS or rounds % 2:
+        raise ValueError(f"rounds must be even, from {MIN_ROUNDS} to {MAX_ROUNDS} (each file first as often as "
+                         f"second), not {rounds}")  # fmt: skip
     for r in (a, b):
         if r.mode is not Mode.BENCHMARK:
             raise ValueError(f"a comparison runs benchmark mode; {r.submission.name} asks for {r.mode.value}")
@@ -92,6 +94,10 @@ def compare(a: RunRequest, b: RunRequest, run: Run, *, rounds: int = DEFAULT_ROU
 
 
 def _summarise(names: tuple[str, str], ra: list[RunResult], rb: list[RunResult]) -> Comparison:
+    times = [b.stats.median_ns if b.stats else 0.0 for r in (*ra, *rb) for b in r.benchmarks]
+    if any(t <= 0 for t in times) or any(not r.score_ns for r in (*ra, *rb)):
+        message = "a run has a median of 0 ns (too little work to time), so no ratio can be formed"
+        return Comparison(a=names[0], b=names[1], rounds=len(ra), verdict=Verdict.ACCEPTED, message=message)
     cases = []
     for i, bench in enumerate(ra[0].benchmarks):
         ma = [r.benchmarks[i].stats.median_ns for r in ra]  # type: ignore[union-attr]

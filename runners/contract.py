@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-CONTRACT_VERSION = 2
-"""Bump when a field changes meaning or a required field is added; runners refuse other versions."""
+CONTRACT_VERSION = 3
+"""Bump when a field changes meaning or is added (the models refuse unknown fields, so an older runner would fail on
+a newer request with a less helpful error); runners refuse other versions. 3: baselines, dtype, profile metrics."""
 
 
 class _Model(BaseModel):

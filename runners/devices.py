@@ -97,11 +97,17 @@ def peaks_for(gpu_name: str | None, table: Sequence[DevicePeaks] = PEAKS) -> Dev
     """The table row for the name the driver reports (e.g. 'NVIDIA H100 80GB HBM3'), or None if unknown."""
     if not gpu_name:
         return None
-    low = gpu_name.lower()
+    words = re.findall(r"[a-z0-9]+", gpu_name.lower())
     for row in table:
-        if all(m in low for m in row.match):
+        if all(any(_names(word, m) for word in words) for m in row.match):
             return row
     return None
+
+
+def _names(word: str, model: str) -> bool:
+    """Whether a word of a GPU's name names ``model``: the word itself, or with a letter after it ('a10' in
+    'A10G', 'mi300' in 'MI300X'), never with a digit after it ('l4' is not the 'L40')."""
+    return word == model or (word.startswith(model) and not word[len(model)].isdigit())
 
 
 def impossible_below_ns(bytes_moved: int | None, flops: int | None, peaks: DevicePeaks) -> float:

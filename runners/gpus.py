@@ -17,7 +17,7 @@ import asyncio
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,37 +101,39 @@ def usable(gpus: list[Gpu], environ: Mapping[str, str] = os.environ) -> list[Gpu
 
 
 class GpuPool:
-    """Hands each run a GPU of its own; a run waits while all are taken. Use as ``async with pool.take() as gpu``."""
+    """Hands each run a GPU of its own; a run waits while every GPU that fits it is taken.
+
+    ``acquire`` and ``release`` run on one event loop (the worker's), so picking a GPU and marking it taken
+    happen with no await in between; a release wakes every waiter, and each looks again."""
 
     def __init__(self, gpus: list[Gpu]) -> None:
         self.gpus = list(gpus)
-        self._free: asyncio.Queue[Gpu] | None = None
+        self._free = list(gpus)
+        self._wake: asyncio.Event | None = None
 
-    def _queue(self) -> asyncio.Queue[Gpu]:
-        if self._free is None:  # made on first use, inside the event loop that uses it
-            self._free = asyncio.Queue()
-            for gpu in self.gpus:
-                self._free.put_nowait(gpu)
-        return self._free
+    def _event(self) -> asyncio.Event:
+        if self._wake is None:  # made on first use, inside the event loop that uses it
+            self._wake = asyncio.Event()
+        return self._wake
 
-    def take(self) -> _Taken:
-        return _Taken(self._queue())
+    async def acquire(self, fits: Callable[[Gpu], bool] = lambda gpu: True) -> Gpu:
+        """A free GPU for which ``fits`` holds, waiting for one; LookupError when none of the pool's ever fits."""
+        if not any(fits(g) for g in self.gpus):
+            raise LookupError("no GPU of this worker fits the run")
+        wake = self._event()
+        while True:
+            for gpu in self._free:
+                if fits(gpu):
+                    self._free.remove(gpu)
+                    return gpu
+            wake.clear()
+            await wake.wait()
+
+    def release(self, gpu: Gpu) -> None:
+        """Give ``gpu`` back (call on the pool's event loop, e.g. from a future's done-callback)."""
+        self._free.append(gpu)
+        self._event().set()
 
     @property
-    def free(self) -> int:
-        return self._queue().qsize()
-
-
-class _Taken:
-    def __init__(self, queue: asyncio.Queue[Gpu]) -> None:
-        self.queue = queue
-        self.gpu: Gpu | None = None
-
-    async def __aenter__(self) -> Gpu:
-        self.gpu = await self.queue.get()
-        return self.gpu
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.gpu is not None:
-            self.queue.put_nowait(self.gpu)
-            self.gpu = None
+    def free_gpus(self) -> list[Gpu]:
+        return list(self._free)

@@ -133,11 +133,21 @@ def _stalls(cells: dict[str, tuple[str, str]]) -> list[StallReason]:
             number = _number(value)
             if number is not None and number > 0:
                 found.append(StallReason(reason=reason, value=number, metric=metric))
+        if len(found) > MAX_STALL_REASONS:  # ncu has a few dozen; more is a crafted report
+            found = sorted(found, key=lambda s: (-s.value, s.reason))[:MAX_STALL_REASONS]
         reasons = {s.reason for s in found}
-        found = [s for s in found if not any(s.reason.startswith(r + "_") for r in reasons)]  # 'x_pipe_y' splits 'x'
+        found = [s for s in found if not _splits_another(s.reason, reasons)]  # 'x_pipe_y' splits 'x'
         if found:
             return sorted(found, key=lambda s: (-s.value, s.reason))[:3]
     return []
+
+
+MAX_STALL_REASONS = 64
+
+
+def _splits_another(reason: str, reasons: set[str]) -> bool:
+    """Whether ``reason`` is a finer split of another reason of the set (each of its '_' prefixes looked up once)."""
+    return any(reason[:i] in reasons for i, char in enumerate(reason) if char == "_")
 
 
 def _number(value: str) -> float | None:

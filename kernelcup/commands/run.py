@@ -89,7 +89,9 @@ def run(
         "--compare",
         help="Compare two files: interleaved benchmark runs and their time ratio with a 95% interval.",
     ),
-    rounds: int = typer.Option(5, "--rounds", min=2, max=50, help="With --compare: benchmark runs of each file."),
+    rounds: int = typer.Option(
+        6, "--rounds", min=2, max=50, help="With --compare: benchmark runs of each file (even: each first as often)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON instead of a report."),
 ) -> None:
     from kernelcup.settings import SettingsError, load
@@ -103,6 +105,8 @@ def run(
         _fail(f"--compare takes exactly two files, not {len(files)}: `kernelcup run PROBLEM_DIR A.py B.py --compare`")
     if compare and mode is not None and mode is not ModeChoice.BENCHMARK:
         _fail(f"--compare runs benchmark mode; drop --mode {mode.value}")
+    if compare and rounds % 2:
+        _fail(f"--rounds must be even (each file runs first as often as second), not {rounds}; try {rounds + 1}")
     try:
         problem = load_problem(problem_dir)
     except ProblemFormatError as exc:
@@ -195,8 +199,10 @@ def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, ro
     console = Console(stderr=True)
     with console.status(f"[bold]{safe(name)}[/]: comparing, round 1 of {rounds}…") as status:
 
+        quiet = runner.model_copy(update={"time_baselines": False})  # a comparison reports no speedups
+
         def run(request: RunRequest) -> RunResult:
-            return run_request(request, settings=runner)
+            return run_request(request, settings=quiet)
 
         def on_round(done: int, total: int) -> None:
             status.update(f"[bold]{safe(name)}[/]: comparing, round {min(done + 1, total)} of {total}…")

@@ -44,7 +44,6 @@ from runners.entry.verdict import build_result
 from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline
 from runners.oracle.base import derive_seed
-from runners.oracle.timing import HARD_TIME_FACTOR
 from runners.settings import RunnerSettings
 
 __all__ = ["REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
@@ -139,10 +138,13 @@ def _run(
             secret=request.seed,
             profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
-            time_limit_s=request.limits.compile_timeout_s + request.limits.run_timeout_s + plan.extra_time_s(),
+            time_limit_s=request.limits.compile_timeout_s
+            + request.limits.run_timeout_s
+            + baselines.allowance_s(request),
             max_batch_calls=settings.max_batch_calls,
             allocator=str(allocator) if allocator else None,
             heap_bytes=settings.gpu_heap_mb * 1024 * 1024 if settings.gpu_heap_mb else None,
+            baselines_budget_s=baselines.BUDGET_S,
             baselines=[(spec.label, spec.function) for spec in plan.to_time]
             if not reference_only
             else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE],
@@ -198,18 +200,13 @@ class _BaselinePlan:
             return
         self.specs = list(request.baselines)
         for spec in self.specs:
-            key = baselines.cache_key(request, system, spec, settings.max_batch_calls)
+            key = baselines.cache_key(request, system, spec, settings.max_batch_calls, settings.python or "")
             self.keys[spec.label] = key
             hit = self.cache.get(key)
             if hit is not None and len(hit[0]) == len(request.benchmarks):
                 self.cached[spec.label] = hit
             else:
                 self.to_time.append(spec)
-
-    def extra_time_s(self) -> float:
-        """The evaluator's time limit grows by what timing the baselines may take (it happens before the load)."""
-        per_case = HARD_TIME_FACTOR * self.request.timing.max_time_s
-        return len(self.to_time) * (len(self.request.benchmarks) * per_case + 120.0)
 
     def finish(self, result: RunResult, reports: dict[str, list[RBaseline]]) -> RunResult:
         if not self.specs:
@@ -273,6 +270,8 @@ def _strip_paths(result: RunResult, root: Path) -> RunResult:
     items: list[TestResult | BenchmarkResult] = [*result.tests, *result.benchmarks]
     for item in items:
         item.message = strip(item.message)
+    for baseline in result.baselines:
+        baseline.note = strip(baseline.note)
     return result
 
 

@@ -103,7 +103,9 @@ def build_result(
         roofline_share=roofline_share,
         roofline=peaks_used(peaks, request.dtype) if peaks is not None else None,
     )
-    loaded = rep.compiled is not None or rep.phase not in ("starting",)
+    # Loaded once the evaluator said it was about to load the file: what comes before (the calibration, the
+    # baselines) ran no user code, so a timeout there is never the submission's.
+    loaded = rep.compiled is not None or "compiling" in rep.times
     if rep.fatal is not None:
         return _fatal(request, rep.fatal, rep.phase, sub, base)
     if not rep.done:

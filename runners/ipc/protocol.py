@@ -266,6 +266,7 @@ class Job(_Msg):
     baselines: list[tuple[str, str]] = Field(
         default_factory=list, max_length=4, description="(label, function in reference.py) to time before the load."
     )
+    baselines_budget_s: float = Field(default=0.0, ge=0, description="The most the baselines may take, all of them.")
 
 
 class RHello(_Msg):

@@ -42,12 +42,14 @@ class LocalLauncher:
         self.settings = settings
         self._gpu: tuple[str | None] | None = None  # this machine's GPU name, asked once (on first use)
         self._pool: GpuPool | None = GpuPool(gpus) if gpus is not None else None
+        self._pool_lock = threading.Lock()
 
     def pool(self) -> GpuPool:
         """One GPU per run (runners/gpus.py): the GPUs this worker may use, listed once (blocking)."""
-        if self._pool is None:
-            self._pool = GpuPool(usable(list_gpus()))
-        return self._pool
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = GpuPool(usable(list_gpus()))
+            return self._pool
 
     def gpu_name(self) -> str | None:
         """The name of this machine's GPU 0 as the driver reports it, or None without one (asked once, blocking)."""
@@ -68,10 +70,6 @@ class LocalLauncher:
         return self.settings.allow_unsandboxed
 
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
-        gpu_name = await asyncio.to_thread(self.gpu_name)
-        mismatch = device_mismatch(request.device, request.device_name, gpu_name)
-        if mismatch is not None:  # refused at once: a run here would fail, or worse, time the wrong GPU
-            raise DeviceUnavailable(mismatch)
         loop = asyncio.get_running_loop()
         pending: set[asyncio.Future[None]] = set()
 
@@ -85,26 +83,37 @@ class LocalLauncher:
                 loop.call_soon_threadsafe(schedule)
 
         if request.device == "cpu":
-            return await self._run(request, job, on_progress, pending, None)
+            return await self._run(request, on_progress, pending, None)
         try:
             pool = await asyncio.to_thread(self.pool)
         except ValueError as exc:  # the worker's CUDA_VISIBLE_DEVICES names a GPU this machine lacks
             raise LauncherError(str(exc)) from None
+        names: list[str | None] = [g.name for g in pool.gpus] or [await asyncio.to_thread(self.gpu_name)]
+        fitting = [n for n in names if device_mismatch(request.device, request.device_name, n) is None]
+        if not fitting:  # refused at once: a run here would fail, or worse, time the wrong GPU
+            raise DeviceUnavailable(device_mismatch(request.device, request.device_name, names[0]) or "no GPU fits")
         if not pool.gpus:
             raise DeviceUnavailable("this worker may use no GPU (CUDA_VISIBLE_DEVICES is empty or names none)")
-        if pool.free == 0:
+
+        def fits(gpu: Gpu) -> bool:
+            return device_mismatch(request.device, request.device_name, gpu.name) is None
+
+        if not any(fits(g) for g in pool.free_gpus):
             await _quiet(job.progress(ProgressEvent(phase=Phase.QUEUED, detail="waiting for a free GPU")))
-        async with pool.take() as own:  # never two timed runs on one GPU
-            return await self._run(request, job, on_progress, pending, own)
+        own = await pool.acquire(fits)  # never two timed runs on one GPU
+        return await self._run(request, on_progress, pending, own, release=pool.release)
 
     async def _run(
         self,
         request: RunRequest,
-        job: JobHandle,
         on_progress: Callable[[ProgressEvent], None],
         pending: set[asyncio.Future[None]],
         gpu: Gpu | None,
+        *,
+        release: Callable[[Gpu], None] | None = None,
     ) -> RunResult:
+        """The run in a thread; ``gpu`` goes back through ``release`` only when the thread is over (a cancelled run
+        whose processes take long to die still holds its GPU)."""
         from runners.entry import run_request
 
         cancel = threading.Event()
@@ -119,6 +128,8 @@ class LocalLauncher:
                 gpu=gpu,
             )
         )
+        if gpu is not None and release is not None:
+            thread.add_done_callback(lambda _: release(gpu))
         try:
             result = await asyncio.shield(thread)
         except asyncio.CancelledError:
@@ -154,6 +165,8 @@ class LocalLauncher:
             except ValueError as exc:
                 raise LauncherError(str(exc)) from None
             device += f"; runs use GPU {', '.join(str(g.index) for g in pool.gpus) or 'none'}, one run per GPU"
+            if any(g.minor is None for g in pool.gpus):
+                device += " (the driver did not say which /dev/nvidiaN is which: each run's sandbox sees all of them)"
         sandbox = "sandboxed" if bwrap else "NOT sandboxed (allowed by KERNELCUP_ALLOW_UNSANDBOXED)"
         return f"local: {device}; {language_report()}; {sandbox}: {note}"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -61,11 +62,13 @@ class Benchmarking:
     window: Window | None
     echo: Any
     baseline_process: Any
+    baseline_echo: Any
     arenas: dict[str, Arena]
     dev_in: str
     report: Any
     settings: Any
     secret: int | str
+    deadline: float
     calibration: Calibration | None
     speed_of_light: Any
     flush_buffer: Any
@@ -80,8 +83,10 @@ class Benchmarking:
         unseeded = [i + 1 for i, case in enumerate(self.job.benchmarks) if "seed" not in case]
         if fresh and unseeded:
             # Without a seed every call would get the same public input: a ranked run could be cached, not timed.
-            message = (f"benchmark case(s) {unseeded} of the problem have no seed; a ranked run needs fresh inputs "
-                       "for every call (task.yml: give each benchmark a seed)")
+            message = (
+                f"benchmark case(s) {unseeded} of the problem have no seed; a ranked run needs fresh inputs "
+                "for every call (task.yml: give each benchmark a seed)"
+            )
             raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
         for i, case in enumerate(self.job.benchmarks):
             self.progress("benchmarking", f"case {i + 1} of {len(self.job.benchmarks)}")
@@ -233,54 +238,94 @@ class Benchmarking:
             self.report.send(RProfile(text="\n\n".join(texts)[-60_000:]))
 
     # ---- baselines: functions of the reference, timed like the submission --------------------------------------
+    def time_baselines_calibrated(self) -> None:
+        """The baselines with a calibration: the GPU's (taken before the load for the submission too), or on the
+        CPU one of their own from a second echo, so that the submission's is still taken warm after its tests."""
+        cal = self.calibration
+        if cal is None:
+            main_echo, self.echo = self.echo, self.baseline_echo
+            self.baseline_echo = None
+            try:
+                cal = self.calibrate()
+            except Fatal as f:
+                for label, _ in self.job.baselines:
+                    self.report.send(RBaseline(label=label, index=0, error=f.message[:4000]))
+                self._stop_helper(self.baseline_process)
+                self.baseline_process = None
+                return
+            finally:
+                self.echo = main_echo
+        self.time_baselines(cal)
+
     def time_baselines(self, cal: Calibration) -> None:
         """Time each of the job's baselines on every benchmark case, through the same protocol, window, batches and
         statistics as the submission, in a process of our own that runs only the problem's code, before the
-        submission's file is loaded (so no user code runs beside it). A baseline that fails is reported as not
-        timed; it never fails the submission's run."""
+        submission's file is loaded (so no user code runs beside it), within the job's baseline budget (which the
+        entry adds to every time limit, so it never eats the submission's time). Ranked inputs come from a secret
+        of their own, so no baseline output for the submission's timed inputs is ever computed. A baseline that
+        fails is reported (at the case it reached) as not timed; it never fails the submission's run."""
         _, peer = self.baseline_process
-        saved = (self.peer, self.window, self.arenas, self.dev_in)
+        saved = (self.peer, self.window, self.arenas, self.dev_in, self.deadline, self.secret)
         arenas: dict[str, Arena] = {}
         fresh = all("seed" in case for case in self.job.benchmarks)
         reference = self.workdir / PROBLEM_DIR / "reference.py"
+        budget_end = time.monotonic() + self.job.baselines_budget_s
+        reported: dict[str, int] = {}
+        at = self.job.baselines[0][0]
+
+        def failed(label: str, why: str) -> None:
+            self.report.send(RBaseline(label=label, index=reported.get(label, 0), error=why[:4000]))
+            reported[label] = -1  # nothing more of it
+
         try:
-            arenas = self._baseline_arenas(peer)
+            self._baseline_arenas(peer, arenas)
             self.peer, self.arenas, self.dev_in = peer, arenas, "dev_in"
+            self.deadline = min(self.deadline, budget_end)
+            self.secret = secrets.token_hex(16)
             self.window = (
                 GpuWindow(self.torch, self.driver, arenas, "ctrl", self.flush_buffer)
                 if self.cuda
                 else CpuWindow(self.torch, arenas)
             )
             for label, function in self.job.baselines:
+                at = label
+                if time.monotonic() >= budget_end:
+                    failed(label, f"the baselines' time budget ({self.job.baselines_budget_s:.0f} s) was spent")
+                    continue
                 self.progress("baseline", f"timing the {label}")
                 peer.send(Load(lang=BASELINE, path=str(reference), display_name=function))
-                loaded = peer.poll((Loaded, LoadFailed), 120.0)
+                loaded = peer.poll((Loaded, LoadFailed), max(budget_end - time.monotonic(), 0.0))
                 if not isinstance(loaded, Loaded):
-                    why = loaded.message if loaded is not None else "loading it did not finish in 120 s"
-                    self.report.send(RBaseline(label=label, index=0, error=why))
+                    failed(label, loaded.message if loaded is not None else "loading it did not finish in its budget")
                     continue
                 for i, case in enumerate(self.job.benchmarks):
                     try:
                         self.run_benchmark(i, case, fresh, cal, baseline=label)
                     except Fatal as f:
-                        self.report.send(RBaseline(label=label, index=i, error=f"benchmark {i + 1}: {f.message}"))
+                        failed(label, f"benchmark {i + 1}: {f.message}")
                         break
-        except (PeerFailed, ArenaError, RuntimeError) as exc:
-            label = self.job.baselines[0][0]
-            self.report.send(RBaseline(label=label, index=0, error=f"the baseline process failed: {exc}"))
+                    reported[label] = i + 1
+        except (PeerFailed, ArenaError, RuntimeError, MemoryError) as exc:
+            if reported.get(at, 0) >= 0:  # the case it reached (the parent accepts an error there)
+                failed(at, f"the baseline process failed: {exc}")
         finally:
-            self.peer, self.window, self.arenas, self.dev_in = saved
+            self.peer, self.window, self.arenas, self.dev_in, self.deadline, self.secret = saved
             self._stop_helper(self.baseline_process)
             self.baseline_process = None
-            for arena in arenas.values():
-                with contextlib.suppress(Exception):
-                    arena.owner.close()
-            if self.cuda:
-                self.torch.cuda.empty_cache()
+            self._free(arenas)
 
-    def _baseline_arenas(self, peer: Peer) -> dict[str, Arena]:
+    def _free(self, arenas: dict[str, Arena]) -> None:
+        """Release a helper process's shared memory (after the process is gone)."""
+        for arena in arenas.values():
+            with contextlib.suppress(Exception):
+                arena.owner.close()
+        if self.cuda:
+            self.torch.cuda.empty_cache()
+
+    def _baseline_arenas(self, peer: Peer, arenas: dict[str, Arena]) -> None:
+        """The baseline process's shared memory, filled into ``arenas`` as it is made (so a failure half-way frees
+        what was made), then mapped in the process."""
         torch = self.torch
-        arenas: dict[str, Arena] = {}
         if self.cuda:
             free, _ = torch.cuda.mem_get_info()
             heap = int(min(self.job.heap_bytes or DEFAULT_HEAP, free // 2))
@@ -291,7 +336,6 @@ class Benchmarking:
         self.connect(peer, arenas, "heap" if self.cuda else None)
         for arena in arenas.values():
             arena.close_fd()
-        return arenas
 
     # ---- calibration: the evaluator's own echo process -------------------------------------------------------
     def start_echo(self) -> None:
@@ -357,3 +401,4 @@ class Benchmarking:
         finally:
             self._stop_helper(self.echo)
             self.echo = None
+            self._free(arenas)

@@ -100,6 +100,7 @@ class Evaluator(Benchmarking):
         self.window: Window | None = None
         self.echo: Any = None
         self.baseline_process: Any = None
+        self.baseline_echo: Any = None
         self.calibration: Calibration | None = None
         self.deadline = time.monotonic() + job.time_limit_s  # (the entry kills us a little later)
 
@@ -197,10 +198,7 @@ class Evaluator(Benchmarking):
             self.progress("calibrating", "the evaluator's clock")
             self.calibration = self.calibrate()
         if self.baseline_process is not None:  # also before the load: the baselines share the GPU with no user code
-            if self.calibration is None:
-                self.progress("calibrating", "the evaluator's clock")
-                self.calibration = self.calibrate()
-            self.time_baselines(self.calibration)
+            self.time_baselines_calibrated()
         self.progress("compiling", self.job.display_name)
         self.peer.send(Load(lang=self.job.lang, path=self.job.submission, display_name=self.job.display_name))
         self.loaded = True  # from here on, whatever the submission process does is the submission's doing
@@ -321,6 +319,8 @@ class Evaluator(Benchmarking):
             self.start_echo()  # first: its interpreter and PyTorch start while ours do
             if job.baselines and job.benchmarks:
                 self.start_baseline_process()
+                if job.device == "cpu":  # the CPU's calibration for the submission stays after its tests (warm)
+                    self.baseline_echo = self._start_helper("echo-baselines", "the baselines' calibration echo")
         self.setup()
         if job.mode == "reference":
             self.run_reference_check()
@@ -378,7 +378,7 @@ class Evaluator(Benchmarking):
         if self.peer is not None:
             with contextlib.suppress(Exception):
                 self.peer.send(Quit())
-        for helper in (self.echo, self.baseline_process):
+        for helper in (self.echo, self.baseline_process, self.baseline_echo):
             if helper is not None:
                 helper[0].kill()
 

@@ -180,3 +180,30 @@ def test_task_yml_names_baselines_and_the_reference_check_runs_them(tmp_path: Pa
         task.write_text(base_text + "baselines:\n" + bad)
         with pytest.raises(ProblemFormatError, match=words):
             load_problem(problem)
+
+
+def test_a_baseline_process_that_dies_is_reported_where_it_died_and_the_run_stands(tmp_path: Path) -> None:
+    """A baseline that kills its own process (any crash) after the reference was timed: the report names it at the
+    case it reached, the baselines after it are not timed, and the submission's run is accepted as usual."""
+    extra = "\n\ndef ref_dies(data):\n    import os\n    os._exit(3)\n"
+    specs = [BaselineSpec(label="dies", function="ref_dies"), BaselineSpec(label="after", function="ref_kernel")]
+    result = run_request(_with_baselines(tmp_path, extra, specs), settings=_settings(tmp_path, "cache"))
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    by_label = {b.label: b for b in result.baselines}
+    assert by_label["reference"].speedup is not None
+    assert by_label["dies"].speedup is None and "the baseline process failed" in by_label["dies"].note
+    assert by_label["after"].speedup is None and by_label["after"].note
+    assert "/kernelcup-job-" not in "".join(b.note for b in result.baselines)  # job paths stripped
+
+
+def test_every_time_limit_of_a_timed_run_grows_by_the_baselines_budget() -> None:
+    from leaderboards.worker import launch_timeout_s
+    from runners.launchers.modal import entry_timeout_s
+
+    timed = build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK)
+    test = build_request(SUBMISSIONS / "correct_torch.py", Mode.TEST)
+    assert baselines.allowance_s(timed) == baselines.BUDGET_S and baselines.allowance_s(test) == 0.0
+    none = timed.model_copy(update={"baselines": []})
+    assert baselines.allowance_s(none) == 0.0
+    assert launch_timeout_s(timed, 30.0) - launch_timeout_s(none, 30.0) == baselines.BUDGET_S
+    assert entry_timeout_s(timed) - entry_timeout_s(none) == baselines.BUDGET_S

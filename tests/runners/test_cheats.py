@@ -8,8 +8,8 @@ mean:
   words in the message;
 - ``no_gain``: whatever the cheat changed in its own process made no difference where it counts: the run is not
   blamed on the platform, and if it is accepted, no benchmark median is below a third of an honest solution's
-  fastest sample (its fastest: load on a shared CI machine only ever makes samples slower), in each of up to three
-  back-to-back pairs of runs (a forgery gains every time; load moves one run of a pair);
+  fastest sample (its fastest: load on a shared CI machine only ever makes samples slower), in two of three
+  back-to-back pairs of runs (a forgery gains most of the time; load moves one run of a pair);
 - ``slow_or_wrong``: caches whose miss path sleeps 20 ms. Either a stale answer was caught (wrong answer) or
   every benchmark median is at least 20 ms, i.e. no timed call was served from the cache (``floor_ms:`` sets
   another floor: the real work every call of the cheat does);
@@ -95,15 +95,16 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
         if result.verdict is Verdict.ACCEPTED and mode in (Mode.BENCHMARK, Mode.RANKED):
             gains = [_gain(result, honest(mode, device, tmp_path))]
             # Load on a shared machine moves one run's samples and not the other's (seen on 2 busy cores: an honest
-            # run at 14 ms a call against 0.1 ms a minute later). A forgery gains every time: on a first gain both
-            # are measured again, back to back, twice, and the cheat fails only if it gained in every pair.
-            for _ in range(2):
-                if not gains[-1]:
-                    break
-                again = evaluate(cheat, mode, device=device, name="submission.py")
-                _honest.pop((mode, device), None)
-                gains.append(_gain(again, honest(mode, device, tmp_path)) if again.verdict is Verdict.ACCEPTED else "")
-            assert not all(gains), f"{gains}\n{shown}"
+            # run at 14 ms a call against 0.1 ms a minute later). On a first gain both are measured twice more, back
+            # to back, and the cheat fails if it gained in two of the three pairs: a forgery that works most of the
+            # time is caught, one unlucky moment of load is not.
+            if gains[0]:
+                for _ in range(2):
+                    again = evaluate(cheat, mode, device=device, name="submission.py")
+                    _honest.pop((mode, device), None)
+                    base = honest(mode, device, tmp_path)
+                    gains.append(_gain(again, base) if again.verdict is Verdict.ACCEPTED else "")
+            assert sum(bool(g) for g in gains) < 2, f"{gains}\n{shown}"
     else:  # pragma: no cover - a cheat with a typo in its header
         pytest.fail(f"{cheat.name}: unknown expectation {expect!r}")
 

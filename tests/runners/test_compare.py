@@ -55,7 +55,7 @@ def _result(request: RunRequest, medians: list[float], verdict: Verdict = Verdic
         BenchmarkResult(index=i, case=case, verdict=verdict, stats=_stats(m))
         for i, (case, m) in enumerate(zip(request.benchmarks, medians, strict=True))
     ]
-    score = math.exp(sum(math.log(m) for m in medians) / len(medians))
+    score = math.exp(sum(math.log(m) for m in medians) / len(medians)) if all(medians) else 0.0
     return RunResult(verdict=verdict, mode=Mode.BENCHMARK, benchmarks=benches, score_ns=score, message="no good")
 
 
@@ -91,7 +91,7 @@ def test_a_failed_run_stops_the_comparison_and_names_the_file() -> None:
         bad = request.submission.name == "other.py"
         return _result(request, [1.0, 1.0], Verdict.WRONG_ANSWER if bad else Verdict.ACCEPTED)
 
-    got = compare(a, b, run, rounds=3)
+    got = compare(a, b, run, rounds=4)
     assert got.verdict is Verdict.WRONG_ANSWER and got.message.startswith("other.py: wrong answer")
     assert got.rounds == 0 and got.ratio is None
 
@@ -102,8 +102,15 @@ def test_a_comparison_needs_benchmark_mode_the_same_problem_and_sensible_rounds(
         compare(a.model_copy(update={"mode": Mode.TEST}), b, lambda r: _result(r, [1.0, 1.0]))
     with pytest.raises(ValueError, match="same problem"):
         compare(a, b.model_copy(update={"benchmarks": b.benchmarks[:1]}), lambda r: _result(r, [1.0]))
-    with pytest.raises(ValueError, match="rounds"):
-        compare(a, b, lambda r: _result(r, [1.0, 1.0]), rounds=1)
+    for odd in (1, 3):
+        with pytest.raises(ValueError, match="rounds must be even"):
+            compare(a, b, lambda r: _result(r, [1.0, 1.0]), rounds=odd)
+
+
+def test_a_median_of_zero_gives_no_ratio_and_says_why() -> None:
+    a, b = _pair()
+    got = compare(a, b, lambda r: _result(r, [0.0, 1.0]) if r is a else _result(r, [1.0, 1.0]), rounds=2)
+    assert got.verdict is Verdict.ACCEPTED and got.ratio is None and "median of 0 ns" in got.message
 
 
 runner = CliRunner()

@@ -160,3 +160,15 @@ def test_the_bound_itself() -> None:
     assert ns == pytest.approx(1000.0) and limit == MEMORY
     ns, limit = roofline_bound(3_350_000, 2 * 989_400_000, row, DataType.FP16) or (0.0, "")
     assert ns == pytest.approx(2000.0) and limit == "fp16 tensor"  # the longer of the two
+
+
+def test_a_gpu_name_picks_its_row_by_whole_model_words() -> None:
+    """'L4' is not the L40 (a digit follows), 'A10' names the A10G row, an unknown model has no row."""
+    from runners.devices import peaks_for
+
+    names = {"NVIDIA L40": None, "NVIDIA L40S": "L40S", "NVIDIA L4": "L4", "NVIDIA A10G": "A10G",
+             "NVIDIA H100 80GB HBM3": "H100", "NVIDIA H100 PCIe": "H100 PCIe", "NVIDIA GH200 480GB": None,
+             "AMD Instinct MI300X": "MI300X", "Tesla T4": "T4"}  # fmt: skip
+    for name, row in names.items():
+        got = peaks_for(name)
+        assert (got.name if got else None) == row, name

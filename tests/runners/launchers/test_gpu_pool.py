@@ -74,19 +74,39 @@ def test_the_pool_never_gives_one_gpu_to_two_runs_at_once() -> None:
 
     async def run(n: int) -> int:
         nonlocal most
-        async with pool.take() as gpu:
-            assert gpu.index not in held
-            held.append(gpu.index)
-            most = max(most, len(held))
-            await asyncio.sleep(0.01 * (n % 3))
-            held.remove(gpu.index)
-            return gpu.index
+        gpu = await pool.acquire()
+        assert gpu.index not in held
+        held.append(gpu.index)
+        most = max(most, len(held))
+        await asyncio.sleep(0.01 * (n % 3))
+        held.remove(gpu.index)
+        pool.release(gpu)
+        return gpu.index
 
     async def main() -> list[int]:
         return await asyncio.gather(*(run(n) for n in range(9)))
 
     used = asyncio.run(main())
     assert most == 2 and set(used) == {0, 1}
+
+
+def test_a_run_gets_a_gpu_of_the_model_it_asks_for_and_never_one_that_cannot_fit() -> None:
+    gpus = [Gpu(index=0, uuid="GPU-0", name="NVIDIA H100 80GB HBM3", minor=0),
+            Gpu(index=1, uuid="GPU-1", name="NVIDIA H200", minor=1)]  # fmt: skip
+    pool = GpuPool(gpus)
+
+    async def main() -> tuple[str, str]:
+        h200 = await pool.acquire(lambda g: "H200" in g.name)
+        waiter = asyncio.ensure_future(pool.acquire(lambda g: "H200" in g.name))
+        await asyncio.sleep(0.01)
+        assert not waiter.done()  # the H100 is free, but it is not an H200
+        pool.release(h200)
+        again = await asyncio.wait_for(waiter, 1.0)
+        with pytest.raises(LookupError):
+            await pool.acquire(lambda g: "B200" in g.name)
+        return h200.uuid, again.uuid
+
+    assert asyncio.run(main()) == ("GPU-1", "GPU-1")
 
 
 def test_the_local_launcher_gives_concurrent_runs_their_own_gpus(
