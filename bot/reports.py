@@ -240,6 +240,7 @@ def task_reply(task: TaskView) -> Reply:
     embed.add_field(name="Deadline", value=timestamp(task.deadline, "f"))
     embed.add_field(name="Score", value=RANKING_LABELS.get(task.ranking_by, task.ranking_by))
     embed.add_field(name="Data type", value=f"{task.dtype} (its peak bounds the roofline)")
+    embed.add_field(name="Speedup over", value=", ".join(task.baselines))
     if task.templates:
         embed.add_field(
             name="Templates",

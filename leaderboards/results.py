@@ -237,6 +237,8 @@ class TaskView:
     benchmarks: tuple[dict[str, Any], ...]
     dtype: str = "fp32"
     """The data type whose peak bounds the roofline (task.yml's ``dtype``)."""
+    baselines: tuple[str, ...] = ("reference",)
+    """What timed runs report a speedup over: the reference, then task.yml's ``baselines`` labels."""
 
 
 @dataclass(frozen=True)

@@ -559,6 +559,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 tests=tuple(task["tests"]),
                 benchmarks=tuple(task["benchmarks"]),
                 dtype=str(task.get("dtype", "fp32")),  # (snapshots from before it was declared: the default)
+                baselines=("reference", *(str(b.get("label", "")) for b in task.get("baselines", []))),
             )
 
     def template(self, name: str, language: str) -> TemplateFile:

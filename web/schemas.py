@@ -62,6 +62,9 @@ class LeaderboardDetailOut(LeaderboardOut):
     tests: tuple[dict[str, Any], ...]
     benchmarks: tuple[dict[str, Any], ...]
     dtype: str = Field(default="fp32", description="The data type whose peak bounds the roofline (fp32, fp16, ...).")
+    baselines: tuple[str, ...] = Field(
+        default=("reference",), description="What timed runs report a speedup over (RunResult.baselines' labels)."
+    )
 
 
 class TemplateOut(Model):

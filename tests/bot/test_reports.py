@@ -253,6 +253,7 @@ def test_task_reply_has_an_embed_and_the_files() -> None:
     fields = {f.name: f.value for f in embed.fields}
     assert fields["Score"] == "median of the last benchmark"
     assert fields["Data type"] == "fp16 (its peak bounds the roofline)"
+    assert fields["Speedup over"] == "reference"
     assert fields["Cases"] == "1 tests, 2 benchmarks"
     assert "`/leaderboard template vectoradd LANGUAGE`" in fields["Templates"]
     assert [f.name for f in out.files] == ["reference.py", "sub_util.py"]
