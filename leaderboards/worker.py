@@ -44,7 +44,6 @@ from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
 from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.spool import ResultSpool
-from runners.baselines import allowance_s
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.launchers.base import DeviceUnavailable, Launcher, LauncherError
 
@@ -162,7 +161,7 @@ def launch_timeout_s(request: RunRequest, margin_s: float, launcher: object | No
     ``wait_margin_s`` attribute; the bound then grows to it, so a slow start does not cost the job a retry.
     """
     margin = max(margin_s, float(getattr(launcher, "wait_margin_s", 0.0) or 0.0))
-    return request.limits.compile_timeout_s + request.limits.run_timeout_s + allowance_s(request) + margin
+    return request.time_limit_s() + margin
 
 
 class QueueJobHandle:

@@ -19,21 +19,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runners import stats
-from runners.contract import BaselineResult, BaselineSpec, BenchmarkResult, Mode, RunRequest, SystemInfo
+from runners.contract import BASELINES_BUDGET_S, BaselineResult, BaselineSpec, BenchmarkResult, RunRequest, SystemInfo
 from runners.ipc.protocol import RBaseline
 
 CACHE_FOLDER = "baselines"
 CACHE_VERSION = 2
 """Bump when the harness's timing changes what a baseline's median means (2: the CPU bound at the echo's floor)."""
-BUDGET_S = 90.0
-"""The most the baselines of one run may take (all of them, when none is cached): every time limit of a timed run
-grows by it (``allowance_s``), so timing them never eats the submission's time."""
+BUDGET_S = BASELINES_BUDGET_S
 
 
 def allowance_s(request: RunRequest) -> float:
-    """What a run's time limits add for its baselines: ``BUDGET_S`` for a benchmark or ranked run that has any."""
-    timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and request.benchmarks and request.baselines
-    return BUDGET_S if timed else 0.0
+    """What a run's time limits add for its baselines (``RunRequest.baselines_allowance_s``)."""
+    return request.baselines_allowance_s()
 
 
 def cache_key(

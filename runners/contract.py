@@ -210,6 +210,9 @@ class BaselineSpec(_Model):
 
 
 REFERENCE_BASELINE = BaselineSpec(label="reference", function="ref_kernel")
+BASELINES_BUDGET_S = 90.0
+"""The most the baselines of one run may take, all of them (when none is cached): every time limit of a benchmark or
+ranked run grows by it (``RunRequest.time_limit_s``), so timing them never eats the submission's time."""
 
 
 class RunRequest(_Model):
@@ -240,6 +243,15 @@ class RunRequest(_Model):
         max_length=128,
         description="A per-job random value the result must echo, so a result cannot be replayed for another job.",
     )
+
+    def baselines_allowance_s(self) -> float:
+        """What timing the baselines may add (``BASELINES_BUDGET_S`` for a benchmark or ranked run that has any)."""
+        timed = self.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(self.benchmarks) and bool(self.baselines)
+        return BASELINES_BUDGET_S if timed else 0.0
+
+    def time_limit_s(self) -> float:
+        """The whole run's limit, which every bound on it starts from: compile, run, and the baselines' budget."""
+        return self.limits.compile_timeout_s + self.limits.run_timeout_s + self.baselines_allowance_s()
 
     def digest(self) -> str:
         """SHA-256 of the request's canonical JSON: what a result echoes to prove which request it answers."""

@@ -138,9 +138,7 @@ def _run(
             secret=request.seed,
             profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
-            time_limit_s=request.limits.compile_timeout_s
-            + request.limits.run_timeout_s
-            + baselines.allowance_s(request),
+            time_limit_s=request.time_limit_s(),
             max_batch_calls=settings.max_batch_calls,
             allocator=str(allocator) if allocator else None,
             heap_bytes=settings.gpu_heap_mb * 1024 * 1024 if settings.gpu_heap_mb else None,

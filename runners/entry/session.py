@@ -20,7 +20,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runners import baselines
 from runners.contract import Mode, Phase, ProgressEvent, RunRequest
 from runners.gpus import Gpu
 from runners.ipc.protocol import (
@@ -149,7 +148,7 @@ class Session:
 
     def run(self) -> Outcomes:
         limits = self.request.limits
-        time_limit = limits.compile_timeout_s + limits.run_timeout_s + baselines.allowance_s(self.request)
+        time_limit = self.request.time_limit_s()
         report_r, report_w = os.pipe()
         job_r, job_w = os.pipe()
         sock_oracle, sock_sub = socket_pair()

@@ -40,7 +40,6 @@ from github import Auth, Github, GithubException, RateLimitExceededException
 from github.GithubException import BadCredentialsException, UnknownObjectException
 
 from runners import payload
-from runners.baselines import allowance_s
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
@@ -164,8 +163,7 @@ class GithubLauncher:
     # -- inputs -----------------------------------------------------------------------------------
 
     def run_budget_s(self, request: RunRequest) -> float:
-        limits = request.limits.compile_timeout_s + request.limits.run_timeout_s + allowance_s(request)
-        return limits + self.settings.setup_margin_s
+        return request.time_limit_s() + self.settings.setup_margin_s
 
     def dispatch_inputs(self, request: RunRequest, nonce: str) -> dict[str, str]:
         """The workflow's inputs; ``ValueError`` with the limit when the request cannot travel in them."""

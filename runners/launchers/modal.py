@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runners.baselines import allowance_s
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
 from runners.launchers.base import JobHandle, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
@@ -53,7 +52,7 @@ def function_name(gpu: str) -> str:
 
 
 def entry_timeout_s(request: RunRequest) -> float:
-    return request.limits.compile_timeout_s + request.limits.run_timeout_s + allowance_s(request) + ENTRY_MARGIN_S
+    return request.time_limit_s() + ENTRY_MARGIN_S
 
 
 def function_timeout_s(request: RunRequest) -> int:
