@@ -71,7 +71,7 @@ from leaderboards.snapshot import (
 )
 from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
-from runners.contract import LANGUAGES, Language, Mode, RankingRule, language_of_file
+from runners.contract import LANGUAGES, Language, Mode, RankingRule
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
@@ -275,7 +275,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
 
     def _check_language(self, lb: Leaderboard, name: str) -> None:
         lang = LANGUAGES[Language(lb.lang)]
-        if language_of_file(name) is not lang:
+        if not lang.takes(name):
             raise InvalidSubmission(
                 f"Leaderboard {lb.name!r} takes {lang.short} files ({', '.join(lang.suffixes)}); "
                 f"{name!r} is not one.",
