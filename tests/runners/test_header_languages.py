@@ -167,3 +167,50 @@ def test_every_solution_and_template_compiles_with_nvcc(lang: Language, path: Pa
     assert errors and all("cannot find -l" in e or "ld returned" in e or "subcommand failed" in e for e in errors), (
         got["error"][-4000:]
     )
+
+
+# ---- on the GPU ----------------------------------------------------------------------------------------------
+
+
+def _offered(lang: Language) -> RunnerSettings:
+    settings = RunnerSettings()
+    try:
+        languages.RUNTIMES[lang].headers(settings)
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    return settings
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lang", list(PROBLEMS), ids=[k.value for k in PROBLEMS])
+def test_the_correct_solution_is_accepted_and_timed_against_cublas(lang: Language) -> None:
+    """The fast solution runs end to end on the GPU (sandboxed, its headers bound read-only), with its library's
+    version in the system info; benchmark mode times cuBLAS's fp16 GEMM on the same inputs. CUTLASS must be
+    within 10% of cuBLAS at 4096x5120x4096 on an H100; ThunderKittens' ratio is printed."""
+    settings = _offered(lang)
+    folder = PROBLEMS[lang]
+    (solution,) = folder.glob("solutions/correct/*.cu")
+    problem = load_problem(folder)
+    request = problem.request(solution.name, solution.read_bytes(), Mode.BENCHMARK, device="cuda")
+    result = run_request(request, settings=settings)
+    assert result.verdict is Verdict.ACCEPTED, f"{result.message}\n{result.compile_output[-3000:]}"
+    assert result.system.headers and result.system.headers.startswith(LANGUAGES[lang].short)
+    cases = [(b["m"], b["k"], b["n"]) for b in request.benchmarks]
+    big = cases.index((4096, 5120, 4096))
+    (cublas,) = [b for b in result.baselines if b.label == "cuBLAS"]
+    ratios = dict(zip(cases, cublas.speedups, strict=True))
+    print(f"{lang.value} on {result.system.gpu_name}: speedup over cuBLAS per case {ratios} ({result.system.headers})")
+    assert cublas.speedups[big] is not None, cublas.note
+    if lang is Language.CUTLASS and "H100" in (result.system.gpu_name or ""):
+        assert cublas.speedups[big] >= 0.9, f"CUTLASS at 4096x5120x4096 is {cublas.speedups[big]:.2f}x cuBLAS"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lang", list(PROBLEMS), ids=[k.value for k in PROBLEMS])
+def test_the_wrong_solution_is_a_wrong_answer_on_the_gpu(lang: Language) -> None:
+    settings = _offered(lang)
+    folder = PROBLEMS[lang]
+    (solution,) = folder.glob("solutions/wrong/*.cu")
+    request = load_problem(folder).request(solution.name, solution.read_bytes(), Mode.TEST, device="cuda")
+    result = run_request(request, settings=settings)
+    assert result.verdict is Verdict.WRONG_ANSWER, f"{result.message}\n{result.compile_output[-3000:]}"
