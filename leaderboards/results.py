@@ -237,6 +237,8 @@ class TaskView:
     benchmarks: tuple[dict[str, Any], ...]
     dtype: str = "fp32"
     """The data type whose peak bounds the roofline (task.yml's ``dtype``)."""
+    language: str = ""
+    """The submissions' language in words, with the files it takes: 'CUTLASS / CuTe C++ (CUDA): .cu, .cuh files'."""
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,12 @@ ALL_DEVICES = "all"
 """A device list of just this word means every device of the leaderboard."""
 
 
+def language_text(lang: str) -> str:
+    """A leaderboard's language in words with the files it takes, for every surface."""
+    info = next((i for key, i in LANGUAGES.items() if key.value == lang), None)
+    return f"{info.display}: {', '.join(info.suffixes)} files" if info else lang
+
+
 class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, RecordingMixin, ServiceBase):
     """The one API of the core. Build with an open ``Database`` (``leaderboards.db.open_database``) and settings.
 
@@ -559,6 +565,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 tests=tuple(task["tests"]),
                 benchmarks=tuple(task["benchmarks"]),
                 dtype=str(task.get("dtype", "fp32")),  # (snapshots from before it was declared: the default)
+                language=language_text(lb.lang),
             )
 
     def template(self, name: str, language: str) -> TemplateFile:

@@ -62,6 +62,9 @@ class LeaderboardDetailOut(LeaderboardOut):
     tests: tuple[dict[str, Any], ...]
     benchmarks: tuple[dict[str, Any], ...]
     dtype: str = Field(default="fp32", description="The data type whose peak bounds the roofline (fp32, fp16, ...).")
+    language: str = Field(
+        default="", description="The submissions' language in words with the files it takes (lang is its key)."
+    )
 
 
 class TemplateOut(Model):

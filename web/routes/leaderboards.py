@@ -40,6 +40,7 @@ def get_leaderboard(name: str, service: LeaderboardService = Depends(service_of)
         tests=task.tests,
         benchmarks=task.benchmarks,
         dtype=task.dtype,
+        language=task.language,
     )
 
 
