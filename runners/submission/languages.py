@@ -292,9 +292,19 @@ def runtime_for(lang: str, job_dir: Path) -> LanguageRuntime:
     return RUNTIMES[Language(lang)](job_dir)
 
 
-def self_tests() -> dict[str, str | None]:
-    """Each language's self-test on this machine: None where it can run, else why not (display name as key)."""
-    return {LANGUAGES[key].display: runtime.self_test() for key, runtime in RUNTIMES.items()}
+def self_tests(settings: RunnerSettings | None = None) -> dict[str, str | None]:
+    """Each language's self-test on this machine: None where it can run, else why not (display name as key). Given
+    the runner's settings, a language whose C++ library is not installed says so too."""
+    found: dict[str, str | None] = {}
+    for key, runtime in RUNTIMES.items():
+        why = runtime.self_test()
+        if why is None and settings is not None:
+            try:
+                runtime.headers(settings)
+            except Unavailable as exc:
+                why = str(exc)
+        found[LANGUAGES[key].display] = why
+    return found
 
 
 def is_build_failure(exc: BaseException) -> bool:

@@ -163,7 +163,7 @@ def test_every_solution_and_template_compiles_with_nvcc(lang: Language, path: Pa
         return  # a PyTorch with CUDA: built, linked and imported
     # A CPU-only PyTorch: nvcc must have written the object; only the link may fail, for torch's CUDA libraries.
     assert got["objects"] == ["harness.cuda.o"], got["error"]
-    errors = [line for line in got["error"].splitlines() if "error" in line.lower() or "cannot find" in line]
+    errors = [line for line in got["error"].splitlines() if "error:" in line or "cannot find" in line]
     assert errors and all("cannot find -l" in e or "ld returned" in e or "subcommand failed" in e for e in errors), (
         got["error"][-4000:]
     )
