@@ -214,3 +214,37 @@ def test_the_wrong_solution_is_a_wrong_answer_on_the_gpu(lang: Language) -> None
     request = load_problem(folder).request(solution.name, solution.read_bytes(), Mode.TEST, device="cuda")
     result = run_request(request, settings=settings)
     assert result.verdict is Verdict.WRONG_ANSWER, f"{result.message}\n{result.compile_output[-3000:]}"
+
+
+def test_the_entry_binds_only_the_include_folders_read_only_and_tells_the_submission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run of a library language hands its sandboxes, up to the start of the processes (no GPU needed)."""
+    import runners.entry
+
+    root = tmp_path / "ThunderKittens"
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "kittens.cuh").write_text("#pragma once\n")
+    (root / "prototype").mkdir()
+    (root / "REVISION").write_text(TK_COMMIT)
+    (root / "secrets.txt").write_text("the rest of the checkout is never bound")
+    seen: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def session(*args: object, **kwargs: object) -> None:
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(runners.entry, "Session", session)
+    monkeypatch.setattr(runners.entry, "allocator_library", lambda cache: tmp_path / "alloc" / "arena_alloc.so")
+    folder = PROBLEMS[Language.THUNDERKITTENS]
+    source = (folder / "templates" / "thunderkittens.cu").read_bytes()
+    request = load_problem(folder).request("matmul.cu", source, Mode.TEST, device="cuda")
+    settings = RunnerSettings(thunderkittens_include=root / "include", cache_dir=tmp_path / "cache")
+    result = run_request(request, settings=settings)
+    assert "Stop" in result.message  # stopped where the sandboxes would start
+    dirs = ((root / "include").resolve(), (root / "prototype").resolve())
+    assert seen["extra_ro"] == (tmp_path / "alloc", *dirs)
+    assert seen["submission_env"] == {languages.HEADERS_ENV: os.pathsep.join(map(str, dirs))}
