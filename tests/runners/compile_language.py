@@ -50,7 +50,8 @@ def main(lang: str, solution: Path, job: Path) -> dict[str, object]:
         os.environ["CPATH"] = os.pathsep.join(filter(None, [str(stand_in), os.environ.get("CPATH")]))
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")  # no GPU to ask: build for the H100
     job.mkdir(parents=True, exist_ok=True)
-    shutil.copy(solution.parents[2] / "harness.cu", job / "harness.cu")
+    problem = next(folder for folder in solution.resolve().parents if (folder / "task.yml").is_file())
+    shutil.copy(problem / "harness.cu", job / "harness.cu")
     shutil.copy(solution, job / "submission.cu")
     runtime = runtime_class(job)
     started = time.monotonic()
