@@ -338,5 +338,5 @@ def test_a_cutlass_leaderboard_takes_cu_files_and_says_its_language(service: Lea
     assert task.lang == "cutlass" and task.language == "CUTLASS / CuTe C++ (CUDA): .cu, .cuh files"
     source = (folder / "templates" / "cutlass.cu").read_bytes()
     assert service.submit(ALICE, "gemm.cu", source, "matmul_cutlass", ["H100"], "test").submission_id
-    with pytest.raises(InvalidSubmission, match="takes CUTLASS files \\(.cu, .cuh\\)"):
+    with pytest.raises(InvalidSubmission, match=r"takes CUTLASS files \(\.cu, \.cuh\)"):
         service.submit(ALICE, "gemm.py", CODE, "matmul_cutlass", ["H100"], "test")
