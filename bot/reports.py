@@ -236,6 +236,7 @@ def task_reply(task: TaskView) -> Reply:
         files.insert(0, File(f"{task.name}-description.md", description.encode()))
         description = cut(description, EMBED_DESCRIPTION_CHARS - len(note)) + note
     embed = discord.Embed(title=task.name, description=description)
+    embed.add_field(name="Language", value=task.language or task.lang)
     embed.add_field(name="Devices", value=", ".join(task.devices) or "–")
     embed.add_field(name="Deadline", value=timestamp(task.deadline, "f"))
     embed.add_field(name="Score", value=RANKING_LABELS.get(task.ranking_by, task.ranking_by))

@@ -239,6 +239,8 @@ class TaskView:
     """The data type whose peak bounds the roofline (task.yml's ``dtype``)."""
     baselines: tuple[str, ...] = ("reference",)
     """What timed runs report a speedup over: the reference, then task.yml's ``baselines`` labels."""
+    language: str = ""
+    """The submissions' language in words, with the files it takes: 'CUTLASS / CuTe C++ (CUDA): .cu, .cuh files'."""
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ from leaderboards.snapshot import (
 )
 from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
-from runners.contract import LANGUAGES, Language, Mode, RankingRule, language_of_file
+from runners.contract import LANGUAGES, Language, Mode, RankingRule
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
@@ -95,6 +95,12 @@ def _parse_mode(mode: Mode | str) -> Mode:
 
 ALL_DEVICES = "all"
 """A device list of just this word means every device of the leaderboard."""
+
+
+def language_text(lang: str) -> str:
+    """A leaderboard's language in words with the files it takes, for every surface."""
+    info = next((i for key, i in LANGUAGES.items() if key.value == lang), None)
+    return f"{info.display}: {', '.join(info.suffixes)} files" if info else lang
 
 
 class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, RecordingMixin, ServiceBase):
@@ -275,7 +281,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
 
     def _check_language(self, lb: Leaderboard, name: str) -> None:
         lang = LANGUAGES[Language(lb.lang)]
-        if language_of_file(name) is not lang:
+        if not lang.takes(name):
             raise InvalidSubmission(
                 f"Leaderboard {lb.name!r} takes {lang.short} files ({', '.join(lang.suffixes)}); "
                 f"{name!r} is not one.",
@@ -560,6 +566,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 benchmarks=tuple(task["benchmarks"]),
                 dtype=str(task.get("dtype", "fp32")),  # (snapshots from before it was declared: the default)
                 baselines=("reference", *(str(b.get("label", "")) for b in task.get("baselines", []))),
+                language=language_text(lb.lang),
             )
 
     def template(self, name: str, language: str) -> TemplateFile:

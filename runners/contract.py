@@ -36,6 +36,8 @@ class Mode(enum.StrEnum):
 class Language(enum.StrEnum):
     PYTHON = "py"
     CUDA = "cu"
+    CUTLASS = "cutlass"
+    THUNDERKITTENS = "tk"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,10 @@ class LanguageInfo:
     short: str = ""
     """The name in one word, for messages ('takes Python files (.py)')."""
 
+    def takes(self, name: str) -> bool:
+        """Whether a file of this name is one of this language's (by its suffix)."""
+        return "." in name and "." + name.rsplit(".", 1)[-1].lower() in self.suffixes
+
 
 LANGUAGES: dict[Language, LanguageInfo] = {
     Language.PYTHON: LanguageInfo(
@@ -69,11 +75,30 @@ LANGUAGES: dict[Language, LanguageInfo] = {
         compile_step=True,
         short="CUDA",
     ),
+    Language.CUTLASS: LanguageInfo(
+        Language.CUTLASS,
+        "CUTLASS / CuTe C++ (CUDA)",
+        (".cu", ".cuh"),
+        needs_cuda=True,
+        problem_files=("harness.cu",),
+        compile_step=True,
+        short="CUTLASS",
+    ),
+    Language.THUNDERKITTENS: LanguageInfo(
+        Language.THUNDERKITTENS,
+        "ThunderKittens (CUDA C++20, Hopper)",
+        (".cu", ".cuh"),
+        needs_cuda=True,
+        problem_files=("harness.cu",),
+        compile_step=True,
+        short="ThunderKittens",
+    ),
 }
 
 
 def language_of_file(name: str) -> LanguageInfo | None:
-    """The language a file name's suffix says, or None."""
+    """The first language a file name's suffix fits, or None (``.cu`` is CUDA's first; CUTLASS and ThunderKittens
+    take ``.cu`` too: a leaderboard's own language decides, with :meth:`LanguageInfo.takes`)."""
     suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
     return next((info for info in LANGUAGES.values() if suffix in info.suffixes), None)
 
@@ -330,6 +355,11 @@ class SystemInfo(_Model):
     torch: str | None = None
     triton: str | None = None
     nvcc: str | None = None
+    headers: str | None = Field(
+        default=None,
+        description="The C++ library the submission's language compiles against, with its version and where it "
+        "came from (e.g. 'CUTLASS 4.2.0 (nvidia-cutlass package)'); None for languages that need none.",
+    )
     sm_clock_start_mhz: int | None = None
     sm_clock_end_mhz: int | None = None
     sandboxed: bool = False

@@ -38,8 +38,9 @@ CUDA_BASE_IMAGE = "nvidia/cuda:12.8.1-devel-ubuntu24.04"  # nvcc; CUDA 12.8 is t
 PYTHON_VERSION = "3.12"
 TORCH_SPEC = "torch==2.8.0"  # brings triton==3.4.0
 TORCH_INDEX_URL = "https://download.pytorch.org/whl/cu128"
-CUTLASS_REF = "v4.1.0"  # CUTLASS and CuTe headers
-THUNDERKITTENS_REF = os.environ.get("KERNELCUP_THUNDERKITTENS_REF", "main")
+CUTLASS_REF = "v4.2.0"  # CUTLASS and CuTe headers: the release of the nvidia-cutlass 4.2.0.0 package
+THUNDERKITTENS_COMMIT = "0b55588d2769dde0c7a9a606ffc015b0ca7a9551"  # HazyResearch/ThunderKittens, 2026-04-25
+THUNDERKITTENS_REF = os.environ.get("KERNELCUP_THUNDERKITTENS_REF", THUNDERKITTENS_COMMIT)
 MAX_FUNCTION_TIMEOUT_S = 3 * 3600
 """The deployed ceiling; each call asks for less through ``with_options(timeout=...)``."""
 
@@ -56,14 +57,6 @@ def function_name(device: str) -> str:
 
 def build_image() -> modal.Image:
     """The GPU image: CUDA toolkit, PyTorch + Triton, CUTLASS/CuTe and ThunderKittens headers, the runner."""
-    include = ":".join(
-        [
-            "/opt/cutlass/include",
-            "/opt/cutlass/tools/util/include",
-            "/opt/ThunderKittens/include",
-            "/opt/ThunderKittens",
-        ]
-    )
     return (
         modal.Image.from_registry(CUDA_BASE_IMAGE, add_python=PYTHON_VERSION)
         .apt_install("git", "build-essential", "ninja-build", "bubblewrap")
@@ -71,15 +64,19 @@ def build_image() -> modal.Image:
         .pip_install_from_requirements(str(REQUIREMENTS))
         .run_commands(
             f"git clone --depth 1 --branch {CUTLASS_REF} https://github.com/NVIDIA/cutlass.git /opt/cutlass",
-            f"git clone --depth 1 --branch {THUNDERKITTENS_REF} https://github.com/HazyResearch/ThunderKittens.git"
-            " /opt/ThunderKittens",
+            # A commit, branch or tag: fetched by name, so a commit pins it exactly.
+            "git init -q /opt/ThunderKittens",
+            f"git -C /opt/ThunderKittens fetch -q --depth 1 https://github.com/HazyResearch/ThunderKittens.git"
+            f" {THUNDERKITTENS_REF}",
+            "git -C /opt/ThunderKittens checkout -q FETCH_HEAD",
             "git -C /opt/ThunderKittens rev-parse HEAD > /opt/ThunderKittens/REVISION",
         )
         .env(
             {
-                "CUTLASS_PATH": "/opt/cutlass",
-                "THUNDERKITTENS_ROOT": "/opt/ThunderKittens",
-                "CPLUS_INCLUDE_PATH": include,
+                # The CUTLASS and ThunderKittens languages' headers (runners/settings.py): each run binds only
+                # these folders, read-only, into the submission's sandbox.
+                "KERNELCUP_CUTLASS_INCLUDE": "/opt/cutlass/include",
+                "KERNELCUP_THUNDERKITTENS_INCLUDE": "/opt/ThunderKittens/include",
                 "PYTHONPATH": REMOTE_ROOT,
                 "PYTHONUNBUFFERED": "1",
             }

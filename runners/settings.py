@@ -47,6 +47,18 @@ class RunnerSettings(BaseSettings):
         description="GPU memory for the submission process's allocations (default: 32 GiB, at most half the free).",
     )
 
+    cutlass_include: Path | None = Field(
+        default=None,
+        description="The CUTLASS include folder (holding cutlass/ and cute/) the CUTLASS language compiles against "
+        "(its tools/util/include beside it is added when there). Default: the headers of the nvidia-cutlass package "
+        "where it is installed; neither: this runner does not offer CUTLASS.",
+    )
+    thunderkittens_include: Path | None = Field(
+        default=None,
+        description="The ThunderKittens include folder (holding kittens.cuh; its prototype/ beside it is added when "
+        "there) the ThunderKittens language compiles against. Unset: this runner does not offer ThunderKittens.",
+    )
+
     max_batch_calls: int = Field(
         default=1,
         ge=1,

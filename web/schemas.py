@@ -65,6 +65,9 @@ class LeaderboardDetailOut(LeaderboardOut):
     baselines: tuple[str, ...] = Field(
         default=("reference",), description="What timed runs report a speedup over (RunResult.baselines' labels)."
     )
+    language: str = Field(
+        default="", description="The submissions' language in words with the files it takes (lang is its key)."
+    )
 
 
 class TemplateOut(Model):

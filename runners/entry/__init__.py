@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -37,7 +38,7 @@ from runners.contract import (
     SystemInfo,
     TestResult,
 )
-from runners.entry.admission import Rejected, allocator_library, check_submission, write_job
+from runners.entry.admission import Rejected, allocator_library, check_submission, language_headers, write_job
 from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
@@ -45,6 +46,7 @@ from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline
 from runners.oracle.base import derive_seed
 from runners.settings import RunnerSettings
+from runners.submission.languages import HEADERS_ENV
 
 __all__ = ["REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
 
@@ -110,13 +112,16 @@ def _run(
             on_progress(ProgressEvent(phase=Phase.STARTING, detail=request.problem))
     gpu_index = gpu.index if gpu is not None else 0
     system = sysinfo.collect(request.device, gpu_index)
+    headers = None
     if not reference_only:
         try:
             check_submission(request)
+            headers = language_headers(request, settings)
         except Rejected as rej:
             system.sandbox_note = "nothing was run: the file was refused before evaluation"
             system.ran = False
             return RunResult(verdict=rej.verdict, message=str(rej), mode=request.mode, system=system)
+        system.headers = headers.version if headers else None
     if settings.job_root is not None:
         settings.job_root.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=settings.job_root)).resolve()
@@ -153,8 +158,9 @@ def _run(
             dirs,
             python=settings.python or sys.executable,
             submission_argv_prefix=profiler.prefix,
-            extra_ro=(allocator.parent,) if allocator else (),
+            extra_ro=(*((allocator.parent,) if allocator else ()), *(headers.include_dirs if headers else ())),
             require_sandbox=require_sandbox,
+            submission_env={HEADERS_ENV: os.pathsep.join(map(str, headers.include_dirs))} if headers else None,
             on_progress=on_progress,
             cancel=cancel,
             start_submission=not reference_only,

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from runners.contract import LANGUAGES, Language, RunRequest, Verdict, language_of_file
+from runners.settings import RunnerSettings
+from runners.submission.languages import RUNTIMES, Headers, Unavailable
 
 ALLOCATOR_SOURCE = Path(__file__).resolve().parents[1] / "ipc" / "arena_alloc.cpp"
 
@@ -57,6 +59,15 @@ def check_submission(request: RunRequest) -> str:
         raise Rejected(Verdict.REJECTED, f"problem {request.problem} has no {', '.join(missing)} to compile "
                        f"{lang.display} against; submit another language")  # fmt: skip
     return text
+
+
+def language_headers(request: RunRequest, settings: RunnerSettings) -> Headers | None:
+    """The C++ library the request's language compiles against, found on this runner (None: it needs none), or
+    :class:`Rejected` saying that this runner does not offer the language and how an operator adds it."""
+    try:
+        return RUNTIMES[Language(request.lang)].headers(settings)
+    except Unavailable as exc:
+        raise Rejected(Verdict.REJECTED, str(exc)) from None
 
 
 @dataclass(frozen=True)

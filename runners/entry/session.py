@@ -121,6 +121,7 @@ class Session:
         submission_argv_prefix: list[str],
         extra_ro: tuple[Path, ...],
         require_sandbox: bool,
+        submission_env: dict[str, str] | None = None,
         on_progress: ProgressCallback | None,
         cancel: threading.Event | None,
         start_submission: bool = True,
@@ -132,6 +133,7 @@ class Session:
         self.python = python
         self.prefix = submission_argv_prefix
         self.extra_ro = extra_ro
+        self.submission_env = submission_env or {}
         self.require_sandbox = require_sandbox
         self.on_progress = on_progress
         self.cancel = cancel
@@ -187,7 +189,7 @@ class Session:
         submission = SandboxSpec(
             argv=[*self.prefix, self.python, "-m", "runners.submission"],
             workdir=self.dirs.submission,
-            env=_env({SOCKET_FD_ENV: str(sock_sub.fileno())}, self.request.device, self.gpu),
+            env=_env({**self.submission_env, SOCKET_FD_ENV: str(sock_sub.fileno())}, self.request.device, self.gpu),
             timeout_s=time_limit + 15,
             output_cap_bytes=limits.output_cap_bytes,
             memory_mb=limits.host_memory_mb,

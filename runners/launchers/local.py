@@ -168,7 +168,7 @@ class LocalLauncher:
             if any(g.minor is None for g in pool.gpus):
                 device += " (the driver did not say which /dev/nvidiaN is which: each run's sandbox sees all of them)"
         sandbox = "sandboxed" if bwrap else "NOT sandboxed (allowed by KERNELCUP_ALLOW_UNSANDBOXED)"
-        return f"local: {device}; {language_report()}; {sandbox}: {note}"
+        return f"local: {device}; {language_report(self.settings)}; {sandbox}: {note}"
 
     def _probe_host(self) -> str:
         """What would make every run fail here, whatever the submission: a job folder that cannot be written
@@ -207,10 +207,11 @@ async def _quiet(coro: object) -> None:
         await coro  # type: ignore[misc]
 
 
-def language_report() -> str:
-    """Every language runtime's self-test on this machine, in one line: 'languages: Python ok, CUDA: why not'.
-    A language this machine cannot run is reported, not an error: its problems fail here with that reason."""
+def language_report(settings: RunnerSettings | None = None) -> str:
+    """Every language runtime's self-test on this machine, in one line: 'languages: Python ok, CUDA: why not'
+    (with the settings, whether CUTLASS's and ThunderKittens' headers are there). A language this machine cannot
+    run is reported, not an error: its problems fail here with that reason."""
     from runners.submission.languages import self_tests
 
-    parts = [f"{name} ok" if why is None else f"{name}: {why}" for name, why in self_tests().items()]
+    parts = [f"{name} ok" if why is None else f"{name}: {why}" for name, why in self_tests(settings).items()]
     return "languages: " + ", ".join(parts)

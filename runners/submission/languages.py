@@ -12,16 +12,23 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runners.contract import LANGUAGES, Language
 
+if TYPE_CHECKING:
+    from runners.settings import RunnerSettings
+
 ENTRY_POINT = "custom_kernel"
+HEADERS_ENV = "KERNELCUP_LANGUAGE_HEADERS"
+"""The submission process's list (os.pathsep) of the include folders its language's library was found in."""
 
 
 class CompileError(Exception):
@@ -34,6 +41,20 @@ class CompileError(Exception):
 
 class MissingEntryPoint(Exception):
     """The submission compiled but defines no ``custom_kernel``."""
+
+
+class Unavailable(Exception):
+    """This runner does not offer the language (its library's headers are not installed); the message says how to
+    make it."""
+
+
+@dataclass(frozen=True)
+class Headers:
+    """A C++ library a language compiles against, as found on this runner by the trusted entry: its include folders
+    (bound read-only into the submission's sandbox, nothing else of the tree) and its version, for system info."""
+
+    include_dirs: tuple[Path, ...]
+    version: str
 
 
 class LanguageRuntime:
@@ -54,6 +75,12 @@ class LanguageRuntime:
     @classmethod
     def self_test(cls) -> str | None:
         """None when this machine can run the language, else why not."""
+        return None
+
+    @classmethod
+    def headers(cls, settings: RunnerSettings) -> Headers | None:
+        """The library this language compiles against, found by the trusted entry before the run (None: it needs
+        none). Raises :class:`Unavailable` when this runner does not have it."""
         return None
 
 
@@ -90,7 +117,8 @@ class CudaRuntime(LanguageRuntime):
 
     The problem ships ``harness.cu`` which ``#include "submission.cu"`` and binds a ``custom_kernel``
     that takes the reference's device tensors, so inputs and outputs stay in device memory and the
-    same timing, checking and secret seeds apply as for Python submissions.
+    same timing, checking and secret seeds apply as for Python submissions. The build (nvcc's objects, ninja's
+    files) stays in the job's own folder: no submission ever reads another's compiled artifacts.
     """
 
     key = Language.CUDA
@@ -99,28 +127,48 @@ class CudaRuntime(LanguageRuntime):
     def get_compile_args(self) -> list[str]:
         return ["-O3", "-lineinfo", "-std=c++17"]
 
+    def arch_flags(self) -> list[str]:
+        """nvcc's target architecture; none: PyTorch's choice (this GPU, or ``TORCH_CUDA_ARCH_LIST``)."""
+        return []
+
+    def get_link_args(self) -> list[str]:
+        return []
+
+    def include_dirs(self) -> list[Path]:
+        """The folders ``#include`` searches: the job's (the submission, the harness), then the language's library
+        (the folders the entry found, passed in ``KERNELCUP_LANGUAGE_HEADERS``)."""
+        found = [Path(p) for p in os.environ.get(HEADERS_ENV, "").split(os.pathsep) if p]
+        return [self.job_dir, *found]
+
+    def compile_command(self) -> str:
+        """The nvcc flags this language adds, in words for the compile log."""
+        return " ".join(["nvcc", *self.get_compile_args(), *self.arch_flags()])
+
     def load(self, submission: Path) -> Callable[[Any], Any]:
         from torch.utils import cpp_extension
 
         harness = self.job_dir / self.harness_name
         if not harness.exists():
             raise CompileError(f"the problem has no {self.harness_name} to compile the submission against")
-        digest = hashlib.sha256(submission.read_bytes() + harness.read_bytes()).hexdigest()[:12]
-        build = self.job_dir / "build" / f"cu_{digest}"
+        flags = [*self.get_compile_args(), *self.arch_flags()]
+        key = submission.read_bytes() + harness.read_bytes() + " ".join(flags).encode()
+        digest = hashlib.sha256(key).hexdigest()[:12]
+        build = self.job_dir / "build" / f"{self.key.value}_{digest}"
         build.mkdir(parents=True, exist_ok=True)
         try:
             module = cpp_extension.load(
-                name=f"kernelcup_cu_{digest}",
+                name=f"kernelcup_{self.key.value}_{digest}",
                 sources=[str(harness)],
-                extra_include_paths=[str(self.job_dir)],
+                extra_include_paths=[str(p) for p in self.include_dirs()],
                 extra_cflags=["-O2"],
-                extra_cuda_cflags=self.get_compile_args(),
+                extra_cuda_cflags=flags,
+                extra_ldflags=self.get_link_args(),
                 build_directory=str(build),
                 verbose=False,
             )
         except Exception as exc:  # torch raises RuntimeError with nvcc's output in the message
             raise CompileError("nvcc could not compile the submission", output=str(exc)) from None
-        self.compile_output = f"nvcc {' '.join(self.get_compile_args())} {self.harness_name} (+ {submission.name}): ok"
+        self.compile_output = f"{self.compile_command()} {self.harness_name} (+ {submission.name}): ok"
         return _entry(module, submission.name)
 
     @classmethod
@@ -130,16 +178,133 @@ class CudaRuntime(LanguageRuntime):
         return None
 
 
-RUNTIMES: dict[Language, type[LanguageRuntime]] = {r.key: r for r in (PythonRuntime, CudaRuntime)}
+class _HeaderLibraryRuntime(CudaRuntime):
+    """Native ``.cu`` against a header-only C++ library: CUDA's build with the library's include folders added,
+    which the entry found (``headers``) and bound read-only into the sandbox. Loading without them (a runner
+    program older than the language, or the folders gone) is :class:`Unavailable`, never a compile error."""
+
+    library: ClassVar[str]
+
+    def load(self, submission: Path) -> Callable[[Any], Any]:
+        if not os.environ.get(HEADERS_ENV):
+            raise Unavailable(f"this runner does not offer {self.library}: its headers were not passed to the build")
+        return super().load(submission)
+
+
+class CutlassRuntime(_HeaderLibraryRuntime):
+    """CUTLASS 3.x/4.x and CuTe (C++17). On Hopper and Blackwell it builds for the arch-specific target
+    (``sm_90a``, ``sm_100a``), which wgmma, TMA and the sm90+ collectives need."""
+
+    key = Language.CUTLASS
+    library = "CUTLASS"
+
+    def get_compile_args(self) -> list[str]:
+        return [*super().get_compile_args(), "--expt-relaxed-constexpr", "-DNDEBUG"]
+
+    def arch_flags(self) -> list[str]:
+        import torch
+
+        if not torch.cuda.is_available():
+            return []
+        major, minor = torch.cuda.get_device_capability()
+        arch = f"{major}{minor}" + ("a" if major in (9, 10) else "")
+        return [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+
+    @classmethod
+    def headers(cls, settings: RunnerSettings) -> Headers:
+        include, source = settings.cutlass_include, "KERNELCUP_CUTLASS_INCLUDE"
+        if include is None:
+            spec = importlib.util.find_spec("cutlass_library")  # finds the package without importing it
+            if spec is None or spec.origin is None:
+                raise Unavailable(
+                    "this runner does not offer CUTLASS: install the nvidia-cutlass package (pip install "
+                    "nvidia-cutlass) or set KERNELCUP_CUTLASS_INCLUDE to a CUTLASS checkout's include folder"
+                )
+            include, source = Path(spec.origin).parent / "source" / "include", "nvidia-cutlass package"
+        version_h = include / "cutlass" / "version.h"
+        if not (include / "cute").is_dir() or not version_h.is_file():
+            raise Unavailable(f"this runner does not offer CUTLASS: {include} (from {source}) holds no cutlass/ "
+                              "and cute/ headers; point KERNELCUP_CUTLASS_INCLUDE at a CUTLASS checkout's include "
+                              "folder")  # fmt: skip
+        util = include.parent / "tools" / "util" / "include"
+        dirs = (include, util) if util.is_dir() else (include,)
+        return Headers(tuple(d.resolve() for d in dirs), f"CUTLASS {_cutlass_version(version_h)} ({source})")
+
+
+def _cutlass_version(version_h: Path) -> str:
+    text = version_h.read_text(encoding="utf-8", errors="replace")
+    parts = [re.search(rf"#define CUTLASS_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) for m in parts if m) or "of unknown version"
+
+
+class ThunderKittensRuntime(_HeaderLibraryRuntime):
+    """HazyResearch's ThunderKittens (C++20), for Hopper: ``-DKITTENS_HOPPER`` and ``sm_90a`` (its kernels use
+    wgmma and TMA), with the flags its own Makefiles build with."""
+
+    key = Language.THUNDERKITTENS
+    library = "ThunderKittens"
+
+    def get_compile_args(self) -> list[str]:
+        return ["-O3", "-lineinfo", "-std=c++20", "--use_fast_math", "--expt-extended-lambda",
+                "--expt-relaxed-constexpr", "-DKITTENS_HOPPER", "-DNDEBUG", "-Xcompiler=-fno-strict-aliasing",
+                "-diag-suppress", "3189"]  # fmt: skip
+
+    def arch_flags(self) -> list[str]:
+        return ["-gencode=arch=compute_90a,code=sm_90a"]
+
+    def get_link_args(self) -> list[str]:
+        """The CUDA driver: ThunderKittens calls ``cuTensorMapEncodeTiled`` directly to make its TMA descriptors
+        (the toolkit's stub library resolves the link; the driver's own libcuda.so.1 is loaded at run time)."""
+        from torch.utils.cpp_extension import CUDA_HOME
+
+        homes = dict.fromkeys(p for p in (os.environ.get("CUDA_HOME"), CUDA_HOME, "/usr/local/cuda") if p)
+        stubs = [Path(home) / "lib64" / "stubs" for home in homes]
+        return [*(f"-L{d}" for d in stubs if d.is_dir()), "-lcuda"]
+
+    @classmethod
+    def headers(cls, settings: RunnerSettings) -> Headers:
+        include = settings.thunderkittens_include
+        if include is None or not (include / "kittens.cuh").is_file():
+            where = f"{include} has no kittens.cuh" if include else "KERNELCUP_THUNDERKITTENS_INCLUDE is not set"
+            raise Unavailable(f"this runner does not offer ThunderKittens ({where}): set KERNELCUP_THUNDERKITTENS_"
+                              "INCLUDE to the include folder of a ThunderKittens checkout")  # fmt: skip
+        prototype = include.parent / "prototype"
+        dirs = (include, prototype) if prototype.is_dir() else (include,)
+        return Headers(tuple(d.resolve() for d in dirs), f"ThunderKittens {_revision(include.parent)}")
+
+
+def _revision(checkout: Path) -> str:
+    """A checkout's commit: its REVISION file (the runner image writes one), else git's detached HEAD."""
+    for candidate in (checkout / "REVISION", checkout / ".git" / "HEAD"):
+        if candidate.is_file():
+            text = candidate.read_text(encoding="utf-8", errors="replace").strip()
+            if re.fullmatch(r"[0-9a-f]{7,40}", text):
+                return text[:12]
+    return "(revision unknown: no REVISION file or git HEAD in the checkout)"
+
+
+RUNTIMES: dict[Language, type[LanguageRuntime]] = {
+    r.key: r for r in (PythonRuntime, CudaRuntime, CutlassRuntime, ThunderKittensRuntime)
+}
 
 
 def runtime_for(lang: str, job_dir: Path) -> LanguageRuntime:
     return RUNTIMES[Language(lang)](job_dir)
 
 
-def self_tests() -> dict[str, str | None]:
-    """Each language's self-test on this machine: None where it can run, else why not (display name as key)."""
-    return {LANGUAGES[key].display: runtime.self_test() for key, runtime in RUNTIMES.items()}
+def self_tests(settings: RunnerSettings | None = None) -> dict[str, str | None]:
+    """Each language's self-test on this machine: None where it can run, else why not (display name as key). Given
+    the runner's settings, a language whose C++ library is not installed says so too."""
+    found: dict[str, str | None] = {}
+    for key, runtime in RUNTIMES.items():
+        why = runtime.self_test()
+        if why is None and settings is not None:
+            try:
+                runtime.headers(settings)
+            except Unavailable as exc:
+                why = str(exc)
+        found[LANGUAGES[key].display] = why
+    return found
 
 
 def is_build_failure(exc: BaseException) -> bool:

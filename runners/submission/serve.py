@@ -152,6 +152,8 @@ class SubmissionProcess:
             return LoadFailed(kind="compile", message=str(exc)[:2000], detail=exc.output[-60_000:])
         except languages.MissingEntryPoint as exc:
             return LoadFailed(kind="missing_entry", message=f"{exc}; see the problem's templates")
+        except languages.Unavailable as exc:
+            return LoadFailed(kind="unavailable", message=str(exc))
         except BaseException as exc:
             if languages.is_build_failure(exc):
                 return LoadFailed(kind="compile", message="the inline extension did not compile",

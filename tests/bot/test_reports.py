@@ -247,10 +247,12 @@ def test_task_reply_has_an_embed_and_the_files() -> None:
         tests=({"n": 1},),
         benchmarks=({"n": 2}, {"n": 3}),
         dtype="fp16",
+        language="CUTLASS / CuTe C++ (CUDA): .cu, .cuh files",
     )
     out = task_reply(view)
     [embed] = out.embeds
     fields = {f.name: f.value for f in embed.fields}
+    assert fields["Language"] == "CUTLASS / CuTe C++ (CUDA): .cu, .cuh files"
     assert fields["Score"] == "median of the last benchmark"
     assert fields["Data type"] == "fp16 (its peak bounds the roofline)"
     assert fields["Speedup over"] == "reference"

@@ -327,3 +327,16 @@ def test_usage_stats_show_admins_the_speed_of_light_rejections(service: Leaderbo
     assert (oldest.submission_id, oldest.secret, oldest.message) == (r1.submission_id, True, "")  # no secret timings
     assert service.ranking(board, "cpu").entries == ()
     assert service.usage_stats(since=datetime.now(UTC) + timedelta(hours=1)).impossible_runs == 0
+
+
+def test_a_cutlass_leaderboard_takes_cu_files_and_says_its_language(service: LeaderboardService) -> None:
+    from leaderboards.problems import load_problem
+
+    folder = Path(__file__).resolve().parents[2] / "problems" / "matmul_cutlass"
+    service.create_leaderboard(load_problem(folder), deadline=future(), devices=["H100"])
+    task = service.task("matmul_cutlass")
+    assert task.lang == "cutlass" and task.language == "CUTLASS / CuTe C++ (CUDA): .cu, .cuh files"
+    source = (folder / "templates" / "cutlass.cu").read_bytes()
+    assert service.submit(ALICE, "gemm.cu", source, "matmul_cutlass", ["H100"], "test").submission_id
+    with pytest.raises(InvalidSubmission, match=r"takes CUTLASS files \(\.cu, \.cuh\)"):
+        service.submit(ALICE, "gemm.py", CODE, "matmul_cutlass", ["H100"], "test")

@@ -12,6 +12,7 @@ from leaderboards.problems import load_problem, load_problem_set
 from runners.devices import peaks_for, roofline_bound
 
 GPUS = {"H100", "A100", "L4", "T4", "B200"}
+LIBRARIES = PROBLEMS / "libraries.yaml"
 LIBRARY = [
     "vectoradd", "vectorsum", "grayscale", "histogram", "prefixsum", "sort", "softmax", "rmsnorm", "matmul", "conv2d",
 ]
@@ -27,7 +28,9 @@ def _entries() -> dict[str, dict]:
 def test_starter_set_lists_the_library() -> None:
     names = set(_entries())
     assert set(LIBRARY) | {"vectoradd_cu"} <= names
-    assert {p.name for p in problem_dirs()} - {"vectoradd_cu"} <= names, "every problem folder is in the set"
+    libraries = {e["directory"] for e in yaml.safe_load(LIBRARIES.read_text())["problems"]}
+    assert libraries == {"matmul_cutlass", "matmul_tk"}, "the C++ library problems have a set of their own"
+    assert {p.name for p in problem_dirs()} - {"vectoradd_cu"} <= names | libraries, "every problem folder is in a set"
 
 
 def test_starter_set_loads_and_validates() -> None:

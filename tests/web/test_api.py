@@ -18,6 +18,7 @@ def test_public_reads_need_no_token(world: World) -> None:
     detail = c.get("/api/v1/leaderboards/add").json()
     assert detail["languages"] == ["pytorch"] and detail["tests"] == [{"size": 3, "seed": 1}]
     assert detail["dtype"] == "fp32"  # the task declares none: the fp32 peak bounds its flops
+    assert detail["lang"] == "py" and detail["language"] == "Python (PyTorch, Triton, inline CUDA): .py files"
     assert len(detail["benchmarks"]) == 2 and detail["ranking_by"] == "geom"
     tpl = c.get("/api/v1/leaderboards/add/templates/pytorch").json()
     assert tpl["file_name"] == "pytorch.py" and "custom_kernel" in tpl["content"]

@@ -296,6 +296,7 @@ def test_the_ranking_and_the_submission_page_show_the_roofline_share_on_a_known_
     assert row and row.groups() == ("10.0 µs", "10%"), row and row.groups()
     assert "Data type: <code>fp32</code>" in page
     assert "Timed runs report a speedup over: reference" in page
+    assert "Language: Python (PyTorch, Triton, inline CUDA): .py files" in page
     assert world.service.roofline_score_ns("add", "cpu") is None  # nobody ranked there
     sign_in(world, world.ann)
     sub = world.client.get(f"/submissions/{r.json()['submission_id']}").text

@@ -41,6 +41,7 @@ def get_leaderboard(name: str, service: LeaderboardService = Depends(service_of)
         benchmarks=task.benchmarks,
         dtype=task.dtype,
         baselines=task.baselines,
+        language=task.language,
     )
 
 

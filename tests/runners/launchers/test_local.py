@@ -79,6 +79,24 @@ def test_the_language_report_runs_every_runtime_self_test(monkeypatch: pytest.Mo
 
     assert set(RUNTIMES) == set(Language)  # one runtime class per language of the contract's table
     monkeypatch.setattr(CudaRuntime, "self_test", classmethod(lambda cls: "nvcc was not found on this runner"))
-    assert language_report() == f"{PY} ok, CUDA C++: nvcc was not found on this runner"
+    assert language_report().startswith(f"{PY} ok, CUDA C++: nvcc was not found on this runner, CUTLASS")
     monkeypatch.setattr(CudaRuntime, "self_test", classmethod(lambda cls: None))
-    assert language_report() == f"{PY} ok, CUDA C++ ok"
+    assert language_report() == f"{PY} ok, CUDA C++ ok, {CUTLASS} ok, {TK} ok"
+
+
+CUTLASS, TK = "CUTLASS / CuTe C++ (CUDA)", "ThunderKittens (CUDA C++20, Hopper)"
+
+
+def test_the_language_report_says_which_libraries_this_runner_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runners.launchers.local import language_report
+    from runners.submission.languages import CudaRuntime
+
+    monkeypatch.setattr(CudaRuntime, "self_test", classmethod(lambda cls: None))
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "kittens.cuh").write_text("#pragma once\n")
+    settings = RunnerSettings(cutlass_include=tmp_path / "nothing", thunderkittens_include=tmp_path / "include")
+    report = language_report(settings)
+    assert f"CUDA C++ ok, {CUTLASS}: this runner does not offer CUTLASS: {tmp_path / 'nothing'}" in report
+    assert report.endswith(f"{TK} ok")
