@@ -145,6 +145,8 @@ class Session:
     def emit(self, phase: str, detail: str = "") -> None:
         if self.on_progress is None:
             return
+        if phase == "baseline":  # the evaluator's own step before the submission loads: shown as part of starting
+            phase, detail = Phase.STARTING.value, f"{detail} (once per problem and machine)"
         with contextlib.suppress(ValueError, Exception):
             self.on_progress(ProgressEvent(phase=Phase(phase), detail=detail))
 

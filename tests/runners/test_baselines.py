@@ -207,3 +207,14 @@ def test_every_time_limit_of_a_timed_run_grows_by_the_baselines_budget() -> None
     assert baselines.allowance_s(none) == 0.0
     assert launch_timeout_s(timed, 30.0) - launch_timeout_s(none, 30.0) == baselines.BUDGET_S
     assert entry_timeout_s(timed) - entry_timeout_s(none) == baselines.BUDGET_S
+
+
+def test_timing_a_baseline_shows_as_progress_before_the_submission_starts(tmp_path: Path) -> None:
+    from runners.contract import Phase, ProgressEvent
+
+    events: list[ProgressEvent] = []
+    request = build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK)
+    result = run_request(request, events.append, settings=_settings(tmp_path, "cache"))
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    shown = [(e.phase, e.detail) for e in events]
+    assert (Phase.STARTING, "timing the reference (once per problem and machine)") in shown
