@@ -38,7 +38,14 @@ from runners.contract import (
     SystemInfo,
     TestResult,
 )
-from runners.entry.admission import Rejected, allocator_library, check_submission, language_headers, write_job
+from runners.entry.admission import (
+    NotOffered,
+    Rejected,
+    allocator_library,
+    check_submission,
+    language_headers,
+    write_job,
+)
 from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
@@ -121,6 +128,10 @@ def _run(
             system.sandbox_note = "nothing was run: the file was refused before evaluation"
             system.ran = False
             return RunResult(verdict=rej.verdict, message=str(rej), mode=request.mode, system=system)
+        except NotOffered as exc:  # the runner's lack, not the submission's: an infrastructure error (retried)
+            system.sandbox_note = "nothing was run: this runner does not offer the language"
+            system.ran = False
+            return RunResult.infrastructure_error(request.mode, str(exc), system=system)
         system.headers = headers.version if headers else None
     if settings.job_root is not None:
         settings.job_root.mkdir(parents=True, exist_ok=True)

@@ -61,13 +61,24 @@ def check_submission(request: RunRequest) -> str:
     return text
 
 
+class NotOffered(Exception):
+    """This runner lacks what the request's language compiles against: the operator's to fix, never the user's."""
+
+
+def not_offered_text(lang: Language) -> str:
+    """What a user is told when a runner lacks a language (no host paths: the operator's details are in
+    ``kernelcup runners check``)."""
+    return (f"this runner does not offer {LANGUAGES[lang].display}: the run was not started; its operator adds the "
+            "library's headers (`kernelcup runners check` says how)")  # fmt: skip
+
+
 def language_headers(request: RunRequest, settings: RunnerSettings) -> Headers | None:
     """The C++ library the request's language compiles against, found on this runner (None: it needs none), or
-    :class:`Rejected` saying that this runner does not offer the language and how an operator adds it."""
+    :class:`NotOffered` when this runner does not offer the language (an operator's matter, not the submission's)."""
     try:
         return RUNTIMES[Language(request.lang)].headers(settings)
-    except Unavailable as exc:
-        raise Rejected(Verdict.REJECTED, str(exc)) from None
+    except (Unavailable, OSError):
+        raise NotOffered(not_offered_text(Language(request.lang))) from None
 
 
 @dataclass(frozen=True)

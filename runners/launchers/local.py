@@ -21,6 +21,7 @@ from pathlib import Path
 
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
 from runners.devices import device_mismatch
+from runners.entry.admission import NotOffered, language_headers
 from runners.gpus import Gpu, GpuPool, list_gpus, usable
 from runners.launchers.base import DeviceUnavailable, JobHandle, LauncherError
 from runners.settings import RunnerSettings
@@ -82,6 +83,10 @@ class LocalLauncher:
             with contextlib.suppress(RuntimeError):  # the loop is closing: progress is best effort
                 loop.call_soon_threadsafe(schedule)
 
+        try:  # a language whose headers this machine lacks: refused at once, never the user's fault
+            await asyncio.to_thread(language_headers, request, self.settings)
+        except NotOffered as exc:
+            raise DeviceUnavailable(str(exc)) from None
         if request.device == "cpu":
             return await self._run(request, on_progress, pending, None)
         try:

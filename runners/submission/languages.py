@@ -303,6 +303,8 @@ def self_tests(settings: RunnerSettings | None = None) -> dict[str, str | None]:
                 runtime.headers(settings)
             except Unavailable as exc:
                 why = str(exc)
+            except OSError as exc:  # an unreadable version file: the language is not usable, the check goes on
+                why = f"its headers could not be read: {exc}"
         found[LANGUAGES[key].display] = why
     return found
 

@@ -94,9 +94,25 @@ def test_a_language_the_runner_lacks_is_refused_before_anything_runs() -> None:
     source = (PROBLEMS[Language.THUNDERKITTENS] / "templates" / "thunderkittens.cu").read_bytes()
     request = problem.request("matmul.cu", source, Mode.TEST, device="cuda")
     result = run_request(request, settings=RunnerSettings(thunderkittens_include=None))
-    assert result.verdict is Verdict.REJECTED  # the submission's language, not the platform's failure
+    # the runner's lack, never the submission's: an infrastructure error (retried elsewhere), no host path in it
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
     assert result.message.startswith("this runner does not offer ThunderKittens")
+    assert "KERNELCUP_" not in result.message and "runners check" in result.message
     assert not result.system.ran
+
+
+def test_a_local_worker_without_the_headers_refuses_the_job_without_blame() -> None:
+    import asyncio
+
+    from runners.launchers.base import DeviceUnavailable
+    from runners.launchers.local import LocalLauncher
+
+    problem = load_problem(PROBLEMS[Language.THUNDERKITTENS])
+    source = (PROBLEMS[Language.THUNDERKITTENS] / "templates" / "thunderkittens.cu").read_bytes()
+    request = problem.request("matmul.cu", source, Mode.TEST, device="cuda")
+    launcher = LocalLauncher(RunnerSettings(thunderkittens_include=None))
+    with pytest.raises(DeviceUnavailable, match="does not offer ThunderKittens"):
+        asyncio.run(launcher.run(request, job=None))  # type: ignore[arg-type]
 
 
 def test_loading_without_the_headers_is_unavailable_not_a_compile_error(
