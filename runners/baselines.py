@@ -22,7 +22,6 @@ from runners import stats
 from runners.contract import BASELINES_BUDGET_S, BaselineResult, BaselineSpec, BenchmarkResult, RunRequest, SystemInfo
 from runners.ipc.protocol import RBaseline
 
-CACHE_FOLDER = "baselines"
 CACHE_VERSION = 2
 """Bump when the harness's timing changes what a baseline's median means (2: the CPU bound at the echo's floor)."""
 BUDGET_S = BASELINES_BUDGET_S

@@ -49,6 +49,7 @@ RUNNERS_DIR = REPO_ROOT / "runners"
 REQUIREMENTS = RUNNERS_DIR / "remote-requirements.lock"
 """Hash-pinned (pip-compile --generate-hashes, from remote-requirements.txt): see the lock's header."""
 REMOTE_ROOT = "/root"
+BASELINE_CACHE_DIR = "/kernelcup-baselines"
 
 
 def function_name(device: str) -> str:
@@ -78,6 +79,7 @@ def build_image() -> modal.Image:
                 "KERNELCUP_CUTLASS_INCLUDE": "/opt/cutlass/include",
                 "KERNELCUP_THUNDERKITTENS_INCLUDE": "/opt/ThunderKittens/include",
                 "PYTHONPATH": REMOTE_ROOT,
+                "KERNELCUP_BASELINE_CACHE_DIR": BASELINE_CACHE_DIR,
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -118,9 +120,28 @@ def run_entry(
         raise RuntimeError(f"the runner entry point exited {done.returncode} without a result: {tail}")
 
 
+BASELINE_CACHE = modal.Volume.from_name(f"{APP_NAME}-baselines", create_if_missing=True)
+"""The baselines' medians (runners/baselines.py), shared by the single-use containers so that a problem's reference
+is timed once per GPU model and software versions, not on every run. Only the trusted entry writes it; it is not in
+any sandbox's view (the submission's read-only cache folder is another one)."""
+
+
+def run_and_keep(request_json: str, entry_timeout_s: float) -> str:
+    """``run_entry``, then the baselines it timed committed to the shared Volume (best effort: a failed commit costs
+    only a later re-timing)."""
+    try:
+        return run_and_keep(request_json, entry_timeout_s)
+    finally:
+        try:
+            BASELINE_CACHE.commit()
+        except Exception as exc:  # never the run's failure
+            print(f"kernelcup: committing the baselines' cache failed: {exc}", file=sys.stderr)
+
+
 app = modal.App(APP_NAME)
 _image = build_image()
 _options = dict(
+    volumes={BASELINE_CACHE_DIR: BASELINE_CACHE},
     image=_image,
     timeout=MAX_FUNCTION_TIMEOUT_S,
     single_use_containers=True,
@@ -132,34 +153,34 @@ _options = dict(
 
 @app.function(gpu=GPUS["T4"], **_options)
 def run_t4(request_json: str, entry_timeout_s: float) -> str:
-    return run_entry(request_json, entry_timeout_s)
+    return run_and_keep(request_json, entry_timeout_s)
 
 
 @app.function(gpu=GPUS["L4"], **_options)
 def run_l4(request_json: str, entry_timeout_s: float) -> str:
-    return run_entry(request_json, entry_timeout_s)
+    return run_and_keep(request_json, entry_timeout_s)
 
 
 @app.function(gpu=GPUS["A100"], **_options)
 def run_a100(request_json: str, entry_timeout_s: float) -> str:
-    return run_entry(request_json, entry_timeout_s)
+    return run_and_keep(request_json, entry_timeout_s)
 
 
 @app.function(gpu=GPUS["A100-80GB"], **_options)
 def run_a100_80gb(request_json: str, entry_timeout_s: float) -> str:
-    return run_entry(request_json, entry_timeout_s)
+    return run_and_keep(request_json, entry_timeout_s)
 
 
 @app.function(gpu=GPUS["H100"], **_options)
 def run_h100(request_json: str, entry_timeout_s: float) -> str:
-    return run_entry(request_json, entry_timeout_s)
+    return run_and_keep(request_json, entry_timeout_s)
 
 
 @app.function(gpu=GPUS["H200"], **_options)
 def run_h200(request_json: str, entry_timeout_s: float) -> str:
-    return run_entry(request_json, entry_timeout_s)
+    return run_and_keep(request_json, entry_timeout_s)
 
 
 @app.function(gpu=GPUS["B200"], **_options)
 def run_b200(request_json: str, entry_timeout_s: float) -> str:
-    return run_entry(request_json, entry_timeout_s)
+    return run_and_keep(request_json, entry_timeout_s)

@@ -93,6 +93,15 @@ class RunnerSettings(BaseSettings):
         corrections."""
         return with_overrides(self.device_peaks)
 
+    baseline_cache_dir: Path | None = Field(
+        default=None,
+        description="Where the baselines' medians are kept between runs (default: a `baselines` folder in the cache "
+        "folder). The Modal app points it at a Volume its single-use containers share.",
+    )
+
+    def baseline_cache_path(self) -> Path:
+        return self.baseline_cache_dir or self.cache_path() / "baselines"
+
     def cache_path(self) -> Path:
         if self.cache_dir is not None:
             return self.cache_dir

@@ -205,7 +205,7 @@ class _BaselinePlan:
 
     def __init__(self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, *, active: bool) -> None:
         self.request = request
-        self.cache = baselines.BaselineCache(settings.cache_path() / baselines.CACHE_FOLDER)
+        self.cache = baselines.BaselineCache(settings.baseline_cache_path())
         self.keys: dict[str, str] = {}
         self.cached: dict[str, tuple[list[float], datetime]] = {}
         self.to_time: list[BaselineSpec] = []

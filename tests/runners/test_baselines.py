@@ -153,7 +153,7 @@ def test_a_problems_own_baselines_are_timed_and_a_broken_one_never_fails_the_run
     assert by_label["twice"].speedup is not None and by_label["twice"].note == ""
     assert by_label["broken"].speedup is None and "this baseline is broken" in by_label["broken"].note
     assert by_label["absent"].speedup is None and "defines no no_such_function" in by_label["absent"].note
-    cached = list((tmp_path / "cache" / baselines.CACHE_FOLDER).glob("*.json"))
+    cached = list(_settings(tmp_path, "cache").baseline_cache_path().glob("*.json"))
     assert len(cached) == 2  # the two that were timed; a failure is tried again next time
 
 

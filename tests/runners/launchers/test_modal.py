@@ -278,6 +278,10 @@ def test_app_module_builds_offline_with_one_exact_gpu_function_per_type() -> Non
         assert isinstance(function, modal.Function)
         # Modal keeps the decorator's GPU request on the function spec; exact means no upgrade suffixes.
         assert function._spec_.gpus == modal_app.GPUS[gpu]
+        # the baselines' cache is shared by the single-use containers (a Volume), named to the entry by a setting
+        (path, volume), *_ = function._spec_.volumes.items()
+        assert path == modal_app.BASELINE_CACHE_DIR and repr(volume) == repr(modal_app.BASELINE_CACHE)
+        assert f"{modal_app.APP_NAME}-baselines" in repr(volume)
     assert modal_app.GPUS["H100"] == "H100!", "a bare H100 request may be upgraded to an H200"
     assert modal_app.GPUS["A100"] == "A100-40GB"
     assert not modal_app.GPUS["B200"].endswith("+")
