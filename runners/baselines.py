@@ -113,7 +113,7 @@ def result(
         ok = base is not None and base > 0 and sub is not None and sub.median_ns > 0
         speedups.append(base / sub.median_ns if ok else None)  # type: ignore[operator, union-attr]
     known = [s for s in speedups if s is not None]
-    overall = math.exp(sum(math.log(s) for s in known) / len(known)) if known and len(known) == len(speedups) else None
+    overall = stats.geometric_mean(known) if known and len(known) == len(speedups) else None
     if overall is None and not note and benches:
         note = f"no speedup over the {spec.label}: a benchmark has no median"
     return BaselineResult(

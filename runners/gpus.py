@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runners.sysinfo import smi_query
+
 PROC_GPUS = Path("/proc/driver/nvidia/gpus")
-_SMI_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -68,19 +67,8 @@ def _minor(bus_id: str, proc_gpus: Path) -> int | None:
 
 def list_gpus() -> list[Gpu]:
     """This machine's NVIDIA GPUs (empty without a driver)."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        proc = subprocess.run(
-            [smi, "--query-gpu=index,uuid,name,pci.bus_id", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=_SMI_TIMEOUT_S,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return parse_smi(proc.stdout) if proc.returncode == 0 else []
+    out = smi_query("index,uuid,name,pci.bus_id")
+    return parse_smi(out) if out else []
 
 
 def usable(gpus: list[Gpu], environ: Mapping[str, str] = os.environ) -> list[Gpu]:

@@ -40,6 +40,11 @@ def timing_stats(samples_ns: Sequence[float]) -> TimingStats:
     )
 
 
+def geometric_mean(xs: Sequence[float]) -> float:
+    """The geometric mean of positive values (one below 1e-9 counts as 1e-9)."""
+    return math.exp(math.fsum(math.log(max(x, 1e-9)) for x in xs) / len(xs))
+
+
 def score(medians_ns: Sequence[float], rule: RankingRule) -> float | None:
     """One number per run (lower is better) from the per-benchmark medians, under the problem's rule."""
     if not medians_ns:
@@ -48,4 +53,4 @@ def score(medians_ns: Sequence[float], rule: RankingRule) -> float | None:
         return float(medians_ns[-1])
     if rule is RankingRule.MEAN:
         return math.fsum(medians_ns) / len(medians_ns)
-    return math.exp(math.fsum(math.log(max(m, 1e-9)) for m in medians_ns) / len(medians_ns))
+    return geometric_mean(medians_ns)

@@ -53,20 +53,9 @@ def gpu_query(index: int = 0) -> dict[str, str | int] | None:
             pynvml.nvmlShutdown()
     except Exception:
         pass
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    try:
-        proc = subprocess.run(
-            [smi, "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=_SMI_TIMEOUT_S,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    rows = [r.split(", ") for r in proc.stdout.strip().splitlines() if r.strip()]
-    if proc.returncode != 0 or len(rows) <= index or len(rows[index]) < 3:
+    out = smi_query("name,driver_version,clocks.sm", "csv,noheader,nounits")
+    rows = [r.split(", ") for r in (out or "").strip().splitlines() if r.strip()]
+    if len(rows) <= index or len(rows[index]) < 3:
         return None
     row = rows[index]
     try:
@@ -74,6 +63,19 @@ def gpu_query(index: int = 0) -> dict[str, str | int] | None:
     except ValueError:
         clock = 0
     return {"name": row[0], "driver": row[1], "count": len(rows), "sm_clock": clock}
+
+
+def smi_query(fields: str, fmt: str = "csv,noheader") -> str | None:
+    """``nvidia-smi --query-gpu=FIELDS --format=FMT``'s output, or None without nvidia-smi or when it fails."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        proc = subprocess.run([smi, f"--query-gpu={fields}", f"--format={fmt}"], capture_output=True, text=True,
+                              timeout=_SMI_TIMEOUT_S)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
 
 
 def _text(value: object) -> str:

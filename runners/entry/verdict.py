@@ -7,7 +7,6 @@ load the file nothing is the submission's fault; after it, nothing it does can b
 
 from __future__ import annotations
 
-import math
 import signal
 from collections.abc import Sequence
 from typing import Any
@@ -206,7 +205,7 @@ def fill_roofline(benches: Sequence[BenchmarkResult], peaks: DevicePeaks | None,
     shares = [b.roofline_share for b in benches]
     if not shares or any(s is None or s <= 0 for s in shares):
         return None
-    return math.exp(math.fsum(math.log(s) for s in shares if s is not None) / len(shares))
+    return stats.geometric_mean([s for s in shares if s is not None])
 
 
 def peaks_used(peaks: DevicePeaks, dtype: DataType) -> RooflinePeaks:
