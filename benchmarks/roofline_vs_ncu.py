@@ -40,6 +40,7 @@ from runners.settings import RunnerSettings  # noqa: E402
 DEFAULT = ["vectoradd:triton.py", "softmax:triton.py", "matmul:triton.py", "matmul:pytorch.py"]
 DRAM = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 DURATION = "gpu__time_duration.sum"
+CLOCK = "sm__cycles_elapsed.avg.per_second"  # the SM clock while the kernel ran (Hz)
 
 
 def tensor_metrics(ncu: str) -> list[str]:
@@ -90,9 +91,9 @@ def main() -> int:
     report: list[dict[str, Any]] = []
     print(
         "| solution | case | harness median | share (limit) | ncu duration | share at ncu's time | ncu DRAM % | "
-        "ncu tensor % |"
+        "ncu tensor % | SM clock |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for spec in args.solutions:
         name, sol = spec.split(":")
         problem = load_problem(REPO / "problems" / name)
@@ -118,7 +119,7 @@ def main() -> int:
                 "--page",
                 "raw",
                 "--metrics",
-                ",".join([DURATION, DRAM, *tensors]),
+                ",".join([DURATION, DRAM, CLOCK, *tensors]),
                 sys.executable,
                 str(script),
                 str(problem.path),
@@ -128,7 +129,11 @@ def main() -> int:
                 "ncu",
             ]
             proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)}
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env={**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'problems'}"},  # the references import _lib
             )
         rows = ncu_rows(proc.stdout)
         if not rows:
@@ -139,6 +144,7 @@ def main() -> int:
         durations = [number(r.get(DURATION)) or 0.0 for r in last]
         total = sum(durations)
         dram = weighted(last, durations, DRAM)
+        clock = weighted(last, durations, CLOCK)
         tensor = max((t for t in (weighted(last, durations, m) for m in tensors) if t is not None), default=None)
         ncu_ns = total  # ncu's default unit for the duration is the nanosecond
         at_ncu = (largest.roofline_ns or 0.0) / ncu_ns if ncu_ns else None
@@ -155,13 +161,14 @@ def main() -> int:
             "ncu_dram_pct": dram,
             "ncu_tensor_pct": tensor,
             "kernels": len(last),
+            "sm_clock_mhz": clock / 1e6 if clock else None,
         }
         report.append(row)
         share = f"{100 * (largest.roofline_share or 0):.1f}% ({largest.roofline_limit})"
         print(
             f"| {spec} | {case} | {(median or 0) / 1e3:.1f} µs | {share} | {ncu_ns / 1e3:.1f} µs | "
             f"{100 * (at_ncu or 0):.1f}% | {dram if dram is None else round(dram, 1)} | "
-            f"{tensor if tensor is None else round(tensor, 1)} |",
+            f"{tensor if tensor is None else round(tensor, 1)} | {(clock or 0) / 1e6:.0f} MHz |",
             flush=True,
         )
     if args.json:

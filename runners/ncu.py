@@ -172,7 +172,11 @@ def _scaled(cell: tuple[str, str] | None, scale: dict[str, float]) -> float | No
 
 
 def _bytes(cells: dict[str, tuple[str, str]], name: str) -> int | None:
-    return _int(_scaled(cells.get(name), {k: float(v) for k, v in _BYTES.items()}))
+    """A per-block byte count: ncu 2025 writes its unit as 'byte/block' (older ones 'byte', or 'Kbyte/block')."""
+    cell = cells.get(name)
+    if cell is not None:
+        cell = (cell[0], cell[1].strip().removesuffix("/block"))
+    return _int(_scaled(cell, {k: float(v) for k, v in _BYTES.items()}))
 
 
 def _int(number: float | None) -> int | None:

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from harness_helpers import Evaluate
+from harness_helpers import Evaluate, build_request
 
 from leaderboards.problems import load_problem
 from runners.contract import Mode, TimingSettings, Verdict
@@ -87,11 +87,16 @@ def test_profile_mode_measures_the_kernels_with_nsight_compute(evaluate: Evaluat
     assert result.profile and result.profile.startswith("Nsight Compute profiled")
 
 
-def test_repeated_benchmarks_agree_within_a_few_percent(evaluate: Evaluate) -> None:
+def test_repeated_benchmarks_agree_within_a_few_percent(runner_settings: RunnerSettings) -> None:
+    """Two evaluations of one kernel agree within 3% at a size that fills the GPU (16M fp32 elements a tensor,
+    ~100 µs). The fixture problem's own cases are 2.5 µs adds: those varied by up to 18% from run to run on the lent
+    H200 (2,432 to 2,880 ns; docs/measurement.md), which is why the small cases' targets are looser."""
     timing = TimingSettings(max_time_s=0.5)
     medians = []
     for _ in range(2):
-        result = evaluate("submissions/correct_torch.py", Mode.BENCHMARK, device="cuda", timing=timing)
+        request = build_request("submissions/correct_torch.py", Mode.BENCHMARK, device="cuda", timing=timing)
+        request.benchmarks = [{"size": 16 * 1024 * 1024, "seed": 12}]
+        result = run_request(request, settings=runner_settings)
         assert result.verdict is Verdict.ACCEPTED, result.message
-        medians.append(result.benchmarks[1].stats.median_ns)  # type: ignore[union-attr]
-    assert max(medians) / min(medians) < 1.10, medians
+        medians.append(result.benchmarks[0].stats.median_ns)  # type: ignore[union-attr]
+    assert max(medians) / min(medians) < 1.03, medians

@@ -12,6 +12,7 @@ from runners.contract import RunResult
 from runners.ncu import MAX_CSV_CHARS, MAX_KERNELS, NcuCsvError, parse_raw_csv
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "raw_page_h100.csv"
+RECORDED = FIXTURE.with_name("raw_page_h100_recorded.csv")
 IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
             "Grid Size", "Device", "CC"]  # fmt: skip
 
@@ -51,6 +52,23 @@ def test_the_recorded_layout_gives_every_field_of_every_kernel() -> None:
     assert fill.duration_ns == 2048.0 and fill.grid == "(1024, 1, 1)" and fill.sm_throughput_pct == 3.5
     assert fill.achieved_occupancy_pct is fill.dram_throughput_pct is fill.l1_hit_rate_pct is fill.tensor_pipe_pct
     assert fill.achieved_occupancy_pct is None and fill.top_stalls == []
+
+
+def test_a_page_recorded_on_the_h100_gives_every_field_of_every_kernel() -> None:
+    """Nsight Compute 2025.3.1's own output (749 columns), not a hand-written one: a Triton GEMM and an add."""
+    gemm, add = parse_raw_csv(RECORDED.read_text())
+    assert (gemm.name, gemm.duration_ns, gemm.grid, gemm.block) == ("_matmul", 231552.0, "(512, 1, 1)", "(256, 1, 1)")
+    # The unit of the shared-memory sizes is 'byte/block' in this ncu: dynamic 147,456 + static 0.
+    assert (gemm.registers_per_thread, gemm.shared_memory_bytes) == (207, 147456)
+    assert (gemm.achieved_occupancy_pct, gemm.dram_throughput_pct, gemm.sm_throughput_pct) == (12.48, 33.73, 88.21)
+    assert (gemm.l1_hit_rate_pct, gemm.l2_hit_rate_pct, gemm.tensor_pipe_pct) == (0.0, 68.28, 92.79)
+    assert [(s.reason, s.value) for s in gemm.top_stalls] == [("barrier", 2.13), ("wait", 1.99),
+                                                              ("long_scoreboard", 0.79)]  # fmt: skip
+    assert add.name.startswith("void at::vectorized_elementwise_kernel<8, at::CUDAFunctorOnSelf_add<c10::Half>")
+    assert (add.duration_ns, add.grid, add.shared_memory_bytes, add.tensor_pipe_pct) == (25856.0, "(20480, 1, 1)", 0,
+                                                                                         0.0)  # fmt: skip
+    assert (add.dram_throughput_pct, add.top_stalls[0].reason, add.top_stalls[0].value) == (73.52, "long_scoreboard",
+                                                                                            86.39)  # fmt: skip
 
 
 def test_metrics_survive_the_result_json_and_old_results_still_parse() -> None:
