@@ -29,9 +29,11 @@ def upgrade() -> None:
         sa.Column("result", JSONType, nullable=True, comment="the runners.contract.Comparison"),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
-            ["submission_id"], ["submissions.id"], name=op.f("fk_comparisons_submission_id_submissions"),
+            ["submission_id"],
+            ["submissions.id"],
+            name=op.f("fk_comparisons_submission_id_submissions"),
             ondelete="CASCADE",
-        ),  # fmt: skip
+        ),
         sa.ForeignKeyConstraint(
             ["code_b_id"], ["submission_code.id"], name=op.f("fk_comparisons_code_b_id_submission_code")
         ),

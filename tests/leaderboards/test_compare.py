@@ -131,9 +131,8 @@ def test_an_infrastructure_failure_retries_the_whole_compare_from_round_one(svc:
     receipt = svc.compare(ANN, "fast.py", FAST_PY, "slow.py", SLOW_PY, "add", "cpu", rounds=2)
     fake = launcher(errors=[None, None, LauncherError("the GPU fell off the bus")])  # round 2's first run fails
     serve(svc, fake)
-    assert [r.submission.name for r in fake.requests] == ["fast.py", "slow.py", "slow.py"] + [
-        "fast.py", "slow.py", "slow.py", "fast.py"
-    ]  # fmt: skip
+    first_try, second_try = ["fast.py", "slow.py", "slow.py"], ["fast.py", "slow.py", "slow.py", "fast.py"]
+    assert [r.submission.name for r in fake.requests] == [*first_try, *second_try]
     status = svc.submission_status(receipt.submission_id)
     assert status.accepted and status.jobs[0].attempts == 2
     assert any(e.phase == "retrying" and "fell off the bus" in e.detail for e in status.jobs[0].events)
