@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from runners.compare import DEFAULT_ROUNDS
 from runners.contract import Comparison, RunRequest, RunResult, Verdict
 
 
@@ -43,6 +44,7 @@ class SubmissionMode(enum.StrEnum):
 COMPARE_MIN_ROUNDS = 2
 COMPARE_MAX_ROUNDS = 20
 """A compare through the service: even rounds in this range (each costs two runs of the device)."""
+COMPARE_DEFAULT_ROUNDS = DEFAULT_ROUNDS
 
 
 @dataclass(frozen=True)

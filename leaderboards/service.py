@@ -53,6 +53,7 @@ from leaderboards.models import (
 from leaderboards.ranking import eligible_history
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
 from leaderboards.results import (
+    COMPARE_DEFAULT_ROUNDS,
     COMPARE_MAX_ROUNDS,
     COMPARE_MIN_ROUNDS,
     JobReceipt,
@@ -75,7 +76,6 @@ from leaderboards.snapshot import (
 )
 from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
-from runners.compare import DEFAULT_ROUNDS
 from runners.contract import LANGUAGES, Language, Mode, RankingRule
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
@@ -209,7 +209,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
         content_b: bytes,
         leaderboard: str | None = None,
         device: str | None = None,
-        rounds: int = DEFAULT_ROUNDS,
+        rounds: int = COMPARE_DEFAULT_ROUNDS,
     ) -> SubmissionReceipt:
         """Queue a compare of two files on one device: ``rounds`` interleaved benchmark runs of each (A B, then
         B A, …; ``runners.compare``), answered with the ratio of their times and its 95% interval, per case and
@@ -228,7 +228,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
         ):
             raise InvalidSubmission(
                 f"A compare takes an even number of rounds from {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS} (each "
-                f"file runs first as often as second), not {rounds!r}; the default is {DEFAULT_ROUNDS}.",
+                f"file runs first as often as second), not {rounds!r}; the default is {COMPARE_DEFAULT_ROUNDS}.",
                 code="bad_rounds",
                 field="rounds",
             )

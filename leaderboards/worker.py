@@ -87,6 +87,7 @@ class WorkerService(Protocol):
         self, job_id: int, comparison: Comparison, *, owner: str | None = ..., session: Session | None = ...
     ) -> bool: ...
 
+
 LauncherFor = Callable[[str], Launcher]
 """Device name -> its launcher (``runners.routing.Router.launcher_for``); may raise ``LauncherError``."""
 
@@ -586,7 +587,10 @@ class Worker:
                 started = rnd
                 first = tally.names[0 if rnd % 2 == 0 else 1]
                 detail = f"round {rnd + 1} of {plan.rounds} ({first} first)"
-                await self._db(self.queue.add_event, claim, "round", detail)
+                try:
+                    await self._db(self.queue.add_event, claim, "round", detail)
+                except Exception:  # progress must never break a run (the lease and the store are fenced anyway)
+                    log.exception("could not store a progress event of job %s", claim.job_id)
             # No remote reference is handed on: each run is a new one (an earlier attempt's is of another round).
             result = await self._launch(launcher, claim, tally.requests[side], None)
             comparison = tally.add(rnd, side, result)

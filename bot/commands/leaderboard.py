@@ -28,8 +28,13 @@ from bot.reports import leaderboards_text as list_text
 from bot.reports import report, show_text, status_text, submissions_text, task_reply, thread_intro
 from leaderboards.directives import parse_directives
 from leaderboards.errors import UserError
-from leaderboards.results import COMPARE_MAX_ROUNDS, COMPARE_MIN_ROUNDS, Ranking, SubmissionReceipt
-from runners.compare import DEFAULT_ROUNDS
+from leaderboards.results import (
+    COMPARE_DEFAULT_ROUNDS,
+    COMPARE_MAX_ROUNDS,
+    COMPARE_MIN_ROUNDS,
+    Ranking,
+    SubmissionReceipt,
+)
 
 if TYPE_CHECKING:
     from leaderboards.service import LeaderboardService
@@ -221,7 +226,7 @@ class LeaderboardCommands(app_commands.Group):
         mode: Mode | None = None,
         device: str | None = None,
         against: discord.Attachment | None = None,
-        rounds: app_commands.Range[int, COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS] = DEFAULT_ROUNDS,
+        rounds: app_commands.Range[int, COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS] = COMPARE_DEFAULT_ROUNDS,
     ) -> None:
         await defer(interaction)
         bot = self.ctx

@@ -401,6 +401,7 @@ class OnlyWhatTheWorkerUses:
         self.run_requests = service.run_requests
         self.record_run = service.record_run
         self.public_run_failed = service.public_run_failed
+        self.record_comparison = service.record_comparison
 
 
 def test_the_worker_needs_only_its_narrow_protocol_of_the_service(svc: LeaderboardService) -> None:

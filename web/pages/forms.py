@@ -6,9 +6,8 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 
 from leaderboards.errors import InvalidToken, UserError
-from leaderboards.results import COMPARE_MAX_ROUNDS, COMPARE_MIN_ROUNDS, SubmissionMode
+from leaderboards.results import COMPARE_DEFAULT_ROUNDS, COMPARE_MAX_ROUNDS, COMPARE_MIN_ROUNDS, SubmissionMode
 from leaderboards.service import LeaderboardService
-from runners.compare import DEFAULT_ROUNDS
 from web.auth import service_of
 from web.pages.base import principal_of, session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
@@ -89,7 +88,7 @@ def _submit_form(
 ) -> Response:
     boards = [b for b in service.list_leaderboards() if b.is_open]
     devices = sorted({d for b in boards for d in b.devices})
-    context.setdefault("rounds", DEFAULT_ROUNDS)
+    context.setdefault("rounds", COMPARE_DEFAULT_ROUNDS)
     return render(
         request,
         "submit.html",
@@ -125,7 +124,7 @@ def submit(
     devices: list[str] = Form([]),
     mode: str = Form(""),
     against: UploadFile | None = File(None),
-    rounds: int = Form(DEFAULT_ROUNDS),
+    rounds: int = Form(COMPARE_DEFAULT_ROUNDS),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),

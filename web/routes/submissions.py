@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 
 from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
 from leaderboards.results import (
+    COMPARE_DEFAULT_ROUNDS,
     COMPARE_MAX_ROUNDS,
     COMPARE_MIN_ROUNDS,
     Principal,
@@ -19,7 +20,6 @@ from leaderboards.results import (
     SubmissionReceipt,
 )
 from leaderboards.service import LeaderboardService
-from runners.compare import DEFAULT_ROUNDS
 from web.auth import bearer, maybe_user, service_of, submitter
 from web.routes.common import links, ncu_report_response, submission_out
 from web.schemas import (
@@ -70,7 +70,7 @@ async def submit(
         None, description="Mode compare: the second file (B), compared with `file` (A) on one device."
     ),
     rounds: int = Form(
-        DEFAULT_ROUNDS,
+        COMPARE_DEFAULT_ROUNDS,
         description=f"Mode compare: rounds, even, {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS}; each runs both files "
         "once (A B, then B A, …) and counts as 2 runs against your limits.",
     ),
