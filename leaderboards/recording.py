@@ -133,11 +133,7 @@ class RecordingMixin(ServiceBase):
         the running job, else ``LeaseLost``); the job's verdict is the comparison's. False when one was stored
         already (the first one stays)."""
         with self._tx(session) as s:
-            job = s.scalar(select(Job).where(Job.id == job_id).with_for_update())
-            if job is None:
-                raise NotFound(f"There is no job {job_id}.")
-            if owner is not None and (job.lease_owner != owner or job.status != JobStatus.RUNNING.value):
-                raise LeaseLost(job_id, owner)
+            job = self._held_job(s, job_id, owner)
             row = s.get(SubmissionComparison, job.submission_id)
             if row is None:
                 raise NotFound(f"Job {job_id} is not a compare.")
@@ -147,6 +143,15 @@ class RecordingMixin(ServiceBase):
             row.finished_at = self.clock()
             job.verdict = comparison.verdict.value
             return True
+
+    def _held_job(self, s: Session, job_id: int, owner: str | None) -> Job:
+        """The job's row, locked; with ``owner``, only while that lease holds the running job (else ``LeaseLost``)."""
+        job = s.scalar(select(Job).where(Job.id == job_id).with_for_update())
+        if job is None:
+            raise NotFound(f"There is no job {job_id}.")
+        if owner is not None and (job.lease_owner != owner or job.status != JobStatus.RUNNING.value):
+            raise LeaseLost(job_id, owner)
+        return job
 
     def _within_board_limit(self, request: RunRequest) -> RunRequest:
         """Bound a run by the leaderboard's time limit for its mode, compile step included.
@@ -192,11 +197,7 @@ class RecordingMixin(ServiceBase):
         of the caller's transaction (e.g. together with completing the job).
         """
         with self._tx(session) as s:
-            job = s.scalar(select(Job).where(Job.id == job_id).with_for_update())
-            if job is None:
-                raise NotFound(f"There is no job {job_id}.")
-            if owner is not None and (job.lease_owner != owner or job.status != JobStatus.RUNNING.value):
-                raise LeaseLost(job_id, owner)
+            job = self._held_job(s, job_id, owner)
             runs = {r.secret: r for r in s.scalars(select(Run).where(Run.job_id == job.id))}
             existing = runs.get(secret)
             if existing is not None:

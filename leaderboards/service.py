@@ -184,21 +184,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             )
             s.add(sub)
             s.flush()
-            jobs = [
-                Job(
-                    submission_id=sub.id,
-                    device=d,
-                    status=JobStatus.QUEUED.value,
-                    attempts=0,
-                    max_attempts=self.settings.max_attempts,
-                    created_at=now,
-                )
-                for d in chosen
-            ]
-            s.add_all(jobs)
-            s.flush()
-            s.add_all(JobEvent(job_id=j.id, phase="queued", detail="", created_at=now) for j in jobs)
-            return self._receipt(s, sub, jobs=jobs)
+            return self._receipt(s, sub, jobs=self._queue_jobs(s, sub, chosen, now))
 
     def compare(
         self,
@@ -277,18 +263,28 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                     submission_id=sub.id, code_b_id=self._store_code(s, content_b), file_b_name=name_b, rounds=rounds
                 )
             )
-            job = Job(
+            jobs = self._queue_jobs(s, sub, [chosen], now, detail=f"compare: {rounds} rounds")
+            return self._receipt(s, sub, jobs=jobs)
+
+    def _queue_jobs(
+        self, s: Session, sub: Submission, devices: Sequence[str], now: datetime, detail: str = ""
+    ) -> list[Job]:
+        """One queued job per device for a stored submission, each with its ``queued`` event."""
+        jobs = [
+            Job(
                 submission_id=sub.id,
-                device=chosen,
+                device=d,
                 status=JobStatus.QUEUED.value,
                 attempts=0,
                 max_attempts=self.settings.max_attempts,
                 created_at=now,
             )
-            s.add(job)
-            s.flush()
-            s.add(JobEvent(job_id=job.id, phase="queued", detail=f"compare: {rounds} rounds", created_at=now))
-            return self._receipt(s, sub, jobs=[job])
+            for d in devices
+        ]
+        s.add_all(jobs)
+        s.flush()
+        s.add_all(JobEvent(job_id=j.id, phase="queued", detail=detail, created_at=now) for j in jobs)
+        return jobs
 
     def _open_board(self, s: Session, user: UserRef, leaderboard: str, now: datetime) -> tuple[User, Leaderboard]:
         """The user, locked (their submissions are checked one after the other), and the leaderboard, which must

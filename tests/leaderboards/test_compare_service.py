@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import future, make_problem
+from helpers import OnlyWhatTheWorkerUses, future, make_problem
 from sqlalchemy import func, select
 
 from leaderboards.errors import InvalidSubmission, LeaseLost, RateLimited
@@ -262,18 +262,6 @@ def test_listing_a_users_submissions_shows_a_compare_as_one(svc: LeaderboardServ
     with svc.db.transaction() as s:
         (event,) = s.scalars(select(JobEvent).where(JobEvent.job_id == receipt.jobs[0].job_id)).all()
     assert (event.phase, event.detail) == ("queued", "compare: 2 rounds")
-
-
-class OnlyWhatTheWorkerUses:
-    """The service seen through ``WorkerService``: a compare needs nothing more of it than ``record_comparison``."""
-
-    def __init__(self, service: LeaderboardService) -> None:
-        self.db = service.db
-        self.clock = service.clock
-        self.run_requests = service.run_requests
-        self.record_run = service.record_run
-        self.public_run_failed = service.public_run_failed
-        self.record_comparison = service.record_comparison
 
 
 def test_a_compare_needs_only_the_workers_narrow_protocol(svc: LeaderboardService) -> None:
