@@ -13,8 +13,9 @@ from datetime import datetime
 import discord
 
 from bot.limits import EMBED_DESCRIPTION_CHARS, File, Reply, cut
-from bot.render import FAIL, PASS, WAIT, failure_excerpt, format_ns, logs_text, one_line, result_lines
+from bot.render import FAIL, PASS, WAIT, failure_excerpt, format_case, format_ns, logs_text, one_line, result_lines
 from leaderboards.results import (
+    ComparisonView,
     JobStatus,
     JobView,
     LeaderboardSummary,
@@ -106,11 +107,42 @@ def status_header(submission_id: int, leaderboard: str, file_name: str, mode: st
     return f"**Submission #{submission_id}** · `{file_name}` → **{leaderboard}** · {mode} · by {user_name}"
 
 
+def _header(status: SubmissionStatus) -> str:
+    head = status_header(status.submission_id, status.leaderboard, status.file_name, status.mode, status.user_name)
+    cmp = status.comparison
+    return head if cmp is None else f"{head} · vs `{safe(cmp.file_b, 60)}`, {cmp.rounds} rounds"
+
+
+def ratio_line(view: ComparisonView) -> str | None:
+    """A finished compare's overall A/B time ratio with its interval (public, like a score), else None."""
+    c = view.result
+    if c is None or c.ratio is None or c.ci_low is None or c.ci_high is None:
+        return None
+    return f"A/B time ratio **{c.ratio:.4f}** (95% interval {c.ci_low:.4f} to {c.ci_high:.4f}) over {c.rounds} rounds"
+
+
+def comparison_lines(view: ComparisonView) -> list[str]:
+    """A compare's report for its author: the verdict in words, then per case each file's median and the ratio."""
+    c = view.result
+    if c is None:
+        return []
+    lines = [f"↳ {one_line(c.message)}" if c.message else f"↳ {c.verdict.label}"]
+    for k in c.cases:
+        lines.append(
+            f"`{format_case(k.case)}`: A {format_ns(k.median_a_ns)} · B {format_ns(k.median_b_ns)} · "
+            f"A/B **{k.ratio:.4f}** ({k.ci_low:.4f} to {k.ci_high:.4f})"
+        )
+    return lines
+
+
 def status_text(status: SubmissionStatus, *, public: bool = True) -> str:
     """The live status message: a header and one line per device (``public``: nothing but status, verdict, score
-    and rank, as everyone in the channel sees it)."""
-    lines = [status_header(status.submission_id, status.leaderboard, status.file_name, status.mode, status.user_name)]
+    and rank, as everyone in the channel sees it; a compare's overall ratio is its score)."""
+    lines = [_header(status)]
     lines.extend(job_line(job, public=public) for job in status.jobs)
+    ratio = ratio_line(status.comparison) if status.comparison is not None else None
+    if ratio:
+        lines.append(ratio)
     if status.deleted:
         lines.append("(this submission was deleted by an admin)")
     return quiet("\n".join(lines))
@@ -138,11 +170,15 @@ def report(details: SubmissionDetails) -> Reply:
     """
     status = details.status
     results = {r.device: r.result for r in details.results}
-    lines = [status_header(status.submission_id, status.leaderboard, status.file_name, status.mode, status.user_name)]
+    lines = [_header(status)]
     files: list[File] = []
     for job in status.jobs:
         lines.append("")
         lines.append(job_line(job))
+        if status.comparison is not None and job.finished:
+            ratio = ratio_line(status.comparison)
+            lines.extend([ratio] if ratio else [])
+            lines.extend(comparison_lines(status.comparison))
         result = results.get(job.device)
         if result is not None:
             if job.finished:
@@ -152,7 +188,7 @@ def report(details: SubmissionDetails) -> Reply:
                 excerpt = failure_excerpt(result)
                 if excerpt:
                     lines.append(excerpt)
-            if status.mode is Mode.RANKED and job.secret_passed is not None:
+            if status.mode == Mode.RANKED and job.secret_passed is not None:
                 lines.append(
                     "secret-seed run: passed" if job.secret_passed else "secret-seed run: **failed** (not ranked)"
                 )

@@ -9,6 +9,7 @@ answers are the API's own pydantic models (``web.schemas``).
         result = sub.wait(timeout=600)          # follows the live event stream, then fetches the result
         print(result.status.jobs[0].score_ns)
 
+``compare(a, b, leaderboard, device, rounds)`` compares two files on one device (``.wait().status.comparison``).
 ``submit_many`` submits a batch and returns when all are done (a 429 — rate limit or pending-job quota — is
 waited out, not fatal). Every error of the API is raised as ``ApiError`` with its ``code``, ``message`` and
 ``field``. See docs/api.md.
@@ -27,10 +28,12 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from runners.compare import DEFAULT_ROUNDS
 from runners.contract import Mode
 from web.schemas import (
     API_PREFIX,
     CodeOut,
+    ComparisonOut,
     HistoryOut,
     LeaderboardDetailOut,
     LeaderboardOut,
@@ -50,6 +53,7 @@ __all__ = [
     "AsyncSubmission",
     "Candidate",
     "Client",
+    "ComparisonOut",
     "ProgressOut",
     "Submission",
     "SubmissionOut",
@@ -126,6 +130,20 @@ def _form(leaderboard: str | None, devices: Sequence[str] | str | None, mode: Mo
     if mode:
         data["mode"] = str(mode)
     return data
+
+
+def _compare_upload(
+    file_a: Candidate | str | Path | bytes | tuple[str, bytes],
+    file_b: Candidate | str | Path | bytes | tuple[str, bytes],
+    leaderboard: str | None,
+    device: str | None,
+    rounds: int,
+) -> dict[str, Any]:
+    """The request of a compare: both files (A as ``file``, B as ``against``), mode compare, the rounds."""
+    a, b = Candidate.of(file_a), Candidate.of(file_b)
+    data = _form(leaderboard, [device] if device else None, "compare")
+    data["rounds"] = str(rounds)
+    return {"files": {"file": (a.file_name, a.content), "against": (b.file_name, b.content)}, "data": data}
 
 
 class _SSE:
@@ -325,6 +343,22 @@ class Client:
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
 
+    def compare(
+        self,
+        file_a: Candidate | str | Path | bytes | tuple[str, bytes],
+        file_b: Candidate | str | Path | bytes | tuple[str, bytes],
+        leaderboard: str | None = None,
+        device: str | None = None,
+        rounds: int = DEFAULT_ROUNDS,
+    ) -> Submission:
+        """Compare two files on one device: ``rounds`` (even, 2 to 20) interleaved benchmark runs of each on one
+        machine. ``.wait().status.comparison.result`` is the A/B time ratio with its 95% interval, per case
+        (``cases``) and overall (``ratio``, ``ci_low``, ``ci_high``). Never ranked; counts as ``2 × rounds`` runs
+        against your hourly limit and pending-job quota. The same file twice is fine (it measures the noise)."""
+        response = self._request("POST", "/submissions", **_compare_upload(file_a, file_b, leaderboard, device, rounds))
+        receipt = SubmissionReceiptOut.model_validate(response.json())
+        return Submission(self, receipt.submission_id, receipt)
+
     def submission(self, submission_id: int) -> Submission:
         return Submission(self, submission_id)
 
@@ -494,6 +528,20 @@ class AsyncClient:
         response = await self._request(
             "POST", "/submissions", files={"file": (c.file_name, c.content)}, data=_form(leaderboard, devices, mode)
         )
+        receipt = SubmissionReceiptOut.model_validate(response.json())
+        return AsyncSubmission(self, receipt.submission_id, receipt)
+
+    async def compare(
+        self,
+        file_a: Candidate | str | Path | bytes | tuple[str, bytes],
+        file_b: Candidate | str | Path | bytes | tuple[str, bytes],
+        leaderboard: str | None = None,
+        device: str | None = None,
+        rounds: int = DEFAULT_ROUNDS,
+    ) -> AsyncSubmission:
+        """``Client.compare``, awaited."""
+        upload = _compare_upload(file_a, file_b, leaderboard, device, rounds)
+        response = await self._request("POST", "/submissions", **upload)
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return AsyncSubmission(self, receipt.submission_id, receipt)
 

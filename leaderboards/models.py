@@ -177,6 +177,27 @@ class Submission(Base):
     jobs: Mapped[list[Job]] = relationship(back_populates="submission", order_by="Job.id", passive_deletes=True)
 
 
+class SubmissionComparison(Base):
+    """What a compare submission (``mode`` compare) adds to its row: the second file, the rounds, and the result.
+
+    The submission's own code is the first file (A); one job on one device runs the rounds (``leaderboards/
+    worker.py``) and stores the comparison here, never a run: a compare enters no ranking.
+    """
+
+    __tablename__ = "comparisons"
+
+    submission_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    code_b_id: Mapped[int] = mapped_column(Id, ForeignKey("submission_code.id"), index=True)
+    file_b_name: Mapped[str] = mapped_column(String(255))
+    rounds: Mapped[int] = mapped_column(Integer(), comment="even; each round runs both files once")
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, comment="the runners.contract.Comparison")
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    code_b: Mapped[SubmissionCode] = relationship()
+
+
 class Job(Base):
     """One run of one submission on one device. The job rows are the queue (``leaderboards/queue.py``)."""
 

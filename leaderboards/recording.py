@@ -19,18 +19,22 @@ from leaderboards.models import (
     Job,
     JobStatus,
     Run,
+    Submission,
+    SubmissionComparison,
 )
+from leaderboards.problems import Problem
 from leaderboards.results import (
     PlannedRun,
     RankChangeView,
     RecordedRun,
+    SubmissionMode,
 )
 from leaderboards.scoring import run_score
 from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
     problem_from_snapshot,
 )
-from runners.contract import LANGUAGES, Limits, Mode, RankingRule, RunRequest, RunResult, Verdict, worst
+from runners.contract import LANGUAGES, Comparison, Limits, Mode, RankingRule, RunRequest, RunResult, Verdict, worst
 
 
 def harness_device(device: str) -> str:
@@ -46,10 +50,12 @@ def secret_seed_for(secret_seed: int, submission_id: int, device: str) -> int:
     return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF
 
 
-def run_nonce(secret_seed: int, job_id: int, secret: bool) -> str:
+def run_nonce(secret_seed: int, job_id: int, secret: bool, *, compare_side: str = "") -> str:
     """The nonce a run's result must echo: this job and this kind of run, stable across worker restarts (a worker
-    that re-attaches to a remote run checks the same value), unguessable without the leaderboard's secret."""
-    return hashlib.sha256(f"nonce:{secret_seed}:{job_id}:{int(secret)}".encode()).hexdigest()[:32]
+    that re-attaches to a remote run checks the same value), unguessable without the leaderboard's secret. A
+    compare's two files (``compare_side`` 'a', 'b') have one each."""
+    side = f":{compare_side}" if compare_side else ""
+    return hashlib.sha256(f"nonce:{secret_seed}:{job_id}:{int(secret)}{side}".encode()).hexdigest()[:32]
 
 
 class RecordingMixin(ServiceBase):
@@ -65,6 +71,8 @@ class RecordingMixin(ServiceBase):
             sub = job.submission
             lb = sub.leaderboard
             problem = problem_from_snapshot(lb.task)
+            if sub.mode == SubmissionMode.COMPARE.value:
+                return (self._compare_plan(s, job, sub, problem),)
             mode = Mode(sub.mode)
             done = set(s.scalars(select(Run.secret).where(Run.job_id == job.id)))
             kinds = [False, True] if mode is Mode.RANKED else [False]
@@ -87,6 +95,63 @@ class RecordingMixin(ServiceBase):
                 )
                 for secret in kinds
             )
+
+    def _compare_plan(self, s: Session, job: Job, sub: Submission, problem: Problem) -> PlannedRun:
+        """A compare job's one planned item: both files' benchmark requests (public cases, no baselines: a ratio
+        needs no speedups), and the rounds; ``recorded`` once its comparison is stored."""
+        row = s.get(SubmissionComparison, sub.id)
+        if row is None:
+            raise NotFound(f"Submission #{sub.id} is a compare without its second file.")
+        lb = sub.leaderboard
+
+        def request(name: str, content: bytes, side: str) -> RunRequest:
+            made = problem.request(
+                name,
+                content,
+                Mode.BENCHMARK,
+                device=harness_device(job.device),
+                device_name=job.device,
+                seed=None,
+                limits=Limits(max_submission_bytes=self.settings.max_submission_bytes),
+            )
+            nonce = run_nonce(lb.secret_seed, job.id, False, compare_side=side)
+            return self._within_board_limit(made.model_copy(update={"baselines": [], "nonce": nonce}))
+
+        return PlannedRun(
+            job_id=job.id,
+            secret=False,
+            request=request(sub.file_name, sub.code.content, "a"),
+            recorded=row.result is not None,
+            against=request(row.file_b_name, row.code_b.content, "b"),
+            rounds=row.rounds,
+        )
+
+    def record_comparison(
+        self, job_id: int, comparison: Comparison, *, owner: str | None = None, session: Session | None = None
+    ) -> bool:
+        """Store a compare job's comparison (fenced like ``record_run``: with ``owner``, only while that lease holds
+        the running job, else ``LeaseLost``); the job's verdict is the comparison's. False when one was stored
+        already (the first one stays)."""
+        with self._tx(session) as s:
+            job = self._held_job(s, job_id, owner)
+            row = s.get(SubmissionComparison, job.submission_id)
+            if row is None:
+                raise NotFound(f"Job {job_id} is not a compare.")
+            if row.result is not None:
+                return False
+            row.result = comparison.model_dump(mode="json")
+            row.finished_at = self.clock()
+            job.verdict = comparison.verdict.value
+            return True
+
+    def _held_job(self, s: Session, job_id: int, owner: str | None) -> Job:
+        """The job's row, locked; with ``owner``, only while that lease holds the running job (else ``LeaseLost``)."""
+        job = s.scalar(select(Job).where(Job.id == job_id).with_for_update())
+        if job is None:
+            raise NotFound(f"There is no job {job_id}.")
+        if owner is not None and (job.lease_owner != owner or job.status != JobStatus.RUNNING.value):
+            raise LeaseLost(job_id, owner)
+        return job
 
     def _within_board_limit(self, request: RunRequest) -> RunRequest:
         """Bound a run by the leaderboard's time limit for its mode, compile step included.
@@ -132,11 +197,7 @@ class RecordingMixin(ServiceBase):
         of the caller's transaction (e.g. together with completing the job).
         """
         with self._tx(session) as s:
-            job = s.scalar(select(Job).where(Job.id == job_id).with_for_update())
-            if job is None:
-                raise NotFound(f"There is no job {job_id}.")
-            if owner is not None and (job.lease_owner != owner or job.status != JobStatus.RUNNING.value):
-                raise LeaseLost(job_id, owner)
+            job = self._held_job(s, job_id, owner)
             runs = {r.secret: r for r in s.scalars(select(Run).where(Run.job_id == job.id))}
             existing = runs.get(secret)
             if existing is not None:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runners.contract import Mode, RunRequest, RunResult, Verdict
+from runners.compare import DEFAULT_ROUNDS
+from runners.contract import Comparison, RunRequest, RunResult, Verdict
 
 
 class JobStatus(enum.StrEnum):
@@ -27,6 +28,41 @@ class JobStatus(enum.StrEnum):
     @property
     def finished(self) -> bool:
         return self not in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class SubmissionMode(enum.StrEnum):
+    """What a submission asked for: a run contract mode (``runners.contract.Mode``), or ``compare`` — two files
+    benchmarked in interleaved rounds on one device (``LeaderboardService.compare``), never ranked."""
+
+    TEST = "test"
+    BENCHMARK = "benchmark"
+    RANKED = "ranked"
+    PROFILE = "profile"
+    COMPARE = "compare"
+
+
+COMPARE_MIN_ROUNDS = 2
+COMPARE_MAX_ROUNDS = 20
+"""A compare through the service: even rounds in this range (each costs two runs of the device)."""
+COMPARE_DEFAULT_ROUNDS = DEFAULT_ROUNDS
+
+
+@dataclass(frozen=True)
+class ComparisonView:
+    """A compare submission: its two files, its device and rounds, and the comparison once it ran (None before,
+    and when its job failed for a reason that was not a file's: then the job's error says why)."""
+
+    file_a: str
+    file_b: str
+    code_b_sha256: str
+    device: str
+    rounds: int
+    result: Comparison | None
+
+    @property
+    def runs(self) -> int:
+        """Runs of the device it costs: one of each file per round."""
+        return 2 * self.rounds
 
 
 @dataclass(frozen=True)
@@ -62,7 +98,7 @@ class SubmissionReceipt:
     leaderboard: str
     user_name: str
     file_name: str
-    mode: Mode
+    mode: SubmissionMode
     created_at: datetime
     jobs: tuple[JobReceipt, ...]
     duplicate: bool = False
@@ -118,10 +154,12 @@ class SubmissionStatus:
     leaderboard: str
     user_name: str
     file_name: str
-    mode: Mode
+    mode: SubmissionMode
     created_at: datetime
     deleted: bool
     jobs: tuple[JobView, ...]
+    comparison: ComparisonView | None = None
+    """Only for a compare (``mode`` compare): the second file, the rounds, and the ratios once it ran."""
 
     @property
     def done(self) -> bool:
@@ -171,7 +209,7 @@ class SubmissionSummary:
     submission_id: int
     leaderboard: str
     file_name: str
-    mode: Mode
+    mode: SubmissionMode
     created_at: datetime
     jobs: tuple[JobView, ...]
 
@@ -416,6 +454,10 @@ class PlannedRun:
     request: RunRequest
     recorded: bool
     """Already stored by an earlier attempt: skip it."""
+    against: RunRequest | None = None
+    """A compare: the second file's request. The worker runs ``rounds`` rounds of both (``runners.compare``) and
+    stores the comparison (``record_comparison``), not a run."""
+    rounds: int = 0
 
 
 @dataclass(frozen=True)

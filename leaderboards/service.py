@@ -47,16 +47,21 @@ from leaderboards.models import (
     Run,
     Submission,
     SubmissionCode,
+    SubmissionComparison,
     User,
 )
 from leaderboards.ranking import eligible_history
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
 from leaderboards.results import (
+    COMPARE_DEFAULT_ROUNDS,
+    COMPARE_MAX_ROUNDS,
+    COMPARE_MIN_ROUNDS,
     JobReceipt,
     LeaderboardSummary,
     RankChangeView,
     Ranking,
     RankingEntry,
+    SubmissionMode,
     SubmissionReceipt,
     SubmissionStatus,
     SubmissionSummary,
@@ -84,10 +89,18 @@ def _base_name(file_name: str) -> str:
 
 
 def _parse_mode(mode: Mode | str) -> Mode:
+    text = str(mode).strip().lower()
+    if text == SubmissionMode.COMPARE.value:
+        raise InvalidSubmission(
+            "Mode 'compare' takes two files and one device: send the second file too (the API's 'against' field, "
+            "`kernelcup submit A.py B.py --compare`, or the Python client's compare()).",
+            code="compare_needs_two_files",
+            field="mode",
+        )
     try:
-        return Mode(str(mode).strip().lower())
+        return Mode(text)
     except ValueError:
-        choices = ", ".join(m.value for m in Mode)
+        choices = ", ".join(m.value for m in SubmissionMode)
         raise InvalidSubmission(
             f"Unknown mode {mode!r}; choose one of: {choices}.", code="unknown_mode", field="mode"
         ) from None
@@ -147,17 +160,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             )
         mode = _parse_mode(mode or header.mode or Mode.RANKED)
         with self.db.transaction() as s:
-            u = self._user(s, user)
-            # FOR NO KEY UPDATE: serialises this user's submits, yet lets foreign-key checks (KEY SHARE) of runs and
-            # rankings being stored for the user pass, so the two cannot deadlock. SQLite: BEGIN IMMEDIATE does it.
-            s.execute(select(User.id).where(User.id == u.id).with_for_update(key_share=True))
-            if u.is_banned:
-                raise Banned(u.ban_reason)
-            lb = self._leaderboard(s, leaderboard, include_hidden=False)
-            if now >= lb.deadline:
-                raise LeaderboardClosed(lb.name, lb.deadline)
-            if lb.paused:
-                raise LeaderboardPaused(lb.name)
+            u, lb = self._open_board(s, user, leaderboard, now)
             wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
             if [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
                 wanted = list(lb.devices)
@@ -168,9 +171,9 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 earlier = self._duplicate(s, u, lb, digest, mode, chosen, now)
                 if earlier is not None:
                     return self._receipt(s, earlier, duplicate=True)
-            self._check_rate(s, u, lb, mode, now)
+            self._check_rate(s, u, lb, SubmissionMode(mode.value), now)
             self._check_pending(s, u, len(chosen))
-            self._check_new_files(s, u, digest, now)
+            self._check_new_files(s, u, [digest], now)
             sub = Submission(
                 user_id=u.id,
                 leaderboard_id=lb.id,
@@ -181,21 +184,123 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             )
             s.add(sub)
             s.flush()
-            jobs = [
-                Job(
-                    submission_id=sub.id,
-                    device=d,
-                    status=JobStatus.QUEUED.value,
-                    attempts=0,
-                    max_attempts=self.settings.max_attempts,
-                    created_at=now,
+            return self._receipt(s, sub, jobs=self._queue_jobs(s, sub, chosen, now))
+
+    def compare(
+        self,
+        user: UserRef,
+        file_a: str,
+        content_a: bytes,
+        file_b: str,
+        content_b: bytes,
+        leaderboard: str | None = None,
+        device: str | None = None,
+        rounds: int = COMPARE_DEFAULT_ROUNDS,
+    ) -> SubmissionReceipt:
+        """Queue a compare of two files on one device: ``rounds`` interleaved benchmark runs of each (A B, then
+        B A, …; ``runners.compare``), answered with the ratio of their times and its 95% interval, per case and
+        overall (``SubmissionStatus.comparison``). One job; the submission's mode is ``compare``, its file A.
+
+        Never ranked and never de-duplicated: comparing a file with itself runs (it measures the noise). It counts
+        as ``2 × rounds`` runs against the hourly limit and the pending-job quota of test, benchmark and profile
+        runs. ``leaderboard`` and ``device`` not given come from A's header directives (else B's), the device else
+        from the leaderboard's only one.
+        """
+        now = self.clock()
+        if (
+            isinstance(rounds, bool)
+            or not isinstance(rounds, int)
+            or not (COMPARE_MIN_ROUNDS <= rounds <= COMPARE_MAX_ROUNDS and rounds % 2 == 0)
+        ):
+            raise InvalidSubmission(
+                f"A compare takes an even number of rounds from {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS} (each "
+                f"file runs first as often as second), not {rounds!r}; the default is {COMPARE_DEFAULT_ROUNDS}.",
+                code="bad_rounds",
+                field="rounds",
+            )
+        name_a = self._check_content(file_a, content_a)
+        name_b = self._check_content(file_b, content_b, field="against")
+        headers = [parse_directives(c.decode("utf-8")) for c in (content_a, content_b)]
+        leaderboard = leaderboard or headers[0].leaderboard or headers[1].leaderboard
+        if not leaderboard:
+            raise InvalidSubmission(
+                "Name the leaderboard to compare on: pass it (e.g. --leaderboard NAME), or put a line "
+                "'#!kernelcup leaderboard NAME' at the top of the first file.",
+                code="no_leaderboard",
+                field="leaderboard",
+            )
+        with self.db.transaction() as s:
+            u, lb = self._open_board(s, user, leaderboard, now)
+            wanted = [device] if device and device.strip() else list(headers[0].devices or headers[1].devices)
+            several = len(wanted) > 1 or (not wanted and len(lb.devices) > 1)
+            if several or [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
+                raise InvalidSubmission(
+                    f"A compare runs on one device (both files on the same machine); name one of "
+                    f"{', '.join(lb.devices)} (e.g. --device {lb.devices[0]}).",
+                    code="one_device",
+                    field="devices",
                 )
-                for d in chosen
-            ]
-            s.add_all(jobs)
+            (chosen,) = self._check_devices(lb, wanted)
+            self._check_language(lb, name_a)
+            self._check_language(lb, name_b)
+            cost = 2 * rounds
+            digests = [hashlib.sha256(c).hexdigest() for c in (content_a, content_b)]
+            self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost)
+            self._check_pending(s, u, cost, compare_rounds=rounds)
+            self._check_new_files(s, u, digests, now)
+            sub = Submission(
+                user_id=u.id,
+                leaderboard_id=lb.id,
+                code_id=self._store_code(s, content_a),
+                file_name=name_a,
+                mode=SubmissionMode.COMPARE.value,
+                created_at=now,
+            )
+            s.add(sub)
             s.flush()
-            s.add_all(JobEvent(job_id=j.id, phase="queued", detail="", created_at=now) for j in jobs)
+            s.add(
+                SubmissionComparison(
+                    submission_id=sub.id, code_b_id=self._store_code(s, content_b), file_b_name=name_b, rounds=rounds
+                )
+            )
+            jobs = self._queue_jobs(s, sub, [chosen], now, detail=f"compare: {rounds} rounds")
             return self._receipt(s, sub, jobs=jobs)
+
+    def _queue_jobs(
+        self, s: Session, sub: Submission, devices: Sequence[str], now: datetime, detail: str = ""
+    ) -> list[Job]:
+        """One queued job per device for a stored submission, each with its ``queued`` event."""
+        jobs = [
+            Job(
+                submission_id=sub.id,
+                device=d,
+                status=JobStatus.QUEUED.value,
+                attempts=0,
+                max_attempts=self.settings.max_attempts,
+                created_at=now,
+            )
+            for d in devices
+        ]
+        s.add_all(jobs)
+        s.flush()
+        s.add_all(JobEvent(job_id=j.id, phase="queued", detail=detail, created_at=now) for j in jobs)
+        return jobs
+
+    def _open_board(self, s: Session, user: UserRef, leaderboard: str, now: datetime) -> tuple[User, Leaderboard]:
+        """The user, locked (their submissions are checked one after the other), and the leaderboard, which must
+        be visible, open and not paused; a banned user is refused."""
+        u = self._user(s, user)
+        # FOR NO KEY UPDATE: serialises this user's submits, yet lets foreign-key checks (KEY SHARE) of runs and
+        # rankings being stored for the user pass, so the two cannot deadlock. SQLite: BEGIN IMMEDIATE does it.
+        s.execute(select(User.id).where(User.id == u.id).with_for_update(key_share=True))
+        if u.is_banned:
+            raise Banned(u.ban_reason)
+        lb = self._leaderboard(s, leaderboard, include_hidden=False)
+        if now >= lb.deadline:
+            raise LeaderboardClosed(lb.name, lb.deadline)
+        if lb.paused:
+            raise LeaderboardPaused(lb.name)
+        return u, lb
 
     def _receipt(
         self, s: Session, sub: Submission, *, jobs: Sequence[Job] | None = None, duplicate: bool = False
@@ -208,7 +313,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             leaderboard=sub.leaderboard.name,
             user_name=sub.user.name,
             file_name=sub.file_name,
-            mode=Mode(sub.mode),
+            mode=SubmissionMode(sub.mode),
             created_at=sub.created_at,
             jobs=tuple(JobReceipt(j.id, j.device, positions.get(j.id)) for j in jobs),
             duplicate=duplicate,
@@ -251,8 +356,16 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
         if size > limit:
             raise FileTooLarge(_base_name(file_name) or "the file", size, limit)
 
-    def _check_content(self, file_name: str, content: bytes) -> str:
-        """The file's safe base name, after the checks that need no leaderboard: name, size, text."""
+    def _check_content(self, file_name: str, content: bytes, *, field: str = "file") -> str:
+        """The file's safe base name, after the checks that need no leaderboard: name, size, text. ``field`` names
+        the input an error is about (a compare's second file is ``against``)."""
+        try:
+            return self._checked_name(file_name, content)
+        except InvalidSubmission as exc:
+            exc.field = field
+            raise
+
+    def _checked_name(self, file_name: str, content: bytes) -> str:
         name = _base_name(file_name)
         if (
             not name
@@ -283,71 +396,125 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
         lang = LANGUAGES[Language(lb.lang)]
         if not lang.takes(name):
             raise InvalidSubmission(
-                f"Leaderboard {lb.name!r} takes {lang.short} files ({', '.join(lang.suffixes)}); "
-                f"{name!r} is not one.",
+                f"Leaderboard {lb.name!r} takes {lang.short} files ({', '.join(lang.suffixes)}); {name!r} is not one.",
                 code="wrong_file_type",
             )
 
-    def _check_rate(self, s: Session, u: User, lb: Leaderboard, mode: Mode, now: datetime) -> None:
+    def _check_rate(
+        self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, *, cost: int = 1
+    ) -> None:
         """At most N submissions per hour per user and leaderboard: a program's own limit; else the leaderboard's
-        own limit (every mode counts); else the default for ranked submissions (lower) or for the other modes."""
+        own limit (every mode counts); else the default for ranked submissions (lower) or for the other modes. A
+        compare counts as the runs it makes (``cost``: two per round), a submission of another mode as one."""
+        others = [m.value for m in SubmissionMode if m is not SubmissionMode.RANKED]
         if u.is_program:  # programs have their own limit, whatever the leaderboard allows people
             limit, modes, what = self.settings.program_rate_limit_per_hour, None, "times"
         elif lb.rate_limit_per_hour:
             limit, modes, what = lb.rate_limit_per_hour, None, "times"
-        elif mode is Mode.RANKED:
+        elif mode is SubmissionMode.RANKED:
             limit, modes, what = self.settings.ranked_rate_limit_per_hour, [Mode.RANKED.value], "ranked submissions"
         else:
-            others = [m.value for m in Mode if m is not Mode.RANKED]
-            limit, modes, what = self.settings.rate_limit_per_hour, others, "test, benchmark or profile runs"
+            limit, modes, what = self.settings.rate_limit_per_hour, others, "test, benchmark, profile or compare runs"
         if not limit:
             return
+        self._check_cost(cost, limit, f"the {limit} {what} you may send per hour to {lb.name!r}")
         window = now - timedelta(hours=1)
         conds = [Submission.leaderboard_id == lb.id, Submission.user_id == u.id, Submission.created_at > window]
         if modes is not None:
             conds.append(Submission.mode.in_(modes))
-        recent = s.scalars(
-            select(Submission.created_at).where(*conds).order_by(Submission.created_at.desc()).limit(limit)
+        # Newest first; every submission counts at least one, so the newest `limit` are all that can matter.
+        recent = s.execute(
+            select(Submission.created_at, SubmissionComparison.rounds)
+            .outerjoin(SubmissionComparison, SubmissionComparison.submission_id == Submission.id)
+            .where(*conds)
+            .order_by(Submission.created_at.desc())
+            .limit(limit)
         ).all()
-        if len(recent) >= limit:
-            retry_at = recent[-1] + timedelta(hours=1)
-            raise RateLimited(
-                f"You can send {limit} {what} per hour to {lb.name!r}; try again after {retry_at:%H:%M:%S} UTC.",
-                retry_at,
-            )
+        weights = [2 * rounds if rounds else 1 for _, rounds in recent]
+        if sum(weights) + cost <= limit:
+            return
+        kept = 0  # the newest submissions that may stay in the window; the next one must leave it first
+        while sum(weights[: kept + 1]) + cost <= limit:
+            kept += 1
+        retry_at = recent[kept].created_at + timedelta(hours=1)
+        counting = ""
+        if cost > 1 or any(w > 1 for w in weights):
+            this = f"this one {cost}, " if cost > 1 else ""
+            counting = f" (a compare counts as 2 runs per round: {this}the last hour's {sum(weights)})"
+        raise RateLimited(
+            f"You can send {limit} {what} per hour to {lb.name!r}{counting}; try again after {retry_at:%H:%M:%S} UTC.",
+            retry_at,
+        )
 
-    def _check_new_files(self, s: Session, u: User, digest: str, now: datetime) -> None:
+    @staticmethod
+    def _check_cost(cost: int, cap: int, what: str) -> None:
+        """A compare that alone exceeds a limit could never run: say how many rounds fit instead of "wait"."""
+        if cost <= cap:
+            return
+        fits = (cap // 2) // 2 * 2
+        advice = (
+            f"use at most {fits} rounds (--rounds {fits})"
+            if fits >= COMPARE_MIN_ROUNDS
+            else "a compare cannot run under this limit; ask an admin"
+        )
+        raise InvalidSubmission(
+            f"A compare of {cost // 2} rounds makes {cost} runs (2 per round), more than {what}; {advice}.",
+            code="too_many_rounds",
+            field="rounds",
+        )
+
+    def _check_new_files(self, s: Session, u: User, digests: Sequence[str], now: datetime) -> None:
         """At most N different files stored per user in 24 hours (resubmitting one of them is always fine)."""
         cap = self.settings.max_new_files_per_day
         if not cap:
             return
         since = now - timedelta(days=1)
-        rows = s.execute(
+        rows = list(
+            s.execute(
+                select(SubmissionCode.sha256, func.min(Submission.created_at))
+                .join(Submission, Submission.code_id == SubmissionCode.id)
+                .where(Submission.user_id == u.id, Submission.created_at > since)
+                .group_by(SubmissionCode.sha256)
+            ).all()
+        )
+        # A compare's second files count too.
+        rows += s.execute(
             select(SubmissionCode.sha256, func.min(Submission.created_at))
-            .join(Submission, Submission.code_id == SubmissionCode.id)
+            .join(SubmissionComparison, SubmissionComparison.code_b_id == SubmissionCode.id)
+            .join(Submission, Submission.id == SubmissionComparison.submission_id)
             .where(Submission.user_id == u.id, Submission.created_at > since)
             .group_by(SubmissionCode.sha256)
         ).all()
-        if digest in {sha for sha, _ in rows} or len(rows) < cap:
+        first: dict[str, datetime] = {}
+        for sha, at in rows:
+            first[sha] = min(at, first.get(sha, at))
+        new = {d for d in digests if d not in first}
+        if len(first) + len(new) <= cap:
             return
-        retry_at = min(first for _, first in rows) + timedelta(days=1)
+        retry_at = min(first.values(), default=now) + timedelta(days=1)
         raise RateLimited(
-            f"You sent {len(rows)} different files in the last 24 hours, the most allowed; resubmit one of them, or "
-            f"send a new one after {retry_at:%Y-%m-%d %H:%M} UTC.",
+            f"You sent {len(first)} different files in the last 24 hours, the most allowed; resubmit one of them, or "
+            f"send {'them' if len(new) > 1 else 'a new one'} after {retry_at:%Y-%m-%d %H:%M} UTC.",
             retry_at,
         )
 
-    def _check_pending(self, s: Session, u: User, new_jobs: int) -> None:
+    def _check_pending(self, s: Session, u: User, new_jobs: int, *, compare_rounds: int = 0) -> None:
+        """At most N runs queued or running per user; a compare's job counts as its runs (2 per round)."""
+        weight = func.coalesce(2 * SubmissionComparison.rounds, 1)
         pending = s.scalar(
-            select(func.count())
+            select(func.coalesce(func.sum(weight), 0))
             .select_from(Job)
             .join(Submission, Submission.id == Job.submission_id)
+            .outerjoin(SubmissionComparison, SubmissionComparison.submission_id == Submission.id)
             .where(Submission.user_id == u.id, Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)))
         )
         cap = self.settings.program_max_pending_jobs if u.is_program else self.settings.max_pending_jobs_per_user
+        if compare_rounds:
+            self._check_cost(new_jobs, cap, f"the {cap} runs you may have waiting or running")
         if int(pending or 0) + new_jobs > cap:
+            counting = " (a compare counts as 2 runs per round)" if compare_rounds else ""
             raise RateLimited(
-                f"You have {pending} runs waiting or running (at most {cap}); wait for some to finish.",
+                f"You have {pending} runs waiting or running (at most {cap}){counting}; wait for some to finish.",
                 self.clock() + timedelta(minutes=1),
             )
 
@@ -540,7 +707,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                     submission_id=sub.id,
                     leaderboard=sub.leaderboard.name,
                     file_name=sub.file_name,
-                    mode=Mode(sub.mode),
+                    mode=SubmissionMode(sub.mode),
                     created_at=sub.created_at,
                     jobs=self._status(s, sub, events=False).jobs,
                 )

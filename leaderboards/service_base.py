@@ -33,20 +33,23 @@ from leaderboards.models import (
     Leaderboard,
     Run,
     Submission,
+    SubmissionComparison,
     User,
     Worker,
     utcnow,
 )
 from leaderboards.queue import WORKER_ALIVE_S, serves
 from leaderboards.results import (
+    ComparisonView,
     JobEventView,
     JobView,
     LeaderboardSummary,
+    SubmissionMode,
     SubmissionStatus,
     UserRef,
 )
 from leaderboards.settings import CoreSettings
-from runners.contract import Mode, Verdict
+from runners.contract import Comparison, Verdict
 
 EVENTS_PER_JOB = 20
 """Latest progress events returned with each job's status."""
@@ -182,10 +185,26 @@ class ServiceBase:
             leaderboard=sub.leaderboard.name,
             user_name=sub.user.name,
             file_name=sub.file_name,
-            mode=Mode(sub.mode),
+            mode=SubmissionMode(sub.mode),
             created_at=sub.created_at,
             deleted=sub.deleted,
             jobs=tuple(self._job_view(s, j, events=events, online=online) for j in jobs),
+            comparison=self._comparison_view(s, sub, jobs),
+        )
+
+    def _comparison_view(self, s: Session, sub: Submission, jobs: Sequence[Job]) -> ComparisonView | None:
+        if sub.mode != SubmissionMode.COMPARE.value:
+            return None
+        row = s.get(SubmissionComparison, sub.id)
+        if row is None:  # (a compare row is written with its submission; never missing but by hand)
+            return None
+        return ComparisonView(
+            file_a=sub.file_name,
+            file_b=row.file_b_name,
+            code_b_sha256=row.code_b.sha256,
+            device=jobs[0].device if jobs else "",
+            rounds=row.rounds,
+            result=Comparison.model_validate(row.result) if row.result is not None else None,
         )
 
     def _check_devices(self, lb: Leaderboard, devices: Sequence[str] | None) -> list[str]:

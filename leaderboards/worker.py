@@ -44,7 +44,8 @@ from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
 from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.spool import ResultSpool
-from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
+from runners.compare import Tally, schedule
+from runners.contract import Comparison, Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.launchers.base import DeviceUnavailable, Launcher, LauncherError
 
 if TYPE_CHECKING:
@@ -81,6 +82,11 @@ class WorkerService(Protocol):
     ) -> RecordedRun: ...
 
     def public_run_failed(self, job_id: int) -> str | None: ...
+
+    def record_comparison(
+        self, job_id: int, comparison: Comparison, *, owner: str | None = ..., session: Session | None = ...
+    ) -> bool: ...
+
 
 LauncherFor = Callable[[str], Launcher]
 """Device name -> its launcher (``runners.routing.Router.launcher_for``); may raise ``LauncherError``."""
@@ -523,6 +529,12 @@ class Worker:
         launcher: Launcher | None = None
         try:
             planned = await self._db(self.service.run_requests, claim.job_id)
+            if planned and planned[0].against is not None:  # a compare: one item, all its rounds on this worker
+                if planned[0].recorded:
+                    await self._db(self._complete_only, claim, "")
+                    return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, message="completed a stored compare")
+                launcher = self.launcher_for(claim.device)
+                return await self._compare(launcher, claim, planned[0])
             todo = [p for p in planned if not p.recorded]
             earlier = await self._earlier_failure(claim, planned)
             if earlier is not None or not todo:  # a crash right after storing the last run: just complete
@@ -560,6 +572,54 @@ class Worker:
                 raise  # the database is down: leave the job to its lease, charge nothing (``process``)
             log.exception("job %s failed unexpectedly", claim.job_id)  # a bug of ours or of a launcher
             return await self._failed(claim, f"internal error ({type(exc).__name__})", False, recorded, None)
+
+    async def _compare(self, launcher: Launcher, claim: Claim, plan: PlannedRun) -> JobReport:
+        """Run a compare job: ``plan.rounds`` rounds of one benchmark run of each file, A B then B A, … (the order
+        alternating so a drift of the machine falls on both alike), all here; then store the comparison and complete
+        the job in one transaction. A retried job starts again from round 1: rounds from two machines would not
+        compare. Ends at the first run that fails (its verdict, naming the file, is the comparison's)."""
+        assert plan.against is not None
+        tally = Tally(plan.request, plan.against)
+        comparison: Comparison | None = None
+        started = -1
+        for rnd, side in schedule(plan.rounds):
+            if rnd != started:
+                started = rnd
+                first = tally.names[0 if rnd % 2 == 0 else 1]
+                detail = f"round {rnd + 1} of {plan.rounds} ({first} first)"
+                try:
+                    await self._db(self.queue.add_event, claim, "round", detail)
+                except Exception:  # progress must never break a run (the lease and the store are fenced anyway)
+                    log.exception("could not store a progress event of job %s", claim.job_id)
+            # No remote reference is handed on: each run is a new one (an earlier attempt's is of another round).
+            result = await self._launch(launcher, claim, tally.requests[side], None)
+            comparison = tally.add(rnd, side, result)
+            if comparison is not None:
+                break
+        comparison = comparison or tally.result()
+        self._storing.add(claim.job_id)
+        try:
+            await self._db(self._record_comparison, claim, comparison)
+        finally:
+            self._storing.discard(claim.job_id)
+        self._failed_jobs.clear()  # the runner works: whatever the verdict, it was the files'
+        return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, message=comparison.message)
+
+    def _record_comparison(self, claim: Claim, comparison: Comparison) -> None:
+        """Store the comparison and complete the job (fenced by the lease), retried while the database is
+        unreachable, until the worker stops."""
+
+        def tx() -> None:
+            with self.service.db.transaction() as s:
+                self.service.record_comparison(claim.job_id, comparison, owner=claim.owner, session=s)
+                self.queue.clear_remote_ref(s, claim)
+                self.queue.complete(s, claim, detail=compare_detail(comparison))
+
+        try:
+            with_db_retry(tx, budget_s=None, what="storing a comparison", until=self._closing, max_wait_s=5.0)
+        except LeaseLost:
+            if not with_db_retry(lambda: self.queue.finished_by(claim), budget_s=None, until=self._closing):
+                raise
 
     async def _earlier_failure(self, claim: Claim, planned: Sequence[PlannedRun]) -> str | None:
         """If an earlier attempt stored a failing public run, the job is done: the secret run cannot help."""
@@ -714,3 +774,13 @@ def _done_detail(rec: RecordedRun, result: RunResult) -> str:
     if rec.rank is not None:
         parts.append(f"rank {rec.rank}")
     return ", ".join(parts)
+
+
+def compare_detail(comparison: Comparison) -> str:
+    """The "done" event of a compare: the verdict, and the overall ratio with its interval."""
+    if comparison.ratio is None or comparison.ci_low is None or comparison.ci_high is None:
+        return comparison.verdict.value
+    return (
+        f"{comparison.verdict.value}, {comparison.a}/{comparison.b} time ratio {comparison.ratio:.4f} "
+        f"(95% interval {comparison.ci_low:.4f} to {comparison.ci_high:.4f})"
+    )

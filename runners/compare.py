@@ -14,7 +14,7 @@ and on the lent H100 run-to-run spread is about 0.1% (docs/measurement.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from runners.contract import CaseComparison, Comparison, Mode, RunRequest, RunResult, Verdict
 
@@ -64,33 +64,61 @@ def paired_ratio(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, 
 Run = Callable[[RunRequest], RunResult]
 
 
-def compare(a: RunRequest, b: RunRequest, run: Run, *, rounds: int = DEFAULT_ROUNDS,
-            on_round: Callable[[int, int], None] | None = None) -> Comparison:  # fmt: skip
-    """Interleave ``rounds`` benchmark runs of each request (``run`` runs one) and compare them. Stops at the first
-    run that is not accepted: its verdict and message, naming the file, are the comparison's."""
-    if not MIN_ROUNDS <= rounds <= MAX_ROUNDS or rounds % 2:
-        raise ValueError(f"rounds must be even, from {MIN_ROUNDS} to {MAX_ROUNDS} (each file first as often as "
+def check_pair(a: RunRequest, b: RunRequest, rounds: int, *, max_rounds: int = MAX_ROUNDS) -> None:
+    """Raise ``ValueError`` unless ``a`` and ``b`` can be compared in ``rounds`` rounds (even, within the bounds;
+    benchmark mode; the same problem, cases and device)."""
+    if not MIN_ROUNDS <= rounds <= max_rounds or rounds % 2:
+        raise ValueError(f"rounds must be even, from {MIN_ROUNDS} to {max_rounds} (each file first as often as "
                          f"second), not {rounds}")  # fmt: skip
     for r in (a, b):
         if r.mode is not Mode.BENCHMARK:
             raise ValueError(f"a comparison runs benchmark mode; {r.submission.name} asks for {r.mode.value}")
     if a.problem != b.problem or a.files != b.files or a.benchmarks != b.benchmarks or a.device != b.device:
         raise ValueError("both files must be compared on the same problem, cases and device")
-    names = (a.submission.name, b.submission.name)
-    results: dict[int, list[RunResult]] = {0: [], 1: []}
+
+
+def schedule(rounds: int) -> Iterator[tuple[int, int]]:
+    """(round, side) in run order: side 0 is A, 1 is B; A first in even rounds, B first in odd ones."""
     for rnd in range(rounds):
-        order = (0, 1) if rnd % 2 == 0 else (1, 0)
-        for side in order:
-            result = run((a, b)[side])
-            if not result.passed:
-                return Comparison(
-                    a=names[0], b=names[1], rounds=rnd, verdict=result.verdict,
-                    message=f"{names[side]}: {result.verdict.label}: {result.message}",
-                )  # fmt: skip
-            results[side].append(result)
-        if on_round is not None:
+        for side in (0, 1) if rnd % 2 == 0 else (1, 0):
+            yield rnd, side
+
+
+class Tally:
+    """The runs of a comparison as they finish; ``add`` answers the comparison when a run failed (it ends there),
+    ``result`` the comparison of all the rounds."""
+
+    def __init__(self, a: RunRequest, b: RunRequest) -> None:
+        self.names = (a.submission.name, b.submission.name)
+        self.requests = (a, b)
+        self.results: tuple[list[RunResult], list[RunResult]] = ([], [])
+
+    def add(self, rnd: int, side: int, result: RunResult) -> Comparison | None:
+        if not result.passed:
+            return Comparison(
+                a=self.names[0], b=self.names[1], rounds=rnd, verdict=result.verdict,
+                message=f"{self.names[side]}: {result.verdict.label}: {result.message}",
+            )  # fmt: skip
+        self.results[side].append(result)
+        return None
+
+    def result(self) -> Comparison:
+        return _summarise(self.names, self.results[0], self.results[1])
+
+
+def compare(a: RunRequest, b: RunRequest, run: Run, *, rounds: int = DEFAULT_ROUNDS,
+            on_round: Callable[[int, int], None] | None = None) -> Comparison:  # fmt: skip
+    """Interleave ``rounds`` benchmark runs of each request (``run`` runs one) and compare them. Stops at the first
+    run that is not accepted: its verdict and message, naming the file, are the comparison's."""
+    check_pair(a, b, rounds)
+    tally = Tally(a, b)
+    for rnd, side in schedule(rounds):
+        failed = tally.add(rnd, side, run(tally.requests[side]))
+        if failed is not None:
+            return failed
+        if on_round is not None and len(tally.results[0]) == len(tally.results[1]) == rnd + 1:
             on_round(rnd + 1, rounds)
-    return _summarise(names, results[0], results[1])
+    return tally.result()
 
 
 def _summarise(names: tuple[str, str], ra: list[RunResult], rb: list[RunResult]) -> Comparison:

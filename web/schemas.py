@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from leaderboards.results import JobStatus, Scope
-from runners.contract import Mode, RunResult, Verdict
+from leaderboards.results import JobStatus, Scope, SubmissionMode
+from runners.contract import Comparison, RunResult, Verdict
 
 API_PREFIX = "/api/v1"
 
@@ -128,7 +128,7 @@ class SubmissionReceiptOut(Model):
     leaderboard: str
     user_name: str
     file_name: str
-    mode: Mode
+    mode: SubmissionMode
     created_at: datetime
     jobs: tuple[JobReceiptOut, ...]
     links: SubmissionLinks
@@ -161,17 +161,33 @@ class JobOut(Model):
     accepted: bool
 
 
+class ComparisonOut(Model):
+    """A compare submission (mode `compare`): the two files, the device and rounds, and the comparison once run."""
+
+    file_a: str = Field(description="The first file (A): the submission's own file.")
+    file_b: str = Field(description="The second file (B), sent as `against`.")
+    code_b_sha256: str
+    device: str
+    rounds: int = Field(description="Rounds asked for; each runs both files once, the order alternating.")
+    result: Comparison | None = Field(
+        description="Per case and overall: the A/B time ratio (geometric mean over the rounds; below 1: A is "
+        "faster) with its 95% paired t interval (`ci_low`, `ci_high`), each file's median, and a verdict (the first "
+        "failed run's, naming its file). Null until the job has finished, and when it failed on our side."
+    )
+
+
 class SubmissionStatusOut(Model):
     submission_id: int
     leaderboard: str
     user_name: str
     file_name: str
-    mode: Mode
+    mode: SubmissionMode
     created_at: datetime
     deleted: bool
     jobs: tuple[JobOut, ...]
     done: bool
     accepted: bool
+    comparison: ComparisonOut | None = Field(default=None, description="Only for mode `compare`.")
 
 
 class PublicResultOut(Model):
@@ -203,7 +219,7 @@ class SubmissionSummaryOut(Model):
     submission_id: int
     leaderboard: str
     file_name: str
-    mode: Mode
+    mode: SubmissionMode
     created_at: datetime
     jobs: tuple[JobOut, ...]
 

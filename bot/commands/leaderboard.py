@@ -27,14 +27,21 @@ from bot.replies import Refused, defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
 from bot.reports import report, show_text, status_text, submissions_text, task_reply, thread_intro
 from leaderboards.directives import parse_directives
-from leaderboards.results import Ranking, SubmissionReceipt
+from leaderboards.errors import UserError
+from leaderboards.results import (
+    COMPARE_DEFAULT_ROUNDS,
+    COMPARE_MAX_ROUNDS,
+    COMPARE_MIN_ROUNDS,
+    Ranking,
+    SubmissionReceipt,
+)
 
 if TYPE_CHECKING:
     from leaderboards.service import LeaderboardService
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["test", "benchmark", "ranked", "profile"]
+Mode = Literal["test", "benchmark", "ranked", "profile", "compare"]
 ALL_DEVICES = "all"
 MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices (and select options)
 PICK_TIMEOUT_S = 180.0
@@ -204,9 +211,11 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.describe(
         file="Your kernel: a .py file defining custom_kernel(data), or a .cu file",
         leaderboard="The leaderboard (problem) to submit to (default: the file's '#!kernelcup leaderboard' line)",
-        mode="test: check correctness · benchmark: time it · ranked: enter the ranking · profile: profile it "
-        "(default: the file's '#!kernelcup mode' line, else ranked)",
-        device="A device of that leaderboard, several separated by commas, or 'all'",
+        mode="test: check correctness · benchmark: time it · ranked: enter the ranking · profile: profile it · "
+        "compare: time it against a second file (default: the file's '#!kernelcup mode' line, else ranked)",
+        device="A device of that leaderboard, several separated by commas, or 'all' (compare: one)",
+        against="Mode compare: the second file (B), timed against the first (A) on one device",
+        rounds="Mode compare: rounds, even, 2 to 20 (default 6); each runs both files once and counts as 2 runs",
     )
     @app_commands.autocomplete(leaderboard=_leaderboards, device=_devices)
     async def submit(
@@ -216,13 +225,36 @@ class LeaderboardCommands(app_commands.Group):
         leaderboard: str | None = None,
         mode: Mode | None = None,
         device: str | None = None,
+        against: discord.Attachment | None = None,
+        rounds: app_commands.Range[int, COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS] = COMPARE_DEFAULT_ROUNDS,
     ) -> None:
         await defer(interaction)
         bot = self.ctx
         check_channel(interaction, bot.settings.submit_channel_ids)
         bot.service.check_upload_size(file.filename, file.size)  # refused before it is downloaded
+        if (mode == "compare") != (against is not None):
+            raise UserError(
+                "A compare takes two files: choose mode compare and attach the second one as `against`."
+                if mode == "compare"
+                else "`against` is the second file of a compare: choose mode compare, or leave it out.",
+                code="invalid_field",
+                field="against",
+            )
+        if against is not None:
+            bot.service.check_upload_size(against.filename, against.size)
         content = await file.read()
         devices = submit_devices(device)
+        if against is not None:
+            if devices is not None and len(devices) > 1:
+                raise UserError("A compare runs both files on one device: name one.", code="one_device")
+            content_b = await against.read()
+            one = devices[0] if devices else None
+            receipt = await call(
+                bot.service.compare, user_ref(interaction), file.filename, content, against.filename, content_b,
+                leaderboard, one, rounds,
+            )  # fmt: skip
+            await self._follow(interaction, receipt)
+            return
         if devices is None:  # no device named here or in the file: offer the leaderboard's, if it has several
             text = content.decode("utf-8", errors="replace")
             header = parse_directives(text)
@@ -236,6 +268,11 @@ class LeaderboardCommands(app_commands.Group):
         receipt = await call(
             bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode
         )
+        await self._follow(interaction, receipt)
+
+    async def _follow(self, interaction: discord.Interaction, receipt: SubmissionReceipt) -> None:
+        """Answer a queued submission: where its report will be, a public status message kept up to date."""
+        bot = self.ctx
         thread = await private_thread(interaction, receipt) if bot.settings.private_threads else None
         where = f" Its report will be in {thread.mention}." if thread else " You'll get its report here."
         received = f"Submission #{receipt.submission_id} received. I'll keep the status message below up to date."

@@ -17,7 +17,9 @@ import typer
 from kernelcup.choices import ModeChoice, RunDevice
 
 if TYPE_CHECKING:
-    from runners.contract import ProgressEvent, RunRequest, RunResult
+    from rich.console import Console
+
+    from runners.contract import Comparison, ProgressEvent, RunRequest, RunResult
     from runners.settings import RunnerSettings
 
 PROBLEMS_ROOT = Path("problems")
@@ -189,10 +191,8 @@ def _render_batch(results: list[RunResult], names: list[str]) -> None:
 
 def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, rounds: int, as_json: bool) -> NoReturn:
     from rich.console import Console
-    from rich.table import Table
 
     from kernelcup.commands.text import safe
-    from leaderboards.formatting import format_ns, printable
     from runners.compare import compare
     from runners.entry import run_request
 
@@ -211,19 +211,29 @@ def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, ro
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         raise typer.Exit(0 if result.verdict.passed else 1)
-    out = Console()
+    render_comparison(Console(), result)
+    raise typer.Exit(0 if result.verdict.passed else 1)
+
+
+def render_comparison(console: Console, result: Comparison) -> None:
+    """A comparison's report: per case each file's median and the A/B ratio with its 95% interval, then the
+    verdict in words (or the failed run's verdict and message). Outside text is escaped."""
+    from rich.table import Table
+
+    from kernelcup.commands.text import safe
+    from leaderboards.formatting import format_ns, printable
+
     if not result.verdict.passed:
-        out.print(f"[red]{result.verdict.label}[/]: {safe(printable(result.message))}")
-        raise typer.Exit(1)
+        console.print(f"[red]{result.verdict.label}[/]: {safe(printable(result.message))}")
+        return
     table = Table(title=f"{safe(result.a)} vs {safe(result.b)}: {result.rounds} interleaved rounds (A/B time ratio)")
     for col in ("#", "case", f"A: {safe(result.a)}", f"B: {safe(result.b)}", "A/B", "95% interval"):
         table.add_column(col)
     for c in result.cases:
         table.add_row(str(c.index + 1), safe(_case(c.case)), format_ns(c.median_a_ns), format_ns(c.median_b_ns),
                       f"{c.ratio:.4f}", f"{c.ci_low:.4f} to {c.ci_high:.4f}")  # fmt: skip
-    out.print(table)
-    out.print(safe(printable(result.message)))
-    raise typer.Exit(0)
+    console.print(table)
+    console.print(safe(printable(result.message)))
 
 
 def save_ncu_report(report: bytes, path: Path) -> Path:

@@ -53,15 +53,14 @@ def describe(update: ProgressUpdate | ProgressOut, many_devices: bool) -> str:
 
 def render_details(console: Console, details: SubmissionDetails | SubmissionOut) -> None:
     """The report: per device the job's outcome, score and rank, then the public run's tests and benchmarks."""
-    from kernelcup.commands.run import render
+    from kernelcup.commands.run import render, render_comparison
     from leaderboards.formatting import format_ns, printable
     from runners.contract import Mode
 
     status = details.status
-    console.print(
-        f"[bold]submission #{status.submission_id}[/] · {safe(status.leaderboard)} · {safe(status.file_name)} · "
-        f"{status.mode}"
-    )
+    comparison = status.comparison
+    files = safe(status.file_name) + (f" vs {safe(comparison.file_b)}" if comparison is not None else "")
+    console.print(f"[bold]submission #{status.submission_id}[/] · {safe(status.leaderboard)} · {files} · {status.mode}")
     results = {r.device: r.result for r in details.results}
     reports = {r.device: getattr(r, "ncu_report_url", None) for r in details.results}  # the API's; local: in result
     for job in status.jobs:
@@ -71,7 +70,7 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
             line += f", {job.verdict.value}"
         if job.score_ns is not None:
             line += f", score {format_ns(job.score_ns)}"
-        if status.mode is Mode.RANKED and job.secret_passed is not None:
+        if status.mode == Mode.RANKED and job.secret_passed is not None:
             line += f", secret-seed run {'passed' if job.secret_passed else 'failed'}"
         if job.rank is not None:
             line += f", [bold]rank {job.rank}[/]"
@@ -80,6 +79,8 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
             console.print(f"  {printable(job.error)}", markup=False)
         if job.device in results:
             render(results[job.device], status.leaderboard, status.file_name, job.device)
+        if comparison is not None and comparison.result is not None:
+            render_comparison(console, comparison.result)
         url = reports.get(job.device)
         if url:
             console.print(f"Nsight Compute report: {safe(url)} (GET it with your token as a bearer)")
@@ -123,15 +124,21 @@ def submit_remote(
     json_out: bool,
     no_wait: bool,
     timeout: float,
+    against: Path | None = None,
+    rounds: int = 0,
 ) -> None:
-    """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report."""
+    """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report.
+    With ``against``: a compare of ``file`` with it, ``rounds`` rounds on one device."""
     from rich.console import Console
 
     from leaderboards.events import FollowTimeout
 
     console = Console(stderr=json_out)
     with user_errors(), client_for(login) as client:
-        sub = client.submit(file, leaderboard, devices or None, mode)
+        if against is not None:
+            sub = client.compare(file, against, leaderboard, devices[0] if devices else None, rounds)
+        else:
+            sub = client.submit(file, leaderboard, devices or None, mode)
         assert sub.receipt is not None
         if no_wait:
             print_receipt(console, sub.receipt, json_out)
@@ -153,10 +160,34 @@ def submit_remote(
     raise typer.Exit(0 if details.accepted else 1)
 
 
+def check_compare(
+    file: Path, against: Path | None, compare: bool, mode: ModeChoice | None, devices: Sequence[str], rounds: int
+) -> None:
+    """The command line's own checks of a submit or a compare (the service checks the rest, for every surface)."""
+    if compare and against is None:
+        raise typer.BadParameter("--compare takes two files: `kernelcup submit A.py B.py --compare`")
+    if against is not None and not compare:
+        raise typer.BadParameter("a second file is compared with the first: add --compare", param_hint="AGAINST")
+    if compare and mode is not None and mode is not ModeChoice.BENCHMARK:
+        raise typer.BadParameter(f"--compare runs benchmark mode; drop --mode {mode.value}")
+    if compare and len(devices) > 1:
+        raise typer.BadParameter("--compare runs both files on one device: give one --device")
+    if compare and rounds % 2:
+        raise typer.BadParameter(
+            f"--rounds must be even (each file runs first as often as second), not {rounds}; try {rounds + 1}"
+        )
+    for path, hint in ((file, "FILE"), (against, "AGAINST")):
+        if path is not None and not path.is_file():
+            raise typer.BadParameter(f"{path} is not a file", param_hint=hint)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("submit")
     def submit_cmd(
         file: Path = typer.Argument(..., help="The submission file (.py, or .cu for CUDA problems)."),
+        against: Path | None = typer.Argument(
+            None, help="With --compare: the second file (B), compared with FILE (A).", show_default=False
+        ),
         leaderboard: str | None = typer.Option(
             None, "--leaderboard", "-l", help="The leaderboard (default: the file's '#!kernelcup leaderboard' line)."
         ),
@@ -176,10 +207,20 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(
             False, "--force", help="Run it even if you sent this same file moments ago (else you get that result)."
         ),
+        compare: bool = typer.Option(
+            False,
+            "--compare",
+            help="Compare FILE with a second file on one device: interleaved benchmark runs, the A/B time ratio with "
+            "its 95% interval, per case and overall. Never ranked; counts as 2 runs per round against your limits.",
+        ),
+        rounds: int = typer.Option(
+            6, "--rounds", min=2, max=20, help="With --compare: rounds (even; each runs both files once)."
+        ),
         server: str | None = server_option(),
     ) -> None:
         """Submit a kernel: queue it, run it, and print the report. Through the API when a server is configured
-        (`kernelcup login`); else on the local database (run here, if no worker is running)."""
+        (`kernelcup login`); else on the local database (run here, if no worker is running). `kernelcup submit A.py
+        B.py --compare` compares two files on one device instead."""
         from rich.console import Console
 
         from kernelcup.inprocess import InProcessWorker
@@ -191,14 +232,22 @@ def register(app: typer.Typer) -> None:
         from runners.contract import Mode
 
         run_mode = Mode(mode.value) if mode is not None else None
-        if not file.is_file():
-            raise typer.BadParameter(f"{file} is not a file", param_hint="FILE")
+        check_compare(file, against, compare, mode, device, rounds)
         login = resolve(server)
         if login is not None:
             if user:
                 raise typer.BadParameter("a server knows you by your token; --user is for the local database")
             submit_remote(
-                login, file, leaderboard, device, run_mode, json_out=json_out, no_wait=no_wait, timeout=timeout
+                login,
+                file,
+                leaderboard,
+                device,
+                run_mode,
+                json_out=json_out,
+                no_wait=no_wait,
+                timeout=timeout,
+                against=against,
+                rounds=rounds,
             )
             return
         console = Console(stderr=json_out)
@@ -208,11 +257,24 @@ def register(app: typer.Typer) -> None:
             with open_platform() as platform:
                 service = platform.service
                 content = read_submission(file, platform.core.max_submission_bytes)
-                receipt = with_db_retry(
-                    lambda: service.submit(who, file.name, content, leaderboard, device or None, run_mode, force=force),
-                    budget_s=worker_settings.db_retry_s,
-                    what="submitting",
-                )
+                if against is not None:
+                    content_b = read_submission(against, platform.core.max_submission_bytes)
+                    one = device[0] if device else None
+                    receipt = with_db_retry(
+                        lambda: service.compare(
+                            who, file.name, content, against.name, content_b, leaderboard, one, rounds
+                        ),
+                        budget_s=worker_settings.db_retry_s,
+                        what="submitting",
+                    )
+                else:
+                    receipt = with_db_retry(
+                        lambda: service.submit(
+                            who, file.name, content, leaderboard, device or None, run_mode, force=force
+                        ),
+                        budget_s=worker_settings.db_retry_s,
+                        what="submitting",
+                    )
                 if receipt.duplicate:
                     console.print(
                         f"you sent this same file to {safe(receipt.leaderboard)} a moment ago: showing submission "

@@ -249,6 +249,51 @@ def test_client_batch_and_async(server: Server) -> None:
     asyncio.run(run())
 
 
+def test_compare_through_the_client_and_the_cli(server: Server, tmp_path: Path) -> None:
+    """Issue 16: a compare as a mode of the API, the Python client (sync and async) and `kernelcup submit A B
+    --compare`: the ratio with its interval per case and overall, "round k of N" progress, never ranked."""
+    fast, slow = ("fast.py", f"# median 500\n{SOLUTION}".encode()), ("slow.py", f"# median 1000\n{SOLUTION}".encode())
+    with Client(server.url, server.token) as kc:
+        sub = kc.compare(fast, slow, "add", "cpu", rounds=2)
+        assert sub.receipt is not None and sub.receipt.mode == "compare"
+        rounds = [e.detail for e in sub.events(60) if e.phase == "round"]
+        assert rounds == ["round 1 of 2 (fast.py first)", "round 2 of 2 (slow.py first)"]
+        done = sub.result()
+        comparison = done.status.comparison
+        assert comparison is not None and comparison.result is not None and done.accepted
+        assert comparison.result.ratio == pytest.approx(0.5) and comparison.result.cases
+        with pytest.raises(ApiError) as exc:
+            kc.compare(fast, slow, "add", "cpu", rounds=3)
+        assert exc.value.status == 422 and exc.value.code == "bad_rounds" and exc.value.field == "rounds"
+
+    async def run() -> None:
+        async with AsyncClient(server.url, server.token) as kc:
+            sub = await kc.compare(fast, fast, "add", rounds=2)  # a file with itself: it runs
+            async with asyncio.timeout(60):
+                out = await sub.wait()
+            assert out.status.comparison is not None and out.status.comparison.result is not None
+            assert out.status.comparison.result.ratio == pytest.approx(1.0)
+
+    asyncio.run(run())
+    env = {"KERNELCUP_SERVER": server.url, "KERNELCUP_TOKEN": server.token}
+    a, b = tmp_path / "fast.py", tmp_path / "slow.py"
+    a.write_bytes(fast[1])
+    b.write_bytes(slow[1])
+    r = server.cli("submit", str(a), str(b), "--compare", "--rounds", "2", "-l", "add", env=env)
+    assert r.exit_code == 0, r.output
+    assert "round 1 of 2 (fast.py first)" in r.output and "fast.py vs slow.py · compare" in r.output
+    assert "0.5000" in r.output and "fast.py is faster by 50.0%" in r.output
+    r = server.cli("submit", str(a), str(b), "--compare", "--rounds", "2", "-l", "add", "--json", env=env)
+    assert r.exit_code == 0 and json.loads(r.stdout)["status"]["comparison"]["result"]["ratio"] == pytest.approx(0.5)
+    r = server.cli("submit", str(a), str(b), "-l", "add", env=env)
+    assert r.exit_code == 2 and "--compare" in r.output
+    r = server.cli("submit", str(a), "--compare", "-l", "add", env=env)
+    assert r.exit_code == 2 and "two files" in r.output
+    assert server.service.ranking("add", "cpu").entries == () or all(
+        e.file_name not in ("fast.py", "slow.py") for e in server.service.ranking("add", "cpu").entries
+    )
+
+
 def streams_open(server: Server) -> float:
     text = httpx.get(f"{server.url}/metrics").text
     return float(re.search(r"^kernelcup_api_event_streams (\S+)$", text, re.M).group(1))  # type: ignore[union-attr]

@@ -223,3 +223,28 @@ def test_a_dropped_connection_while_submitting_is_retried(
     result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann"])
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output and "submission #1" in result.output
+
+
+def test_submit_compare_runs_in_process_and_prints_the_ratio(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16 on the local database: `kernelcup submit A B --compare` queues one compare job, runs it here (no
+    worker is running), shows "round k of N" and the A/B ratio with its interval per case and overall."""
+    from runners.launchers.fake import accepted_result
+
+    launcher = FakeLauncher(
+        lambda r: accepted_result(r, 750.0 if "# fast" in r.submission.content.decode() else 1000.0)
+    )
+    monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", **_: lambda device: launcher)
+    sync(env, ["cpu"])
+    (env / "fast.py").write_text("# fast\n" + SOLUTION)
+    (env / "same.py").write_text(SOLUTION)
+    args = ["submit", "fast.py", "same.py", "--compare", "--rounds", "4", "-l", "add", "--user", "ann"]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 0, result.output
+    assert "round 1 of 4 (fast.py first)" in result.output and "round 4 of 4 (same.py first)" in result.output
+    assert "fast.py vs same.py: 4 interleaved rounds" in result.output and "0.7500" in result.output
+    assert "fast.py is faster by 25.0%" in result.output
+    assert [r.submission.name for r in launcher.requests][:4] == ["fast.py", "same.py", "same.py", "fast.py"]
+    result = CliRunner().invoke(build_app(), [*args[:5], "3", *args[6:]])
+    assert result.exit_code == 2 and "--rounds must be even" in result.output
+    result = CliRunner().invoke(build_app(), ["submit", "fast.py", "same.py", "--compare", "-l", "add", "-m", "ranked"])
+    assert result.exit_code == 2 and "drop --mode ranked" in result.output

@@ -61,7 +61,7 @@ def test_service_reads_the_header_and_flags_win(service: LeaderboardService, boa
 
 def test_all_devices_and_missing_leaderboard(service: LeaderboardService, board: str) -> None:
     r = service.submit(ANN, "k.py", BODY.encode(), board, ["ALL"])
-    assert [j.device for j in r.jobs] == ["cpu", "H100"] and r.mode is Mode.RANKED
+    assert [j.device for j in r.jobs] == ["cpu", "H100"] and r.mode == Mode.RANKED
     r = service.submit(ANN, "k.py", f"#!kernelcup devices all\n{BODY}".encode(), board)
     assert [j.device for j in r.jobs] == ["cpu", "H100"]
     with pytest.raises(InvalidSubmission, match="Name the leaderboard") as exc:

@@ -99,7 +99,7 @@ def test_default_rate_limit_is_lower_for_ranked_than_for_test_runs(svc: Leaderbo
         submit(limited, n=3, mode="ranked")
     for n in range(3):  # test runs have their own, higher, limit
         submit(limited, n=10 + n, mode="test")
-    with pytest.raises(RateLimited, match="3 test, benchmark or profile runs per hour"):
+    with pytest.raises(RateLimited, match="3 test, benchmark, profile or compare runs per hour"):
         submit(limited, n=20, mode="benchmark")
     # An hour later both windows are open again.
     later = LeaderboardService(svc.db, limited.settings, clock=lambda: svc.clock() + timedelta(hours=1, seconds=1))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import bind, future, make_problem, run_result
+from helpers import OnlyWhatTheWorkerUses, bind, future, make_problem, run_result
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
@@ -390,17 +390,6 @@ def test_progress_events_are_capped(svc: LeaderboardService) -> None:
 def test_settings_refuse_heartbeat_slower_than_lease() -> None:
     with pytest.raises(ValueError, match="HEARTBEAT_S"):
         WorkerSettings(_env_file=None, lease_s=10, heartbeat_s=6)
-
-
-class OnlyWhatTheWorkerUses:
-    """The service seen through ``WorkerService``: anything else the worker asked for would be an AttributeError."""
-
-    def __init__(self, service: LeaderboardService) -> None:
-        self.db = service.db
-        self.clock = service.clock
-        self.run_requests = service.run_requests
-        self.record_run = service.record_run
-        self.public_run_failed = service.public_run_failed
 
 
 def test_the_worker_needs_only_its_narrow_protocol_of_the_service(svc: LeaderboardService) -> None:

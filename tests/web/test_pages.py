@@ -13,6 +13,7 @@ from helpers import profiled
 from web_world import GOOD, World
 
 from leaderboards.results import UserRef
+from runners.contract import RunRequest, RunResult
 from runners.launchers.fake import FakeLauncher, accepted_result
 from web.pages.chart import best_so_far, log_ticks, score_chart
 from web.pages.session import Sessions
@@ -146,6 +147,34 @@ def test_submit_from_the_page_and_follow_it(world: World) -> None:
     assert empty.status_code == 422 and "paste your code" in empty.text
     no_csrf = c.post("/submit", data={**data, "csrf": ""}, files={"file": ("k.py", GOOD)})
     assert no_csrf.status_code == 403
+
+
+def test_compare_from_the_page_shows_the_ratio_per_case(world: World) -> None:
+    """Issue 16: mode compare on /submit (a second file, the rounds), and the comparison on the submission page."""
+    sign_in(world, world.ann)
+    c = world.client
+    form = c.get("/submit")
+    assert 'value="compare"' in form.text and 'name="against"' in form.text and 'name="rounds"' in form.text
+    fast = b"def custom_kernel(data):  # fast\n    return data\n"
+    data = {"leaderboard": "add", "devices": "cpu", "mode": "compare", "rounds": "2", "csrf": csrf_of(form.text)}
+    files = {"file": ("fast.py", fast), "against": ("k.py", GOOD)}
+    r = c.post("/submit", data=data, files=files, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    url = r.headers["location"]
+    running = c.get(url)
+    assert 'fast.py</span> vs <span class="file">k.py' in running.text and "Running: one benchmark run" in running.text
+
+    def by_file(request: RunRequest) -> RunResult:
+        return accepted_result(request, 500.0 if b"# fast" in request.submission.content else 1000.0)
+
+    world.serve(FakeLauncher(by_file, remote_refs=False))
+    done = c.get(url).text
+    assert 'id="comparison-cases"' in done and 'Overall A/B time ratio <strong class="num">0.5000</strong>' in done
+    assert "fast.py is faster by 50.0%" in done
+    one_file = c.post("/submit", data=data, files={"file": ("fast.py", fast)})
+    assert one_file.status_code == 422 and "needs a second file" in one_file.text
+    two_devices = c.post("/submit", data={**data, "devices": ["cpu", "H100"]}, files=files)
+    assert two_devices.status_code == 422 and "one device" in two_devices.text
 
 
 def test_someone_elses_submission_page_is_a_404(world: World) -> None:

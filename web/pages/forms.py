@@ -6,8 +6,8 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 
 from leaderboards.errors import InvalidToken, UserError
+from leaderboards.results import COMPARE_DEFAULT_ROUNDS, COMPARE_MAX_ROUNDS, COMPARE_MIN_ROUNDS, SubmissionMode
 from leaderboards.service import LeaderboardService
-from runners.contract import Mode
 from web.auth import service_of
 from web.pages.base import principal_of, session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
@@ -88,8 +88,17 @@ def _submit_form(
 ) -> Response:
     boards = [b for b in service.list_leaderboards() if b.is_open]
     devices = sorted({d for b in boards for d in b.devices})
+    context.setdefault("rounds", COMPARE_DEFAULT_ROUNDS)
     return render(
-        request, "submit.html", view, status=status, boards=boards, devices=devices, modes=list(Mode), **context
+        request,
+        "submit.html",
+        view,
+        status=status,
+        boards=boards,
+        devices=devices,
+        modes=list(SubmissionMode),
+        round_choices=list(range(COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS + 1, 2)),
+        **context,
     )
 
 
@@ -114,6 +123,8 @@ def submit(
     leaderboard: str = Form(""),
     devices: list[str] = Form([]),
     mode: str = Form(""),
+    against: UploadFile | None = File(None),
+    rounds: int = Form(COMPARE_DEFAULT_ROUNDS),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
@@ -131,9 +142,33 @@ def submit(
         else:
             raise UserError("Choose a file to upload, or paste your code.", code="invalid_field", field="file")
         picked = split_devices(devices)
-        receipt = service.submit(view.who.user, name, content, leaderboard or None, picked, mode or None)
+        if mode == SubmissionMode.COMPARE:
+            if against is None or not against.filename:
+                raise UserError(
+                    "A compare needs a second file: choose it under 'Compare with'.",
+                    code="invalid_field",
+                    field="against",
+                )
+            if picked is not None and len(picked) > 1:
+                raise UserError("A compare runs on one device: tick one.", code="invalid_field", field="devices")
+            service.check_upload_size(against.filename, against.size or 0)
+            content_b = against.file.read(service.settings.max_submission_bytes + 1)
+            one = picked[0] if picked else None
+            receipt = service.compare(
+                view.who.user, name, content, against.filename, content_b, leaderboard or None, one, rounds
+            )
+        else:
+            receipt = service.submit(view.who.user, name, content, leaderboard or None, picked, mode or None)
     except UserError as exc:
         return _submit_form(
-            request, view, service, status=422, error=exc.message, chosen=leaderboard, picked=devices, mode=mode
+            request,
+            view,
+            service,
+            status=422,
+            error=exc.message,
+            chosen=leaderboard,
+            picked=devices,
+            mode=mode,
+            rounds=rounds,
         )
     return RedirectResponse(f"/submissions/{receipt.submission_id}", status_code=303)

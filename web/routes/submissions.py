@@ -9,8 +9,16 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
-from leaderboards.errors import InvalidChange, SubmissionNotFound
-from leaderboards.results import Principal, Scope, SubmissionReceipt
+from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
+from leaderboards.results import (
+    COMPARE_DEFAULT_ROUNDS,
+    COMPARE_MAX_ROUNDS,
+    COMPARE_MIN_ROUNDS,
+    Principal,
+    Scope,
+    SubmissionMode,
+    SubmissionReceipt,
+)
 from leaderboards.service import LeaderboardService
 from web.auth import bearer, maybe_user, service_of, submitter
 from web.routes.common import links, ncu_report_response, submission_out
@@ -55,15 +63,49 @@ async def submit(
     file: UploadFile = File(..., description="The kernel: a .py file defining custom_kernel(data), or a .cu file."),
     leaderboard: str | None = Form(None, description="Default: the file's '#!kernelcup leaderboard' line."),
     devices: list[str] = Form([], description="One or more devices, or 'all'. Default: the file's, or the only one."),
-    mode: str | None = Form(None, description="test, benchmark, ranked or profile. Default: the file's, else ranked."),
+    mode: str | None = Form(
+        None, description="test, benchmark, ranked, profile or compare. Default: the file's, else ranked."
+    ),
+    against: UploadFile | None = File(
+        None, description="Mode compare: the second file (B), compared with `file` (A) on one device."
+    ),
+    rounds: int = Form(
+        COMPARE_DEFAULT_ROUNDS,
+        description=f"Mode compare: rounds, even, {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS}; each runs both files "
+        "once (A B, then B A, …) and counts as 2 runs against your limits.",
+    ),
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     service: LeaderboardService = Depends(service_of),
 ) -> JSONResponse:
+    """Queue a submission: one job per device. With `mode=compare` and a second file as `against`: one job that
+    benchmarks both files in `rounds` interleaved rounds on one device and answers with their time ratio and its
+    95% interval, per case and overall (`status.comparison`); never ranked, never de-duplicated."""
+    comparing = (mode or "").strip().lower() == SubmissionMode.COMPARE.value
+
+    def read(upload: UploadFile) -> tuple[str, bytes]:
+        name = upload.filename or ""
+        service.check_upload_size(name, upload.size or 0)
+        return name, upload.file.read(service.settings.max_submission_bytes + 1)
+
     def accept() -> SubmissionReceipt:  # the token, the size and the submission in one trip to a thread
         who = service.authenticate(credentials.credentials if credentials else None, Scope.SUBMIT)
-        name = file.filename or ""
-        service.check_upload_size(name, file.size or 0)
-        content = file.file.read(service.settings.max_submission_bytes + 1)
+        if against is not None and not comparing:
+            raise InvalidSubmission(
+                "A second file ('against') is only for mode compare; send mode=compare, or leave it out.",
+                code="against_without_compare",
+                field="against",
+            )
+        name, content = read(file)
+        if comparing and against is not None:
+            device = split_devices(devices)
+            if device is not None and len(device) > 1:
+                raise InvalidSubmission(
+                    f"A compare runs on one device; name one, not {len(device)}.", code="one_device", field="devices"
+                )
+            name_b, content_b = read(against)
+            return service.compare(
+                who.user, name, content, name_b, content_b, leaderboard, device[0] if device else None, rounds
+            )
         return service.submit(who.user, name, content, leaderboard, split_devices(devices), mode)
 
     receipt = await asyncio.to_thread(accept)
