@@ -60,6 +60,12 @@ def scrubbed_env(workdir: Path, extra: dict[str, str] | None = None) -> dict[str
         TRITON_CACHE_DIR=str(workdir / ".triton" / "cache"),
         TORCH_EXTENSIONS_DIR=str(workdir / "torch_extensions"),
         CUDA_CACHE_PATH=str(workdir / ".nv" / "ComputeCache"),
+        # The Python kernel DSLs' compile caches (runners/submission/languages.py's cache_vars): in the job's folder
+        # too, whatever the run's language, so no submission reads another's compiled artifacts.
+        TORCHINDUCTOR_CACHE_DIR=str(workdir / ".cache" / "torchinductor"),
+        HELION_CACHE_DIR=str(workdir / ".cache" / "helion"),
+        TILELANG_CACHE_DIR=str(workdir / ".cache" / "tilelang"),
+        CUTE_DSL_CACHE_DIR=str(workdir / ".cache" / "cute_dsl"),
         PYTHONNOUSERSITE="1",
         PYTHONDONTWRITEBYTECODE="1",
     )
