@@ -105,7 +105,6 @@ def _env(extra: dict[str, str], device: str, gpu: Gpu | None = None) -> dict[str
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["TRITON_INTERPRET"] = "1"
-        env["HELION_INTERPRET"] = "1"  # Helion runs a kernel's body in eager PyTorch (its Triton code needs a GPU)
     elif gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu.uuid  # by UUID: whatever order CUDA lists devices in
     return env

@@ -330,8 +330,9 @@ class _PythonPackageRuntime(PythonRuntime):
 
 class HelionRuntime(_PythonPackageRuntime):
     """PyTorch's Helion, which compiles to Triton. No autotuning runs inside a run's time limit: a kernel without a
-    ``config=`` gets Helion's default config (``HELION_AUTOTUNE_EFFORT=none``); a submission fixes its own. On a CPU
-    run the sandbox sets ``HELION_INTERPRET=1`` (Helion runs the kernel's body in eager PyTorch)."""
+    ``config=`` gets Helion's default config (``HELION_AUTOTUNE_EFFORT=none``); a submission fixes its own. Where the
+    sandbox asks for Triton's interpreter (a CPU run), Helion's own interpret mode runs instead (the kernel's body in
+    eager PyTorch): Helion refuses both at once."""
 
     key = Language.HELION
     library = "Helion"
@@ -341,6 +342,8 @@ class HelionRuntime(_PythonPackageRuntime):
 
     def prepare(self) -> None:
         os.environ["HELION_AUTOTUNE_EFFORT"] = "none"
+        if os.environ.pop("TRITON_INTERPRET", "") == "1":  # a CPU run: Helion refuses both interpreters at once
+            os.environ["HELION_INTERPRET"] = "1"
 
 
 class TileLangRuntime(_PythonPackageRuntime):
