@@ -336,7 +336,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     if sysinfo.sm_clock_start_mhz:
         clocks = f", SM clock {sysinfo.sm_clock_start_mhz}→{sysinfo.sm_clock_end_mhz} MHz"
     sandbox = "sandboxed" if sysinfo.sandboxed else sysinfo.sandbox_note or "not sandboxed"
-    headers = f", {sysinfo.headers}" if sysinfo.headers else ""  # the C++ library of CUTLASS or ThunderKittens
+    headers = f", {sysinfo.headers}" if sysinfo.headers else ""  # the language's library: CUTLASS, Helion, ...
     info = (
         f"{gpu}; torch {sysinfo.torch}, triton {sysinfo.triton}, CUDA {sysinfo.cuda}, nvcc {sysinfo.nvcc}{headers}"
         f"{clocks}; {sandbox}; {result.wall_time_s:.1f} s"

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -178,6 +180,26 @@ def test_a_pythonpath_site_folder_is_bound_read_only_into_the_sandbox(
     assert str(site.resolve()) in _env({}, "cuda")["PYTHONPATH"].split(":")
 
 
+def test_a_pip_target_folder_is_vetted_like_site_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DSL's install (TileLang's holds 4,000 files, with its bundled TVM and CUTLASS) is a vendor's tree: its top
+    level is searched for secret-looking names, not every file of it on every run (1.7 s a sandbox with the three
+    DSLs installed); a folder without pip's metadata is still searched at every depth."""
+    from runners.sandbox import view
+
+    site = _site(tmp_path / "site", "tilelang", "0.1.15", Path("tilelang"))
+    for i in range(20):
+        (site / "tilelang" / f"f{i}.py").write_text("")
+    (site / ".env").write_text("TOKEN=1")
+    monkeypatch.setattr(view, "MAX_WALKED_ENTRIES", 10)
+    job = tmp_path / "job"
+    job.mkdir()
+    argv = sandbox_argv("bwrap", job, (site,), allow_gpu=False, hardened=True)
+    assert ["--ro-bind", "/dev/null", str(site / ".env")] == argv[argv.index(str(site / ".env")) - 2 :][:3]
+    (site / "tilelang-0.1.15.dist-info").rename(tmp_path / "moved")
+    with pytest.raises(view.UnvettedPath):
+        sandbox_argv("bwrap", job, (site,), allow_gpu=False, hardened=True)
+
+
 def test_a_problem_set_runs_a_python_problem_in_a_dsl_with_its_template(tmp_path: Path) -> None:
     shutil.copytree(PROBLEMS / "softmax", tmp_path / "problems" / "softmax")
     (tmp_path / "set.yaml").write_text(
@@ -221,6 +243,44 @@ def test_helion_on_the_cpu_reports_its_version_and_is_accepted() -> None:
     result = run_request(problem.request("softmax.py", source, Mode.TEST, device="cpu"))
     assert result.verdict is Verdict.ACCEPTED, result.message + (result.stderr or "")[-2000:]
     assert result.system.headers == f"Helion {importlib.metadata.version('helion')} (helion package)"
+
+
+def _gpu_only_sources() -> list[object]:
+    folders = {Language.TILELANG: ["rmsnorm"], Language.CUTE_DSL: ["vectoradd", "matmul"]}
+    return [
+        pytest.param(lang, path, id=str(path.relative_to(PROBLEMS)))
+        for lang, names in folders.items()
+        for name in names
+        for path in sorted([*(PROBLEMS / name).glob("solutions/*/*.py"), *(PROBLEMS / name).glob("templates/*.py")])
+        if f"lang: {lang.value}" in path.read_text(encoding="utf-8") or path.stem == lang.value.replace("-", "_")
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("lang", "path"), _gpu_only_sources())
+def test_every_tilelang_and_cute_dsl_source_compiles_for_hopper_without_a_gpu(lang: Language, path: Path) -> None:
+    """TileLang (its code generator and nvcc) and CuTe DSL (MLIR and ptxas) build each solution and template for
+    sm_90a for every test case of its problem, on a machine without a GPU; skipped where the package is missing."""
+    try:
+        RUNTIMES[lang].headers(RunnerSettings())
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    if lang is Language.TILELANG and shutil.which("nvcc") is None:
+        pytest.skip("TileLang compiles with nvcc, which is not on PATH")
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("compile_dsl.py")), lang.value, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path[1:]])},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    problem = next(p for p in path.parents if (p / "task.yml").is_file())
+    assert len(got["compiled"]) == len(load_problem(problem).task.tests)
+    print(f"{path.name}: {len(got['compiled'])} test shapes in {got['seconds']} s")
 
 
 @pytest.mark.gpu

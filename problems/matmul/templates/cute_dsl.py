@@ -36,7 +36,7 @@ def custom_kernel(data: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=torch.float16, device=a.device)
-    tensors = [from_dlpack(t, assumed_align=2) for t in (a, b, c)]
+    tensors = [from_dlpack(t) for t in (a, b, c)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     if (m, n, k) not in kernels:
         kernels[m, n, k] = cute.compile(matmul, *tensors, m, n, k, stream)

@@ -27,7 +27,7 @@ compiled = {}
 
 def custom_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
     a, b, out = data
-    tensors = [from_dlpack(t.view(-1), assumed_align=16) for t in (a, b, out)]
+    tensors = [from_dlpack(t.view(-1)) for t in (a, b, out)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     if a.numel() not in compiled:
         compiled[a.numel()] = cute.compile(add, *tensors, a.numel(), stream)

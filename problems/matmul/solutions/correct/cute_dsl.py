@@ -41,7 +41,7 @@ def custom_kernel(data: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     a, b = data
     (m, k), n = a.shape, b.shape[1]
     c = torch.empty((m, n), dtype=torch.float16, device=a.device)
-    args = [from_dlpack(t, assumed_align=2) for t in (a, b, c)]
+    args = [from_dlpack(t) for t in (a, b, c)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     if (m, n, k) not in _compiled:
         _compiled[m, n, k] = cute.compile(_matmul, *args, m, n, k, stream)

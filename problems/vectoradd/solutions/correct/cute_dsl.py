@@ -31,7 +31,7 @@ _compiled: dict[int, object] = {}
 def custom_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
     a, b, out = data
     n = a.numel()
-    args = [from_dlpack(t.view(-1), assumed_align=16) for t in (a, b, out)]
+    args = [from_dlpack(t.view(-1)) for t in (a, b, out)]
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     if n not in _compiled:
         _compiled[n] = cute.compile(_add, *args, n, stream)
