@@ -133,6 +133,29 @@ def test_a_run_of_a_language_the_runner_lacks_is_refused_before_anything_runs() 
     assert not result.system.ran
 
 
+def test_a_local_worker_without_the_package_refuses_the_job_without_blame(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from runners.launchers.base import DeviceUnavailable
+    from runners.launchers.local import LocalLauncher
+
+    monkeypatch.setattr(CuteDslRuntime, "distribution", "kernelcup-no-such-dsl")
+    problem = load_problem(PROBLEMS / "vectoradd").in_language(Language.CUTE_DSL)
+    source = (PROBLEMS / "vectoradd" / "templates" / "cute_dsl.py").read_bytes()
+    request = problem.request("add.py", source, Mode.TEST, device="cuda")
+    with pytest.raises(DeviceUnavailable, match="does not offer CuTe DSL"):
+        asyncio.run(LocalLauncher(RunnerSettings()).run(request, job=None))  # type: ignore[arg-type]
+
+
+def test_runners_check_names_each_dsl_and_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runners.submission.languages import self_tests
+
+    monkeypatch.setattr(TileLangRuntime, "distribution", "kernelcup-no-such-dsl")
+    found = self_tests(RunnerSettings())
+    assert {LANGUAGES[lang].display for lang in DSLS} <= set(found)
+    assert "pip install kernelcup-no-such-dsl" in (found[LANGUAGES[Language.TILELANG].display] or "")
+
+
 @pytest.mark.parametrize("lang", list(DSLS))
 def test_every_compile_cache_of_the_language_is_in_the_job_folder(lang: Language, tmp_path: Path) -> None:
     env = scrubbed_env(tmp_path / "sub")
