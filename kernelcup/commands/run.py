@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from kernelcup.choices import ModeChoice, RunDevice
+from kernelcup.choices import LangChoice, ModeChoice, RunDevice
 
 if TYPE_CHECKING:
     from runners.contract import ProgressEvent, RunRequest, RunResult
@@ -93,10 +93,16 @@ def run(
         6, "--rounds", min=2, max=50, help="With --compare: benchmark runs of each file (even: each first as often)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON instead of a report."),
+    lang: LangChoice | None = typer.Option(
+        None,
+        "--lang",
+        help="Run in this language instead of the problem's own, as a problem set's lang: does (a Python DSL on a "
+        "Python problem: helion, tilelang, cute-dsl).",
+    ),
 ) -> None:
     from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
-    from runners.contract import Limits, Mode
+    from runners.contract import Language, Limits, Mode
     from runners.settings import RunnerSettings
 
     for file in files:
@@ -113,6 +119,11 @@ def run(
         has_task = (problem_dir / "task.yml").exists()
         hint = "fix task.yml" if has_task else f"no task.yml here; {_suggestion(problem_dir)}"
         _fail(f"{problem_dir} is not a valid problem folder:\n{exc}\n({hint})")
+    if lang is not None:
+        try:
+            problem = problem.in_language(Language(lang.value))
+        except ValueError as exc:
+            _fail(f"--lang {lang.value}: {exc}")
     run_mode = Mode.BENCHMARK if compare else Mode((mode or ModeChoice.TEST).value)
     target = (device or RunDevice(default_device())).value
     if target == "cuda" and default_device() == "cpu":  # refused at once: the run would only fail later
@@ -248,7 +259,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
         MIN_SAMPLES_FOR_SPREAD,
         format_ns,
         format_share,
-    format_speedup,
+        format_speedup,
         format_spread,
         printable,
         roofline_summary,
