@@ -17,6 +17,7 @@ with docs/problems.md). Rows print as they finish.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from leaderboards.formatting import format_share  # noqa: E402
 from leaderboards.problems import load_problem  # noqa: E402
-from runners.contract import Mode, TimingSettings  # noqa: E402
+from runners.contract import Language, Mode, TimingSettings  # noqa: E402
 from runners.entry import run_request  # noqa: E402
 from runners.settings import RunnerSettings  # noqa: E402
 
@@ -59,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
             if path.suffix not in (".py", ".cu"):
                 continue
             t0 = time.monotonic()
-            request = problem.request(path.name, path.read_bytes(), Mode.BENCHMARK, device=args.device)
+            lang = re.search(r"^# lang: (\S+)$", path.read_text(encoding="utf-8"), re.MULTILINE)  # a Python DSL's
+            run_as = problem.in_language(Language(lang.group(1))) if lang else problem
+            request = run_as.request(path.name, path.read_bytes(), Mode.BENCHMARK, device=args.device)
             request = request.model_copy(update={"timing": timing})
             result = run_request(request, settings=settings)
             wall = time.monotonic() - t0

@@ -20,6 +20,18 @@ class ModeChoice(enum.StrEnum):
     PROFILE = "profile"
 
 
+class LangChoice(enum.StrEnum):
+    """``kernelcup run --lang``: the same values as ``runners.contract.Language``."""
+
+    PY = "py"
+    CU = "cu"
+    CUTLASS = "cutlass"
+    TK = "tk"
+    HELION = "helion"
+    TILELANG = "tilelang"
+    CUTE_DSL = "cute-dsl"
+
+
 class RunDevice(enum.StrEnum):
     """``kernelcup run --device``: this machine's GPU (through CUDA) or its CPU."""
 

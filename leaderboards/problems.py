@@ -28,7 +28,7 @@ import ast
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
@@ -75,6 +75,7 @@ from leaderboards.problem_rules import (
     text_issue,
 )
 from runners.contract import (
+    LANGUAGES,
     REFERENCE_BASELINE,
     BaselineSpec,
     DataType,
@@ -234,6 +235,12 @@ class ProblemSetEntry(_Strict):
     code_public_after_deadline: bool | None = Field(
         default=None, strict=True, description="Override of the set's code_public_after_deadline for this leaderboard."
     )
+    lang: Language | None = Field(
+        default=None,
+        description="The leaderboard's language when it is not the problem's own: a Python kernel DSL (helion, "
+        "tilelang, cute-dsl) on a Python problem; it takes the same files. Its templates are the problem's "
+        "templates of that label, if it has any.",
+    )
 
     @field_validator("directory")
     @classmethod
@@ -332,6 +339,22 @@ class Problem:
             "files": dict(self.files),
             "templates": dict(self.templates),
         }
+
+    def in_language(self, lang: Language) -> Problem:
+        """This problem as a leaderboard in another language that takes the same files (a Python DSL on a Python
+        problem): the templates labelled with that language's key where there are any, else all of them. Raises
+        ``ValueError`` (naming both languages) when the two take different files."""
+        if lang == self.task.lang:
+            return self
+        own, other = LANGUAGES[self.task.lang], LANGUAGES[lang]
+        if own.suffixes != other.suffixes or own.problem_files != other.problem_files:
+            raise ValueError(f"{other.display} takes other files than the problem's {own.display}; write a problem "
+                             f"folder with lang: {lang.value} instead")  # fmt: skip
+        paths = {label: rel for label, rel in self.task.templates.items() if label == lang.value}
+        if not paths:
+            return replace(self, task=self.task.model_copy(update={"lang": lang}))
+        task = self.task.model_copy(update={"lang": lang, "templates": paths})
+        return replace(self, task=task, templates={k: v for k, v in self.templates.items() if k in paths})
 
     def smallest_test(self) -> dict[str, Any]:
         """The test case with the fewest elements (the product of its integer sizes, seeds left out): the one a
@@ -632,13 +655,16 @@ def load_problem_set(
             )
             continue
         folder = (file.parent / entry.directory).resolve()
-        if folder in loaded:
-            problems[name] = loaded[folder]
-            continue
+        if folder not in loaded:
+            try:
+                loaded[folder] = load_problem(file.parent / entry.directory)
+            except ProblemFormatError as exc:
+                issues.extend(exc.errors)
+                continue
         try:
-            problems[name] = loaded[folder] = load_problem(file.parent / entry.directory)
-        except ProblemFormatError as exc:
-            issues.extend(exc.errors)
+            problems[name] = loaded[folder].in_language(entry.lang) if entry.lang else loaded[folder]
+        except ValueError as exc:
+            issues.append(FormatIssue(str(file), f"problems.{i}.lang", str(exc)))
     if issues or pset is None:
         raise ProblemFormatError(issues)
     return pset, problems

@@ -38,6 +38,9 @@ class Language(enum.StrEnum):
     CUDA = "cu"
     CUTLASS = "cutlass"
     THUNDERKITTENS = "tk"
+    HELION = "helion"
+    TILELANG = "tilelang"
+    CUTE_DSL = "cute-dsl"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,17 @@ LANGUAGES: dict[Language, LanguageInfo] = {
         problem_files=("harness.cu",),
         compile_step=True,
         short="ThunderKittens",
+    ),
+    # Python kernel DSLs: a .py file with custom_kernel(data), like Python's, whose runtime checks the DSL's package,
+    # reports its version and keeps its compile cache in the job's folder. Helion runs on a CPU in its interpret mode.
+    Language.HELION: LanguageInfo(
+        Language.HELION, "Helion (Python DSL over Triton)", (".py",), needs_cuda=False, short="Helion"
+    ),
+    Language.TILELANG: LanguageInfo(
+        Language.TILELANG, "TileLang (Python DSL over TVM)", (".py",), needs_cuda=True, short="TileLang"
+    ),
+    Language.CUTE_DSL: LanguageInfo(
+        Language.CUTE_DSL, "CuTe DSL (CUTLASS Python)", (".py",), needs_cuda=True, short="CuTe DSL"
     ),
 }
 
@@ -357,8 +371,9 @@ class SystemInfo(_Model):
     nvcc: str | None = None
     headers: str | None = Field(
         default=None,
-        description="The C++ library the submission's language compiles against, with its version and where it "
-        "came from (e.g. 'CUTLASS 4.2.0 (nvidia-cutlass package)'); None for languages that need none.",
+        description="The library the submission's language compiles against, with its version and where it came "
+        "from (e.g. 'CUTLASS 4.2.0 (nvidia-cutlass package)', 'Helion 1.5.1 (helion package)'); None for languages "
+        "that need none.",
     )
     sm_clock_start_mhz: int | None = None
     sm_clock_end_mhz: int | None = None

@@ -38,6 +38,9 @@ CUDA_BASE_IMAGE = "nvidia/cuda:12.8.1-devel-ubuntu24.04"  # nvcc; CUDA 12.8 is t
 PYTHON_VERSION = "3.12"
 TORCH_SPEC = "torch==2.8.0"  # brings triton==3.4.0
 TORCH_INDEX_URL = "https://download.pytorch.org/whl/cu128"
+DSL_SPECS = ("helion==1.5.1", "tilelang==0.1.15", "nvidia-cutlass-dsl==4.8.1")
+"""The Python kernel DSLs (languages helion, tilelang, cute-dsl), pinned like PyTorch; pyproject.toml's 'dsl' extra
+holds the same pins. nvidia-cutlass-dsl brings its CUDA 12 libraries by default, as the CUDA 12.8 base needs."""
 CUTLASS_REF = "v4.2.0"  # CUTLASS and CuTe headers: the release of the nvidia-cutlass 4.2.0.0 package
 THUNDERKITTENS_COMMIT = "0b55588d2769dde0c7a9a606ffc015b0ca7a9551"  # HazyResearch/ThunderKittens, 2026-04-25
 THUNDERKITTENS_REF = os.environ.get("KERNELCUP_THUNDERKITTENS_REF", THUNDERKITTENS_COMMIT)
@@ -57,11 +60,13 @@ def function_name(device: str) -> str:
 
 
 def build_image() -> modal.Image:
-    """The GPU image: CUDA toolkit, PyTorch + Triton, CUTLASS/CuTe and ThunderKittens headers, the runner."""
+    """The GPU image: CUDA toolkit, PyTorch + Triton, the Python kernel DSLs (Helion, TileLang, CuTe DSL), CUTLASS/CuTe
+    and ThunderKittens headers, the runner."""
     return (
         modal.Image.from_registry(CUDA_BASE_IMAGE, add_python=PYTHON_VERSION)
         .apt_install("git", "build-essential", "ninja-build", "bubblewrap")
         .pip_install(TORCH_SPEC, index_url=TORCH_INDEX_URL)
+        .pip_install(*DSL_SPECS)
         .pip_install_from_requirements(str(REQUIREMENTS))
         .run_commands(
             f"git clone --depth 1 --branch {CUTLASS_REF} https://github.com/NVIDIA/cutlass.git /opt/cutlass",

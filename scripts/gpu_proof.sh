@@ -2,7 +2,7 @@
 # One call on a lent GPU machine: the runner entry point that Modal and the GitHub workflow run, on real
 # requests from problems/, sandboxed with bubblewrap when it can be unpacked there; then the gpu-marked tests.
 # Usage (repo root, on the GPU machine): OUT=/some/dir [PROOF_ACCURACY=1] [PROOF_TESTS=1] [PROOF_COMPARE=1]
-#   [PROOF_NCU=1] bash scripts/gpu_proof.sh
+#   [PROOF_NCU=1] [PROOF_DSL=helion,tilelang,cute-dsl] bash scripts/gpu_proof.sh
 set -u
 OUT=${OUT:-/tmp/kernelcup-proof}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 KERNELCUP_CACHE_DIR=/tmp/kernelcup-cache
@@ -80,6 +80,38 @@ for a, b in (("solutions/correct/triton.py", "solutions/correct/triton.py"),
     print(f"compare {a} vs {b}: ratio={got.ratio} [{got.ci_low}, {got.ci_high}] {got.message}")
     for c in got.cases:
         print(f"   case {c.index + 1}: {c.ratio:.4f} [{c.ci_low:.4f}, {c.ci_high:.4f}]")
+PY
+fi
+if [ -n "${PROOF_DSL:-}" ]; then  # issue 17: each named Python DSL (its wheels in .whl): correct benchmarked, wrong tested
+  timeout ${PROOF_DSL_S:-400} python3 - "$OUT" "$PROOF_DSL" <<'PY'
+import subprocess, sys, time
+from pathlib import Path
+from leaderboards.problems import load_problem
+from runners.contract import Language, Mode, RunResult
+out, wanted = Path(sys.argv[1]), sys.argv[2].split(",")
+runs = {"helion": [("softmax", "helion.py", "helion_no_max.py")], "tilelang": [("rmsnorm", "tilelang.py", "tilelang_bf16_sum.py")],
+        "cute-dsl": [("vectoradd", "cute_dsl.py", "cute_dsl_short.py"), ("matmul", "cute_dsl.py", "cute_dsl_fp16_accumulator.py")]}
+for lang in wanted:
+    for name, correct, wrong in runs[lang]:
+        problem = load_problem(Path("problems") / name).in_language(Language(lang))
+        for rel, mode in ((f"solutions/correct/{correct}", Mode.BENCHMARK), (f"solutions/wrong/{wrong}", Mode.TEST)):
+            path = problem.path / rel
+            req = problem.request(path.name, path.read_bytes(), mode, device="cuda", device_name="H100")
+            rq, rs = out / f"request-{lang}-{name}-{path.stem}.json", out / f"result-{lang}-{name}-{path.stem}.json"
+            rq.write_text(req.model_dump_json())
+            t = time.time()
+            proc = subprocess.run([sys.executable, "-m", "runners.entry", str(rq), str(rs), "--require-sandbox"],
+                                  capture_output=True, text=True)
+            res = RunResult.model_validate_json(rs.read_text())
+            medians = [f"{x.stats.median_ns / 1e3:.2f}us" for x in res.benchmarks if x.stats]
+            print(f"{lang} {name} {rel} {mode.value}: rc={proc.returncode} verdict={res.verdict.value} "
+                  f"library={res.system.headers} medians={medians} roofline={res.roofline_share} "
+                  f"sandboxed={res.system.sandboxed} wall={time.time() - t:.1f}s")
+            print("   ", res.message[:400])
+            for base in res.baselines:
+                print(f"    speedup over {base.label}: {base.speedup}")
+            if res.verdict.value in ("infrastructure_error", "runtime_error", "compile_error"):
+                print(res.stderr[-3000:], "\n".join(t.message[:500] for t in res.tests[:2]))
 PY
 fi
 if [ "${PROOF_NCU:-0}" = 1 ]; then  # issue 16: profile mode under Nsight Compute, metrics parsed by the entry

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from kernelcup.choices import ModeChoice, RunDevice
+from kernelcup.choices import LangChoice, ModeChoice, RunDevice
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,10 +95,16 @@ def run(
         6, "--rounds", min=2, max=50, help="With --compare: benchmark runs of each file (even: each first as often)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON instead of a report."),
+    lang: LangChoice | None = typer.Option(
+        None,
+        "--lang",
+        help="Run in this language instead of the problem's own, as a problem set's lang: does (a Python DSL on a "
+        "Python problem: helion, tilelang, cute-dsl).",
+    ),
 ) -> None:
     from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
-    from runners.contract import Limits, Mode
+    from runners.contract import Language, Limits, Mode
     from runners.settings import RunnerSettings
 
     for file in files:
@@ -115,6 +121,11 @@ def run(
         has_task = (problem_dir / "task.yml").exists()
         hint = "fix task.yml" if has_task else f"no task.yml here; {_suggestion(problem_dir)}"
         _fail(f"{problem_dir} is not a valid problem folder:\n{exc}\n({hint})")
+    if lang is not None:
+        try:
+            problem = problem.in_language(Language(lang.value))
+        except ValueError as exc:
+            _fail(f"--lang {lang.value}: {exc}")
     run_mode = Mode.BENCHMARK if compare else Mode((mode or ModeChoice.TEST).value)
     target = (device or RunDevice(default_device())).value
     if target == "cuda" and default_device() == "cpu":  # refused at once: the run would only fail later
@@ -258,7 +269,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
         MIN_SAMPLES_FOR_SPREAD,
         format_ns,
         format_share,
-    format_speedup,
+        format_speedup,
         format_spread,
         printable,
         roofline_summary,
@@ -346,7 +357,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     if sysinfo.sm_clock_start_mhz:
         clocks = f", SM clock {sysinfo.sm_clock_start_mhz}→{sysinfo.sm_clock_end_mhz} MHz"
     sandbox = "sandboxed" if sysinfo.sandboxed else sysinfo.sandbox_note or "not sandboxed"
-    headers = f", {sysinfo.headers}" if sysinfo.headers else ""  # the C++ library of CUTLASS or ThunderKittens
+    headers = f", {sysinfo.headers}" if sysinfo.headers else ""  # the language's library: CUTLASS, Helion, ...
     info = (
         f"{gpu}; torch {sysinfo.torch}, triton {sysinfo.triton}, CUDA {sysinfo.cuda}, nvcc {sysinfo.nvcc}{headers}"
         f"{clocks}; {sandbox}; {result.wall_time_s:.1f} s"

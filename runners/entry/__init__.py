@@ -171,7 +171,9 @@ def _run(
             submission_argv_prefix=profiler.prefix,
             extra_ro=(*((allocator.parent,) if allocator else ()), *(headers.include_dirs if headers else ())),
             require_sandbox=require_sandbox,
-            submission_env={HEADERS_ENV: os.pathsep.join(map(str, headers.include_dirs))} if headers else None,
+            submission_env={HEADERS_ENV: os.pathsep.join(map(str, headers.include_dirs))}
+            if headers and headers.include_dirs
+            else None,
             on_progress=on_progress,
             cancel=cancel,
             start_submission=not reference_only,

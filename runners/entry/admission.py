@@ -68,8 +68,8 @@ class NotOffered(Exception):
 def not_offered_text(lang: Language) -> str:
     """What a user is told when a runner lacks a language (no host paths: the operator's details are in
     ``kernelcup runners check``)."""
-    return (f"this runner does not offer {LANGUAGES[lang].display}: the run was not started; its operator adds the "
-            "library's headers (`kernelcup runners check` says how)")  # fmt: skip
+    return (f"this runner does not offer {LANGUAGES[lang].display}: the run was not started; its operator installs "
+            "the library (`kernelcup runners check` says how)")  # fmt: skip
 
 
 def language_headers(request: RunRequest, settings: RunnerSettings) -> Headers | None:

@@ -60,6 +60,12 @@ def scrubbed_env(workdir: Path, extra: dict[str, str] | None = None) -> dict[str
         TRITON_CACHE_DIR=str(workdir / ".triton" / "cache"),
         TORCH_EXTENSIONS_DIR=str(workdir / "torch_extensions"),
         CUDA_CACHE_PATH=str(workdir / ".nv" / "ComputeCache"),
+        # The Python kernel DSLs' compile caches (runners/submission/languages.py's cache_vars): in the job's folder
+        # too, whatever the run's language, so no submission reads another's compiled artifacts.
+        TORCHINDUCTOR_CACHE_DIR=str(workdir / ".cache" / "torchinductor"),
+        HELION_CACHE_DIR=str(workdir / ".cache" / "helion"),
+        TILELANG_CACHE_DIR=str(workdir / ".cache" / "tilelang"),
+        CUTE_DSL_CACHE_DIR=str(workdir / ".cache" / "cute_dsl"),
         PYTHONNOUSERSITE="1",
         PYTHONDONTWRITEBYTECODE="1",
     )
@@ -179,9 +185,9 @@ def sandbox_argv(
 
 
 # Files a read-only path may hold that the submission must never read: settings files with tokens, the git history,
-# local databases, keys. Hidden at every depth of a read-only path that is not an installation of Python or of a
-# compiler (those are vendors' trees, hidden at their top level only: walking torch's 20,000 files for every run
-# would cost a second; nothing of ours is written into them).
+# local databases, keys. Hidden at every depth of a read-only path that is not an installation of Python, of Python
+# packages (a folder with pip's *.dist-info) or of a compiler (those are vendors' trees, hidden at their top level
+# only: walking torch's 20,000 files for every run would cost a second; nothing of ours is written into them).
 _MASK_NAMES = (".env", ".git", ".netrc", ".pgpass", ".aws", ".ssh", ".modal.toml", ".kernelcup")
 _MASK_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".pem", ".key")
 # A read-only path that is walked must be small (the runner's package, a folder of wheels, the allocator's cache):
@@ -233,7 +239,16 @@ def _masks(root: Path, *, deep: bool = True) -> list[str]:
 
 
 def _installed(p: Path, installs: tuple[Path, ...]) -> bool:
-    return any(p.is_relative_to(i) for i in installs)
+    return any(p.is_relative_to(i) for i in installs) or _package_folder(p)
+
+
+def _package_folder(p: Path) -> bool:
+    """A folder pip installed packages into (``pip install --target``, put on ``PYTHONPATH``: how the GPU machines
+    add the kernel DSLs): vendors' trees like site-packages, known by the ``*.dist-info`` folders pip writes."""
+    try:
+        return any(e.name.endswith(".dist-info") and e.is_dir(follow_symlinks=False) for e in os.scandir(p))
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=4)

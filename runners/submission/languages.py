@@ -10,6 +10,8 @@ the submission process, before any call is timed, so compile time never reaches 
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -44,8 +46,8 @@ class MissingEntryPoint(Exception):
 
 
 class Unavailable(Exception):
-    """This runner does not offer the language (its library's headers are not installed); the message says how to
-    make it."""
+    """This runner does not offer the language (its library's headers or its Python package are not installed); the
+    message says how to make it."""
 
 
 @dataclass(frozen=True)
@@ -283,8 +285,120 @@ def _revision(checkout: Path) -> str:
     return "(revision unknown: no REVISION file or git HEAD in the checkout)"
 
 
+class _PythonPackageRuntime(PythonRuntime):
+    """A Python kernel DSL: a ``.py`` submission loaded like Python's, with the DSL's package. The trusted entry finds
+    the package from its metadata without importing it (``headers``: no include folders, its version for system
+    info) and refuses the run when it is missing; the DSL's compile cache lives in the job's folder (the sandbox
+    sets ``cache_vars`` there: ``runners.sandbox.view.scrubbed_env``), so no submission reads another's artifacts."""
+
+    library: ClassVar[str]
+    distribution: ClassVar[str]
+    """The package's name on PyPI (its metadata's), which the runner image pins."""
+    module: ClassVar[str]
+    """The top-level module a submission imports."""
+    cache_vars: ClassVar[tuple[str, ...]]
+    """The environment variables that point the DSL's caches somewhere: each is a folder in the job's own."""
+
+    def load(self, submission: Path) -> Callable[[Any], Any]:
+        if self.module_spec() is None:
+            raise Unavailable(f"this runner does not offer {self.library}: the {self.distribution} package is not "
+                              "installed where the submission process imports from")  # fmt: skip
+        self.prepare()
+        return super().load(submission)
+
+    def prepare(self) -> None:
+        """What the DSL needs in the submission process before the submission imports it."""
+
+    @classmethod
+    def module_spec(cls) -> importlib.machinery.ModuleSpec | None:
+        """Where the DSL's module is (found, never imported: importing it runs the package's code)."""
+        return importlib.util.find_spec(cls.module)
+
+    @classmethod
+    def headers(cls, settings: RunnerSettings) -> Headers:
+        hint = f"pip install {cls.distribution} into the runner's Python (the runner image pins its version)"
+        try:
+            version = importlib.metadata.version(cls.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            raise Unavailable(f"this runner does not offer {cls.library}: the {cls.distribution} package is not "
+                              f"installed; {hint}") from None  # fmt: skip
+        if cls.module_spec() is None:
+            raise Unavailable(f"this runner does not offer {cls.library}: {cls.distribution} {version} is installed "
+                              f"but its module {cls.module!r} cannot be found; {hint}")  # fmt: skip
+        return Headers((), f"{cls.library} {version} ({cls.distribution} package)")
+
+
+class HelionRuntime(_PythonPackageRuntime):
+    """PyTorch's Helion, which compiles to Triton. No autotuning runs inside a run's time limit: a kernel without a
+    ``config=`` gets Helion's default config (``HELION_AUTOTUNE_EFFORT=none``); a submission fixes its own. Where the
+    sandbox asks for Triton's interpreter (a CPU run), Helion's own interpret mode runs instead (the kernel's body in
+    eager PyTorch): Helion refuses both at once."""
+
+    key = Language.HELION
+    library = "Helion"
+    distribution = "helion"
+    module = "helion"
+    cache_vars = ("HELION_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+    def prepare(self) -> None:
+        os.environ["HELION_AUTOTUNE_EFFORT"] = "none"
+        if os.environ.pop("TRITON_INTERPRET", "") == "1":  # a CPU run: Helion refuses both interpreters at once
+            os.environ["HELION_INTERPRET"] = "1"
+
+
+class TileLangRuntime(_PythonPackageRuntime):
+    """TileLang (tile-ai), which compiles through TVM and nvcc at the submission's first call (untimed)."""
+
+    key = Language.TILELANG
+    library = "TileLang"
+    distribution = "tilelang"
+    module = "tilelang"
+    cache_vars = ("TILELANG_CACHE_DIR", "TRITON_CACHE_DIR", "CUDA_CACHE_PATH")
+
+
+class CuteDslRuntime(_PythonPackageRuntime):
+    """NVIDIA's CuTe DSL (``import cutlass``, ``cutlass.cute``), the nvidia-cutlass-dsl package. Its modules live
+    in the package's ``dsl_packages`` folder, which a ``.pth`` file puts on ``sys.path`` in a site folder; a folder
+    on ``PYTHONPATH`` (a ``pip install --target``) skips ``.pth`` files, so the runtime adds it itself."""
+
+    key = Language.CUTE_DSL
+    library = "CuTe DSL"
+    distribution = "nvidia-cutlass-dsl"
+    module = "cutlass"
+    cache_vars = ("CUTE_DSL_CACHE_DIR", "CUDA_CACHE_PATH")
+
+    @classmethod
+    def module_spec(cls) -> importlib.machinery.ModuleSpec | None:
+        packages = cls.dsl_packages()
+        # The DSL's own copy only: a 'cutlass' module from elsewhere (another package's) is not CuTe DSL.
+        return importlib.machinery.PathFinder.find_spec(cls.module, [str(packages)]) if packages else None
+
+    @classmethod
+    def dsl_packages(cls) -> Path | None:
+        """The package's ``dsl_packages`` folder, which holds the ``cutlass`` module (found without importing)."""
+        base = importlib.util.find_spec("nvidia_cutlass_dsl")  # a namespace package spread over its wheels
+        for folder in base.submodule_search_locations or () if base is not None else ():
+            if (Path(folder) / "dsl_packages" / cls.module).is_dir():
+                return Path(folder) / "dsl_packages"
+        return None
+
+    def prepare(self) -> None:
+        packages = str(self.dsl_packages())
+        if packages not in sys.path:
+            sys.path.insert(0, packages)
+
+
 RUNTIMES: dict[Language, type[LanguageRuntime]] = {
-    r.key: r for r in (PythonRuntime, CudaRuntime, CutlassRuntime, ThunderKittensRuntime)
+    r.key: r
+    for r in (
+        PythonRuntime,
+        CudaRuntime,
+        CutlassRuntime,
+        ThunderKittensRuntime,
+        HelionRuntime,
+        TileLangRuntime,
+        CuteDslRuntime,
+    )
 }
 
 

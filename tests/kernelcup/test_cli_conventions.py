@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kernelcup.choices import LauncherChoice, ModeChoice, RunDevice
+from kernelcup.choices import LangChoice, LauncherChoice, ModeChoice, RunDevice
 from kernelcup.cli import build_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,8 +112,9 @@ def test_a_wrong_choice_is_refused_with_the_list() -> None:
 
 def test_the_choices_mirror_the_core() -> None:
     from kernelcup.wiring import LAUNCHER_CHOICES
-    from runners.contract import Mode
+    from runners.contract import Language, Mode
 
     assert [m.value for m in ModeChoice] == [m.value for m in Mode]
+    assert [c.value for c in LangChoice] == [lang.value for lang in Language]
     assert tuple(c.value for c in LauncherChoice) == LAUNCHER_CHOICES
     assert {d.value for d in RunDevice} == {"cuda", "cpu"}

@@ -340,3 +340,23 @@ def test_a_cutlass_leaderboard_takes_cu_files_and_says_its_language(service: Lea
     assert service.submit(ALICE, "gemm.cu", source, "matmul_cutlass", ["H100"], "test").submission_id
     with pytest.raises(InvalidSubmission, match=r"takes CUTLASS files \(\.cu, \.cuh\)"):
         service.submit(ALICE, "gemm.py", CODE, "matmul_cutlass", ["H100"], "test")
+
+
+def test_a_python_problem_as_a_helion_leaderboard_says_its_language_and_offers_its_template(
+    service: LeaderboardService,
+) -> None:
+    from leaderboards.problems import load_problem
+    from leaderboards.snapshot import problem_from_snapshot
+    from runners.contract import Language
+
+    folder = Path(__file__).resolve().parents[2] / "problems" / "softmax"
+    problem = load_problem(folder).in_language(Language.HELION)
+    service.create_leaderboard(problem, name="softmax_helion", deadline=future(), devices=["H100"])
+    task = service.task("softmax_helion")
+    assert task.lang == "helion" and task.language == "Helion (Python DSL over Triton): .py files"
+    assert set(task.templates) == {"helion"}, "a DSL leaderboard offers the problem's template in that language"
+    stored = problem_from_snapshot(problem.snapshot())  # what the worker builds each run's request from
+    assert stored.request("s.py", CODE, Mode.TEST, device="cuda").lang is Language.HELION
+    assert service.submit(ALICE, "s.py", CODE, "softmax_helion", ["H100"], "test").submission_id
+    with pytest.raises(InvalidSubmission, match=r"takes Helion files \(\.py\)"):
+        service.submit(ALICE, "s.cu", CODE, "softmax_helion", ["H100"], "test")

@@ -4,9 +4,11 @@ A solution declares its verdict in its first lines (DMOJ-style end-to-end suites
 
     # expect: accepted          (or wrong_answer, compile_error, runtime_error, ...: a runners.contract.Verdict)
     # needs: cuda               (optional: compiles CUDA, so it only runs on a GPU)
+    # lang: helion              (optional: runs as a leaderboard of this language over the problem, a Python DSL)
 
 Without an ``expect`` line, ``solutions/correct/*`` must be accepted and ``solutions/wrong/*`` must get
-``wrong_answer``. Templates must be accepted; a ``cuda-inline`` or ``cuda`` template needs CUDA.
+``wrong_answer``. Templates must be accepted; a ``cuda-inline`` or ``cuda`` template needs CUDA, and a template
+labelled with a language's key (helion, tilelang, cute-dsl) runs in that language (needing CUDA where it does).
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from runners.contract import Verdict
+from runners.contract import LANGUAGES, Language, Verdict
 
 REPO = Path(__file__).resolve().parents[2]
 PROBLEMS = REPO / "problems"
 STARTER = PROBLEMS / "starter.yaml"
-HEADER = re.compile(r"^(?://|#)\s*(expect|needs):\s*(\S+)\s*$")
+HEADER = re.compile(r"^(?://|#)\s*(expect|needs|lang):\s*(\S+)\s*$")
 CUDA_TEMPLATES = {"cuda-inline", "cuda"}
 
 
@@ -34,6 +36,8 @@ class Solution:
     path: Path
     expect: Verdict
     needs_cuda: bool
+    lang: Language | None = None
+    """The language it runs in when not the problem's own."""
 
     @property
     def id(self) -> str:
@@ -54,9 +58,9 @@ def python_problem_names() -> list[str]:
     ]
 
 
-def parse_header(path: Path) -> tuple[Verdict | None, bool]:
-    """The verdict a solution declares and whether it needs CUDA, from its leading comment lines."""
-    expect, needs_cuda = None, False
+def parse_header(path: Path) -> tuple[Verdict | None, bool, Language | None]:
+    """The verdict a solution declares, whether it needs CUDA and its language, from its leading comment lines."""
+    expect, needs_cuda, lang = None, False, None
     for line in path.read_text(encoding="utf-8").splitlines()[:10]:
         match = HEADER.match(line.strip())
         if not match:
@@ -66,7 +70,9 @@ def parse_header(path: Path) -> tuple[Verdict | None, bool]:
             expect = Verdict(value)
         elif key == "needs":
             needs_cuda = value == "cuda"
-    return expect, needs_cuda
+        elif key == "lang":
+            lang = Language(value)
+    return expect, needs_cuda or (lang is not None and LANGUAGES[lang].needs_cuda), lang
 
 
 def solutions(problem: Path) -> list[Solution]:
@@ -77,13 +83,17 @@ def solutions(problem: Path) -> list[Solution]:
     for path in sorted((problem / "solutions").glob("*/*")):
         if path.suffix not in (".py", ".cu"):
             continue
-        expect, needs_cuda = parse_header(path)
+        expect, needs_cuda, lang = parse_header(path)
         if expect is None:  # no header: the folder says it
             expect = Verdict.ACCEPTED if path.parent.name == "correct" else Verdict.WRONG_ANSWER
-        found.append(Solution(problem.name, path, expect, needs_cuda or path.suffix == ".cu"))
+        found.append(Solution(problem.name, path, expect, needs_cuda or path.suffix == ".cu", lang))
     for label, rel in load_problem(problem).task.templates.items():
         path = problem / rel
-        found.append(Solution(problem.name, path, Verdict.ACCEPTED, label in CUDA_TEMPLATES or path.suffix == ".cu"))
+        lang = Language(label) if label in set(Language) else None
+        needs_cuda = (
+            label in CUDA_TEMPLATES or path.suffix == ".cu" or (lang is not None and LANGUAGES[lang].needs_cuda)
+        )
+        found.append(Solution(problem.name, path, Verdict.ACCEPTED, needs_cuda, lang))
     return found
 
 

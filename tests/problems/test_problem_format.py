@@ -61,7 +61,7 @@ def test_problem_folder_is_complete(name: str) -> None:
     assert len(wrong) >= 2
     assert any(p.stem in ("noop", "zeros", "empty", "unsorted") for p in wrong), "a solution that does no work"
     for path in [*(PROBLEMS / name / "solutions").glob("*/*.py")]:
-        expect, _ = parse_header(path)
+        expect, _, _ = parse_header(path)
         assert expect is not None, f"{path} declares its verdict in a '# expect:' line"
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import pytest
 from harness_helpers import FIXTURES, SUBMISSIONS
 from typer.testing import CliRunner
 
@@ -67,3 +69,16 @@ def test_a_bare_problem_name_is_looked_up_under_problems(monkeypatch) -> None:
     far = _run("zzz", sub, "--device", "cpu")
     assert far.exit_code == 1 and "the problem folders in problems/ are:" in " ".join(far.output.split())
     assert "vectoradd" in far.output
+
+
+def test_lang_runs_a_python_problem_in_a_dsl_and_refuses_one_of_other_files() -> None:
+    problems = Path(__file__).resolve().parents[2] / "problems"
+    helion = str(problems / "softmax" / "solutions" / "correct" / "helion.py")
+    wrong = _run(str(problems / "softmax"), helion, "--device", "cpu", "--lang", "cutlass")
+    assert wrong.exit_code == 1 and "--lang cutlass" in wrong.output and "lang: cutlass" in wrong.output
+    if importlib.util.find_spec("helion") is None:
+        pytest.skip("helion is not installed (the dev extra installs it)")
+    result = _run(str(problems / "softmax"), helion, "--device", "cpu", "--lang", "helion", "--json")
+    parsed = RunResult.model_validate_json(result.stdout)
+    assert result.exit_code == 0 and parsed.verdict is Verdict.ACCEPTED, result.output[-2000:]
+    assert parsed.system.headers is not None and parsed.system.headers.startswith("Helion ")

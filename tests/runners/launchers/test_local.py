@@ -81,10 +81,13 @@ def test_the_language_report_runs_every_runtime_self_test(monkeypatch: pytest.Mo
     monkeypatch.setattr(CudaRuntime, "self_test", classmethod(lambda cls: "nvcc was not found on this runner"))
     assert language_report().startswith(f"{PY} ok, CUDA C++: nvcc was not found on this runner, CUTLASS")
     monkeypatch.setattr(CudaRuntime, "self_test", classmethod(lambda cls: None))
-    assert language_report() == f"{PY} ok, CUDA C++ ok, {CUTLASS} ok, {TK} ok"
+    dsls = f"{HELION} ok, {TILELANG} ok, {CUTE_DSL} ok"
+    assert language_report() == f"{PY} ok, CUDA C++ ok, {CUTLASS} ok, {TK} ok, {dsls}"
 
 
 CUTLASS, TK = "CUTLASS / CuTe C++ (CUDA)", "ThunderKittens (CUDA C++20, Hopper)"
+HELION, TILELANG = "Helion (Python DSL over Triton)", "TileLang (Python DSL over TVM)"
+CUTE_DSL = "CuTe DSL (CUTLASS Python)"
 
 
 def test_the_language_report_says_which_libraries_this_runner_lacks(
@@ -99,4 +102,5 @@ def test_the_language_report_says_which_libraries_this_runner_lacks(
     settings = RunnerSettings(cutlass_include=tmp_path / "nothing", thunderkittens_include=tmp_path / "include")
     report = language_report(settings)
     assert f"CUDA C++ ok, {CUTLASS}: this runner does not offer CUTLASS: {tmp_path / 'nothing'}" in report
-    assert report.endswith(f"{TK} ok")
+    assert f"{TK} ok, {HELION}" in report  # the Python DSLs follow, each ok or naming the package to install
+    assert f"{CUTE_DSL} ok" in report or "pip install nvidia-cutlass-dsl" in report
