@@ -2,7 +2,7 @@
 # One call on a lent GPU machine: the runner entry point that Modal and the GitHub workflow run, on real
 # requests from problems/, sandboxed with bubblewrap when it can be unpacked there; then the gpu-marked tests.
 # Usage (repo root, on the GPU machine): OUT=/some/dir [PROOF_ACCURACY=1] [PROOF_TESTS=1] [PROOF_COMPARE=1]
-#   [PROOF_NCU=1] [PROOF_DSL=helion,tilelang,cute-dsl] bash scripts/gpu_proof.sh
+#   [PROOF_NCU=1] [PROOF_DSL=helion,tilelang,cute-dsl] [PROOF_BASE=0: skip the entry cases] bash scripts/gpu_proof.sh
 set -u
 OUT=${OUT:-/tmp/kernelcup-proof}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 KERNELCUP_CACHE_DIR=/tmp/kernelcup-cache
@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 echo "bwrap: $(command -v bwrap || echo none)"
 env | grep -E "^(CC|CXX|CUDA_HOME|CUDA_PATH|CUDAHOSTCXX|NVCC_CCBIN|PATH)=" ; for t in gcc cc nvcc; do p=$(command -v $t); echo "$t: $p -> $(readlink -f "$p")"; done
 python3 -c "from runners.sandbox.view import toolchain_ro_paths; print('toolchain:', toolchain_ro_paths())"
-timeout 150 python3 - "$OUT" <<'PY'
+[ "${PROOF_BASE:-1}" = 1 ] && timeout 150 python3 - "$OUT" <<'PY'
 import json, os, sys, subprocess, time
 from pathlib import Path
 from leaderboards.problems import load_problem
