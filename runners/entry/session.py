@@ -1,8 +1,9 @@
 """One run's processes: the evaluator and the submission process, each in a sandbox of its own, and the report.
 
-The entry makes the pipes and the socket, starts both sandboxes at once (their interpreters start in parallel),
-writes the job to the evaluator, and reads the evaluator's report until it ends, enforcing its order and its caps.
-Whatever happens, both process trees are gone when :meth:`Session.run` returns.
+A :class:`Launch` makes the pipes and the socket and starts both sandboxes at once (their interpreters start in
+parallel): for the job at hand (cold), or ahead of it (pre-started, ``runners.entry.prestart``). The session hands the
+job to the evaluator, and reads the evaluator's report until it ends, enforcing its order and its caps. Whatever
+happens, both process trees are gone when :meth:`Session.run` returns.
 """
 
 from __future__ import annotations
