@@ -14,7 +14,9 @@ the totals are printed, and written to ``--out`` as JSON. Targets (issue 16, on 
 the batch of 20 <= 60 s.
 
     python3 benchmarks/turnaround.py --out /tmp/turnaround.json             # on the GPU machine
-    python3 benchmarks/turnaround.py --device cpu --repeats 1 --batch 3     # a quick try without a GPU
+    python3 benchmarks/turnaround.py --device cpu --skip-ranked --batch 3 --batch-cold \
+        --problems tests/fixtures/problems --batch-solution $PWD/tests/runners/submissions/correct_torch.py
+                                                                             # a quick try of the batch, no GPU
 """
 
 from __future__ import annotations
@@ -87,8 +89,8 @@ def ranked(args: argparse.Namespace, settings: RunnerSettings) -> dict[str, Any]
 
 
 def batch(args: argparse.Namespace, prestart: bool) -> dict[str, Any]:
-    problem = ROOT / "problems" / args.batch_problem
-    source = (problem / args.batch_solution).read_text()
+    problem = args.problems / args.batch_problem
+    source = (problem / args.batch_solution).read_text()  # (an absolute --batch-solution stands as it is)
     with tempfile.TemporaryDirectory(prefix="kernelcup-turnaround-") as tmp:
         files = []
         for i in range(args.batch):
@@ -123,7 +125,8 @@ def main() -> int:
     parser.add_argument("--gap", type=float, default=10.0, help="seconds between two pre-started runs")
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--batch-problem", default="vectoradd")
-    parser.add_argument("--batch-solution", default="solutions/correct/triton.py")
+    parser.add_argument("--batch-solution", default="solutions/correct/triton.py", help="in the problem's folder")
+    parser.add_argument("--problems", type=Path, default=ROOT / "problems", help="the batch problem's parent folder")
     parser.add_argument("--batch-cold", action="store_true", help="run the batch with KERNELCUP_PRESTART=false too")
     parser.add_argument("--skip-ranked", action="store_true")
     parser.add_argument("--out", type=Path, default=None)

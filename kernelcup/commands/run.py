@@ -208,7 +208,6 @@ def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, ro
 
     console = Console(stderr=True)
     with console.status(f"[bold]{safe(name)}[/]: comparing, round 1 of {rounds}…") as status:
-
         quiet = runner.model_copy(update={"time_baselines": False})  # a comparison reports no speedups
 
         def run(request: RunRequest) -> RunResult:
@@ -258,7 +257,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
         MIN_SAMPLES_FOR_SPREAD,
         format_ns,
         format_share,
-    format_speedup,
+        format_speedup,
         format_spread,
         printable,
         roofline_summary,

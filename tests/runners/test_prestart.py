@@ -3,6 +3,8 @@ counted from the hand-over, killed when idle, nothing of one job visible to the 
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import threading
 import time
@@ -11,8 +13,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from harness_helpers import SUBMISSIONS, build_request
+from harness_helpers import FIXTURES, SUBMISSIONS, build_request
 
+from leaderboards.problems import load_problem
 from runners.contract import Mode, RunRequest, RunResult, Verdict
 from runners.entry import run_request
 from runners.entry.prestart import Prestarter
@@ -21,12 +24,13 @@ from runners.launchers.local import LocalLauncher
 from runners.sandbox import Handover, SandboxSpec, probe_sandbox, run_sandboxed
 from runners.settings import RunnerSettings
 
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(probe_sandbox()[0] is None, reason="bubblewrap cannot run here: " + probe_sandbox()[2])
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> RunnerSettings:
-    return RunnerSettings(job_root=tmp_path / "jobs", time_baselines=False)
+    return RunnerSettings(job_root=tmp_path / "jobs", time_baselines=False, prestart=True)
 
 
 @pytest.fixture
@@ -60,8 +64,11 @@ def _wait_until_ready(prestart: Prestarter, timeout_s: float = 120.0) -> Launch:
 
 
 def _torch_loaded(launch: Launch) -> bool:
-    interpreters = [p for p in _set_processes(launch)
-                    if _cmdline(p).endswith(("runners.oracle", "runners.submission")) and "bwrap" not in _cmdline(p)]
+    interpreters = [
+        p
+        for p in _set_processes(launch)
+        if _cmdline(p).endswith(("runners.oracle", "runners.submission")) and "bwrap" not in _cmdline(p)
+    ]
     wanted = 2 + len([n for n in launch.oracle.env.get("KERNELCUP_PRESTARTED", "").split(",") if n])
     if len(interpreters) < wanted:
         return False
@@ -298,3 +305,59 @@ def test_a_pre_started_run_gets_the_verdicts_of_a_cold_one(settings: RunnerSetti
         assert "prestarted" in warm.phase_times
         assert (warm.verdict, [t.verdict for t in warm.tests]) == (cold[f].verdict, [t.verdict for t in cold[f].tests])
         assert warm.message.split(";")[0] == cold[f].message.split(";")[0]
+
+
+def _gpu_files(proc: psutil.Process) -> list[str]:
+    """The GPU device files a process has open (a CUDA context, even CUDA's initialisation, opens /dev/nvidiactl)."""
+    try:
+        return [f.path for f in proc.open_files() if f.path.startswith("/dev/nvidia")] + [
+            os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")
+            if os.readlink(f"/proc/{proc.pid}/fd/{fd}").startswith("/dev/nvidia")
+        ]  # fmt: skip
+    except (psutil.Error, OSError):
+        return []
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_waiting_set_holds_no_cuda_and_a_pre_started_ranked_run_matches_a_cold_one(
+    settings: RunnerSettings, prestart: Prestarter
+) -> None:
+    problem = load_problem(REPO / "problems" / "vectoradd")
+    path = problem.path / "solutions" / "correct" / "triton.py"
+
+    def request() -> RunRequest:
+        return problem.request(path.name, path.read_bytes(), Mode.RANKED, device="cuda", device_name="cuda",
+                               seed=12345)  # fmt: skip
+
+    cold = _run(request(), settings, None)
+    assert cold.verdict is Verdict.ACCEPTED, cold.message + cold.stderr[-2000:]
+    _run(request(), settings, prestart)  # starts the first set
+    waiting = _wait_until_ready(prestart)
+    procs = _set_processes(waiting)
+    assert procs and not [f for p in procs for f in _gpu_files(p)]  # PyTorch imported, no CUDA anywhere
+    warm = _run(request(), settings, prestart)
+    assert warm.verdict is Verdict.ACCEPTED, warm.message + warm.stderr[-2000:]
+    assert warm.phase_times["prestarted"] < 0 and warm.phase_times["hello"] < 3.0
+    assert [t.verdict for t in warm.tests] == [t.verdict for t in cold.tests]
+    assert len(warm.benchmarks) == len(cold.benchmarks) and all(b.stats for b in warm.benchmarks)
+    for w, c in zip(warm.benchmarks, cold.benchmarks, strict=True):  # same kernel, same GPU: the same time, roughly
+        assert w.stats is not None and c.stats is not None
+        assert 0.8 < w.stats.median_ns / c.stats.median_ns < 1.25
+
+
+def test_kernelcup_run_with_several_files_hands_each_after_the_first_to_a_pre_started_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from kernelcup.cli import build_app
+
+    monkeypatch.setenv("KERNELCUP_PRESTART", "true")
+    monkeypatch.setenv("KERNELCUP_JOB_ROOT", str(tmp_path / "jobs"))
+    files = [str(SUBMISSIONS / f) for f in ("correct_torch.py", "raises.py", "wrong_off_by_one.py")]
+    done = CliRunner().invoke(build_app(), ["run", str(FIXTURES / "vectoradd"), *files, "--device", "cpu", "--json"])
+    assert done.exit_code == 1, done.output  # not every file passed
+    results = [RunResult.model_validate(r) for r in json.loads(done.stdout)]
+    assert [r.verdict for r in results] == [Verdict.ACCEPTED, Verdict.RUNTIME_ERROR, Verdict.WRONG_ANSWER]
+    assert ["prestarted" in r.phase_times for r in results] == [False, True, True]
+    assert not list((tmp_path / "jobs").iterdir())  # the set started after the last run was killed with its folder
