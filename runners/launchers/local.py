@@ -139,7 +139,7 @@ class LocalLauncher:
                 require_sandbox=not self.settings.allow_unsandboxed,
                 cancel=cancel,
                 gpu=gpu,
-                prestart=self.prestart,
+                **({"prestart": self.prestart} if self.prestart is not None else {}),  # (off: the call as before)
             )
         )
         if gpu is not None and release is not None:

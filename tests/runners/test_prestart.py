@@ -361,3 +361,21 @@ def test_kernelcup_run_with_several_files_hands_each_after_the_first_to_a_pre_st
     assert [r.verdict for r in results] == [Verdict.ACCEPTED, Verdict.RUNTIME_ERROR, Verdict.WRONG_ANSWER]
     assert ["prestarted" in r.phase_times for r in results] == [False, True, True]
     assert not list((tmp_path / "jobs").iterdir())  # the set started after the last run was killed with its folder
+
+
+def test_the_local_launcher_hands_the_next_run_to_its_pre_started_set(settings: RunnerSettings) -> None:
+    import asyncio
+
+    from runners.launchers.base import DetachedJob
+
+    launcher = LocalLauncher(settings.model_copy(update={"allow_unsandboxed": False}))
+    assert launcher.prestart is not None
+    try:
+        request = build_request("submissions/correct_torch.py")
+        first = asyncio.run(launcher.run(request, DetachedJob()))
+        second = asyncio.run(launcher.run(request, DetachedJob()))
+        assert first.verdict is second.verdict is Verdict.ACCEPTED, second.message
+        assert "prestarted" not in first.phase_times and "prestarted" in second.phase_times
+    finally:
+        launcher.close()
+    assert launcher.prestart.waiting() == 0 and not list(Path(settings.job_root or "").iterdir())
