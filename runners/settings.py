@@ -93,6 +93,19 @@ class RunnerSettings(BaseSettings):
         corrections."""
         return with_overrides(self.device_peaks)
 
+    prestart: bool = Field(
+        default=True,
+        description="Long-lived runners (a worker's local launcher, `kernelcup run` with several files) keep the "
+        "next run's processes started per GPU, PyTorch imported, waiting in fresh sandboxes for their job "
+        "(docs/measurement.md, 'Pre-started processes'). `python -m runners.entry` (one run, then gone) never does.",
+    )
+    prestart_idle_s: float = Field(
+        default=300.0,
+        ge=10,
+        le=3600,
+        description="Seconds a pre-started set waits for a job before it is killed (the next run then starts cold).",
+    )
+
     baseline_cache_dir: Path | None = Field(
         default=None,
         description="Where the baselines' medians are kept between runs (default: a `baselines` folder in the cache "

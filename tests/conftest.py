@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 
 import pytest
@@ -46,6 +47,13 @@ def _cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Long-lived runners pre-start the next run's processes (KERNELCUP_PRESTART, default on): in the suite every
+    # local launcher would leave a set of interpreters importing PyTorch behind each run, on CI's two cores, and
+    # tests that count a run's processes would count them. Off here; tests/runners/test_prestart.py turns it on.
+    os.environ.setdefault("KERNELCUP_PRESTART", "false")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from runners.contract import Comparison, ProgressEvent, RunRequest, RunResult
+    from runners.entry.prestart import Prestarter
     from runners.settings import RunnerSettings
 
 PROBLEMS_ROOT = Path("problems")
@@ -105,6 +106,7 @@ def run(
     from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
     from runners.contract import Language, Limits, Mode
+    from runners.entry.prestart import Prestarter
     from runners.settings import RunnerSettings
 
     for file in files:
@@ -143,9 +145,16 @@ def run(
         runner = load(RunnerSettings)
     except SettingsError as exc:
         _fail(str(exc))
-    if compare:
-        _compare(problem.name, requests[0], requests[1], runner, rounds, as_json)
-    results = [_run_one(problem.name, request, target, runner, as_json, quiet=len(files) > 1) for request in requests]
+    # Several runs in a row: each one's processes start while the one before it runs (KERNELCUP_PRESTART).
+    prestart = Prestarter(runner) if len(requests) > 1 and runner.prestart else None
+    try:
+        if compare:
+            _compare(problem.name, requests[0], requests[1], runner, rounds, as_json, prestart)
+        results = [_run_one(problem.name, request, target, runner, as_json, quiet=len(files) > 1, prestart=prestart)
+                   for request in requests]  # fmt: skip
+    finally:
+        if prestart is not None:
+            prestart.close()
     if len(results) > 1:
         if as_json:
             sys.stdout.write("[" + ",\n".join(r.model_dump_json(indent=2) for r in results) + "]\n")
@@ -155,7 +164,7 @@ def run(
 
 
 def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings, as_json: bool,
-             *, quiet: bool) -> RunResult:  # fmt: skip
+             *, quiet: bool, prestart: Prestarter | None = None) -> RunResult:  # fmt: skip
     """One run, with live progress on stderr; its report (or JSON) unless ``quiet`` (a batch shows a table)."""
     from rich.console import Console
 
@@ -163,7 +172,7 @@ def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings
     from runners.entry import run_request
 
     if as_json and not quiet:
-        result = run_request(request, settings=runner)
+        result = run_request(request, settings=runner, prestart=prestart)
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return result
     console = Console(stderr=True)
@@ -173,7 +182,7 @@ def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings
         def progress(event: ProgressEvent) -> None:
             status.update(f"[bold]{safe(name)}[/] · {safe(file_name)}: {event.phase.value} {safe(event.detail)}")
 
-        result = run_request(request, progress, settings=runner)
+        result = run_request(request, progress, settings=runner, prestart=prestart)
     if not quiet:
         render(result, name, file_name, target)
     if result.ncu_report:
@@ -200,7 +209,8 @@ def _render_batch(results: list[RunResult], names: list[str]) -> None:
     Console().print(table)
 
 
-def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, rounds: int, as_json: bool) -> NoReturn:
+def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, rounds: int, as_json: bool,
+             prestart: Prestarter | None = None) -> NoReturn:  # fmt: skip
     from rich.console import Console
 
     from kernelcup.commands.text import safe
@@ -209,11 +219,10 @@ def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, ro
 
     console = Console(stderr=True)
     with console.status(f"[bold]{safe(name)}[/]: comparing, round 1 of {rounds}…") as status:
-
         quiet = runner.model_copy(update={"time_baselines": False})  # a comparison reports no speedups
 
         def run(request: RunRequest) -> RunResult:
-            return run_request(request, settings=quiet)
+            return run_request(request, settings=quiet, prestart=prestart)
 
         def on_round(done: int, total: int) -> None:
             status.update(f"[bold]{safe(name)}[/]: comparing, round {min(done + 1, total)} of {total}…")

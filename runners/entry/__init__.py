@@ -46,8 +46,9 @@ from runners.entry.admission import (
     language_headers,
     write_job,
 )
+from runners.entry.prestart import Prestarter
 from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
-from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
+from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session, make_shape
 from runners.entry.verdict import build_result
 from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline
@@ -66,14 +67,17 @@ def run_request(
     require_sandbox: bool = False,
     cancel: threading.Event | None = None,
     gpu: Gpu | None = None,
+    prestart: Prestarter | None = None,
 ) -> RunResult:
     """Evaluate ``request`` on this machine. Never raises for submission faults.
 
     Setting ``cancel`` (from any thread) kills the run's processes at once; the result is then an infrastructure
     error saying so, which nothing should store as the submission's outcome. ``gpu``: the one GPU the run may use
-    (its processes see only it; ``runners.gpus``); None: the machine's GPUs as they are."""
+    (its processes see only it; ``runners.gpus``); None: the machine's GPUs as they are. ``prestart``: a long-lived
+    runner's pre-started sets (``runners.entry.prestart``): the run takes the one waiting for its shape, if any, and
+    starts the next."""
     return _timed(request, on_progress, lambda: _run(request, on_progress, settings or RunnerSettings(),
-                                                      require_sandbox, cancel, gpu=gpu))  # fmt: skip
+                                                      require_sandbox, cancel, gpu=gpu, prestart=prestart))  # fmt: skip
 
 
 def check_reference(request: RunRequest, *, settings: RunnerSettings | None = None) -> RunResult:
@@ -113,6 +117,7 @@ def _run(
     *,
     reference_only: bool = False,
     gpu: Gpu | None = None,
+    prestart: Prestarter | None = None,
 ) -> RunResult:
     if on_progress is not None:
         with contextlib.suppress(Exception):
@@ -133,13 +138,28 @@ def _run(
             system.ran = False
             return RunResult.infrastructure_error(request.mode, str(exc), system=system)
         system.headers = headers.version if headers else None
-    if settings.job_root is not None:
-        settings.job_root.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=settings.job_root)).resolve()
+    on_gpu = request.device != "cpu"
+    allocator = allocator_library(settings.cache_path()) if on_gpu else None
+    extra_ro = (*((allocator.parent,) if allocator else ()), *(headers.include_dirs if headers else ()))
+    submission_env = (
+        {HEADERS_ENV: os.pathsep.join(map(str, headers.include_dirs))} if headers and headers.include_dirs else None
+    )
+    python = settings.python or sys.executable
+    # Pre-started sets serve the ordinary runs of one rank; a profile run (Nsight Compute in front of the submission
+    # process) and the reference check always start cold.
+    warm = prestart is not None and settings.prestart and not reference_only and request.mode is not Mode.PROFILE
+    warm = warm and getattr(request, "world_size", 1) == 1
+    shape = make_shape(request, gpu=gpu, python=python, prefix=[], extra_ro=extra_ro, submission_env=submission_env,
+                       require_sandbox=require_sandbox)  # fmt: skip
+    launch = prestart.take(shape) if warm and prestart is not None else None
+    if launch is not None:
+        root = Path(launch.dirs.root)
+    else:
+        if settings.job_root is not None:
+            settings.job_root.mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=settings.job_root)).resolve()
     try:
         dirs = write_job(root, request)
-        on_gpu = request.device != "cpu"
-        allocator = allocator_library(settings.cache_path()) if on_gpu else None
         profiler = choose_profiler(settings, request, dirs.submission)
         plan = _BaselinePlan(request, system, settings, active=not reference_only)
         job = Job(
@@ -163,22 +183,26 @@ def _run(
             if not reference_only
             else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE],
         )
+        # The next run's set: the helpers this run starts (the calibration echo of a timed run; a baseline process
+        # only when a baseline is not cached yet, which after this run it is).
+        helpers = ("echo",) if request.mode in (Mode.BENCHMARK, Mode.RANKED) else ()
         session = Session(
             request,
             job,
             dirs,
-            python=settings.python or sys.executable,
+            python=python,
             submission_argv_prefix=profiler.prefix,
-            extra_ro=(*((allocator.parent,) if allocator else ()), *(headers.include_dirs if headers else ())),
+            extra_ro=extra_ro,
             require_sandbox=require_sandbox,
-            submission_env={HEADERS_ENV: os.pathsep.join(map(str, headers.include_dirs))}
-            if headers and headers.include_dirs
-            else None,
+            submission_env=submission_env,
             on_progress=on_progress,
             cancel=cancel,
             start_submission=not reference_only,
             gpu=gpu,
+            prestarted=launch,
+            after_handover=(lambda: prestart.prepare(shape, helpers)) if warm and prestart is not None else None,
         )
+        launch = None  # the session's now: it stops it whatever happens
         try:
             outcomes = session.run()
         except ReportError as exc:
@@ -197,6 +221,8 @@ def _run(
                      profiled="profiling" in outcomes.report.times)  # fmt: skip
         return _strip_paths(result, root)
     finally:
+        if launch is not None:  # taken, but the run failed before its session began: never used for another job
+            launch.stop()
         if not settings.keep_job_dirs:
             shutil.rmtree(root, ignore_errors=True)
 

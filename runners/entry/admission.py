@@ -95,25 +95,46 @@ class JobDirs:
     """Files in the submission's folder it may read but not change (what it is compiled against)."""
 
 
-def write_job(root: Path, request: RunRequest) -> JobDirs:
+def shared_files(request: RunRequest) -> tuple[str, ...]:
+    """The problem's files the submission's folder gets too, read-only (what it is compiled against), relative."""
+    lang = LANGUAGES[Language(request.lang)]
+    return tuple(rel for rel in request.files
+                 if rel in lang.problem_files or PurePosixPath(rel).suffix in (".h", ".cuh", ".hpp"))  # fmt: skip
+
+
+def job_dirs(root: Path, shared: tuple[str, ...]) -> JobDirs:
+    """The job's folders in ``root`` (made if missing), with the submission's read-only files in place, empty until
+    :func:`write_job` fills them (a pre-started sandbox binds them before its job exists)."""
     oracle = root / "oracle"
     problem = oracle / "problem"
     sub = root / "sub"
     for d in (oracle, problem, sub):
-        d.mkdir(parents=True)
+        d.mkdir(parents=True, exist_ok=True)
+    files = []
+    for rel in shared:
+        path = PurePosixPath(rel)
+        if path.is_absolute() or ".." in path.parts or not path.parts:
+            raise ValueError(f"problem file {rel!r} must be a relative path inside the problem")
+        (sub / path).parent.mkdir(parents=True, exist_ok=True)
+        (sub / path).touch()
+        files.append(sub / path)
+    return JobDirs(root, oracle, problem, sub, "", tuple(files))
+
+
+def write_job(root: Path, request: RunRequest) -> JobDirs:
+    """The job's files into its folders (made here, or already made by :func:`job_dirs` for a pre-started set)."""
+    dirs = job_dirs(root, shared_files(request))
     lang = LANGUAGES[Language(request.lang)]
-    shared: list[Path] = []
     for rel, text in request.files.items():
         path = PurePosixPath(rel)
         if path.is_absolute() or ".." in path.parts or not path.parts:
             raise ValueError(f"problem file {rel!r} must be a relative path inside the problem")
-        _write(problem / path, text)
-        if rel in lang.problem_files or path.suffix in (".h", ".cuh", ".hpp"):
-            _write(sub / path, text)
-            shared.append(sub / path)
+        _write(dirs.problem / path, text)
+    for rel in shared_files(request):  # in place: a bound file keeps its inode, so a waiting sandbox sees the text
+        _write(dirs.submission / rel, request.files[rel])
     name = "submission" + lang.suffixes[0]
-    (sub / name).write_bytes(request.submission.content)
-    return JobDirs(root, oracle, problem, sub, name, tuple(shared))
+    (dirs.submission / name).write_bytes(request.submission.content)
+    return JobDirs(root, dirs.oracle, dirs.problem, dirs.submission, name, dirs.shared_ro)
 
 
 def _write(target: Path, text: str) -> None:

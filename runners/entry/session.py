@@ -1,8 +1,9 @@
 """One run's processes: the evaluator and the submission process, each in a sandbox of its own, and the report.
 
-The entry makes the pipes and the socket, starts both sandboxes at once (their interpreters start in parallel),
-writes the job to the evaluator, and reads the evaluator's report until it ends, enforcing its order and its caps.
-Whatever happens, both process trees are gone when :meth:`Session.run` returns.
+A :class:`Launch` makes the pipes and the socket and starts both sandboxes at once (their interpreters start in
+parallel): for the job at hand (cold), or ahead of it (pre-started, ``runners.entry.prestart``). The session hands the
+job to the evaluator, and reads the evaluator's report until it ends, enforcing its order and its caps. Whatever
+happens, both process trees are gone when :meth:`Session.run` returns.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runners.contract import Mode, Phase, ProgressEvent, RunRequest
+from runners.entry.admission import shared_files
 from runners.gpus import Gpu
 from runners.ipc.protocol import (
     REPORT,
@@ -36,8 +38,15 @@ from runners.ipc.protocol import (
     RTest,
 )
 from runners.ipc.wire import socket_pair
-from runners.oracle.base import JOB_FD_ENV, REPORT_FD_ENV
-from runners.sandbox import ProcessOutcome, SandboxSpec, SandboxUnavailable, python_ro_paths, run_sandboxed
+from runners.oracle.base import JOB_FD_ENV, PRESTART_ENV, REPORT_FD_ENV
+from runners.sandbox import (
+    Handover,
+    ProcessOutcome,
+    SandboxSpec,
+    SandboxUnavailable,
+    python_ro_paths,
+    run_sandboxed,
+)
 from runners.submission.serve import SOCKET_FD_ENV
 from runners.validation import error_message
 
@@ -110,6 +119,198 @@ def _env(extra: dict[str, str], device: str, gpu: Gpu | None = None) -> dict[str
     return env
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What a run's two sandboxes are started with, all of it known before the job: a job whose shape equals a
+    pre-started set's may be handed to that set (``runners.entry.prestart``); any other starts cold."""
+
+    device: str
+    gpu: Gpu | None
+    python: str
+    prefix: tuple[str, ...]
+    extra_ro: tuple[Path, ...]
+    submission_env: tuple[tuple[str, str], ...]
+    shared_ro: tuple[str, ...]
+    """Files of the submission's folder it may read but not change, relative to that folder."""
+    host_memory_mb: int
+    output_cap_bytes: int
+    require_sandbox: bool
+    start_submission: bool = True
+
+
+def make_shape(
+    request: RunRequest,
+    *,
+    gpu: Gpu | None,
+    python: str,
+    prefix: list[str],
+    extra_ro: tuple[Path, ...],
+    submission_env: dict[str, str] | None,
+    require_sandbox: bool,
+    start_submission: bool = True,
+) -> Shape:
+    return Shape(
+        device=request.device,
+        gpu=gpu,
+        python=python,
+        prefix=tuple(prefix),
+        extra_ro=tuple(extra_ro),
+        submission_env=tuple(sorted((submission_env or {}).items())),
+        shared_ro=shared_files(request),
+        host_memory_mb=request.limits.host_memory_mb,
+        output_cap_bytes=request.limits.output_cap_bytes,
+        require_sandbox=require_sandbox,
+        start_submission=start_submission,
+    )
+
+
+class Launch:
+    """One run's two sandboxed processes, from their start to their end. Cold (``timeout_s``), they start for the
+    job at hand; pre-started (``idle_s``), they start before any job exists, with nothing but PyTorch imported (and
+    the evaluator's ``helpers``), and wait for it on their pipe and socket, at most ``idle_s``. :meth:`hand_over`
+    gives them the job; their time limit counts from then. Used once: :meth:`stop` kills both trees."""
+
+    def __init__(self, shape: Shape, dirs: Any, *, timeout_s: float = 0.0, idle_s: float | None = None,
+                 helpers: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.shape = shape
+        self.dirs = dirs
+        self.handover = Handover(idle_s) if idle_s is not None else None
+        self.report_r, report_w = os.pipe()
+        job_r, self.job_w = os.pipe()
+        sock_oracle, sock_sub = socket_pair()
+        self._socks = (sock_oracle, sock_sub)
+        self.fds_to_close = [self.report_r, report_w, job_r, self.job_w]
+        self.oracle_cancel, self.sub_cancel = threading.Event(), threading.Event()
+        self.outcomes: dict[str, ProcessOutcome | None] = {"oracle": None, "submission": None}
+        self.errors: dict[str, str] = {}
+        self.threads: list[threading.Thread] = []
+        self.started_at = 0.0
+        self.handed_over = False
+        self._lock = threading.Lock()
+        ro = tuple(dict.fromkeys([*_ro_python(), *shape.extra_ro]))
+        gpu = shape.device != "cpu"
+        oracle_env = {REPORT_FD_ENV: str(report_w), JOB_FD_ENV: str(job_r)}
+        if self.handover is not None:
+            oracle_env[PRESTART_ENV] = ",".join(helpers)
+        if not gpu:
+            # The evaluator's checks must not leave OpenMP threads spinning on the cores the submission is timed on.
+            oracle_env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+        oracle_fds = [report_w, job_r]
+        if shape.start_submission:
+            oracle_env[SOCKET_FD_ENV] = str(sock_oracle.fileno())
+            oracle_fds.append(sock_oracle.fileno())
+        for fd in (report_w, job_r):
+            os.set_inheritable(fd, True)
+        memory_mb = max(shape.host_memory_mb, 8192) * 2
+        timeout = idle_s if idle_s is not None else timeout_s
+        self.oracle = SandboxSpec(
+            argv=[shape.python, "-m", "runners.oracle"],
+            workdir=dirs.oracle,
+            env=_env(oracle_env, shape.device, shape.gpu),
+            timeout_s=timeout,
+            output_cap_bytes=64 * 1024,
+            memory_mb=memory_mb,
+            pass_fds=tuple(oracle_fds),
+            ro_paths=(*ro, dirs.problem),
+            allow_gpu=gpu,
+            gpu_node=shape.gpu.node if shape.gpu is not None else None,
+            require_sandbox=shape.require_sandbox,
+            max_processes=64,
+            disk_mb=64 * 1024,  # its host arenas are memory files as large as the largest inputs (sparse)
+            cancel=self.oracle_cancel,
+            handover=self.handover,
+        )
+        self.submission = SandboxSpec(
+            argv=[*shape.prefix, shape.python, "-m", "runners.submission"],
+            workdir=dirs.submission,
+            env=_env({**dict(shape.submission_env), SOCKET_FD_ENV: str(sock_sub.fileno())}, shape.device, shape.gpu),
+            timeout_s=timeout,
+            output_cap_bytes=shape.output_cap_bytes,
+            memory_mb=shape.host_memory_mb,
+            pass_fds=(sock_sub.fileno(),),
+            ro_paths=(*ro, *(Path(dirs.submission) / rel for rel in shape.shared_ro)),
+            allow_gpu=gpu,
+            gpu_node=shape.gpu.node if shape.gpu is not None else None,
+            require_sandbox=shape.require_sandbox,
+            cancel=self.sub_cancel,
+            handover=self.handover,
+        )
+        self._own_ends: dict[str, list[Any]] = {"oracle": [report_w, job_r, sock_oracle], "submission": [sock_sub]}
+
+    def start(self) -> None:
+        """Start both sandboxes (each in a thread that waits for it to end)."""
+        self.threads = [threading.Thread(target=self._run, args=("oracle", self.oracle), daemon=True,
+                                         name="kernelcup-oracle")]  # fmt: skip
+        if self.shape.start_submission:
+            self.threads.append(threading.Thread(target=self._run, args=("submission", self.submission), daemon=True,
+                                                 name="kernelcup-sub"))  # fmt: skip
+        self.started_at = time.monotonic()
+        for t in self.threads:
+            t.start()
+
+    def _started(self, name: str) -> None:
+        """The child holds its ends now: close ours, so each side sees the other's exit as end of file."""
+        with self._lock:
+            ends, self._own_ends[name] = self._own_ends[name], []
+            for end in ends:
+                with contextlib.suppress(OSError, ValueError):
+                    if isinstance(end, int):
+                        self.fds_to_close.remove(end)
+                        os.close(end)
+                    else:
+                        end.close()
+
+    def _run(self, name: str, spec: SandboxSpec) -> None:
+        try:
+            self.outcomes[name] = run_sandboxed(spec, on_start=lambda: self._started(name))
+        except SandboxUnavailable as exc:
+            self.errors["unavailable"] = str(exc)
+        except Exception as exc:
+            self.errors[name] = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._started(name)  # (again) if the sandbox never started: the reader then sees end of file
+
+    def waiting(self, margin_s: float = 0.0) -> bool:
+        """A pre-started set that may still take a job: both processes running, not handed over, and more than
+        ``margin_s`` of its idle limit left (so it is not killed for idling just as its job arrives)."""
+        if self.handover is None or self.handed_over or self.errors or not self.threads:
+            return False
+        if time.monotonic() - self.started_at > self.handover.idle_s - margin_s:
+            return False
+        return all(t.is_alive() for t in self.threads)
+
+    def hand_over(self, job: Job, timeout_s: float) -> float:
+        """Give the processes their job (the only way any of it reaches them); returns the moment, from which their
+        time limit (``timeout_s``) counts."""
+        self.handed_over = True
+        at = self.handover.give(timeout_s) if self.handover is not None else time.monotonic()
+        with contextlib.suppress(BrokenPipeError):  # the evaluator never started: its outcome says why
+            os.write(self.job_w, (job.model_dump_json() + "\n").encode())
+        self._close_job_pipe()
+        return at
+
+    def _close_job_pipe(self) -> None:
+        with self._lock:
+            if self.job_w in self.fds_to_close:
+                self.fds_to_close.remove(self.job_w)
+                with contextlib.suppress(OSError):
+                    os.close(self.job_w)
+
+    def stop(self, join_s: float = 30.0) -> None:
+        """Kill both process trees (if still running), wait for their outcomes, release every descriptor."""
+        self.oracle_cancel.set()
+        self.sub_cancel.set()
+        for t in self.threads:
+            t.join(timeout=join_s)
+        with self._lock:
+            for fd in self.fds_to_close:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self.fds_to_close = []
+        for sock in self._socks:
+            sock.close()
+
+
 class Session:
     def __init__(
         self,
@@ -126,6 +327,8 @@ class Session:
         cancel: threading.Event | None,
         start_submission: bool = True,
         gpu: Gpu | None = None,
+        prestarted: Launch | None = None,
+        after_handover: Callable[[], None] | None = None,
     ) -> None:
         self.request = request
         self.job = job
@@ -139,6 +342,10 @@ class Session:
         self.cancel = cancel
         self.start_submission = start_submission
         self.gpu = gpu
+        self.prestarted = prestarted
+        """A pre-started set of this run's shape (runners/entry/prestart.py), or None: start both processes now."""
+        self.after_handover = after_handover
+        """Called once the job is handed over (a long-lived runner pre-starts the next run's set there)."""
         self.report = Report()
         self.started = time.monotonic()
 
@@ -151,118 +358,42 @@ class Session:
             self.on_progress(ProgressEvent(phase=Phase(phase), detail=detail))
 
     def run(self) -> Outcomes:
-        limits = self.request.limits
         time_limit = self.request.time_limit_s()
-        report_r, report_w = os.pipe()
-        job_r, job_w = os.pipe()
-        sock_oracle, sock_sub = socket_pair()
-        fds_to_close = [report_r, report_w, job_r, job_w]
-        oracle_cancel, sub_cancel = threading.Event(), threading.Event()
-        outcomes: dict[str, ProcessOutcome | None] = {"oracle": None, "submission": None}
-        errors: dict[str, str] = {}
-        ro = tuple(dict.fromkeys([*_ro_python(), *self.extra_ro]))
-        gpu = self.request.device != "cpu"
-        oracle_env = {REPORT_FD_ENV: str(report_w), JOB_FD_ENV: str(job_r)}
-        if not gpu:
-            # The evaluator's checks must not leave OpenMP threads spinning on the cores the submission is timed on.
-            oracle_env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-        oracle_fds = [report_w, job_r]
-        if self.start_submission:
-            oracle_env[SOCKET_FD_ENV] = str(sock_oracle.fileno())
-            oracle_fds.append(sock_oracle.fileno())
-        for fd in (report_w, job_r):
-            os.set_inheritable(fd, True)
-        oracle = SandboxSpec(
-            argv=[self.python, "-m", "runners.oracle"],
-            workdir=self.dirs.oracle,
-            env=_env(oracle_env, self.request.device, self.gpu),
-            timeout_s=time_limit + 15,
-            output_cap_bytes=64 * 1024,
-            memory_mb=max(limits.host_memory_mb, 8192) * 2,
-            pass_fds=tuple(oracle_fds),
-            ro_paths=(*ro, self.dirs.problem),
-            allow_gpu=gpu,
-            gpu_node=self.gpu.node if self.gpu is not None else None,
-            require_sandbox=self.require_sandbox,
-            max_processes=64,
-            disk_mb=64 * 1024,  # its host arenas are memory files as large as the largest inputs (sparse)
-            cancel=oracle_cancel,
-        )
-        submission = SandboxSpec(
-            argv=[*self.prefix, self.python, "-m", "runners.submission"],
-            workdir=self.dirs.submission,
-            env=_env({**self.submission_env, SOCKET_FD_ENV: str(sock_sub.fileno())}, self.request.device, self.gpu),
-            timeout_s=time_limit + 15,
-            output_cap_bytes=limits.output_cap_bytes,
-            memory_mb=limits.host_memory_mb,
-            pass_fds=(sock_sub.fileno(),),
-            ro_paths=(*ro, *self.dirs.shared_ro),
-            allow_gpu=gpu,
-            gpu_node=self.gpu.node if self.gpu is not None else None,
-            require_sandbox=self.require_sandbox,
-            cancel=sub_cancel,
-        )
-
-        own_ends: dict[str, list[Any]] = {"oracle": [report_w, job_r, sock_oracle], "submission": [sock_sub]}
-        lock = threading.Lock()
-
-        def started(name: str) -> None:
-            """The child holds its ends now: close ours, so each side sees the other's exit as end of file."""
-            with lock:
-                ends, own_ends[name] = own_ends[name], []
-                for end in ends:
-                    with contextlib.suppress(OSError, ValueError):
-                        if isinstance(end, int):
-                            fds_to_close.remove(end)
-                            os.close(end)
-                        else:
-                            end.close()
-
-        def start(name: str, spec: SandboxSpec) -> None:
-            try:
-                outcomes[name] = run_sandboxed(spec, on_start=lambda: started(name))
-            except SandboxUnavailable as exc:
-                errors["unavailable"] = str(exc)
-            except Exception as exc:
-                errors[name] = f"{type(exc).__name__}: {exc}"
-            finally:
-                started(name)  # (again) if the sandbox never started: the reader then sees end of file
-
-        threads = [threading.Thread(target=start, args=("oracle", oracle), daemon=True, name="kernelcup-oracle")]
-        if self.start_submission:
-            threads.append(
-                threading.Thread(target=start, args=("submission", submission), daemon=True, name="kernelcup-sub")
+        launch = self.prestarted
+        if launch is None:
+            shape = make_shape(
+                self.request,
+                gpu=self.gpu,
+                python=self.python,
+                prefix=self.prefix,
+                extra_ro=self.extra_ro,
+                submission_env=self.submission_env,
+                require_sandbox=self.require_sandbox,
+                start_submission=self.start_submission,
             )
+            launch = Launch(shape, self.dirs, timeout_s=time_limit + 15)
+            launch.start()
         try:
-            for t in threads:
-                t.start()
-            with contextlib.suppress(BrokenPipeError):  # the evaluator never started: its outcome says why
-                os.write(job_w, (self.job.model_dump_json() + "\n").encode())
-            os.close(job_w)
-            fds_to_close.remove(job_w)
+            # Phases count from the hand-over; a pre-started set's start is recorded before it (a negative time).
+            self.started = launch.hand_over(self.job, time_limit + 15)
+            if launch.handover is not None:
+                self.report.times["prestarted"] = round(launch.started_at - self.started, 3)
+            if self.after_handover is not None:
+                with contextlib.suppress(Exception):
+                    self.after_handover()
             deadline = time.monotonic() + time_limit + 20
-            self._read(report_r, deadline, oracle_cancel, sub_cancel)
+            self._read(launch.report_r, deadline, launch.oracle_cancel, launch.sub_cancel)
             # The evaluator has reported everything (or is gone): nothing either process does from here on counts,
             # so both trees are killed at once rather than waited for (tearing down two CUDA contexts takes seconds).
             if not self.report.done:
-                threads[0].join(timeout=max(deadline - time.monotonic(), 1.0))
-            oracle_cancel.set()
-            sub_cancel.set()
-            for t in threads:
-                t.join(timeout=30.0)
+                launch.threads[0].join(timeout=max(deadline - time.monotonic(), 1.0))
         finally:
-            oracle_cancel.set()
-            sub_cancel.set()
-            for fd in fds_to_close:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            sock_oracle.close()
-            sock_sub.close()
+            launch.stop()
         cancelled = self.cancel is not None and self.cancel.is_set()
-        result = Outcomes(self.report, outcomes["oracle"], outcomes["submission"], cancelled)
-        result.unavailable = errors.get("unavailable", "")
-        if errors.get("oracle") or errors.get("submission"):
-            raise RuntimeError(errors.get("oracle") or errors.get("submission"))
+        result = Outcomes(self.report, launch.outcomes["oracle"], launch.outcomes["submission"], cancelled)
+        result.unavailable = launch.errors.get("unavailable", "")
+        if launch.errors.get("oracle") or launch.errors.get("submission"):
+            raise RuntimeError(launch.errors.get("oracle") or launch.errors.get("submission"))
         return result
 
     def _read(self, fd: int, deadline: float, *cancels: threading.Event) -> None:

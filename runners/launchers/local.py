@@ -22,6 +22,7 @@ from pathlib import Path
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
 from runners.devices import device_mismatch
 from runners.entry.admission import NotOffered, language_headers
+from runners.entry.prestart import Prestarter
 from runners.gpus import Gpu, GpuPool, list_gpus, usable
 from runners.launchers.base import DeviceUnavailable, JobHandle, LauncherError
 from runners.settings import RunnerSettings
@@ -44,6 +45,13 @@ class LocalLauncher:
         self._gpu: tuple[str | None] | None = None  # this machine's GPU name, asked once (on first use)
         self._pool: GpuPool | None = GpuPool(gpus) if gpus is not None else None
         self._pool_lock = threading.Lock()
+        # The next run's processes, pre-started per GPU (runners/entry/prestart.py; KERNELCUP_PRESTART).
+        self.prestart: Prestarter | None = Prestarter(settings) if settings.prestart else None
+
+    def close(self) -> None:
+        """Kill the pre-started processes (the worker stops); runs after this start cold."""
+        if self.prestart is not None:
+            self.prestart.close()
 
     def pool(self) -> GpuPool:
         """One GPU per run (runners/gpus.py): the GPUs this worker may use, listed once (blocking)."""
@@ -131,6 +139,7 @@ class LocalLauncher:
                 require_sandbox=not self.settings.allow_unsandboxed,
                 cancel=cancel,
                 gpu=gpu,
+                **({"prestart": self.prestart} if self.prestart is not None else {}),  # (off: the call as before)
             )
         )
         if gpu is not None and release is not None:

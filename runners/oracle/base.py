@@ -14,6 +14,9 @@ from runners.contract import Verdict
 
 REPORT_FD_ENV = "KERNELCUP_REPORT_FD"
 JOB_FD_ENV = "KERNELCUP_JOB_FD"
+PRESTART_ENV = "KERNELCUP_PRESTARTED"
+"""Set (to the helpers to start, comma-separated) for an evaluator started before its job: it starts them and
+imports PyTorch, then waits for the job on its pipe."""
 PROBLEM_DIR = "problem"
 MIB = 1024 * 1024
 DEFAULT_HEAP = 32 * 1024 * MIB

@@ -13,6 +13,7 @@ import secrets
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from runners.contract import Verdict
@@ -23,7 +24,6 @@ from runners.ipc.protocol import (
     LoadFailed,
     Profile,
     ProfileText,
-    Quit,
     RBaseline,
     RBench,
     RProfile,
@@ -50,6 +50,21 @@ SLACK_SHARE = 50
 MAX_BATCH_CALLS = 64
 
 
+def start_helper(workdir: Path, name: str, title: str) -> tuple[subprocess.Popen[bytes], Peer]:
+    """Start a submission-protocol process of the evaluator's own (trusted code only: the calibration echo, the
+    baseline process) in the evaluator's sandbox, in ``workdir/name``; it imports PyTorch, says hello and waits."""
+    a, b = socket_pair()
+    folder = workdir / name
+    folder.mkdir(exist_ok=True)
+    env = {**os.environ, SOCKET_FD_ENV: str(b.fileno())}
+    argv = [sys.executable, "-m", "runners.submission"]
+    proc = subprocess.Popen(argv, pass_fds=(b.fileno(),), env=env, cwd=folder)
+    b.close()
+    from runners.ipc.protocol import FROM_SUBMISSION
+
+    return proc, Peer(Wire(a, FROM_SUBMISSION), title)
+
+
 class Benchmarking:
     """The evaluator's timing (mixed into ``Evaluator``, whose attributes it uses)."""
 
@@ -63,6 +78,7 @@ class Benchmarking:
     echo: Any
     baseline_process: Any
     baseline_echo: Any
+    spares: dict[str, tuple[subprocess.Popen[bytes], Peer]]
     arenas: dict[str, Arena]
     dev_in: str
     report: Any
@@ -347,29 +363,26 @@ class Benchmarking:
         self.baseline_process = self._start_helper("baseline", "the baseline process")
 
     def _start_helper(self, name: str, title: str) -> tuple[subprocess.Popen[bytes], Peer]:
-        """A submission-protocol process of our own (trusted code only), in our sandbox, with a folder of its own."""
-        a, b = socket_pair()
-        folder = self.workdir / name
-        folder.mkdir(exist_ok=True)
-        env = {**os.environ, SOCKET_FD_ENV: str(b.fileno())}
-        argv = [sys.executable, "-m", "runners.submission"]
-        proc = subprocess.Popen(argv, pass_fds=(b.fileno(),), env=env, cwd=folder)
-        b.close()
-        from runners.ipc.protocol import FROM_SUBMISSION
-
-        return proc, Peer(Wire(a, FROM_SUBMISSION), title)
+        """A submission-protocol process of our own (trusted code only), in our sandbox, with a folder of its own:
+        the one pre-started for it before the job arrived where there is one (``spares``), else a new one."""
+        spare = self.spares.pop(name, None)
+        if spare is not None and spare[0].poll() is None:
+            spare[1].name = title
+            return spare
+        if spare is not None:
+            spare[1].close()
+        return start_helper(self.workdir, name, title)
 
     def _stop_helper(self, helper: Any) -> None:
         if helper is None:
             return
         proc, peer = helper
-        with contextlib.suppress(Exception):
-            peer.send(Quit())
+        # Killed, not asked to quit: it ran only our code and holds nothing to keep, and an interpreter with PyTorch
+        # (and a CUDA context) took seconds to exit by itself (3 s on a loaded CPU). Its memory is freed after it.
+        proc.kill()
         peer.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
-        if proc.poll() is None:
-            proc.kill()
 
     def calibrate(self) -> Calibration:
         torch = self.torch

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,6 +50,7 @@ from runners.oracle.base import (
     DEFAULT_HEAP,
     JOB_FD_ENV,
     MIB,
+    PRESTART_ENV,
     PROBLEM_DIR,
     REPORT_FD_ENV,
     Fatal,
@@ -59,7 +61,7 @@ from runners.oracle.base import (
     tensor_bytes,
     trace,
 )
-from runners.oracle.benchmark import Benchmarking
+from runners.oracle.benchmark import Benchmarking, start_helper
 from runners.oracle.checking import normalise_check
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window
@@ -87,8 +89,17 @@ _LOAD_VERDICTS = {
 
 
 class Evaluator(Benchmarking):
-    def __init__(self, job: Job, report: Reporter, peer: Peer | None, workdir: Path) -> None:
+    def __init__(
+        self,
+        job: Job,
+        report: Reporter,
+        peer: Peer | None,
+        workdir: Path,
+        spares: dict[str, tuple[subprocess.Popen[bytes], Peer]] | None = None,
+    ) -> None:
         self.job = job
+        self.spares = dict(spares or {})
+        """Helpers pre-started before the job arrived (``prestart_helpers``), by name; each used at most once."""
         self.report = report
         self.peer = peer
         self.workdir = workdir
@@ -321,6 +332,7 @@ class Evaluator(Benchmarking):
                 self.start_baseline_process()
                 if job.device == "cpu":  # the CPU's calibration for the submission stays after its tests (warm)
                     self.baseline_echo = self._start_helper("echo-baselines", "the baselines' calibration echo")
+        self._drop_spares()  # pre-started helpers this job has no use for
         self.setup()
         if job.mode == "reference":
             self.run_reference_check()
@@ -381,16 +393,43 @@ class Evaluator(Benchmarking):
         for helper in (self.echo, self.baseline_process, self.baseline_echo):
             if helper is not None:
                 helper[0].kill()
+        self._drop_spares()
+
+    def _drop_spares(self) -> None:
+        for proc, peer in self.spares.values():
+            proc.kill()
+            peer.close()
+        self.spares.clear()
+
+
+def prestart_helpers(workdir: Path, names: list[str]) -> dict[str, tuple[subprocess.Popen[bytes], Peer]]:
+    """The helpers a pre-started evaluator starts before its job arrives (each imports PyTorch and waits): only
+    names the evaluator itself knows, whatever the runner asked for."""
+    titles = {"echo": "the calibration echo", "baseline": "the baseline process",
+              "echo-baselines": "the baselines' calibration echo"}  # fmt: skip
+    return {name: start_helper(workdir, name, titles[name]) for name in dict.fromkeys(names) if name in titles}
 
 
 def main() -> int:
     report = Reporter(int(os.environ.pop(REPORT_FD_ENV)))
     job_fd = int(os.environ.pop(JOB_FD_ENV))
+    prestarted = os.environ.pop(PRESTART_ENV, None)
+    spares = {}
+    if prestarted is not None:
+        # Pre-started (docs/measurement.md, "Pre-started processes"): the helpers and PyTorch now, while no job
+        # exists; nothing of a job (the secret among it) reaches this process before the line below returns.
+        spares = prestart_helpers(Path.cwd(), [n for n in prestarted.split(",") if n])
+        import torch  # noqa: F401  (what the wait is for: no CUDA context yet, that waits for the job)
     with os.fdopen(job_fd, "rb") as f:
-        job = Job.model_validate_json(f.readline())
+        line = f.readline()
+    if not line.strip():  # let go without a job (a pre-started set that was not used)
+        for proc, _ in spares.values():
+            proc.kill()
+        return 0
+    job = Job.model_validate_json(line)
     sub_fd = os.environ.pop(SOCKET_FD_ENV, None)
     peer = Peer.from_fd(int(sub_fd)) if sub_fd is not None else None
-    evaluator = Evaluator(job, report, peer, Path.cwd())
+    evaluator = Evaluator(job, report, peer, Path.cwd(), spares)
     try:
         evaluator.run()
     except Fatal as f:

@@ -22,13 +22,14 @@ read-only paths), ``cgroups``, ``output`` (the output pumps) and ``init.py``. Im
 from __future__ import annotations
 
 from runners.sandbox.run import run_sandboxed
-from runners.sandbox.spec import ProcessOutcome, SandboxSpec, SandboxUnavailable
+from runners.sandbox.spec import Handover, ProcessOutcome, SandboxSpec, SandboxUnavailable
 from runners.sandbox.view import ALLOW_UNSANDBOXED_SETTING, probe_sandbox, python_ro_paths, scrubbed_env
 from runners.sandbox.watchdog import MAX_FILES
 
 __all__ = [
     "ALLOW_UNSANDBOXED_SETTING",
     "MAX_FILES",
+    "Handover",
     "ProcessOutcome",
     "SandboxSpec",
     "SandboxUnavailable",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,33 @@ MIB = 1024 * 1024
 
 class SandboxUnavailable(Exception):
     """The sandbox cannot run on this machine and the caller required it."""
+
+
+class Handover:
+    """The moment a pre-started process gets its job (runners/entry/prestart.py). Until then it may only wait, for at
+    most ``idle_s`` from its start; from :meth:`give` on, its time limit is the one given there, counted from then."""
+
+    def __init__(self, idle_s: float) -> None:
+        self.idle_s = idle_s
+        self.timeout_s: float | None = None
+        self.at: float | None = None
+        self._lock = threading.Lock()
+
+    def give(self, timeout_s: float) -> float:
+        """Hand the job over now (once; a second call changes nothing): the time limit counts from here."""
+        with self._lock:
+            if self.at is None:
+                self.timeout_s = timeout_s
+                self.at = time.monotonic()
+            return self.at
+
+    def limit(self, started: float) -> tuple[float, float, bool]:
+        """(when the limit counts from, the limit in seconds, whether it is the idle limit) for a process started at
+        ``started``."""
+        with self._lock:
+            if self.at is None or self.timeout_s is None:
+                return started, self.idle_s, True
+            return self.at, self.timeout_s, False
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,9 @@ class SandboxSpec:
     """stdout + stderr past which the process is killed (``output_limit_exceeded``); only the cap is kept."""
     cancel: threading.Event | None = field(default=None, compare=False)
     """Set from another thread to kill the whole process tree at once (``cancelled`` in the outcome)."""
+    handover: Handover | None = field(default=None, compare=False)
+    """A pre-started process: ``timeout_s`` is ignored; it waits at most ``handover.idle_s`` for its job, then has the
+    time limit given at the hand-over, counted from the hand-over."""
 
 
 @dataclass(frozen=True)

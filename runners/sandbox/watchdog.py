@@ -64,9 +64,11 @@ def watch_until_done(
             watch.reason = "cancelled"
             return
         now = time.monotonic()
-        if now - start > spec.timeout_s:
+        since, limit, idle = spec.handover.limit(start) if spec.handover is not None else (start, spec.timeout_s, False)
+        if now - since > limit:
             watch.timed_out = True
-            watch.reason = f"time limit of {spec.timeout_s:g} s exceeded"
+            watch.reason = (f"a pre-started process waited {limit:g} s for a job (its idle limit)" if idle
+                            else f"time limit of {limit:g} s exceeded")  # fmt: skip
             return
         if pump.total > spec.max_output_bytes:
             watch.output_limit_exceeded = True

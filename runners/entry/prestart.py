@@ -1,0 +1,107 @@
+"""Pre-started process sets: the next run's two sandboxes, started while this run goes, waiting for their job.
+
+A long-lived runner (the local launcher a worker uses, ``kernelcup run`` with several files) keeps, per GPU it owns,
+one set of the next run's processes already started: the evaluator and the submission process, each in a fresh
+sandbox exactly as strict as a cold one (same binds, namespaces and limits), in a fresh empty job folder made for
+them, with ``import torch`` done (and the evaluator's calibration echo started, which imports it too) and nothing
+else: no CUDA context (importing PyTorch creates none; CUDA starts when the job arrives), so a waiting set never
+touches a GPU another run is timing. A job whose sandbox shape (``Shape``: device and GPU, the interpreter, the
+read-only binds of its language, its memory and output limits, no profiler in front) equals the set's is handed to
+it: its files are written into the set's folder and its job (the ranked secret among it) down the evaluator's pipe,
+and its time limit counts from then. Right after, the next set is started. A set is used at most once; one that does
+not fit the job, that waits longer than the idle limit, or whose runner stops is killed with its folder.
+docs/measurement.md ("Pre-started processes") says what is reused and why that is safe.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from runners.entry.admission import job_dirs
+from runners.entry.session import Launch, Shape
+from runners.settings import RunnerSettings
+
+HANDOVER_MARGIN_S = 5.0
+"""A set with less than this left of its idle limit is not handed a job (its watchdog could kill it meanwhile)."""
+
+
+class Prestarter:
+    """At most one waiting set per GPU (None: a run without a GPU of its own); thread-safe (a worker runs one run
+    per GPU at a time, each in a thread of its own)."""
+
+    def __init__(self, settings: RunnerSettings) -> None:
+        self.idle_s = settings.prestart_idle_s
+        self.job_root = settings.job_root
+        self._sets: dict[str | None, Launch] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._registered = False
+
+    def take(self, shape: Shape) -> Launch | None:
+        """The waiting set for ``shape``'s GPU if it fits ``shape`` and still waits (it is then this caller's, to
+        hand its job over and stop); else None, and a set that did not fit is killed."""
+        with self._lock:
+            launch = self._sets.pop(_key(shape), None)
+        if launch is None:
+            return None
+        if launch.shape != shape or not launch.waiting(HANDOVER_MARGIN_S):
+            discard(launch)
+            return None
+        return launch
+
+    def prepare(self, shape: Shape, helpers: tuple[str, ...] = ()) -> None:
+        """Start the next set for ``shape`` (replacing a waiting one of its GPU); ``helpers``: the evaluator's helper
+        processes to start with it (``echo`` for a timed run)."""
+        with self._lock:
+            if self._closed:
+                return
+            old = self._sets.pop(_key(shape), None)
+            if not self._registered:  # a runner that exits without close() still takes its sets (and folders) along
+                atexit.register(self.close)
+                self._registered = True
+        if old is not None:
+            discard(old)
+        if self.job_root is not None:
+            self.job_root.mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=self.job_root)).resolve()
+        try:
+            launch = Launch(shape, job_dirs(root, shape.shared_ro), idle_s=self.idle_s, helpers=helpers)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        launch.start()
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._sets[_key(shape)] = launch
+        if closed:
+            discard(launch)
+
+    def waiting(self) -> int:
+        """How many sets are waiting now."""
+        with self._lock:
+            return sum(1 for launch in self._sets.values() if launch.waiting())
+
+    def close(self) -> None:
+        """Kill every waiting set (the runner stops); later ``prepare`` calls start nothing."""
+        with self._lock:
+            self._closed = True
+            sets, self._sets = list(self._sets.values()), {}
+        for launch in sets:
+            discard(launch)
+
+
+def _key(shape: Shape) -> str | None:
+    return shape.gpu.uuid if shape.gpu is not None else None
+
+
+def discard(launch: Launch) -> None:
+    """Kill a set that will never get a job, and remove its folder."""
+    launch.stop(join_s=10.0)
+    with contextlib.suppress(Exception):
+        shutil.rmtree(launch.dirs.root, ignore_errors=True)
