@@ -80,7 +80,9 @@ def _sequential_cumsum(x: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(x.numpy().cumsum(dtype="float32"))
 
 
-def _layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+def _layernorm(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, mean: torch.Tensor, var: torch.Tensor
+) -> torch.Tensor:
     return ((x.float() - mean) * torch.rsqrt(var + 1e-5) * w.float() + b.float()).to(x.dtype)
 
 

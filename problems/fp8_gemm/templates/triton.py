@@ -33,7 +33,8 @@ def fp8_gemm_kernel(
     sa = tl.load(sa_ptr + rows, mask=rows < m, other=0.0)
     sb = tl.load(sb_ptr + cols, mask=cols < n, other=0.0)
     c = acc * sa[:, None] * sb[None, :]
-    tl.store(c_ptr + rows[:, None].to(tl.int64) * n + cols[None, :], _bf16(c), mask=(rows[:, None] < m) & (cols[None, :] < n))
+    mask = (rows[:, None] < m) & (cols[None, :] < n)
+    tl.store(c_ptr + rows[:, None].to(tl.int64) * n + cols[None, :], _bf16(c), mask=mask)
 
 
 def custom_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:

@@ -56,7 +56,7 @@ def _key_blocks(
         alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        if CPU:
+        if CPU:  # noqa: SIM108 (a statement keeps the branch a compile-time one in Triton)
             acc = tl.dot(_bf16_in_f32(p), v, acc)
         else:
             acc = tl.dot(p.to(tl.bfloat16), v, acc)
