@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import yaml
@@ -66,41 +67,36 @@ def test_starter_set_loads_and_validates() -> None:
         assert ("cpu" in entry.devices) == python, "Python problems run on the CPU too; native CUDA cannot"
 
 
-@pytest.mark.parametrize("name", LIBRARY)
-def test_problem_folder_is_complete(name: str) -> None:
+def _complete_folder(name: str, templates: set[str]) -> tuple[set[str], list[Path]]:
+    """Asserts what every problem folder holds; returns the names of its correct and the paths of its wrong
+    solutions for the set's own rules."""
     problem = load_problem(PROBLEMS / name)
     task = problem.task
     assert len(task.tests) >= 5 and len(task.benchmarks) >= 3
     assert all(isinstance(c.get("seed"), int) for c in [*task.tests, *task.benchmarks]), "every case has a seed"
-    assert {"pytorch", "triton", "cuda-inline"} <= set(problem.templates)
+    assert templates <= set(problem.templates)
     for word in ("Input", "Return", "Check"):
         assert word.lower() in task.description.lower(), f"the description states the {word.lower()}"
+    for path in (PROBLEMS / name / "solutions").glob("*/*.py"):
+        expect, _ = parse_header(path)
+        assert expect is not None, f"{path} declares its verdict in a '# expect:' line"
     correct = {p.name for p in (PROBLEMS / name / "solutions" / "correct").glob("*.py")}
-    wrong = list((PROBLEMS / name / "solutions" / "wrong").glob("*.py"))
+    return correct, list((PROBLEMS / name / "solutions" / "wrong").glob("*.py"))
+
+
+@pytest.mark.parametrize("name", LIBRARY)
+def test_problem_folder_is_complete(name: str) -> None:
+    correct, wrong = _complete_folder(name, {"pytorch", "triton", "cuda-inline"})
     assert {"pytorch.py", "triton.py"} <= correct
     assert len(wrong) >= 2
     assert any(p.stem in ("noop", "zeros", "empty", "unsorted") for p in wrong), "a solution that does no work"
-    for path in [*(PROBLEMS / name / "solutions").glob("*/*.py")]:
-        expect, _ = parse_header(path)
-        assert expect is not None, f"{path} declares its verdict in a '# expect:' line"
 
 
 @pytest.mark.parametrize("name", ADVANCED)
 def test_advanced_problem_folder_is_complete(name: str) -> None:
-    problem = load_problem(PROBLEMS / name)
-    task = problem.task
-    assert len(task.tests) >= 5 and len(task.benchmarks) >= 3
-    assert all(isinstance(c.get("seed"), int) for c in [*task.tests, *task.benchmarks]), "every case has a seed"
-    assert {"pytorch", "triton"} <= set(problem.templates)
-    for word in ("Input", "Return", "Check"):
-        assert word.lower() in task.description.lower(), f"the description states the {word.lower()}"
-    correct = {p.name for p in (PROBLEMS / name / "solutions" / "correct").glob("*.py")}
-    wrong = list((PROBLEMS / name / "solutions" / "wrong").glob("*.py"))
+    correct, wrong = _complete_folder(name, {"pytorch", "triton"})
     assert "pytorch.py" in correct and len(correct) >= 2, "a PyTorch solution and a fast one"
     assert len(wrong) >= 3 and any(p.stem == "zeros" for p in wrong), "a solution that does no work and two subtle ones"
-    for path in (PROBLEMS / name / "solutions").glob("*/*.py"):
-        expect, _ = parse_header(path)
-        assert expect is not None, f"{path} declares its verdict in a '# expect:' line"
 
 
 def test_layernorm_tests_cover_both_dtypes() -> None:

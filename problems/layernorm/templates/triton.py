@@ -35,7 +35,9 @@ def custom_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torc
     x, weight, bias = data
     rows, cols = x.shape
     y = torch.empty_like(x)
+    block = triton.next_power_of_2(cols)
+    warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
     layernorm_kernel[(rows,)](
-        x, weight, bias, y, cols, 1e-5, BLOCK=triton.next_power_of_2(cols), BF16=x.dtype == torch.bfloat16
+        x, weight, bias, y, cols, 1e-5, BLOCK=block, BF16=x.dtype == torch.bfloat16, num_warps=warps
     )
     return y

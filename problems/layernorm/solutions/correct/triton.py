@@ -19,16 +19,19 @@ def _bf16(x):
 
 
 @triton.jit
-def _store(ptr, y, mask, OUT: tl.constexpr, ROUND: tl.constexpr):
-    if ROUND:  # bf16 under the interpreter
-        tl.store(ptr, _bf16(y), mask=mask)
+def _store(ptr, y, mask, BF16: tl.constexpr, ROUND: tl.constexpr):
+    if BF16:
+        if ROUND:  # under the interpreter
+            tl.store(ptr, _bf16(y), mask=mask)
+        else:
+            tl.store(ptr, y.to(tl.bfloat16), mask=mask)
     else:
-        tl.store(ptr, y.to(OUT), mask=mask)
+        tl.store(ptr, y.to(tl.float16), mask=mask)
 
 
 @triton.jit
 def _layernorm_row(
-    x_ptr, w_ptr, b_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr, OUT: tl.constexpr, ROUND: tl.constexpr
+    x_ptr, w_ptr, b_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr, BF16: tl.constexpr, ROUND: tl.constexpr
 ):
     row = tl.program_id(0).to(tl.int64)
     offsets = tl.arange(0, BLOCK)
@@ -39,12 +42,12 @@ def _layernorm_row(
     inv = tl.rsqrt(tl.sum(centred * centred, axis=0) / cols + eps)
     w = tl.load(w_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     b = tl.load(b_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    _store(y_ptr + row * cols + offsets, centred * inv * w + b, mask, OUT, ROUND)
+    _store(y_ptr + row * cols + offsets, centred * inv * w + b, mask, BF16, ROUND)
 
 
 @triton.jit
 def _layernorm_chunks(
-    x_ptr, w_ptr, b_ptr, y_ptr, cols, eps, CHUNK: tl.constexpr, OUT: tl.constexpr, ROUND: tl.constexpr
+    x_ptr, w_ptr, b_ptr, y_ptr, cols, eps, CHUNK: tl.constexpr, BF16: tl.constexpr, ROUND: tl.constexpr
 ):
     row = tl.program_id(0).to(tl.int64)
     base = x_ptr + row * cols
@@ -66,19 +69,19 @@ def _layernorm_chunks(
         x = tl.load(base + offsets, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-        _store(y_ptr + row * cols + offsets, (x - mean) * inv * w + b, mask, OUT, ROUND)
+        _store(y_ptr + row * cols + offsets, (x - mean) * inv * w + b, mask, BF16, ROUND)
 
 
 def custom_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
     x, weight, bias = data
     rows, cols = x.shape
     y = torch.empty_like(x)
-    out = tl.bfloat16 if x.dtype == torch.bfloat16 else tl.float16
-    explicit = x.dtype == torch.bfloat16 and not x.is_cuda  # the interpreter truncates bf16 conversions
+    bf16 = x.dtype == torch.bfloat16
+    explicit = not x.is_cuda  # the interpreter truncates in .to(tl.bfloat16): round explicitly
     if cols <= MAX_SINGLE_PASS:
         block = max(triton.next_power_of_2(cols), 16)
         warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
-        _layernorm_row[(rows,)](x, weight, bias, y, cols, 1e-5, BLOCK=block, OUT=out, ROUND=explicit, num_warps=warps)
+        _layernorm_row[(rows,)](x, weight, bias, y, cols, 1e-5, BLOCK=block, BF16=bf16, ROUND=explicit, num_warps=warps)
     else:
-        _layernorm_chunks[(rows,)](x, weight, bias, y, cols, 1e-5, CHUNK=CHUNK, OUT=out, ROUND=explicit, num_warps=8)
+        _layernorm_chunks[(rows,)](x, weight, bias, y, cols, 1e-5, CHUNK=CHUNK, BF16=bf16, ROUND=explicit, num_warps=8)
     return y
