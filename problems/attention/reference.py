@@ -25,7 +25,10 @@ def generate_input(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """q, k and v of shape (batch, heads, seq, head_dim), standard normal bf16, contiguous."""
     inputs = Inputs(seed)
-    return tuple(inputs.randn(batch, heads, seq, head_dim, dtype=torch.bfloat16) for _ in range(3))  # type: ignore[return-value]
+    q = inputs.randn(batch, heads, seq, head_dim, dtype=torch.bfloat16)
+    k = inputs.randn(batch, heads, seq, head_dim, dtype=torch.bfloat16)
+    v = inputs.randn(batch, heads, seq, head_dim, dtype=torch.bfloat16)
+    return q, k, v
 
 
 def ref_kernel(data: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
