@@ -28,6 +28,10 @@ CASES: dict[str, dict] = {
     "rmsnorm": {"rows": 64, "hidden": 2049, "seed": 18},
     "matmul": {"m": 96, "k": 2048, "n": 80, "seed": 19},
     "conv2d": {"batch": 4, "channels": 64, "height": 23, "width": 29, "out_channels": 16, "kernel_size": 3, "seed": 20},
+    "layernorm": {"rows": 64, "cols": 2049, "dtype": "bfloat16", "seed": 21},
+    "attention": {"batch": 1, "heads": 2, "seq": 700, "head_dim": 64, "seed": 22},
+    "fp8_gemm": {"m": 128, "n": 96, "k": 4096, "seed": 23},
+    "grouped_gemm": {"groups": 16, "tokens": 1000, "k": 2048, "n": 96, "seed": 5},
 }
 
 
@@ -76,6 +80,136 @@ def _sequential_cumsum(x: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(x.numpy().cumsum(dtype="float32"))
 
 
+def _layernorm(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, mean: torch.Tensor, var: torch.Tensor
+) -> torch.Tensor:
+    return ((x.float() - mean) * torch.rsqrt(var + 1e-5) * w.float() + b.float()).to(x.dtype)
+
+
+def _layernorm_sequential(d: tuple) -> torch.Tensor:
+    """Mean and variance summed one column after another in fp32 (one thread per row)."""
+    x = d[0].float()
+    total = torch.zeros(x.shape[0], 1)
+    for j in range(x.shape[1]):
+        total += x[:, j : j + 1]
+    mean = total / x.shape[1]
+    squares = torch.zeros_like(total)
+    for j in range(x.shape[1]):
+        squares += (x[:, j : j + 1] - mean).square()
+    return _layernorm(d[0], d[1], d[2], mean, squares / x.shape[1])
+
+
+def _layernorm_welford(d: tuple, chunk: int = 256) -> torch.Tensor:
+    """Welford's mean and variance per chunk of columns in fp32, merged chunk by chunk (Chan et al.)."""
+    x = d[0].float()
+    count, mean, m2 = 0, torch.zeros(x.shape[0], 1), torch.zeros(x.shape[0], 1)
+    for part in x.split(chunk, dim=1):
+        n_b = part.shape[1]
+        mean_b = part.mean(dim=1, keepdim=True)
+        m2_b = (part - mean_b).square().sum(dim=1, keepdim=True)
+        delta = mean_b - mean
+        total = count + n_b
+        mean = mean + delta * (n_b / total)
+        m2 = m2 + m2_b + delta.square() * (count * n_b / total)
+        count = total
+    return _layernorm(d[0], d[1], d[2], mean, m2 / count)
+
+
+def _layernorm_one_pass(d: tuple) -> torch.Tensor:
+    x = d[0].float()
+    mean = x.mean(dim=-1, keepdim=True)
+    return _layernorm(d[0], d[1], d[2], mean, (x.square().mean(dim=-1, keepdim=True) - mean.square()).clamp(min=0))
+
+
+def _flash(d: tuple, block: int = 64, p_dtype: torch.dtype | None = torch.bfloat16, rescale: bool = True,
+           acc_bf16: bool = False, scores_bf16: bool = False) -> torch.Tensor:
+    """An online softmax over key blocks (FlashAttention's forward), in fp32, with the options of its mistakes."""
+    q, k, v = (t.float() for t in d)
+    seq, dim = q.shape[-2], q.shape[-1]
+    rows = torch.arange(seq)[:, None]
+    running = torch.full((*q.shape[:-1], 1), float("-inf"))
+    total, acc = torch.zeros_like(running), torch.zeros_like(q)
+    for start in range(0, seq, block):
+        scores = q @ k[..., start : start + block, :].transpose(-1, -2)
+        if scores_bf16:
+            scores = scores.bfloat16().float()
+        scores = (scores / dim**0.5).masked_fill(torch.arange(start, min(start + block, seq))[None, :] > rows, -1e6)
+        new = torch.maximum(running, scores.amax(dim=-1, keepdim=True))
+        p = torch.exp(scores - new)
+        alpha = torch.exp(running - new) if rescale else torch.ones_like(new)
+        total = total * alpha + p.sum(dim=-1, keepdim=True)
+        if p_dtype is not None:
+            p = p.to(p_dtype).float()
+        acc = acc * alpha + p @ v[..., start : start + block, :]
+        if acc_bf16:
+            acc = acc.bfloat16().float()
+        running = new
+    return (acc / total).bfloat16()
+
+
+def _truncate_mantissa(x: torch.Tensor, bits: int) -> torch.Tensor:
+    return (x.contiguous().view(torch.int32) & ~((1 << (23 - bits)) - 1)).view(torch.float32)
+
+
+def _fp8_limited_accumulator(d: tuple, promote: int | None) -> torch.Tensor:
+    """Hopper's fp8 tensor cores as DeepSeek-V3 describes them: each 32-product step exact, the running sum kept to
+    13 mantissa bits (truncated), and, unless ``promote`` is None (fast accumulation), added into an fp32 total
+    every ``promote`` products."""
+    a, b, scale_a, scale_b = d
+    af, bf = a.float(), b.float()
+    total = torch.zeros(a.shape[0], b.shape[0])
+    acc = torch.zeros_like(total)
+    for start in range(0, a.shape[1], 32):
+        acc = _truncate_mantissa(acc + af[:, start : start + 32] @ bf[:, start : start + 32].T, 13)
+        if promote is not None and (start + 32) % promote == 0:
+            total, acc = total + acc, torch.zeros_like(acc)
+    return ((total + acc) * scale_a * scale_b).bfloat16()
+
+
+def _fp8_split_k(d: tuple, splits: int) -> torch.Tensor:
+    a, b, scale_a, scale_b = d
+    chunks = zip(a.float().chunk(splits, dim=1), b.float().chunk(splits, dim=1), strict=True)
+    return torch.stack([((ac @ bc.T) * scale_a * scale_b).bfloat16() for ac, bc in chunks]).float().sum(0).bfloat16()
+
+
+def _grouped(d: tuple, product: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    a, weights, offsets = d
+    out = torch.zeros(a.shape[0], weights.shape[2])
+    start = 0
+    for g, end in enumerate(offsets.tolist()):
+        if end > start:
+            out[start:end] = product(a[start:end].float(), weights[g].float())
+        start = end
+    return out.bfloat16()
+
+
+def _split_k_bf16(x: torch.Tensor, y: torch.Tensor, splits: int) -> torch.Tensor:
+    chunks = zip(x.chunk(splits, dim=1), y.chunk(splits, dim=0), strict=True)
+    return torch.stack([(xc @ yc).bfloat16() for xc, yc in chunks]).float().sum(0)
+
+
+def _bf16_accumulator(x: torch.Tensor, y: torch.Tensor, chunk: int = 32) -> torch.Tensor:
+    acc = torch.zeros(x.shape[0], y.shape[1])
+    for start in range(0, x.shape[1], chunk):
+        acc = (acc + x[:, start : start + chunk] @ y[start : start + chunk]).bfloat16().float()
+    return acc
+
+
+def _grouped_rows(d: tuple, shift: int) -> torch.Tensor:
+    """Each row multiplied by the weights of the group ``shift`` places after its own (clamped)."""
+    a, weights, offsets = d
+    group = torch.searchsorted(offsets, torch.arange(a.shape[0], dtype=offsets.dtype), right=True)
+    group = (group + shift).clamp_(0, weights.shape[0] - 1)
+    return torch.bmm(a.float().unsqueeze(1), weights.float()[group]).squeeze(1).bfloat16()
+
+
+def _grouped_skipping_empty(d: tuple) -> torch.Tensor:
+    a, weights, offsets = d
+    sizes = torch.diff(offsets, prepend=offsets.new_zeros(1)).tolist()
+    chunks = [c for c in a.split(sizes) if c.shape[0]]
+    return torch.cat([c.float() @ w.float() for c, w in zip(chunks, weights, strict=False)]).bfloat16()
+
+
 ALTERNATIVES: dict[str, dict[str, Callable[[tuple], torch.Tensor]]] = {
     "vectoradd": {"fp16 add": lambda d: d[0] + d[1]},
     "vectorsum": {
@@ -109,6 +243,32 @@ ALTERNATIVES: dict[str, dict[str, Callable[[tuple], torch.Tensor]]] = {
         "fp32 accumulate": lambda d: (d[0].float() @ d[1].float()).half(),
         "split-K 4, fp16 partials": lambda d: _matmul_split_k(d, 4),
         "split-K 16, fp16 partials": lambda d: _matmul_split_k(d, 16),
+    },
+    "layernorm": {
+        "fp32 layer_norm": lambda d: torch.nn.functional.layer_norm(
+            d[0].float(), (d[0].shape[-1],), d[1].float(), d[2].float(), 1e-5).to(d[0].dtype),
+        "sequential fp32 sums": _layernorm_sequential,
+        "Welford over chunks": _layernorm_welford,
+    },
+    "attention": {
+        "fp32": lambda d: torch.nn.functional.scaled_dot_product_attention(
+            *(t.float() for t in d), is_causal=True).bfloat16(),
+        "torch bf16 sdpa": lambda d: torch.nn.functional.scaled_dot_product_attention(*d, is_causal=True),
+        "key blocks of 64, p in bf16": lambda d: _flash(d, 64),
+        "key blocks of 128, p in bf16": lambda d: _flash(d, 128),
+        "p in fp16": lambda d: _flash(d, 64, torch.float16),
+    },
+    "fp8_gemm": {
+        "fp32 dequantised": lambda d: ((d[0].float() @ d[1].float().T) * d[2] * d[3]).bfloat16(),
+        "torch._scaled_mm": lambda d: torch._scaled_mm(d[0], d[1].T, scale_a=d[2], scale_b=d[3],
+                                                       out_dtype=torch.bfloat16),
+        "13-bit accumulator promoted every 128": lambda d: _fp8_limited_accumulator(d, 128),
+    },
+    "grouped_gemm": {
+        "fp32 per group": lambda d: _grouped(d, torch.matmul),
+        "split-K 4, bf16 partials": lambda d: _grouped(d, lambda x, y: _split_k_bf16(x, y, 4)),
+        "split-K 16, bf16 partials": lambda d: _grouped(d, lambda x, y: _split_k_bf16(x, y, 16)),
+        "torch._grouped_mm": lambda d: torch._grouped_mm(d[0], d[1], offs=d[2], out_dtype=torch.bfloat16),
     },
     "conv2d": {
         "TF32 inputs": lambda d: torch.nn.functional.conv2d(_tf32(d[0]), _tf32(d[1])),
@@ -174,6 +334,41 @@ SPECIFIC: dict[str, dict[str, Mutation]] = {
         "lower precision": lambda d, g: (d[0].bfloat16().float() @ d[1].bfloat16().float()).half(),
         "fp16 accumulator": lambda d, g: _fp16_accumulate(d[0], d[1]),
     },
+    "layernorm": {
+        "one-pass variance": lambda d, g: _layernorm_one_pass(d),
+        "unbiased variance": lambda d, g: _layernorm(d[0], d[1], d[2], d[0].float().mean(-1, keepdim=True),
+                                                     d[0].float().var(-1, keepdim=True)),
+        "eps outside": lambda d, g: (lambda x, m: ((x - m) / ((x - m).square().mean(-1, keepdim=True).sqrt() + 1e-5)
+                                                   * d[1].float() + d[2].float()).to(d[0].dtype))(
+            d[0].float(), d[0].float().mean(-1, keepdim=True)),
+        "no bias": lambda d, g: _layernorm((d[0]), d[1], torch.zeros_like(d[2]), d[0].float().mean(-1, keepdim=True),
+                                           d[0].float().var(-1, keepdim=True, correction=0)),
+        "lower precision": lambda d, g: torch.nn.functional.layer_norm(
+            d[0].float(), (d[0].shape[-1],), d[1].float(), d[2].float(), 1e-5).to(torch.float8_e4m3fn).to(d[0].dtype),
+    },
+    "attention": {
+        "diagonal block unmasked": lambda d, g: _block_causal(d, 64),
+        "no rescaling": lambda d, g: _flash(d, 64, rescale=False),
+        "bf16 accumulator": lambda d, g: _flash(d, 64, acc_bf16=True),
+        "scale 1/d": lambda d, g: torch.nn.functional.scaled_dot_product_attention(
+            *(t.float() for t in d), is_causal=True, scale=1 / d[0].shape[-1]).bfloat16(),
+    },
+    "fp8_gemm": {
+        "scale_b dropped": lambda d, g: ((d[0].float() @ d[1].float().T) * d[2]).bfloat16(),
+        "scale_a dropped": lambda d, g: ((d[0].float() @ d[1].float().T) * d[3]).bfloat16(),
+        "bf16 dequantised inputs": lambda d, g: ((d[0].float() * d[2]).bfloat16().float()
+                                                 @ (d[1].float() * d[3].T).bfloat16().float().T).bfloat16(),
+        "split-K 4, bf16 partials": lambda d, g: _fp8_split_k(d, 4),
+        "fast accumulation (never promoted)": lambda d, g: _fp8_limited_accumulator(d, None),
+        "e5m2 inputs": lambda d, g: ((d[0].float().to(torch.float8_e5m2).float()
+                                      @ d[1].float().to(torch.float8_e5m2).float().T) * d[2] * d[3]).bfloat16(),
+    },
+    "grouped_gemm": {
+        "bf16 accumulator": lambda d, g: _grouped(d, _bf16_accumulator),
+        "next group's weights": lambda d, g: _grouped_rows(d, 1),
+        "empty groups skipped": lambda d, g: _grouped_skipping_empty(d),
+        "first row of a group to the previous group": lambda d, g: _grouped_boundary(d),
+    },
     "conv2d": {
         "lower precision": lambda d, g: torch.nn.functional.conv2d(d[0].bfloat16().float(), d[1].bfloat16().float()),
         "flipped kernel": lambda d, g: torch.nn.functional.conv2d(d[0], d[1].flip(2, 3)),
@@ -187,6 +382,24 @@ def _fp16_accumulate(a: torch.Tensor, b: torch.Tensor, chunk: int = 32) -> torch
     for start in range(0, a.shape[1], chunk):
         acc = (acc.float() + a[:, start : start + chunk].float() @ b[start : start + chunk].float()).half()
     return acc
+
+
+def _block_causal(d: tuple, block: int) -> torch.Tensor:
+    """Each block of queries sees every key up to the end of its own block (the diagonal block unmasked)."""
+    q, k, v = (t.float() for t in d)
+    out = torch.empty_like(q)
+    for start in range(0, q.shape[-2], block):
+        end = min(start + block, q.shape[-2])
+        scores = q[..., start:end, :] @ k[..., :end, :].transpose(-1, -2) / q.shape[-1] ** 0.5
+        out[..., start:end, :] = scores.softmax(dim=-1) @ v[..., :end, :]
+    return out.bfloat16()
+
+
+def _grouped_boundary(d: tuple) -> torch.Tensor:
+    """searchsorted without right=True: the first row of each group goes to the group before it."""
+    a, weights, offsets = d
+    group = torch.searchsorted(offsets, torch.arange(a.shape[0], dtype=offsets.dtype)).clamp_(max=weights.shape[0] - 1)
+    return torch.bmm(a.float().unsqueeze(1), weights.float()[group]).squeeze(1).bfloat16()
 
 
 def _wrong_cases(problem: str) -> list[tuple[str, Mutation]]:

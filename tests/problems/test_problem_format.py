@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import yaml
@@ -13,9 +14,16 @@ from runners.devices import peaks_for, roofline_bound
 
 GPUS = {"H100", "A100", "L4", "T4", "B200"}
 LIBRARIES = PROBLEMS / "libraries.yaml"
+ADVANCED_SET = PROBLEMS / "advanced.yaml"
 LIBRARY = [
     "vectoradd", "vectorsum", "grayscale", "histogram", "prefixsum", "sort", "softmax", "rmsnorm", "matmul", "conv2d",
 ]
+# The advanced set (issue 17): Hopper-class GPUs and the CPU; PyTorch and Triton templates.
+ADVANCED = ["layernorm", "attention", "fp8_gemm", "grouped_gemm"]
+ADVANCED_DEVICES = {"H100", "H200", "B200", "cpu"}
+ROOFLINE_DTYPE = {"layernorm": "fp32", "attention": "bf16", "fp8_gemm": "fp8", "grouped_gemm": "bf16"}
+# Case keys that are not sizes a kernel must handle at any value (head_dim is 64 or 128 by the problem's rules).
+NOT_SIZES = ("seed", "contention", "head_dim")
 # Test cases run on a 2-core CI machine through Triton's interpreter: keep each one's traffic small.
 MAX_TEST_BYTES = 8 << 20
 
@@ -30,7 +38,20 @@ def test_starter_set_lists_the_library() -> None:
     assert set(LIBRARY) | {"vectoradd_cu"} <= names
     libraries = {e["directory"] for e in yaml.safe_load(LIBRARIES.read_text())["problems"]}
     assert libraries == {"matmul_cutlass", "matmul_tk"}, "the C++ library problems have a set of their own"
-    assert {p.name for p in problem_dirs()} - {"vectoradd_cu"} <= names | libraries, "every problem folder is in a set"
+    advanced = {e["directory"] for e in yaml.safe_load(ADVANCED_SET.read_text())["problems"]}
+    assert advanced == set(ADVANCED)
+    folders = {p.name for p in problem_dirs()} - {"vectoradd_cu"}
+    assert folders <= names | libraries | advanced, "every problem folder is in a set"
+
+
+def test_advanced_set_loads_and_validates() -> None:
+    pset, problems = load_problem_set(ADVANCED_SET)
+    assert set(problems) == set(ADVANCED)
+    for entry in pset.problems:
+        assert set(entry.devices) == ADVANCED_DEVICES, f"{entry.leaderboard_name}: devices {entry.devices}"
+        assert entry.deadline > datetime(2030, 1, 1, tzinfo=UTC)
+        dtype = problems[entry.leaderboard_name].task.dtype.value
+        assert dtype == ROOFLINE_DTYPE[entry.leaderboard_name], "the peak that bounds the problem's flops"
 
 
 def test_starter_set_loads_and_validates() -> None:
@@ -46,23 +67,42 @@ def test_starter_set_loads_and_validates() -> None:
         assert ("cpu" in entry.devices) == python, "Python problems run on the CPU too; native CUDA cannot"
 
 
-@pytest.mark.parametrize("name", LIBRARY)
-def test_problem_folder_is_complete(name: str) -> None:
+def _complete_folder(name: str, templates: set[str]) -> tuple[set[str], list[Path]]:
+    """Asserts what every problem folder holds; returns the names of its correct and the paths of its wrong
+    solutions for the set's own rules."""
     problem = load_problem(PROBLEMS / name)
     task = problem.task
     assert len(task.tests) >= 5 and len(task.benchmarks) >= 3
     assert all(isinstance(c.get("seed"), int) for c in [*task.tests, *task.benchmarks]), "every case has a seed"
-    assert {"pytorch", "triton", "cuda-inline"} <= set(problem.templates)
+    assert templates <= set(problem.templates)
     for word in ("Input", "Return", "Check"):
         assert word.lower() in task.description.lower(), f"the description states the {word.lower()}"
+    for path in (PROBLEMS / name / "solutions").glob("*/*.py"):
+        expect, _, _ = parse_header(path)
+        assert expect is not None, f"{path} declares its verdict in a '# expect:' line"
     correct = {p.name for p in (PROBLEMS / name / "solutions" / "correct").glob("*.py")}
-    wrong = list((PROBLEMS / name / "solutions" / "wrong").glob("*.py"))
+    return correct, list((PROBLEMS / name / "solutions" / "wrong").glob("*.py"))
+
+
+@pytest.mark.parametrize("name", LIBRARY)
+def test_problem_folder_is_complete(name: str) -> None:
+    correct, wrong = _complete_folder(name, {"pytorch", "triton", "cuda-inline"})
     assert {"pytorch.py", "triton.py"} <= correct
     assert len(wrong) >= 2
     assert any(p.stem in ("noop", "zeros", "empty", "unsorted") for p in wrong), "a solution that does no work"
-    for path in [*(PROBLEMS / name / "solutions").glob("*/*.py")]:
-        expect, _, _ = parse_header(path)
-        assert expect is not None, f"{path} declares its verdict in a '# expect:' line"
+
+
+@pytest.mark.parametrize("name", ADVANCED)
+def test_advanced_problem_folder_is_complete(name: str) -> None:
+    correct, wrong = _complete_folder(name, {"pytorch", "triton"})
+    assert "pytorch.py" in correct and len(correct) >= 2, "a PyTorch solution and a fast one"
+    assert len(wrong) >= 3 and any(p.stem == "zeros" for p in wrong), "a solution that does no work and two subtle ones"
+
+
+def test_layernorm_tests_cover_both_dtypes() -> None:
+    task = load_problem(PROBLEMS / "layernorm").task
+    for cases in (task.tests, task.benchmarks):
+        assert {c["dtype"] for c in cases} == {"float16", "bfloat16"}
 
 
 def test_inline_cuda_solutions_for_at_least_four_problems() -> None:
@@ -70,10 +110,10 @@ def test_inline_cuda_solutions_for_at_least_four_problems() -> None:
     assert len(with_cuda) >= 4, with_cuda
 
 
-@pytest.mark.parametrize("name", LIBRARY)
+@pytest.mark.parametrize("name", [*LIBRARY, *ADVANCED])
 def test_tests_include_awkward_sizes(name: str) -> None:
     tests = load_problem(PROBLEMS / name).task.tests
-    dims = [[v for k, v in c.items() if k not in ("seed", "contention") and isinstance(v, int)] for c in tests]
+    dims = [[v for k, v in c.items() if k not in NOT_SIZES and isinstance(v, int)] for c in tests]
     assert any(all(d <= 8 for d in case) for case in dims), "a tiny case"
     assert any(any(d > 64 and d % 2 for d in case) for case in dims), "a size that is no multiple of a block size"
 

@@ -63,3 +63,65 @@ def test_largest_benchmark_checks_on_the_gpu_and_fits_an_l4(name: str) -> None:
     peak = torch.cuda.max_memory_allocated()
     print(f"{name}: peak {peak / 1e9:.2f} GB over its benchmarks")
     assert peak < PEAK_BUDGET, f"{name}: {peak / 1e9:.1f} GB at its largest benchmark; an L4 has {L4_BYTES / 1e9:.0f}"
+
+
+def _largest(name: str) -> tuple:
+    """The problem's reference and the inputs of its benchmark with the most flops."""
+    ref = import_reference(name)
+    case = max(load_problem(PROBLEMS / name).task.benchmarks, key=lambda c: ref.speed_of_light(**c)["flops"])
+    return ref, ref.generate_input(**case)
+
+
+def test_layernorm_check_accepts_torch_layer_norm_in_the_input_dtype() -> None:
+    ref = import_reference("layernorm")
+    for case in load_problem(PROBLEMS / "layernorm").task.benchmarks:  # fp16 and bf16
+        x, weight, bias = data = ref.generate_input(**case)
+        output = torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps=1e-5)  # CUDA: fp32 inside
+        ok, message = ref.check_implementation(data, output)
+        assert ok, f"{case}: {message}"
+
+
+@pytest.mark.parametrize("backend", ["FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"])
+def test_attention_check_accepts_torch_sdpa_backends_at_the_largest_benchmark(backend: str) -> None:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    ref, data = _largest("attention")
+    try:
+        with sdpa_kernel(getattr(SDPBackend, backend)):
+            output = torch.nn.functional.scaled_dot_product_attention(*data, is_causal=True)
+    except RuntimeError as error:  # the backend is not built in or does not take these inputs on this GPU
+        pytest.skip(f"{backend}: {error}")
+    ok, message = ref.check_implementation(data, output)
+    assert ok, message
+
+
+def test_fp8_gemm_check_accepts_cublas_scaled_mm_at_the_largest_benchmark() -> None:
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("no fp8 tensor cores before sm_89")
+    ref, (a, b, scale_a, scale_b) = _largest("fp8_gemm")
+    output = torch._scaled_mm(a, b.T, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16, use_fast_accum=False)
+    ok, message = ref.check_implementation((a, b, scale_a, scale_b), output)
+    assert ok, message
+
+
+@pytest.mark.parametrize("how", ["grouped_mm", "per-group cuBLAS, reduced-precision reductions"])
+def test_grouped_gemm_check_accepts_vendor_results_at_the_largest_benchmark(how: str) -> None:
+    ref, (a, weights, offsets) = _largest("grouped_gemm")
+    if how == "grouped_mm":
+        if torch.cuda.get_device_capability() < (9, 0) or not hasattr(torch, "_grouped_mm"):
+            pytest.skip("torch._grouped_mm needs sm_90+")
+        output = torch._grouped_mm(a, weights, offs=offsets, out_dtype=torch.bfloat16)
+    else:
+        before = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
+        try:
+            output = torch.empty(a.shape[0], weights.shape[2], device=a.device, dtype=torch.bfloat16)
+            start = 0
+            for g, end in enumerate(offsets.tolist()):
+                if end > start:
+                    torch.matmul(a[start:end], weights[g], out=output[start:end])
+                start = end
+        finally:
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = before
+    ok, message = ref.check_implementation((a, weights, offsets), output)
+    assert ok, message

@@ -14,19 +14,23 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 from problem_catalog import PROBLEMS, Solution, all_solutions
 
-from leaderboards.problems import load_problem
-from runners.contract import Mode, RunResult
+from leaderboards.problems import Problem, load_problem
+from runners.contract import Mode, RunRequest, RunResult
 from runners.entry import run_request
 
 SOLUTIONS = all_solutions()
 
 
-def _run(solution: Solution, device: str) -> RunResult:
-    problem = load_problem(PROBLEMS / solution.problem)
+def _request(problems: dict[str, Problem], solution: Solution, device: str) -> RunRequest:
+    """The solution's test-mode request. Built on the main thread: loading a problem parses its reference with
+    ast.parse, which CPython 3.11 does not make safe to call from several threads at once ("AST constructor
+    recursion depth mismatch")."""
+    if solution.problem not in problems:
+        problems[solution.problem] = load_problem(PROBLEMS / solution.problem)
+    problem = problems[solution.problem]
     if solution.lang is not None:
         problem = problem.in_language(solution.lang)
-    request = problem.request(solution.path.name, solution.path.read_bytes(), Mode.TEST, device=device)
-    return run_request(request)
+    return problem.request(solution.path.name, solution.path.read_bytes(), Mode.TEST, device=device)
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +39,7 @@ def runs(request: pytest.FixtureRequest):
     workers = int(os.environ.get("KERNELCUP_TEST_WORKERS", 0)) or max(2, min(4, os.cpu_count() or 2))
     pool = ThreadPoolExecutor(max_workers=workers)
     futures: dict[tuple[str, str], Future[RunResult]] = {}
+    problems: dict[str, Problem] = {}
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
         if item.module is not request.module or spec is None or "solution" not in spec.params:
@@ -45,7 +50,7 @@ def runs(request: pytest.FixtureRequest):
         device = "cuda" if "gpu" in item.keywords else "cpu"
         if device == "cpu" and solution.needs_cuda:
             continue
-        futures[(solution.id, device)] = pool.submit(_run, solution, device)
+        futures[(solution.id, device)] = pool.submit(run_request, _request(problems, solution, device))
     yield futures
     pool.shutdown(wait=True, cancel_futures=True)
 
