@@ -39,9 +39,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -75,6 +77,7 @@ from leaderboards.problem_rules import (
     text_issue,
 )
 from runners.contract import (
+    MAX_WORLD_SIZE,
     REFERENCE_BASELINE,
     BaselineSpec,
     DataType,
@@ -85,6 +88,7 @@ from runners.contract import (
     RunRequest,
     SubmissionFile,
 )
+from runners.devices import split_device
 from runners.validation import error_message
 
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
@@ -191,6 +195,51 @@ class Task(_Strict):
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0
     ranked_timeout_s: Seconds = 600.0
+    world_size: int = Field(
+        default=1,
+        strict=True,
+        ge=1,
+        le=MAX_WORLD_SIZE,
+        description="Ranks (one per GPU) the problem runs with where the device names no GPU count (the CPU, "
+        "'cuda'); a device like H100x8 runs that many. A case with a world_size key runs only at that world size "
+        "(docs/multigpu.md).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("world_size") == 1:  # a one-GPU problem's snapshot is as it was
+            data.pop("world_size")
+        return data
+
+    @model_validator(mode="after")
+    def _ranks(self) -> Task:
+        cases = [*self.tests, *self.benchmarks]
+        for case in cases:
+            size = case.get("world_size", 1)
+            if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_WORLD_SIZE:
+                raise ValueError(f"a case's world_size must be a whole number from 1 to {MAX_WORLD_SIZE}, not {size!r}")
+        if self.multi_rank:
+            if self.baselines:
+                raise ValueError("a problem of several ranks has no baselines (its reference runs on one device)")
+            for kind in ("tests", "benchmarks"):
+                if not self.cases(kind, self.world_size):
+                    raise ValueError(f"no {kind[:-1]} runs at world_size {self.world_size} (give a case without a "
+                                     "world_size key, or one with it)")  # fmt: skip
+        return self
+
+    @property
+    def multi_rank(self) -> bool:
+        """Whether the problem runs as several ranks (docs/multigpu.md): its reference takes rank and world_size."""
+        return self.world_size > 1 or any("world_size" in c for c in [*self.tests, *self.benchmarks])
+
+    def cases(self, kind: str, world_size: int) -> list[dict[str, Any]]:
+        """The ``tests`` or ``benchmarks`` that run at ``world_size``, without their ``world_size`` key."""
+        cases: list[dict[str, Any]] = getattr(self, kind)
+        if not self.multi_rank:
+            return list(cases)
+        return [{k: v for k, v in c.items() if k != "world_size"} for c in cases if c.get("world_size", world_size)
+                == world_size]  # fmt: skip
 
     @field_validator("files")
     @classmethod
@@ -367,21 +416,28 @@ class Problem:
             Mode.RANKED: self.task.ranked_timeout_s,
         }[mode]
         limits = (limits or Limits()).model_copy(update={"run_timeout_s": timeout})
+        world_size = split_device(device_name)[1] or self.task.world_size if device != "cpu" else self.task.world_size
+        tests, benchmarks = self.task.cases("tests", world_size), self.task.cases("benchmarks", world_size)
+        if not tests or not benchmarks:
+            raise ProblemFormatError([FormatIssue(str(self.path / "task.yml"), "tests" if not tests else "benchmarks",
+                                                  f"no case runs at world_size {world_size} ({device_name or device} "
+                                                  "runs that many ranks)")])  # fmt: skip
         return RunRequest(
             problem=self.name,
             lang=self.task.lang,
             mode=mode,
             files=dict(self.files),
             submission=SubmissionFile(name=submission_name, content=submission),
-            tests=list(self.task.tests),
-            benchmarks=list(self.task.benchmarks),
+            tests=tests,
+            benchmarks=benchmarks,
             seed=seed,
             device=device,
             device_name=device_name,
             ranking_by=self.task.ranking_by,
             dtype=self.task.dtype,
             limits=limits,
-            baselines=[REFERENCE_BASELINE, *self.task.baselines],
+            baselines=[REFERENCE_BASELINE, *self.task.baselines] if world_size == 1 else [],
+            world_size=world_size,
         )
 
 
@@ -454,10 +510,14 @@ def _check_case_keys(file: Path, tree: ast.Module, task: Task) -> list[FormatIss
     signature = f"generate_input({', '.join(a.arg for a in named)}{', **' + args.kwarg.arg if args.kwarg else ''})"
     task_file = str(file.with_name("task.yml"))
     issues = []
+    given = {"rank", "world_size"} if task.multi_rank else set()  # the harness passes them to each rank's call
+    if given and not args.kwarg and not given <= takes:
+        what = f"a problem of several ranks needs generate_input(rank, world_size, ...); reference.py has {signature}"
+        issues.append(FormatIssue(str(file), "generate_input", what))
     for kind in ("tests", "benchmarks"):
         for i, case in enumerate(getattr(task, kind)):
             unknown = [] if args.kwarg else sorted(set(case) - takes)
-            missing = sorted(required - set(case))
+            missing = sorted(required - set(case) - given)
             where = f"{kind}.{i}"
             if unknown:
                 verb = "is not a parameter" if len(unknown) == 1 else "are not parameters"

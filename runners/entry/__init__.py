@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,7 @@ import threading
 import time
 import traceback
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from runners import baselines, sysinfo
@@ -47,6 +49,7 @@ from runners.entry.admission import (
     write_job,
 )
 from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
+from runners.entry.ranks import RankSession, rank_gpus
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session
 from runners.entry.verdict import build_result
 from runners.gpus import Gpu
@@ -66,14 +69,16 @@ def run_request(
     require_sandbox: bool = False,
     cancel: threading.Event | None = None,
     gpu: Gpu | None = None,
+    gpus: list[Gpu] | None = None,
 ) -> RunResult:
     """Evaluate ``request`` on this machine. Never raises for submission faults.
 
     Setting ``cancel`` (from any thread) kills the run's processes at once; the result is then an infrastructure
     error saying so, which nothing should store as the submission's outcome. ``gpu``: the one GPU the run may use
-    (its processes see only it; ``runners.gpus``); None: the machine's GPUs as they are."""
+    (its processes see only it; ``runners.gpus``); None: the machine's GPUs as they are. ``gpus``: a run of
+    ``request.world_size`` ranks, one GPU each (docs/multigpu.md); None: the first of the machine's usable GPUs."""
     return _timed(request, on_progress, lambda: _run(request, on_progress, settings or RunnerSettings(),
-                                                      require_sandbox, cancel, gpu=gpu))  # fmt: skip
+                                                      require_sandbox, cancel, gpu=gpu, gpus=gpus))  # fmt: skip
 
 
 def check_reference(request: RunRequest, *, settings: RunnerSettings | None = None) -> RunResult:
@@ -113,12 +118,20 @@ def _run(
     *,
     reference_only: bool = False,
     gpu: Gpu | None = None,
+    gpus: list[Gpu] | None = None,
 ) -> RunResult:
     if on_progress is not None:
         with contextlib.suppress(Exception):
             on_progress(ProgressEvent(phase=Phase.STARTING, detail=request.problem))
+    ranks = request.world_size > 1 and not reference_only
+    if ranks:
+        gpus, missing = rank_gpus(request, gpus)
+        if missing:
+            return RunResult.infrastructure_error(request.mode, missing)
+        gpu = gpus[0] if gpus else None
     gpu_index = gpu.index if gpu is not None else 0
     system = sysinfo.collect(request.device, gpu_index)
+    system.world_size = request.world_size
     headers = None
     if not reference_only:
         try:
@@ -140,8 +153,9 @@ def _run(
         dirs = write_job(root, request)
         on_gpu = request.device != "cpu"
         allocator = allocator_library(settings.cache_path()) if on_gpu else None
-        profiler = choose_profiler(settings, request, dirs.submission)
-        plan = _BaselinePlan(request, system, settings, active=not reference_only)
+        profiler = choose_profiler(settings, request, dirs.submission) if not ranks else ProfilerChoice()
+        # Several ranks: no baselines (the reference runs on one device; docs/multigpu.md).
+        plan = _BaselinePlan(request, system, settings, active=not reference_only and request.world_size == 1)
         job = Job(
             mode="reference" if reference_only else request.mode.value,
             device="cpu" if request.device == "cpu" else "cuda",
@@ -151,7 +165,7 @@ def _run(
             tests=request.tests,
             benchmarks=request.benchmarks,
             timing=request.timing.model_dump(mode="json"),
-            secret=request.seed,
+            secret=request.seed if request.seed is not None or not ranks else secrets.token_hex(16),
             profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
             time_limit_s=request.time_limit_s(),
@@ -161,9 +175,12 @@ def _run(
             baselines_budget_s=baselines.BUDGET_S,
             baselines=[(spec.label, spec.function) for spec in plan.to_time]
             if not reference_only
-            else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE],
+            else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE]
+            if request.world_size == 1
+            else [],
+            world_size=request.world_size,
         )
-        session = Session(
+        session = (partial(RankSession, gpus=gpus) if ranks else Session)(
             request,
             job,
             dirs,

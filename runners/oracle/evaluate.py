@@ -384,15 +384,27 @@ class Evaluator(Benchmarking):
 
 
 def main() -> int:
-    report = Reporter(int(os.environ.pop(REPORT_FD_ENV)))
+    report_fd = os.environ.pop(REPORT_FD_ENV, None)  # (an evaluator of rank 1 and up has none: rank 0 reports)
     job_fd = int(os.environ.pop(JOB_FD_ENV))
     with os.fdopen(job_fd, "rb") as f:
         job = Job.model_validate_json(f.readline())
     sub_fd = os.environ.pop(SOCKET_FD_ENV, None)
     peer = Peer.from_fd(int(sub_fd)) if sub_fd is not None else None
-    evaluator = Evaluator(job, report, peer, Path.cwd())
+    if job.world_size > 1:  # one evaluator of several ranks (docs/multigpu.md)
+        from runners.oracle.ranks import run_rank
+
+        return run_rank(job, report_fd, peer, Path.cwd())
+    report = Reporter(int(report_fd or -1))
+    evaluate(Evaluator(job, report, peer, Path.cwd()), report)
+    return 0
+
+
+def evaluate(evaluator: Evaluator, report: Reporter, finish: Any = None) -> None:
+    """Run the job and report how it ended, then ``done`` (``finish``: called after a run that raised nothing)."""
     try:
         evaluator.run()
+        if finish is not None:
+            finish()
     except Fatal as f:
         report.send(RFatal(verdict=f.verdict, message=f.message[-60_000:], fault=f.fault,  # type: ignore[arg-type]
                            compile_output=f.compile_output[-60_000:]))  # fmt: skip
@@ -409,7 +421,6 @@ def main() -> int:
     finally:
         evaluator.shutdown()
     report.send(RDone())
-    return 0
 
 
 def _peer_failure(exc: PeerFailed, evaluator: Evaluator) -> RFatal:

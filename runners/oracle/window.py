@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,9 @@ def _tensor_bytes(torch: Any, value: Any) -> list[int]:
 class GpuWindow:
     """Calls through one submission-protocol peer on CUDA: its control words live in ``arenas[ctrl]``."""
 
+    before_go: Callable[[], None] | None = None
+    """Run just before the window opens (a run of several ranks: their barrier, docs/multigpu.md)."""
+
     def __init__(self, torch: Any, driver: Any, arenas: dict[str, Arena], ctrl: str, flush_buffer: Any) -> None:
         self.torch = torch
         self.driver = driver
@@ -140,6 +144,8 @@ class GpuWindow:
                 dst.copy_(src, non_blocking=True)
         if timed:
             self.flush_buffer.sum(dtype=torch.int32)
+        if self.before_go is not None:
+            self.before_go()
         self.driver.write_value(stream, done, 0)  # only a "done" written after this point counts
         ev[0].record()
         self.driver.write_value(stream, go, k)
@@ -190,6 +196,9 @@ class GpuWindow:
 class CpuWindow:
     """Calls on the CPU: our clock from "go" to "done"; the output copied out of the host output arena at once."""
 
+    before_go: Callable[[], None] | None = None
+    """Run just before "go" (a run of several ranks: their barrier)."""
+
     def __init__(self, torch: Any, arenas: dict[str, Arena]) -> None:
         self.torch = torch
         self.arenas = arenas
@@ -219,6 +228,8 @@ class CpuWindow:
         for placement in batch:
             for dst, src in placement.copies:
                 dst.copy_(src)
+        if self.before_go is not None:
+            self.before_go()
         peer.quiet(k)
         t0 = time.perf_counter_ns()
         peer.send(Go(k=k))
