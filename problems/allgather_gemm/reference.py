@@ -40,3 +40,10 @@ def check_implementation(
     expected = _exact(a_all, b)
     spread = a_all.float().norm(dim=1, keepdim=True) * b.float().norm(dim=0, keepdim=True) / max(b.shape[0], 1) ** 0.5
     return compare(output, expected, torch.bfloat16, atol=TOLERANCE * 2**-8 * spread, rtol=2**-8)
+
+
+def speed_of_light(m: int, k: int, n: int, world_size: int = 1, **_: object) -> dict[str, int]:
+    """One rank's work: read every rank's rows and its own columns, write its output, and the GEMM of the whole A
+    with them. The evaluator passes ``world_size``; without it, one shard's work (a lower bound)."""
+    rows = world_size * m
+    return {"bytes": 2 * (rows * k + k * n + rows * n), "flops": 2 * rows * n * k}

@@ -34,3 +34,9 @@ def check_implementation(inputs: list[tuple[torch.Tensor]], rank: int, output: o
         expected += x.double()
         magnitude += x.double().abs()
     return compare(output, expected, torch.bfloat16, atol=magnitude.mul_(len(inputs) * TOLERANCE), rtol=0.0)
+
+
+def speed_of_light(size: int, **_: object) -> dict[str, int]:
+    """One rank's least work: read its tensor and write the sum from its own memory (the peers' reads land in their
+    memory), one addition per element. A lower bound at any world size (the links are slower than the memory)."""
+    return {"bytes": 4 * size, "flops": size}

@@ -19,6 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,11 @@ class RankReporter(Reporter):
         self.fatal = False
         self.done = False
 
-    def send(self, report: Any) -> None:
+    def send(self, report: Any, *, own: bool = True) -> None:
+        """``own``: rank 0's own report (its failures are named "rank 0", but for a wrong answer, whose combined
+        check names the rank); else a peer's failure, named by its rank."""
+        if own and isinstance(report, RFatal) and report.verdict is not Verdict.WRONG_ANSWER:
+            report = report.model_copy(update={"message": f"rank 0: {report.message}"})
         with self.lock:
             if self.done or (isinstance(report, RFatal) and self.fatal):
                 return
@@ -79,6 +84,11 @@ class RankEvaluator(Evaluator):
         self.group = group
         self.rank, self.world_size = job.rank, job.world_size
         self._cases: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
+
+    def setup(self) -> None:
+        super().setup()
+        if callable(self.speed_of_light):  # a multi-rank problem's bound of one rank's work depends on the world size
+            self.speed_of_light = partial(self.speed_of_light, world_size=self.world_size)
 
     def _group(self) -> Group:
         assert self.group is not None, "a run of several ranks without its group channel"
@@ -199,10 +209,10 @@ def run_rank(job: Job, report_fd: str | None, peer: Peer | None, workdir: Path) 
 
         def on_abort(fatal: dict[str, Any]) -> None:  # a peer stopped: its failure is the run's; end at once
             try:
-                reporter.send(RFatal.model_validate(fatal))
+                reporter.send(RFatal.model_validate(fatal), own=False)
             except Exception:
                 why = "an evaluator of another rank stopped with an unreadable report"
-                reporter.send(RFatal(verdict=Verdict.INFRASTRUCTURE_ERROR, fault="runner", message=why))
+                reporter.send(RFatal(verdict=Verdict.INFRASTRUCTURE_ERROR, fault="runner", message=why), own=False)
             reporter.send(RDone())
             os._exit(0)
 

@@ -13,6 +13,7 @@ from runners.devices import peaks_for, roofline_bound
 
 GPUS = {"H100", "A100", "L4", "T4", "B200"}
 LIBRARIES = PROBLEMS / "libraries.yaml"
+MULTIGPU = PROBLEMS / "multigpu.yaml"
 LIBRARY = [
     "vectoradd", "vectorsum", "grayscale", "histogram", "prefixsum", "sort", "softmax", "rmsnorm", "matmul", "conv2d",
 ]
@@ -30,7 +31,10 @@ def test_starter_set_lists_the_library() -> None:
     assert set(LIBRARY) | {"vectoradd_cu"} <= names
     libraries = {e["directory"] for e in yaml.safe_load(LIBRARIES.read_text())["problems"]}
     assert libraries == {"matmul_cutlass", "matmul_tk"}, "the C++ library problems have a set of their own"
-    assert {p.name for p in problem_dirs()} - {"vectoradd_cu"} <= names | libraries, "every problem folder is in a set"
+    multigpu = {e["directory"] for e in yaml.safe_load(MULTIGPU.read_text())["problems"]}
+    assert multigpu == {"allreduce", "allgather_gemm"}, "the problems on several GPUs have a set of their own"
+    every = names | libraries | multigpu
+    assert {p.name for p in problem_dirs()} - {"vectoradd_cu"} <= every, "every problem folder is in a set"
 
 
 def test_starter_set_loads_and_validates() -> None:
