@@ -39,11 +39,9 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
@@ -203,14 +201,8 @@ class Task(_Strict):
         description="Ranks (one per GPU) the problem runs with where the device names no GPU count (the CPU, "
         "'cuda'); a device like H100x8 runs that many. A case with a world_size key runs only at that world size "
         "(docs/multigpu.md).",
+        exclude_if=lambda size: size == 1,  # a one-GPU problem's snapshot is what it was
     )
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and data.get("world_size") == 1:  # a one-GPU problem's snapshot is as it was
-            data.pop("world_size")
-        return data
 
     @model_validator(mode="after")
     def _ranks(self) -> Task:
@@ -395,7 +387,7 @@ class Problem:
             sizes = [i for k, v in case.items() if k != "seed" for i in ints(v)]  # shapes may be lists: [m, n]
             return math.prod(sizes) if sizes else 0, len(json.dumps(case, default=str))
 
-        return min(self.task.tests, key=size)
+        return min(self.task.cases("tests", self.task.world_size), key=size)
 
     def request(
         self,

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CONTRACT_VERSION = 3
 """Bump when a field changes meaning or is added (the models refuse unknown fields, so an older runner would fail on
 a newer request with a less helpful error); runners refuse other versions. 3: baselines, dtype, profile metrics.
-``world_size`` (docs/multigpu.md) is written only when above 1 (:func:`_omit_single_rank`): a one-GPU request and
+``world_size`` (docs/multigpu.md) is written only when above 1 (:func:`_single_rank`): a one-GPU request and
 result are byte for byte what they were, and a runner without it refuses a multi-GPU request naming the field."""
 MAX_WORLD_SIZE = 16
 
@@ -29,11 +29,9 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
 
-def _omit_single_rank(data: Any) -> Any:
-    """A model's dump without ``world_size`` where it is 1 (see ``CONTRACT_VERSION``)."""
-    if isinstance(data, dict) and data.get("world_size") == 1:
-        data.pop("world_size")
-    return data
+def _single_rank(world_size: int) -> bool:
+    """``world_size`` is left out of a dump where it is 1 (see ``CONTRACT_VERSION``)."""
+    return world_size == 1
 
 
 class Mode(enum.StrEnum):
@@ -282,12 +280,9 @@ class RunRequest(_Model):
         default=1,
         ge=1,
         le=MAX_WORLD_SIZE,
+        exclude_if=_single_rank,
         description="Ranks (one per GPU) the submission runs as (docs/multigpu.md); omitted from the JSON when 1.",
     )
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _omit_single_rank(handler(self))
 
     def baselines_allowance_s(self) -> float:
         """What timing the baselines may add (``BASELINES_BUDGET_S`` for a benchmark or ranked run that has any)."""
@@ -386,12 +381,12 @@ class SystemInfo(_Model):
     sandbox_note: str = ""
     ran: bool = Field(default=True, description="False when the file was refused before anything ran.")
     world_size: int = Field(
-        default=1, ge=1, le=MAX_WORLD_SIZE, description="Ranks the run had, one per GPU; omitted from the JSON when 1."
+        default=1,
+        ge=1,
+        le=MAX_WORLD_SIZE,
+        exclude_if=_single_rank,
+        description="Ranks the run had, one per GPU; omitted from the JSON when 1.",
     )
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _omit_single_rank(handler(self))
 
 
 class BaselineResult(_Model):

@@ -199,12 +199,13 @@ def gpu_matches(device_name: str, gpu_name: str) -> bool:
     return any("".join(have[i:j]) == joined for i in range(len(have)) for j in range(i + 1, len(have) + 1))
 
 
-_COUNTED = re.compile(r"(?P<model>.*?\d[a-z]*)\s*[x×]\s*(?P<count>[1-9]\d?)", re.IGNORECASE)
+_COUNTED = re.compile(r"(?P<model>.*?\d[a-z]*|cuda|gpu)\s*[x×]\s*(?P<count>[1-9]\d?)", re.IGNORECASE)
 
 
 def split_device(device_name: str) -> tuple[str, int | None]:
-    """A device name's model and the GPUs it names (``H100x8`` -> ``("H100", 8)``; ``H100`` -> ``("H100", None)``).
-    The model before the ``x`` must hold a digit, so ``RTX4090`` is a model, not an ``RT`` times 4090."""
+    """A device name's model and the GPUs it names (``H100x8`` -> ``("H100", 8)``; ``H100`` -> ``("H100", None)``;
+    ``cudax2``: any two GPUs). The model before the ``x`` must hold a digit (or be ``cuda`` or ``gpu``), so
+    ``RTX4090`` is a model, not an ``RT`` times 4090."""
     m = _COUNTED.fullmatch(device_name.strip())
     if m is None or not 1 <= int(m["count"]) <= MAX_DEVICE_GPUS:
         return device_name, None

@@ -383,17 +383,19 @@ class Evaluator(Benchmarking):
                 helper[0].kill()
 
 
-def main() -> int:
-    report_fd = os.environ.pop(REPORT_FD_ENV, None)  # (an evaluator of rank 1 and up has none: rank 0 reports)
+def read_job() -> tuple[Job, str | None, Peer | None]:
+    """The job from the entry's pipe, the report pipe's descriptor (none for an evaluator of rank 1 and up: rank 0
+    reports) and the submission process's socket, each taken out of the environment."""
+    report_fd = os.environ.pop(REPORT_FD_ENV, None)
     job_fd = int(os.environ.pop(JOB_FD_ENV))
     with os.fdopen(job_fd, "rb") as f:
         job = Job.model_validate_json(f.readline())
     sub_fd = os.environ.pop(SOCKET_FD_ENV, None)
-    peer = Peer.from_fd(int(sub_fd)) if sub_fd is not None else None
-    if job.world_size > 1:  # one evaluator of several ranks (docs/multigpu.md)
-        from runners.oracle.ranks import run_rank
+    return job, report_fd, Peer.from_fd(int(sub_fd)) if sub_fd is not None else None
 
-        return run_rank(job, report_fd, peer, Path.cwd())
+
+def run_one(job: Job, report_fd: str | None, peer: Peer | None) -> int:
+    """The evaluator of a one-GPU run (``runners.oracle.__main__`` sends a run of several ranks to ``ranks``)."""
     report = Reporter(int(report_fd or -1))
     evaluate(Evaluator(job, report, peer, Path.cwd()), report)
     return 0

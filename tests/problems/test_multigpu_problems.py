@@ -156,7 +156,7 @@ def test_every_solution_gets_its_verdict_on_two_gpus(path: Path) -> None:
 
     _two_gpus()
     problem = load_problem(path.parents[2])
-    request = problem.request(path.name, path.read_bytes(), Mode.TEST, device="cuda", device_name="")
+    request = problem.request(path.name, path.read_bytes(), Mode.TEST, device="cuda", device_name="cudax2")
     result = run_request(request)
     expected = Verdict.ACCEPTED if path.parent.name == "correct" else Verdict.WRONG_ANSWER
     assert result.verdict is expected, result.message + result.stderr[-3000:]
@@ -173,7 +173,7 @@ def test_ranked_timings_on_two_gpus_repeat_within_two_percent(name: str) -> None
     path = sorted((PROBLEMS / name / "solutions" / "correct").glob("*.py"))[0]
     medians: list[list[float]] = []
     for seed in (11, 12, 13):
-        request = problem.request(path.name, path.read_bytes(), Mode.RANKED, device="cuda", device_name="",
+        request = problem.request(path.name, path.read_bytes(), Mode.RANKED, device="cuda", device_name="cudax2",
                                   seed=seed)  # fmt: skip
         result = run_request(request)
         assert result.verdict is Verdict.ACCEPTED, result.message + result.stderr[-3000:]
