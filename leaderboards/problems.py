@@ -691,9 +691,32 @@ def load_problem_set(
             problems[name] = loaded[folder] = load_problem(file.parent / entry.directory)
         except ProblemFormatError as exc:
             issues.extend(exc.errors)
+            continue
+        issues.extend(_world_size_issues(file, i, entry, problems[name].task))
     if issues or pset is None:
         raise ProblemFormatError(issues)
     return pset, problems
+
+
+def _world_size_issues(file: Path, i: int, entry: ProblemSetEntry, task: Task) -> list[FormatIssue]:
+    """A device of a problem on several GPUs names its GPU count (``H100x8``; the CPU runs the task's world size),
+    and every device's world size has cases; a one-GPU problem runs on devices of one GPU (docs/multigpu.md)."""
+    issues = []
+    for device in entry.devices:
+        count = split_device(device)[1]
+        where = f"problems.{i}.devices"
+        if not task.multi_rank and (count or 1) > 1:
+            why = f"{device} runs {count} ranks; {entry.directory} runs on one GPU"
+            issues.append(FormatIssue(str(file), where, why))
+        elif task.multi_rank and device.lower() != "cpu" and count is None:
+            why = f"{entry.directory} runs on several GPUs: name the count, e.g. {device}x{task.world_size}"
+            issues.append(FormatIssue(str(file), where, why))
+        elif task.multi_rank:
+            world = count or task.world_size
+            if not task.cases("tests", world) or not task.cases("benchmarks", world):
+                issues.append(FormatIssue(str(file), where, f"{device}: {entry.directory} has no test or benchmark "
+                                          f"for world_size {world}"))  # fmt: skip
+    return issues
 
 
 def deadline_warnings(file: Path | str, pset: ProblemSet, now: datetime) -> list[FormatIssue]:

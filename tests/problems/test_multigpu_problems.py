@@ -4,6 +4,7 @@ whole proof: every solution gets its verdict with NCCL, and timings repeat withi
 
 from __future__ import annotations
 
+import shutil
 import statistics
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,22 @@ def test_ranked_timings_on_two_gpus_repeat_within_two_percent(name: str) -> None
     for case, values in enumerate(zip(*medians, strict=True)):
         spread = (max(values) - min(values)) / statistics.median(values)
         assert spread <= 0.02, f"{name} benchmark {case + 1}: medians {values} spread {spread:.1%}"
+
+
+def test_the_multigpu_set_loads_and_a_set_must_name_each_devices_gpu_count(tmp_path: Path) -> None:
+    from leaderboards.problems import load_problem_set
+
+    _, problems = load_problem_set(PROBLEMS / "multigpu.yaml")
+    assert set(problems) == set(MULTI)
+    shutil.copytree(PROBLEMS / "allreduce", tmp_path / "allreduce")
+    shutil.copytree(PROBLEMS / "vectorsum", tmp_path / "vectorsum")
+    bad = tmp_path / "set.yaml"
+    for directory, devices, message in (
+        ("allreduce", ["H100"], "name the count, e.g. H100x2"),
+        ("allreduce", ["H100x3"], "no test or benchmark for world_size 3"),
+        ("vectorsum", ["H100x8"], "H100x8 runs 8 ranks; vectorsum runs on one GPU"),
+    ):
+        entries = [{"directory": directory, "deadline": "2030-01-01", "devices": devices}]
+        bad.write_text(yaml.safe_dump({"name": "s", "problems": entries}))
+        with pytest.raises(ProblemFormatError, match=message):
+            load_problem_set(bad)
