@@ -2,11 +2,11 @@
 
 1. A probe submission, in test mode: every rank sees exactly one GPU, the NCCL rules (no NVLink multicast) reached
    it, the ranks' network is a loopback only, and NCCL's all_reduce works between the ranks.
-2. Every solution of ``allreduce`` and ``allgather_gemm`` in test mode: correct ones accepted, wrong ones a wrong
-   answer.
-3. Each correct solution ``--repeats`` times in ranked mode (a fresh secret seed each time): accepted, and each
-   benchmark case's median within ``--spread`` (2%) of the others (max - min over the median); each wrong solution
-   once in ranked mode: never accepted.
+2. The template and every solution of ``allreduce`` and ``allgather_gemm`` in test mode: the template and the
+   correct ones accepted, the wrong ones a wrong answer.
+3. The template and each correct solution ``--repeats`` times in ranked mode (a fresh secret seed each time):
+   accepted, and each benchmark case's median within ``--spread`` (2%) of the others (max - min over the median);
+   each wrong solution once in ranked mode: never accepted.
 
 Prints one line per run (verdict, per-case medians, samples, calls per sample, wall time) and a summary; exit
 status 0 when every check holds. Runs in-process through ``runners.entry.run_request``, sandboxed (bubblewrap) when
@@ -95,7 +95,8 @@ def main() -> int:
 
     for problem in args.problems:
         folder = REPO / "problems" / problem / "solutions"
-        solutions = [(p, Verdict.ACCEPTED) for p in sorted(folder.glob("correct/*.py"))]
+        solutions = [(REPO / "problems" / problem / "templates" / "pytorch.py", Verdict.ACCEPTED)]
+        solutions += [(p, Verdict.ACCEPTED) for p in sorted(folder.glob("correct/*.py"))]
         solutions += [(p, Verdict.WRONG_ANSWER) for p in sorted(folder.glob("wrong/*.py"))]
         for path, expected in solutions:
             t0 = time.time()
