@@ -83,7 +83,10 @@ class RankEvaluator(Evaluator):
         super().__init__(job, report, peer, workdir)
         self.group = group
         self.rank, self.world_size = job.rank, job.world_size
-        self._cases: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
+        self._cases: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        """The case of each input this evaluator made, by the input's id: every input is made by ``generate``, which
+        writes its id's entry, so an entry read for a live input is its own (the inputs themselves are not held:
+        the public input of a large case would stay on the GPU)."""
 
     def setup(self) -> None:
         super().setup()
@@ -97,7 +100,8 @@ class RankEvaluator(Evaluator):
     # ---- inputs: this rank's shard, and every rank's for the check --------------------------------------------
     def generate(self, case: dict[str, Any]) -> Any:
         data = self._generate(case, self.rank)
-        self._cases[id(data)] = (data, case)  # (holding the data keeps its id unique while it is remembered)
+        self._cases.pop(id(data), None)
+        self._cases[id(data)] = case
         while len(self._cases) > _REMEMBERED:
             self._cases.popitem(last=False)
         return data
@@ -116,10 +120,10 @@ class RankEvaluator(Evaluator):
 
     # ---- checks: every rank's, combined -----------------------------------------------------------------------
     def check_output(self, data: Any, output: Any) -> tuple[bool, str]:
-        remembered = self._cases.pop(id(data), None)
-        if remembered is None or remembered[0] is not data:
+        case = self._cases.get(id(data))
+        if case is None:
             raise Fatal(Verdict.INFRASTRUCTURE_ERROR, "the evaluator lost the case of an input it checks", "runner")
-        ok, message = self._check_rank(self.all_inputs(remembered[1]), output)
+        ok, message = self._check_rank(self.all_inputs(case), output)
         results = self._group().exchange([ok, message])
         for rank, (rank_ok, rank_message) in enumerate(results):
             if not rank_ok:

@@ -190,6 +190,19 @@ def test_two_ranks_are_accepted_and_timed_as_the_slowest_rank(tmp_path: Path) ->
     assert result.score_ns and result.score_ns > 0 and result.baselines == []
 
 
+def test_batches_of_several_calls_on_the_public_input_are_checked_call_by_call(tmp_path: Path) -> None:
+    """Benchmark mode: one regenerated public input checks every output of a batch (the same input object, several
+    checks), and every rank agrees on the batch size."""
+    path = tmp_path / "submission.py"
+    path.write_text(CORRECT)
+    request = load_problem(ALLREDUCE).request(path.name, path.read_bytes(), Mode.BENCHMARK, device="cpu")
+    timing = TimingSettings(min_samples=4, max_samples=8, max_time_s=0.5, warmup_ms=20)
+    request = request.model_copy(update={"benchmarks": [{"size": 256, "seed": 3}], "timing": timing})
+    result = run_request(request, settings=RunnerSettings(max_batch_calls=8))
+    assert result.verdict is Verdict.ACCEPTED, result.message + result.stderr[-2000:]
+    assert result.benchmarks[0].stats is not None and result.benchmarks[0].calls_per_sample >= 1
+
+
 def test_a_wrong_rank_is_named_in_the_wrong_answer(tmp_path: Path) -> None:
     result = _run(tmp_path, (ALLREDUCE / "solutions" / "wrong" / "skip_last_rank.py").read_text())
     assert result.verdict is Verdict.WRONG_ANSWER
