@@ -149,10 +149,12 @@ class RankEvaluator(Evaluator):
     def start(self) -> None:
         super().start()
         assert self.window is not None
-        self.window.before_go = self._before_go
+        self.window.before_inputs = self._barrier
 
-    def _before_go(self) -> None:
-        if self.cuda:  # the inputs' copies and the L2 flush are done: the windows open together
+    def _barrier(self) -> None:
+        """Before each call's inputs are copied (so the copies, the L2 flush and "go" still follow one another
+        uninterrupted, as on one GPU: docs/anti-cheat.md), with this GPU idle: the ranks' windows open together."""
+        if self.cuda:
             self.torch.cuda.current_stream().synchronize()
         self._group().barrier()
 
