@@ -76,6 +76,7 @@ from leaderboards.problem_rules import (
 )
 from runners.contract import (
     LANGUAGES,
+    MAX_WORLD_SIZE,
     REFERENCE_BASELINE,
     BaselineSpec,
     DataType,
@@ -86,6 +87,7 @@ from runners.contract import (
     RunRequest,
     SubmissionFile,
 )
+from runners.devices import split_device
 from runners.validation import error_message
 
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
@@ -192,6 +194,45 @@ class Task(_Strict):
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0
     ranked_timeout_s: Seconds = 600.0
+    world_size: int = Field(
+        default=1,
+        strict=True,
+        ge=1,
+        le=MAX_WORLD_SIZE,
+        description="Ranks (one per GPU) the problem runs with where the device names no GPU count (the CPU, "
+        "'cuda'); a device like H100x8 runs that many. A case with a world_size key runs only at that world size "
+        "(docs/multigpu.md).",
+        exclude_if=lambda size: size == 1,  # a one-GPU problem's snapshot is what it was
+    )
+
+    @model_validator(mode="after")
+    def _ranks(self) -> Task:
+        cases = [*self.tests, *self.benchmarks]
+        for case in cases:
+            size = case.get("world_size", 1)
+            if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_WORLD_SIZE:
+                raise ValueError(f"a case's world_size must be a whole number from 1 to {MAX_WORLD_SIZE}, not {size!r}")
+        if self.multi_rank:
+            if self.baselines:
+                raise ValueError("a problem of several ranks has no baselines (its reference runs on one device)")
+            for kind in ("tests", "benchmarks"):
+                if not self.cases(kind, self.world_size):
+                    raise ValueError(f"no {kind[:-1]} runs at world_size {self.world_size} (give a case without a "
+                                     "world_size key, or one with it)")  # fmt: skip
+        return self
+
+    @property
+    def multi_rank(self) -> bool:
+        """Whether the problem runs as several ranks (docs/multigpu.md): its reference takes rank and world_size."""
+        return self.world_size > 1 or any("world_size" in c for c in [*self.tests, *self.benchmarks])
+
+    def cases(self, kind: str, world_size: int) -> list[dict[str, Any]]:
+        """The ``tests`` or ``benchmarks`` that run at ``world_size``, without their ``world_size`` key."""
+        cases: list[dict[str, Any]] = getattr(self, kind)
+        if not self.multi_rank:
+            return list(cases)
+        return [{k: v for k, v in c.items() if k != "world_size"} for c in cases if c.get("world_size", world_size)
+                == world_size]  # fmt: skip
 
     @field_validator("files")
     @classmethod
@@ -369,7 +410,7 @@ class Problem:
             sizes = [i for k, v in case.items() if k != "seed" for i in ints(v)]  # shapes may be lists: [m, n]
             return math.prod(sizes) if sizes else 0, len(json.dumps(case, default=str))
 
-        return min(self.task.tests, key=size)
+        return min(self.task.cases("tests", self.task.world_size), key=size)
 
     def request(
         self,
@@ -390,21 +431,28 @@ class Problem:
             Mode.RANKED: self.task.ranked_timeout_s,
         }[mode]
         limits = (limits or Limits()).model_copy(update={"run_timeout_s": timeout})
+        world_size = split_device(device_name)[1] or self.task.world_size if device != "cpu" else self.task.world_size
+        tests, benchmarks = self.task.cases("tests", world_size), self.task.cases("benchmarks", world_size)
+        if not tests or not benchmarks:
+            raise ProblemFormatError([FormatIssue(str(self.path / "task.yml"), "tests" if not tests else "benchmarks",
+                                                  f"no case runs at world_size {world_size} ({device_name or device} "
+                                                  "runs that many ranks)")])  # fmt: skip
         return RunRequest(
             problem=self.name,
             lang=self.task.lang,
             mode=mode,
             files=dict(self.files),
             submission=SubmissionFile(name=submission_name, content=submission),
-            tests=list(self.task.tests),
-            benchmarks=list(self.task.benchmarks),
+            tests=tests,
+            benchmarks=benchmarks,
             seed=seed,
             device=device,
             device_name=device_name,
             ranking_by=self.task.ranking_by,
             dtype=self.task.dtype,
             limits=limits,
-            baselines=[REFERENCE_BASELINE, *self.task.baselines],
+            baselines=[REFERENCE_BASELINE, *self.task.baselines] if world_size == 1 else [],
+            world_size=world_size,
         )
 
 
@@ -477,10 +525,14 @@ def _check_case_keys(file: Path, tree: ast.Module, task: Task) -> list[FormatIss
     signature = f"generate_input({', '.join(a.arg for a in named)}{', **' + args.kwarg.arg if args.kwarg else ''})"
     task_file = str(file.with_name("task.yml"))
     issues = []
+    given = {"rank", "world_size"} if task.multi_rank else set()  # the harness passes them to each rank's call
+    if given and not args.kwarg and not given <= takes:
+        what = f"a problem of several ranks needs generate_input(rank, world_size, ...); reference.py has {signature}"
+        issues.append(FormatIssue(str(file), "generate_input", what))
     for kind in ("tests", "benchmarks"):
         for i, case in enumerate(getattr(task, kind)):
             unknown = [] if args.kwarg else sorted(set(case) - takes)
-            missing = sorted(required - set(case))
+            missing = sorted(required - set(case) - given)
             where = f"{kind}.{i}"
             if unknown:
                 verb = "is not a parameter" if len(unknown) == 1 else "are not parameters"
@@ -665,9 +717,32 @@ def load_problem_set(
             problems[name] = loaded[folder].in_language(entry.lang) if entry.lang else loaded[folder]
         except ValueError as exc:
             issues.append(FormatIssue(str(file), f"problems.{i}.lang", str(exc)))
+            continue
+        issues.extend(_world_size_issues(file, i, entry, problems[name].task))
     if issues or pset is None:
         raise ProblemFormatError(issues)
     return pset, problems
+
+
+def _world_size_issues(file: Path, i: int, entry: ProblemSetEntry, task: Task) -> list[FormatIssue]:
+    """A device of a problem on several GPUs names its GPU count (``H100x8``; the CPU runs the task's world size),
+    and every device's world size has cases; a one-GPU problem runs on devices of one GPU (docs/multigpu.md)."""
+    issues = []
+    for device in entry.devices:
+        count = split_device(device)[1]
+        where = f"problems.{i}.devices"
+        if not task.multi_rank and (count or 1) > 1:
+            why = f"{device} runs {count} ranks; {entry.directory} runs on one GPU"
+            issues.append(FormatIssue(str(file), where, why))
+        elif task.multi_rank and device.lower() != "cpu" and count is None:
+            why = f"{entry.directory} runs on several GPUs: name the count, e.g. {device}x{task.world_size}"
+            issues.append(FormatIssue(str(file), where, why))
+        elif task.multi_rank:
+            world = count or task.world_size
+            if not task.cases("tests", world) or not task.cases("benchmarks", world):
+                issues.append(FormatIssue(str(file), where, f"{device}: {entry.directory} has no test or benchmark "
+                                          f"for world_size {world}"))  # fmt: skip
+    return issues
 
 
 def deadline_warnings(file: Path | str, pset: ProblemSet, now: datetime) -> list[FormatIssue]:

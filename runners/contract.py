@@ -19,11 +19,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CONTRACT_VERSION = 3
 """Bump when a field changes meaning or is added (the models refuse unknown fields, so an older runner would fail on
-a newer request with a less helpful error); runners refuse other versions. 3: baselines, dtype, profile metrics."""
+a newer request with a less helpful error); runners refuse other versions. 3: baselines, dtype, profile metrics.
+``world_size`` (docs/multigpu.md) is written only when above 1 (:func:`_single_rank`): a one-GPU request and
+result are byte for byte what they were, and a runner without it refuses a multi-GPU request naming the field."""
+MAX_WORLD_SIZE = 16
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
+
+def _single_rank(world_size: int) -> bool:
+    """``world_size`` is left out of a dump where it is 1 (see ``CONTRACT_VERSION``)."""
+    return world_size == 1
 
 
 class Mode(enum.StrEnum):
@@ -282,6 +290,13 @@ class RunRequest(_Model):
         max_length=128,
         description="A per-job random value the result must echo, so a result cannot be replayed for another job.",
     )
+    world_size: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_WORLD_SIZE,
+        exclude_if=_single_rank,
+        description="Ranks (one per GPU) the submission runs as (docs/multigpu.md); omitted from the JSON when 1.",
+    )
 
     def baselines_allowance_s(self) -> float:
         """What timing the baselines may add (``BASELINES_BUDGET_S`` for a benchmark or ranked run that has any)."""
@@ -380,6 +395,13 @@ class SystemInfo(_Model):
     sandboxed: bool = False
     sandbox_note: str = ""
     ran: bool = Field(default=True, description="False when the file was refused before anything ran.")
+    world_size: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_WORLD_SIZE,
+        exclude_if=_single_rank,
+        description="Ranks the run had, one per GPU; omitted from the JSON when 1.",
+    )
 
 
 class BaselineResult(_Model):

@@ -199,14 +199,38 @@ def gpu_matches(device_name: str, gpu_name: str) -> bool:
     return any("".join(have[i:j]) == joined for i in range(len(have)) for j in range(i + 1, len(have) + 1))
 
 
+_COUNTED = re.compile(r"(?P<model>.*?\d[a-z]*|cuda|gpu)\s*[x×]\s*(?P<count>[1-9]\d?)", re.IGNORECASE)
+
+
+def split_device(device_name: str) -> tuple[str, int | None]:
+    """A device name's model and the GPUs it names (``H100x8`` -> ``("H100", 8)``; ``H100`` -> ``("H100", None)``;
+    ``cudax2``: any two GPUs). The model before the ``x`` must hold a digit (or be ``cuda`` or ``gpu``), so
+    ``RTX4090`` is a model, not an ``RT`` times 4090."""
+    m = _COUNTED.fullmatch(device_name.strip())
+    if m is None or not 1 <= int(m["count"]) <= MAX_DEVICE_GPUS:
+        return device_name, None
+    return m["model"], int(m["count"])
+
+
+MAX_DEVICE_GPUS = 16
+"""The most GPUs one device entry may name (the run contract's ``MAX_WORLD_SIZE``)."""
+
+
+def device_gpus(device_name: str) -> int:
+    """How many GPUs a job for ``device_name`` takes: the count it names, else one."""
+    return split_device(device_name)[1] or 1
+
+
 def device_mismatch(device: str, device_name: str, gpu_name: str | None) -> str | None:
     """Why a machine whose GPU is ``gpu_name`` (None: no GPU) cannot run a job for ``device_name`` on ``device``
-    (``cpu`` or ``cuda``); None when it can. The message is the operator's (or the user's) to act on."""
+    (``cpu`` or ``cuda``); None when it can. The message is the operator's (or the user's) to act on. A name with a
+    GPU count (``H100x8``) is matched by its model; whether there are enough is the GPU pool's question."""
     if device == "cpu":
         return None
-    if gpu_name is not None and (not device_name or device_name.lower() in GENERIC_GPU_NAMES):
+    model = split_device(device_name)[0]
+    if gpu_name is not None and (not model or model.lower() in GENERIC_GPU_NAMES):
         return None  # any GPU will do
-    if gpu_name is not None and gpu_matches(device_name, gpu_name):
+    if gpu_name is not None and gpu_matches(model, gpu_name):
         return None
     has = f"has {gpu_name}" if gpu_name else "has no GPU"
     wants = device_name or "a GPU"

@@ -1,4 +1,5 @@
-"""One GPU per run: the GPUs a worker may use, and a pool that hands each run one of them to itself.
+"""One GPU per run (a run of several ranks: one per rank, docs/multigpu.md): the GPUs a worker may use, and a pool
+that hands each run one of them to itself.
 
 Two runs timed on one GPU at once spoil each other's numbers (the GPU time-slices their contexts). A worker with
 several slots on a machine with several GPUs therefore gives each run a GPU of its own and makes a run wait while
@@ -114,6 +115,23 @@ class GpuPool:
                 if fits(gpu):
                     self._free.remove(gpu)
                     return gpu
+            wake.clear()
+            await wake.wait()
+
+    async def acquire_many(self, count: int, fits: Callable[[Gpu], bool] = lambda gpu: True) -> list[Gpu]:
+        """``count`` free GPUs for which ``fits`` holds, all at once (a run of several ranks: docs/multigpu.md),
+        waiting until that many are free together; never a part of them, so two waiting runs cannot each hold half.
+        LookupError when the pool never has that many that fit."""
+        if sum(fits(g) for g in self.gpus) < count:
+            raise LookupError(f"this worker has fewer than {count} GPUs that fit the run")
+        wake = self._event()
+        while True:
+            free = [g for g in self._free if fits(g)]
+            if len(free) >= count:
+                chosen = sorted(free, key=lambda g: g.index)[:count]
+                for gpu in chosen:
+                    self._free.remove(gpu)
+                return chosen
             wake.clear()
             await wake.wait()
 

@@ -362,6 +362,9 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
             console.print(printable(text[-2000:]), markup=False, highlight=False)
     sysinfo = result.system
     gpu = sysinfo.gpu_name or "no GPU"
+    if sysinfo.world_size > 1:
+        ranks = sysinfo.world_size
+        gpu = f"{ranks} ranks ({ranks} x {gpu})" if sysinfo.gpu_name else f"{ranks} ranks on the CPU"
     clocks = ""
     if sysinfo.sm_clock_start_mhz:
         clocks = f", SM clock {sysinfo.sm_clock_start_mhz}→{sysinfo.sm_clock_end_mhz} MHz"

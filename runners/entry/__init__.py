@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,7 @@ import threading
 import time
 import traceback
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from runners import baselines, sysinfo
@@ -48,6 +50,7 @@ from runners.entry.admission import (
 )
 from runners.entry.prestart import Prestarter
 from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
+from runners.entry.ranks import RankSession, rank_gpus
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session, make_shape
 from runners.entry.verdict import build_result
 from runners.gpus import Gpu
@@ -67,17 +70,20 @@ def run_request(
     require_sandbox: bool = False,
     cancel: threading.Event | None = None,
     gpu: Gpu | None = None,
+    gpus: list[Gpu] | None = None,
     prestart: Prestarter | None = None,
 ) -> RunResult:
     """Evaluate ``request`` on this machine. Never raises for submission faults.
 
     Setting ``cancel`` (from any thread) kills the run's processes at once; the result is then an infrastructure
     error saying so, which nothing should store as the submission's outcome. ``gpu``: the one GPU the run may use
-    (its processes see only it; ``runners.gpus``); None: the machine's GPUs as they are. ``prestart``: a long-lived
-    runner's pre-started sets (``runners.entry.prestart``): the run takes the one waiting for its shape, if any, and
-    starts the next."""
+    (its processes see only it; ``runners.gpus``); None: the machine's GPUs as they are. ``gpus``: a run of
+    ``request.world_size`` ranks, one GPU each (docs/multigpu.md); None: the first of the machine's usable GPUs.
+    ``prestart``: a long-lived runner's pre-started sets (``runners.entry.prestart``): a run of one rank takes the
+    one waiting for its shape, if any, and starts the next."""
     return _timed(request, on_progress, lambda: _run(request, on_progress, settings or RunnerSettings(),
-                                                      require_sandbox, cancel, gpu=gpu, prestart=prestart))  # fmt: skip
+                                                      require_sandbox, cancel, gpu=gpu, gpus=gpus,
+                                                      prestart=prestart))  # fmt: skip
 
 
 def check_reference(request: RunRequest, *, settings: RunnerSettings | None = None) -> RunResult:
@@ -117,13 +123,21 @@ def _run(
     *,
     reference_only: bool = False,
     gpu: Gpu | None = None,
+    gpus: list[Gpu] | None = None,
     prestart: Prestarter | None = None,
 ) -> RunResult:
     if on_progress is not None:
         with contextlib.suppress(Exception):
             on_progress(ProgressEvent(phase=Phase.STARTING, detail=request.problem))
+    ranks = request.world_size > 1 and not reference_only
+    if ranks:
+        gpus, missing = rank_gpus(request, gpus)
+        if missing:
+            return RunResult.infrastructure_error(request.mode, missing)
+        gpu = gpus[0] if gpus else None
     gpu_index = gpu.index if gpu is not None else 0
     system = sysinfo.collect(request.device, gpu_index)
+    system.world_size = request.world_size
     headers = None
     if not reference_only:
         try:
@@ -148,7 +162,7 @@ def _run(
     # Pre-started sets serve the ordinary runs of one rank; a profile run (Nsight Compute in front of the submission
     # process) and the reference check always start cold.
     warm = prestart is not None and settings.prestart and not reference_only and request.mode is not Mode.PROFILE
-    warm = warm and getattr(request, "world_size", 1) == 1
+    warm = warm and not ranks
     shape = make_shape(request, gpu=gpu, python=python, prefix=[], extra_ro=extra_ro, submission_env=submission_env,
                        require_sandbox=require_sandbox)  # fmt: skip
     launch = prestart.take(shape) if warm and prestart is not None else None
@@ -160,8 +174,9 @@ def _run(
         root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=settings.job_root)).resolve()
     try:
         dirs = write_job(root, request)
-        profiler = choose_profiler(settings, request, dirs.submission)
-        plan = _BaselinePlan(request, system, settings, active=not reference_only)
+        profiler = choose_profiler(settings, request, dirs.submission) if not ranks else ProfilerChoice()
+        # Several ranks: no baselines (the reference runs on one device; docs/multigpu.md).
+        plan = _BaselinePlan(request, system, settings, active=not reference_only and request.world_size == 1)
         job = Job(
             mode="reference" if reference_only else request.mode.value,
             device="cpu" if request.device == "cpu" else "cuda",
@@ -171,7 +186,7 @@ def _run(
             tests=request.tests,
             benchmarks=request.benchmarks,
             timing=request.timing.model_dump(mode="json"),
-            secret=request.seed,
+            secret=request.seed if request.seed is not None or not ranks else secrets.token_hex(16),
             profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
             time_limit_s=request.time_limit_s(),
@@ -181,12 +196,15 @@ def _run(
             baselines_budget_s=baselines.BUDGET_S,
             baselines=[(spec.label, spec.function) for spec in plan.to_time]
             if not reference_only
-            else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE],
+            else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE]
+            if request.world_size == 1
+            else [],
+            world_size=request.world_size,
         )
         # The next run's set: the helpers this run starts (the calibration echo of a timed run; a baseline process
         # only when a baseline is not cached yet, which after this run it is).
         helpers = ("echo",) if request.mode in (Mode.BENCHMARK, Mode.RANKED) else ()
-        session = Session(
+        session = (partial(RankSession, gpus=gpus) if ranks else Session)(
             request,
             job,
             dirs,

@@ -244,4 +244,7 @@ def _summary(request: RunRequest, tests: list[TestResult], benches: list[Benchma
     notes = [b.message for b in benches if b.message]
     if notes:
         parts.append(notes[0])
+    if request.world_size > 1:  # docs/multigpu.md: the time is the slowest rank's
+        timed = ", timed as the slowest" if score is not None else ""
+        parts.append(f"{request.world_size} ranks, one per GPU{timed}")
     return "; ".join(parts) or "accepted"

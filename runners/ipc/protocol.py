@@ -267,6 +267,8 @@ class Job(_Msg):
         default_factory=list, max_length=4, description="(label, function in reference.py) to time before the load."
     )
     baselines_budget_s: float = Field(default=0.0, ge=0, description="The most the baselines may take, all of them.")
+    rank: int = Field(default=0, ge=0, description="This evaluator's rank in a run of several (docs/multigpu.md).")
+    world_size: int = Field(default=1, ge=1, description="The ranks of the run (1: the one-GPU path).")
 
 
 class RHello(_Msg):

@@ -18,9 +18,10 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
-from runners.devices import device_mismatch
+from runners.devices import device_gpus, device_mismatch
 from runners.entry.admission import NotOffered, language_headers
 from runners.entry.prestart import Prestarter
 from runners.gpus import Gpu, GpuPool, list_gpus, usable
@@ -70,8 +71,22 @@ class LocalLauncher:
         return self._gpu[0]
 
     def cannot_serve(self, device_name: str) -> str | None:
-        """Why this machine cannot run jobs for ``device_name`` (no GPU, or another model); None when it can."""
-        return device_mismatch("cpu" if device_name.lower() == "cpu" else "cuda", device_name, self.gpu_name())
+        """Why this machine cannot run jobs for ``device_name`` (no GPU, another model, or fewer GPUs of it than a
+        name like ``H100x8`` asks for); None when it can."""
+        device = "cpu" if device_name.lower() == "cpu" else "cuda"
+        problem = device_mismatch(device, device_name, self.gpu_name())
+        wanted = device_gpus(device_name)
+        if problem is not None or device == "cpu" or wanted == 1:
+            return problem
+        try:
+            gpus = self.pool().gpus
+        except ValueError as exc:
+            return str(exc)
+        have = sum(device_mismatch(device, device_name, g.name) is None for g in gpus)
+        if have < wanted:
+            return (f"{device_name} takes {wanted} GPUs at once and this worker may use {have} of that model; serve it "
+                    "from a machine with enough (or widen the worker's CUDA_VISIBLE_DEVICES)")  # fmt: skip
+        return None
 
     @property
     def allows_unsandboxed(self) -> bool:
@@ -111,22 +126,55 @@ class LocalLauncher:
         def fits(gpu: Gpu) -> bool:
             return device_mismatch(request.device, request.device_name, gpu.name) is None
 
+        if request.world_size > 1:  # several ranks: that many GPUs at once (docs/multigpu.md)
+            return await self._run_ranks(request, on_progress, pending, pool, fits, job)
         if not any(fits(g) for g in pool.free_gpus):
             await _quiet(job.progress(ProgressEvent(phase=Phase.QUEUED, detail="waiting for a free GPU")))
         own = await pool.acquire(fits)  # never two timed runs on one GPU
         return await self._run(request, on_progress, pending, own, release=pool.release)
+
+    async def _run_ranks(
+        self,
+        request: RunRequest,
+        on_progress: Callable[[ProgressEvent], None],
+        pending: set[asyncio.Future[None]],
+        pool: GpuPool,
+        fits: Callable[[Gpu], bool],
+        job: JobHandle,
+    ) -> RunResult:
+        count = request.world_size
+        if sum(fits(g) for g in pool.gpus) < count:  # refused at once: it would wait forever
+            raise DeviceUnavailable(f"the job runs {count} ranks, one per GPU, and this worker may use "
+                                    f"{sum(fits(g) for g in pool.gpus)} GPUs that fit it")  # fmt: skip
+        if sum(fits(g) for g in pool.free_gpus) < count:
+            await _quiet(job.progress(ProgressEvent(phase=Phase.QUEUED, detail=f"waiting for {count} free GPUs")))
+        own = await pool.acquire_many(count, fits)
+
+        def release(gpus: list[Gpu]) -> None:
+            for gpu in gpus:
+                pool.release(gpu)
+
+        return await self._run(request, on_progress, pending, own, release=release)
+
+    def _placement(self, gpu: Gpu | list[Gpu] | None) -> dict[str, Any]:
+        """The run's GPU (a list: one per rank) and, where on, the pre-started sets, as run_request's keywords (with
+        pre-starting off the call is as before)."""
+        where: dict[str, Any] = {"gpus": gpu} if isinstance(gpu, list) else {"gpu": gpu}
+        if self.prestart is not None:
+            where["prestart"] = self.prestart
+        return where
 
     async def _run(
         self,
         request: RunRequest,
         on_progress: Callable[[ProgressEvent], None],
         pending: set[asyncio.Future[None]],
-        gpu: Gpu | None,
+        gpu: Gpu | list[Gpu] | None,
         *,
-        release: Callable[[Gpu], None] | None = None,
+        release: Callable[[Any], None] | None = None,
     ) -> RunResult:
-        """The run in a thread; ``gpu`` goes back through ``release`` only when the thread is over (a cancelled run
-        whose processes take long to die still holds its GPU)."""
+        """The run in a thread; ``gpu`` (a list: one per rank) goes back through ``release`` only when the thread is
+        over (a cancelled run whose processes take long to die still holds its GPU)."""
         from runners.entry import run_request
 
         cancel = threading.Event()
@@ -138,8 +186,7 @@ class LocalLauncher:
                 settings=self.settings,
                 require_sandbox=not self.settings.allow_unsandboxed,
                 cancel=cancel,
-                gpu=gpu,
-                **({"prestart": self.prestart} if self.prestart is not None else {}),  # (off: the call as before)
+                **self._placement(gpu),
             )
         )
         if gpu is not None and release is not None:

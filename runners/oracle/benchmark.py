@@ -13,6 +13,7 @@ import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,11 +172,12 @@ class Benchmarking:
                 state["enqueue_timeout"] = 0.0  # it synchronises every time: stop waiting for it to queue first
             sample = sample_of(reading, out.window_ns, cal.overhead_ns, cal.event_ns, out.allowance_ns,
                                out.degraded, calls)  # fmt: skip
-            state["calls"] = self._batch_size(sample, out, calls, cal, footprint["bytes"])
+            sample = self.slowest(sample)
+            state["calls"] = self.agree_calls(self._batch_size(sample, out, calls, cal, footprint["bytes"]))
             return sample
 
         try:
-            timing = time_case(warm, timed, self.settings, time.perf_counter)
+            timing = time_case(warm, timed, self.settings, self.case_clock())
         except Fatal as f:
             if baseline is None:
                 self.report.send(RBench(index=i, verdict=f.verdict, message=f.message))
@@ -221,6 +223,19 @@ class Benchmarking:
         )
         if self.cuda:
             torch.cuda.empty_cache()
+
+    # ---- what the ranks of a run of several agree on (runners/oracle/ranks.py); one rank: as measured ----------
+    def case_clock(self) -> Callable[[], float]:
+        """The clock a case's warm-up and stopping rule read."""
+        return time.perf_counter
+
+    def slowest(self, sample: Sample) -> Sample:
+        """The sample a timed batch counts."""
+        return sample
+
+    def agree_calls(self, calls: int) -> int:
+        """The calls of the next batch."""
+        return calls
 
     def _batch_size(self, sample: Sample, out: Any, calls: int, cal: Calibration, footprint: int) -> int:
         """Calls in the next batch: enough work per window that the calibration's slack is at most

@@ -410,8 +410,12 @@ def prestart_helpers(workdir: Path, names: list[str]) -> dict[str, tuple[subproc
     return {name: start_helper(workdir, name, titles[name]) for name in dict.fromkeys(names) if name in titles}
 
 
-def main() -> int:
-    report = Reporter(int(os.environ.pop(REPORT_FD_ENV)))
+
+def read_job() -> tuple[Job | None, str | None, Peer | None, dict[str, tuple[subprocess.Popen[bytes], Peer]]]:
+    """The job from the entry's pipe (None: a pre-started set let go unused), the report pipe's descriptor (none for
+    an evaluator of rank 1 and up: rank 0 reports), the submission process's socket, each taken out of the
+    environment, and a pre-started evaluator's helpers."""
+    report_fd = os.environ.pop(REPORT_FD_ENV, None)
     job_fd = int(os.environ.pop(JOB_FD_ENV))
     prestarted = os.environ.pop(PRESTART_ENV, None)
     spares = {}
@@ -425,13 +429,30 @@ def main() -> int:
     if not line.strip():  # let go without a job (a pre-started set that was not used)
         for proc, _ in spares.values():
             proc.kill()
-        return 0
+        return None, report_fd, None, {}
     job = Job.model_validate_json(line)
     sub_fd = os.environ.pop(SOCKET_FD_ENV, None)
-    peer = Peer.from_fd(int(sub_fd)) if sub_fd is not None else None
-    evaluator = Evaluator(job, report, peer, Path.cwd(), spares)
+    return job, report_fd, Peer.from_fd(int(sub_fd)) if sub_fd is not None else None, spares
+
+
+def run_one(
+    job: Job,
+    report_fd: str | None,
+    peer: Peer | None,
+    spares: dict[str, tuple[subprocess.Popen[bytes], Peer]] | None = None,
+) -> int:
+    """The evaluator of a one-GPU run (``runners.oracle.__main__`` sends a run of several ranks to ``ranks``)."""
+    report = Reporter(int(report_fd or -1))
+    evaluate(Evaluator(job, report, peer, Path.cwd(), spares or {}), report)
+    return 0
+
+
+def evaluate(evaluator: Evaluator, report: Reporter, finish: Any = None) -> None:
+    """Run the job and report how it ended, then ``done`` (``finish``: called after a run that raised nothing)."""
     try:
         evaluator.run()
+        if finish is not None:
+            finish()
     except Fatal as f:
         report.send(RFatal(verdict=f.verdict, message=f.message[-60_000:], fault=f.fault,  # type: ignore[arg-type]
                            compile_output=f.compile_output[-60_000:]))  # fmt: skip
@@ -448,7 +469,6 @@ def main() -> int:
     finally:
         evaluator.shutdown()
     report.send(RDone())
-    return 0
 
 
 def _peer_failure(exc: PeerFailed, evaluator: Evaluator) -> RFatal:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,10 @@ def _tensor_bytes(torch: Any, value: Any) -> list[int]:
 class GpuWindow:
     """Calls through one submission-protocol peer on CUDA: its control words live in ``arenas[ctrl]``."""
 
+    before_inputs: Callable[[], None] | None = None
+    """Run just before the call's inputs are copied, which the window's opening follows uninterrupted (a run of
+    several ranks: their barrier, docs/multigpu.md)."""
+
     def __init__(self, torch: Any, driver: Any, arenas: dict[str, Arena], ctrl: str, flush_buffer: Any) -> None:
         self.torch = torch
         self.driver = driver
@@ -135,6 +140,8 @@ class GpuWindow:
         go, done = self.ctrl.base + GO_OFFSET, self.ctrl.base + DONE_OFFSET
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         stream = self._stream()
+        if self.before_inputs is not None:
+            self.before_inputs()
         for placement in batch:
             for dst, src in placement.copies:
                 dst.copy_(src, non_blocking=True)
@@ -190,6 +197,9 @@ class GpuWindow:
 class CpuWindow:
     """Calls on the CPU: our clock from "go" to "done"; the output copied out of the host output arena at once."""
 
+    before_inputs: Callable[[], None] | None = None
+    """Run just before the call's inputs are copied, which "go" follows (a run of several ranks: their barrier)."""
+
     def __init__(self, torch: Any, arenas: dict[str, Arena]) -> None:
         self.torch = torch
         self.arenas = arenas
@@ -214,6 +224,8 @@ class CpuWindow:
     ) -> CallOutcome:
         peer.send(Call(k=k, data=[p.value for p in batch], timed=timed))
         peer.expect(Prepared, max(deadline - time.monotonic(), 0.0), k)
+        if self.before_inputs is not None:
+            self.before_inputs()
         # The inputs reach the shared memory only now, after "prepared": a submission that computed on "call" would
         # find last call's data. An answer that is already waiting was computed before "go" and is refused.
         for placement in batch:

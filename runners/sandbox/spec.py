@@ -55,7 +55,8 @@ class SandboxSpec:
     ro_paths: tuple[Path, ...] = ()
     allow_gpu: bool = True
     gpu_node: str | None = None
-    """With ``allow_gpu``: the one GPU device node to bind (``/dev/nvidia3``); None binds every GPU's."""
+    """With ``allow_gpu``: the one GPU device node to bind (``/dev/nvidia3``), or several joined by commas (the GPUs of
+    a run of several ranks); None binds every GPU's."""
     require_sandbox: bool = False
     max_tasks: int = 1024
     """Processes + threads: the kernel's hard cap (pids cgroup, else ``RLIMIT_NPROC``)."""

@@ -123,12 +123,13 @@ def toolchain_ro_paths(path: str | None = None) -> tuple[Path, ...]:
 
 def gpu_nodes(dev: Path, only: str | None) -> list[Path]:
     """The GPU device nodes a sandbox binds: the driver's shared ones (nvidiactl, nvidia-uvm, ...) and every GPU's
-    ``nvidiaN``, or of those only ``only`` (a run's own GPU: runners/gpus.py)."""
+    ``nvidiaN``, or of those only ``only`` (a run's own GPU: runners/gpus.py; several, comma-separated, for a run of
+    several ranks: docs/multigpu.md)."""
     nodes = [node for pattern in _GPU_DEVICE_GLOBS for node in sorted(dev.glob(pattern))]
     if only is None:
         return nodes
-    own = Path(only).name
-    return [n for n in nodes if not re.fullmatch(r"nvidia\d+", n.name) or n.name == own]
+    own = {Path(node).name for node in only.split(",")}
+    return [n for n in nodes if not re.fullmatch(r"nvidia\d+", n.name) or n.name in own]
 
 
 def sandbox_argv(

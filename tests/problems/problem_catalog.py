@@ -58,6 +58,19 @@ def python_problem_names() -> list[str]:
     ]
 
 
+def single_rank_problem_names() -> list[str]:
+    """The Python problems that run as one process (every one but the problems on several GPUs, whose reference
+    takes rank and world_size: docs/multigpu.md)."""
+    import yaml
+
+    def ranks(p: Path) -> bool:
+        task = yaml.safe_load((p / "task.yml").read_text()) or {}
+        cases = [*task.get("tests", []), *task.get("benchmarks", [])]
+        return task.get("world_size", 1) > 1 or any("world_size" in c for c in cases)
+
+    return [name for name in python_problem_names() if not ranks(PROBLEMS / name)]
+
+
 def parse_header(path: Path) -> tuple[Verdict | None, bool, Language | None]:
     """The verdict a solution declares, whether it needs CUDA and its language, from its leading comment lines."""
     expect, needs_cuda, lang = None, False, None

@@ -15,6 +15,7 @@ from runners.devices import peaks_for, roofline_bound
 GPUS = {"H100", "A100", "L4", "T4", "B200"}
 LIBRARIES = PROBLEMS / "libraries.yaml"
 ADVANCED_SET = PROBLEMS / "advanced.yaml"
+MULTIGPU = PROBLEMS / "multigpu.yaml"
 LIBRARY = [
     "vectoradd", "vectorsum", "grayscale", "histogram", "prefixsum", "sort", "softmax", "rmsnorm", "matmul", "conv2d",
 ]
@@ -40,8 +41,10 @@ def test_starter_set_lists_the_library() -> None:
     assert libraries == {"matmul_cutlass", "matmul_tk"}, "the C++ library problems have a set of their own"
     advanced = {e["directory"] for e in yaml.safe_load(ADVANCED_SET.read_text())["problems"]}
     assert advanced == set(ADVANCED)
+    multigpu = {e["directory"] for e in yaml.safe_load(MULTIGPU.read_text())["problems"]}
+    assert multigpu == {"allreduce", "allgather_gemm"}, "the problems on several GPUs have a set of their own"
     folders = {p.name for p in problem_dirs()} - {"vectoradd_cu"}
-    assert folders <= names | libraries | advanced, "every problem folder is in a set"
+    assert folders <= names | libraries | advanced | multigpu, "every problem folder is in a set"
 
 
 def test_advanced_set_loads_and_validates() -> None:

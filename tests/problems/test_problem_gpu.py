@@ -7,7 +7,7 @@ import time
 
 import pytest
 import torch
-from problem_catalog import PROBLEMS, import_reference, python_problem_names
+from problem_catalog import PROBLEMS, import_reference, single_rank_problem_names
 
 from leaderboards.problems import load_problem
 
@@ -43,7 +43,7 @@ def test_conv2d_check_accepts_cudnn_tf32_at_the_largest_benchmark() -> None:
     assert ok, message
 
 
-@pytest.mark.parametrize("name", python_problem_names())
+@pytest.mark.parametrize("name", single_rank_problem_names())  # (several ranks: test_multigpu_problems.py)
 def test_largest_benchmark_checks_on_the_gpu_and_fits_an_l4(name: str) -> None:
     ref = import_reference(name)
     task = load_problem(PROBLEMS / name).task

@@ -81,4 +81,6 @@ def test_solution_on_gpu(solution: Solution, runs: dict) -> None:
     result = runs[(solution.id, "cuda")].result(timeout=900)
     if result.message.startswith("this runner does not offer"):
         pytest.skip(result.message)  # a language's library is not installed here (CUTLASS, TileLang, ...)
+    if "one per GPU, and this runner has" in result.message:
+        pytest.skip(result.message)  # a problem on several GPUs (docs/multigpu.md) on a machine with fewer
     _assert_verdict(solution, result)

@@ -4,6 +4,7 @@ once, the run's processes seeing only their GPU (CUDA_VISIBLE_DEVICES by UUID, o
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from runners.contract import RunRequest, SystemInfo
 from runners.entry.session import _env
 from runners.gpus import Gpu, GpuPool, parse_smi, usable
+from runners.launchers.base import DeviceUnavailable
 from runners.launchers.local import LocalLauncher
 from runners.sandbox.view import gpu_nodes
 from runners.settings import RunnerSettings
@@ -143,3 +146,40 @@ def test_the_local_launcher_gives_concurrent_runs_their_own_gpus(
     assert len(seen) == 3 and max(n for _, n in seen) == 2
     waited = [job for job in jobs if ("progress", "queued: waiting for a free GPU") in job.log]
     assert len(waited) == 1
+
+
+# ---- runs of several ranks (docs/multigpu.md) ----------------------------------------------------------------------
+def test_the_local_launcher_runs_several_ranks_on_as_many_gpus_and_gives_them_back(
+    monkeypatch: pytest.MonkeyPatch, make_job: Any, make_request: Any, make_result: Any
+) -> None:
+    import runners.entry
+
+    got: list[list[str]] = []
+
+    def fake_run(request, on_progress, *, settings, require_sandbox, cancel, gpus):  # type: ignore[no-untyped-def]
+        got.append([g.uuid for g in gpus])
+        return make_result()
+
+    monkeypatch.setattr(runners.entry, "run_request", fake_run)
+    h200s = [Gpu(index=i, uuid=f"GPU-{i}", name="NVIDIA H200", minor=i) for i in range(3)]
+    launcher = LocalLauncher(RunnerSettings(allow_unsandboxed=True), gpus=h200s)
+    launcher._gpu = ("NVIDIA H200",)
+    job = make_job()
+
+    async def main() -> None:
+        await launcher.run(make_request(device="cuda", device_name="H200x2", world_size=2), job)
+        with pytest.raises(DeviceUnavailable, match="4 ranks"):
+            await launcher.run(make_request(device="cuda", device_name="H200x4", world_size=4), make_job())
+
+    asyncio.run(main())
+    assert got == [["GPU-0", "GPU-1"]]
+    assert len(launcher.pool().free_gpus) == 3
+
+
+def test_world_size_is_written_only_above_one_so_a_one_gpu_request_is_what_it_was(make_request: Any) -> None:
+    one = make_request()
+    assert "world_size" not in json.loads(one.model_dump_json())
+    two = one.model_copy(update={"world_size": 2})
+    assert json.loads(two.model_dump_json())["world_size"] == 2 and two.digest() != one.digest()
+    assert RunRequest.model_validate_json(two.model_dump_json()).world_size == 2
+    assert "world_size" not in SystemInfo().model_dump() and SystemInfo(world_size=4).model_dump()["world_size"] == 4
