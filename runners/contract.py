@@ -13,7 +13,7 @@ import enum
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -32,6 +32,10 @@ class _Model(BaseModel):
 def _single_rank(world_size: int) -> bool:
     """``world_size`` is left out of a dump where it is 1 (see ``CONTRACT_VERSION``)."""
     return world_size == 1
+
+
+WorldSize = Annotated[int, Field(ge=1, le=MAX_WORLD_SIZE, exclude_if=_single_rank)]
+"""Ranks, one per GPU: 1 to ``MAX_WORLD_SIZE``, omitted from the JSON when 1."""
 
 
 class Mode(enum.StrEnum):
@@ -290,11 +294,8 @@ class RunRequest(_Model):
         max_length=128,
         description="A per-job random value the result must echo, so a result cannot be replayed for another job.",
     )
-    world_size: int = Field(
+    world_size: WorldSize = Field(
         default=1,
-        ge=1,
-        le=MAX_WORLD_SIZE,
-        exclude_if=_single_rank,
         description="Ranks (one per GPU) the submission runs as (docs/multigpu.md); omitted from the JSON when 1.",
     )
 
@@ -395,11 +396,8 @@ class SystemInfo(_Model):
     sandboxed: bool = False
     sandbox_note: str = ""
     ran: bool = Field(default=True, description="False when the file was refused before anything ran.")
-    world_size: int = Field(
+    world_size: WorldSize = Field(
         default=1,
-        ge=1,
-        le=MAX_WORLD_SIZE,
-        exclude_if=_single_rank,
         description="Ranks the run had, one per GPU; omitted from the JSON when 1.",
     )
 

@@ -19,7 +19,6 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -46,6 +45,7 @@ from runners.entry.admission import (
     allocator_library,
     check_submission,
     language_headers,
+    new_job_root,
     write_job,
 )
 from runners.entry.prestart import Prestarter
@@ -166,12 +166,7 @@ def _run(
     shape = make_shape(request, gpu=gpu, python=python, prefix=[], extra_ro=extra_ro, submission_env=submission_env,
                        require_sandbox=require_sandbox)  # fmt: skip
     launch = prestart.take(shape) if warm and prestart is not None else None
-    if launch is not None:
-        root = Path(launch.dirs.root)
-    else:
-        if settings.job_root is not None:
-            settings.job_root.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=settings.job_root)).resolve()
+    root = Path(launch.dirs.root) if launch is not None else new_job_root(settings.job_root)
     try:
         dirs = write_job(root, request)
         profiler = choose_profiler(settings, request, dirs.submission) if not ranks else ProfilerChoice()

@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -100,6 +101,13 @@ def shared_files(request: RunRequest) -> tuple[str, ...]:
     lang = LANGUAGES[Language(request.lang)]
     return tuple(rel for rel in request.files
                  if rel in lang.problem_files or PurePosixPath(rel).suffix in (".h", ".cuh", ".hpp"))  # fmt: skip
+
+
+def new_job_root(parent: Path | None) -> Path:
+    """A fresh, empty folder for one run's job (in ``parent``, made if missing; None: the system's temporary folder)."""
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=parent)).resolve()
 
 
 def job_dirs(root: Path, shared: tuple[str, ...]) -> JobDirs:

@@ -18,11 +18,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import shutil
-import tempfile
 import threading
-from pathlib import Path
 
-from runners.entry.admission import job_dirs
+from runners.entry.admission import job_dirs, new_job_root
 from runners.entry.session import Launch, Shape
 from runners.settings import RunnerSettings
 
@@ -66,9 +64,7 @@ class Prestarter:
                 self._registered = True
         if old is not None:
             discard(old)
-        if self.job_root is not None:
-            self.job_root.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="kernelcup-job-", dir=self.job_root)).resolve()
+        root = new_job_root(self.job_root)
         try:
             launch = Launch(shape, job_dirs(root, shape.shared_ro), idle_s=self.idle_s, helpers=helpers)
         except BaseException:
