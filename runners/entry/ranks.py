@@ -6,6 +6,7 @@ exactly as ``Session`` reads the one evaluator's."""
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import shutil
 import socket
@@ -19,7 +20,7 @@ from runners.entry.session import Outcomes, Session, _env, _ro_python
 from runners.gpus import Gpu, list_gpus, usable
 from runners.ipc.wire import socket_pair
 from runners.oracle.base import JOB_FD_ENV, REPORT_FD_ENV
-from runners.oracle.group import GROUP_FDS_ENV
+from runners.oracle.group import GATE_FD_ENV, GROUP_FDS_ENV
 from runners.sandbox import ProcessOutcome, SandboxSpec, SandboxUnavailable, run_sandboxed
 from runners.submission.ranks import RANK_DEVICES_ENV, RANK_FDS_ENV
 from runners.submission.serve import SOCKET_FD_ENV
@@ -87,6 +88,10 @@ class RankSession(Session):
         specs: dict[str, SandboxSpec] = {}
         cancels = {name: threading.Event() for name in [*(f"rank{r}" for r in range(world)), "submission"]}
         group = [socket.socketpair() for _ in range(world - 1)]  # rank 0 <-> rank j: (rank 0's end, rank j's end)
+        gate = os.memfd_create("kernelcup-start-word", 0) if on_gpu else -1  # the evaluators' start word, zeroed
+        if gate >= 0:
+            os.ftruncate(gate, mmap.PAGESIZE)
+            fds_to_close.append(gate)
         subs = [socket_pair() for _ in range(world)]  # evaluator r <-> the submission's rank r
         sockets = [s for pair in (*group, *subs) for s in pair]
         for r in range(world):
@@ -100,9 +105,12 @@ class RankSession(Session):
             if r == 0:
                 env[REPORT_FD_ENV] = str(report_w)
                 fds.append(report_w)
+            if gate >= 0:
+                env[GATE_FD_ENV] = str(gate)
+                fds.append(gate)
             if not on_gpu:  # the checks must not leave OpenMP threads spinning on the cores the ranks run on
                 env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-            for fd in (job_r, report_w):
+            for fd in (job_r, report_w, *([gate] if gate >= 0 else [])):
                 os.set_inheritable(fd, True)
             gpu = self._gpu(r)
             workdir = rank_workdir(self.dirs, r)

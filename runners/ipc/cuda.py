@@ -15,6 +15,7 @@ at import; :class:`Driver` opens the library when first built.
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ _GRANULARITY_MINIMUM = 0
 _WAIT_GEQ = 0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
 _ATTR_POSIX_FD = 103  # CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
 _ATTR_VMM = 102  # CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+_HOST_PORTABLE_DEVICEMAP = 0x01 | 0x02  # CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP
 
 
 class CudaError(RuntimeError):
@@ -182,6 +184,15 @@ class Driver:
             ctypes.c_uint(_WAIT_GEQ),
         )  # fmt: skip
 
+    def host_register(self, ptr: int, size: int) -> int:
+        """Pin ``size`` bytes of this process's memory at ``ptr`` (page-aligned) and map them for the GPU, so that a
+        stream can wait on a word there; returns the address the GPU uses."""
+        self._call("cuMemHostRegister_v2", ctypes.c_void_p(ptr), ctypes.c_size_t(size),
+                   ctypes.c_uint(_HOST_PORTABLE_DEVICEMAP))  # fmt: skip
+        device_ptr = ctypes.c_ulonglong()
+        self._call("cuMemHostGetDevicePointer_v2", ctypes.byref(device_ptr), ctypes.c_void_p(ptr), ctypes.c_uint(0))
+        return device_ptr.value
+
     def write_value(self, stream: int, ptr: int, value: int) -> None:
         """Queue on ``stream``: write ``value`` to the 32-bit word at ``ptr`` once the work before it is done."""
         self._call(
@@ -239,6 +250,20 @@ class SharedMemory:
             self.driver.unmap(self.ptr, self.size)
             self.driver.release(self.handle)
             self.ptr = 0
+
+
+class HostWord:
+    """A 32-bit word in a page of host memory that several processes map (``fd``, a memfd they all inherited), which
+    this process's GPU can wait on (:meth:`Driver.wait_value` at ``device_ptr``) and which this process's host sets.
+    The ranks of one run start their windows on one such word (docs/multigpu.md)."""
+
+    def __init__(self, driver: Driver, fd: int) -> None:
+        self._map = mmap.mmap(fd, mmap.PAGESIZE)
+        self._word = ctypes.c_uint32.from_buffer(self._map)
+        self.device_ptr = driver.host_register(ctypes.addressof(self._word), mmap.PAGESIZE)
+
+    def set(self, value: int) -> None:
+        self._word.value = value & 0xFFFFFFFF
 
 
 class _CudaArray:

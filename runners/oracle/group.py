@@ -29,6 +29,8 @@ from runners.contract import Verdict
 from runners.oracle.base import Fatal
 
 GROUP_FDS_ENV = "KERNELCUP_GROUP_FDS"
+GATE_FD_ENV = "KERNELCUP_GATE_FD"
+"""A page of host memory (a memfd the entry made) that every evaluator of a run on GPUs maps: the start word."""
 MAX_LINE = 1024 * 1024
 
 

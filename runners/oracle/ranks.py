@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from runners.contract import Verdict
+from runners.ipc.cuda import CudaError, HostWord
 from runners.ipc.protocol import Job, RDone, RFatal, RTest
 from runners.oracle.base import Fatal, Reporter, case_text, clone, since, trace
 from runners.oracle.checking import normalise_check
 from runners.oracle.evaluate import Evaluator, evaluate
-from runners.oracle.group import Group
+from runners.oracle.group import GATE_FD_ENV, Group
 from runners.oracle.peer import Peer
 from runners.oracle.timing import Sample
+from runners.oracle.window import GpuWindow
 
 _REMEMBERED = 1024
 """Inputs whose case is kept for their check (a batch holds at most 256 calls)."""
@@ -83,6 +85,8 @@ class RankEvaluator(Evaluator):
         super().__init__(job, report, peer, workdir)
         self.group = group
         self.rank, self.world_size = job.rank, job.world_size
+        self.gate: HostWord | None = None
+        self._gate_n = 0
         self._cases: OrderedDict[int, dict[str, Any]] = OrderedDict()
         """The case of each input this evaluator made, by the input's id: every input is made by ``generate``, which
         writes its id's entry, so an entry read for a live input is its own (the inputs themselves are not held:
@@ -150,13 +154,46 @@ class RankEvaluator(Evaluator):
         super().start()
         assert self.window is not None
         self.window.before_inputs = self._barrier
+        if isinstance(self.window, GpuWindow):
+            self.gate = self._open_gate()
+            if self.gate is not None:
+                self.window.after_enqueue = self._release
+
+    def _open_gate(self) -> HostWord | None:
+        """The word every rank's stream waits on before its window (the entry's memfd), or None where this driver
+        cannot map it for the GPU (the ranks then start on the host barrier alone, tens of µs apart)."""
+        fd = os.environ.pop(GATE_FD_ENV, "")
+        if not fd:
+            return None
+        try:
+            return HostWord(self.driver, int(fd))
+        except (CudaError, OSError, ValueError) as exc:
+            self.progress("starting", f"the ranks start on a host barrier only (no shared start word: {exc})")
+            return None
 
     def _barrier(self) -> None:
         """Before each call's inputs are copied (so the copies, the L2 flush and "go" still follow one another
-        uninterrupted, as on one GPU: docs/anti-cheat.md), with this GPU idle: the ranks' windows open together."""
+        uninterrupted, as on one GPU: docs/anti-cheat.md), with this GPU idle: the ranks' windows open together.
+
+        On GPUs, our stream then waits on the shared start word, and every rank queues its whole window behind that
+        wait before :meth:`_release` sets the word: the GPUs start within the time each takes to see one host
+        write, not within the host barrier's skew, which the early rank's window would otherwise count."""
         if self.cuda:
             self.torch.cuda.current_stream().synchronize()
         self._group().barrier()
+        if self.gate is not None:
+            self._gate_n += 1
+            self.driver.wait_value(int(self.torch.cuda.current_stream().cuda_stream), self.gate.device_ptr,
+                                   self._gate_n)  # fmt: skip
+
+    def _release(self) -> None:
+        """Every rank has queued its window: open the start word (each rank sets it, whichever passes the barrier
+        first opens it for all; a failed barrier still releases our own stream)."""
+        assert self.gate is not None
+        try:
+            self._group().barrier()
+        finally:
+            self.gate.set(self._gate_n)
 
     def case_clock(self) -> Callable[[], float]:
         """The slowest evaluator's time since the case began: every rank ends its warm-up and its sampling on the

@@ -116,7 +116,10 @@ class GpuWindow:
 
     before_inputs: Callable[[], None] | None = None
     """Run just before the call's inputs are copied, which the window's opening follows uninterrupted (a run of
-    several ranks: their barrier, docs/multigpu.md)."""
+    several ranks: their barrier, and a hold on the stream until every rank has queued its window, docs/multigpu.md)."""
+    after_enqueue: Callable[[], None] | None = None
+    """Run once the window is queued on our stream, up to its close (a run of several ranks: the hold's release),
+    also when queueing it failed, so that our stream is never left held."""
 
     def __init__(self, torch: Any, driver: Any, arenas: dict[str, Arena], ctrl: str, flush_buffer: Any) -> None:
         self.torch = torch
@@ -142,16 +145,20 @@ class GpuWindow:
         stream = self._stream()
         if self.before_inputs is not None:
             self.before_inputs()
-        for placement in batch:
-            for dst, src in placement.copies:
-                dst.copy_(src, non_blocking=True)
-        if timed:
-            self.flush_buffer.sum(dtype=torch.int32)
-        self.driver.write_value(stream, done, 0)  # only a "done" written after this point counts
-        ev[0].record()
-        self.driver.write_value(stream, go, k)
-        self.driver.wait_value(stream, done, k)
-        ev[1].record()
+        try:
+            for placement in batch:
+                for dst, src in placement.copies:
+                    dst.copy_(src, non_blocking=True)
+            if timed:
+                self.flush_buffer.sum(dtype=torch.int32)
+            self.driver.write_value(stream, done, 0)  # only a "done" written after this point counts
+            ev[0].record()
+            self.driver.write_value(stream, go, k)
+            self.driver.wait_value(stream, done, k)
+            ev[1].record()
+        finally:
+            if self.after_enqueue is not None:
+                self.after_enqueue()
         degraded = reply is None
         if reply is None:
             reply = peer.poll(Enqueued, max(deadline - time.monotonic(), 0.0), k)

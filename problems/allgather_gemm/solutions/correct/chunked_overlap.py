@@ -1,6 +1,6 @@
 # expect: accepted
-# Overlaps the gather with the GEMM: each rank's rows are broadcast on a side stream while the previous rank's
-# rows are multiplied (on the CPU the same steps, without streams).
+# Overlaps the gather with the GEMM: the other ranks' rows are gathered on a side stream while this rank multiplies
+# its own rows, then the gathered rows are multiplied (on the CPU the same steps, without streams).
 import torch
 import torch.distributed as dist
 
@@ -16,24 +16,19 @@ def custom_kernel(data):
     a, b = data
     world, me = dist.get_world_size(), dist.get_rank()
     m = a.shape[0]
+    gathered = torch.empty((world * m, a.shape[1]), device=a.device, dtype=a.dtype)
     out = torch.empty((world * m, b.shape[1]), device=a.device, dtype=torch.bfloat16)
-    shards = [a if r == me else torch.empty_like(a) for r in range(world)]
     if _side is None:
-        for r in range(world):
-            dist.broadcast(shards[r], src=r)
-            torch.matmul(shards[r], b, out=out[r * m:(r + 1) * m])
-        return out
-    main = torch.cuda.current_stream()
-    _side.wait_stream(main)
-    done = []
-    with torch.cuda.stream(_side):
-        for r in range(world):
-            dist.broadcast(shards[r], src=r)
-            event = torch.cuda.Event()
-            event.record(_side)
-            done.append(event)
+        dist.all_gather_into_tensor(gathered, a)
+    else:
+        main = torch.cuda.current_stream()
+        _side.wait_stream(main)
+        with torch.cuda.stream(_side):
+            dist.all_gather_into_tensor(gathered, a)
+    torch.matmul(a, b, out=out[me * m:(me + 1) * m])  # while the gather runs
+    if _side is not None:
+        main.wait_stream(_side)  # (no record_stream: the next call's allocations are ordered after this wait)
     for r in range(world):
-        main.wait_event(done[r])
-        torch.matmul(shards[r], b, out=out[r * m:(r + 1) * m])
-    # (No record_stream: the next call's allocations are ordered after this call's waits on the main stream.)
+        if r != me:
+            torch.matmul(gathered[r * m:(r + 1) * m], b, out=out[r * m:(r + 1) * m])
     return out
