@@ -248,7 +248,9 @@ class TimingSettings(_Model):
     min_samples: int = Field(default=10, ge=2)
     max_samples: int = Field(default=1000, ge=2)
     max_time_s: float = Field(default=2.0, gt=0, description="Per benchmark case: warm-up, timed calls, checks.")
-    target_rel_error: float = Field(default=0.001, gt=0, description="Stop when stderr/mean falls below this.")
+    target_rel_error: float = Field(
+        default=0.002, gt=0, description="Stop when the median's standard error / the median falls below this."
+    )
 
 
 class BaselineSpec(_Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -105,6 +106,19 @@ class RunnerSettings(BaseSettings):
         le=3600,
         description="Seconds a pre-started set waits for a job before it is killed (the next run then starts cold).",
     )
+    prestart_sets: int | None = Field(
+        default=None,
+        ge=1,
+        le=4,
+        description="Pre-started sets kept waiting per GPU (default: 2 on a machine of 8 or more cores, else 1). With "
+        "two, the set a run takes was started two runs earlier, so back-to-back short runs find PyTorch imported.",
+    )
+
+    def prestart_depth(self) -> int:
+        """How many sets wait per GPU: the setting, else 2 where the cores allow both imports beside a run."""
+        if self.prestart_sets is not None:
+            return self.prestart_sets
+        return 2 if (os.cpu_count() or 1) >= 8 else 1
 
     baseline_cache_dir: Path | None = Field(
         default=None,

@@ -1,16 +1,17 @@
-"""Pre-started process sets: the next run's two sandboxes, started while this run goes, waiting for their job.
+"""Pre-started process sets: the next runs' two sandboxes, started while this run goes, waiting for their job.
 
 A long-lived runner (the local launcher a worker uses, ``kernelcup run`` with several files) keeps, per GPU it owns,
-one set of the next run's processes already started: the evaluator and the submission process, each in a fresh
-sandbox exactly as strict as a cold one (same binds, namespaces and limits), in a fresh empty job folder made for
-them, with ``import torch`` done (and the evaluator's calibration echo started, which imports it too) and nothing
-else: no CUDA context (importing PyTorch creates none; CUDA starts when the job arrives), so a waiting set never
-touches a GPU another run is timing. A job whose sandbox shape (``Shape``: device and GPU, the interpreter, the
-read-only binds of its language, its memory and output limits, no profiler in front) equals the set's is handed to
-it: its files are written into the set's folder and its job (the ranked secret among it) down the evaluator's pipe,
-and its time limit counts from then. Right after, the next set is started. A set is used at most once; one that does
-not fit the job, that waits longer than the idle limit, or whose runner stops is killed with its folder.
-docs/measurement.md ("Pre-started processes") says what is reused and why that is safe.
+one or two sets (``RunnerSettings.prestart_depth``) of the next runs' processes already started: the evaluator and
+the submission process, each in a fresh sandbox exactly as strict as a cold one (same binds, namespaces and limits),
+in a fresh empty job folder made for them, with ``import torch`` done (and the evaluator's calibration echo started,
+which imports it too) and nothing else: no CUDA context (importing PyTorch creates none; CUDA starts when the job
+arrives), so a waiting set never touches a GPU another run is timing. A job whose sandbox shape (``Shape``: device
+and GPU, the interpreter, the read-only binds of its language, its memory and output limits, no profiler in front)
+equals the set's is handed to the oldest such set: its files are written into the set's folder and its job (the
+ranked secret among it) down the evaluator's pipe, and its time limit counts from then. Right after, the sets are
+topped up again. A set is used at most once; one that does not fit the job, that waits longer than the idle limit,
+or whose runner stops is killed with its folder. docs/measurement.md ("Pre-started processes") says what is reused
+and why that is safe.
 """
 
 from __future__ import annotations
@@ -29,41 +30,50 @@ HANDOVER_MARGIN_S = 5.0
 
 
 class Prestarter:
-    """At most one waiting set per GPU (None: a run without a GPU of its own); thread-safe (a worker runs one run
-    per GPU at a time, each in a thread of its own)."""
+    """Up to ``depth`` waiting sets per GPU (None: a run without a GPU of its own), all of the shape last prepared
+    for it, taken oldest first; thread-safe (a worker runs one run per GPU at a time, each in a thread of its own)."""
 
     def __init__(self, settings: RunnerSettings) -> None:
         self.idle_s = settings.prestart_idle_s
         self.job_root = settings.job_root
-        self._sets: dict[str | None, Launch] = {}
+        self.depth = settings.prestart_depth()
+        self._sets: dict[str | None, list[Launch]] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._registered = False
 
     def take(self, shape: Shape) -> Launch | None:
-        """The waiting set for ``shape``'s GPU if it fits ``shape`` and still waits (it is then this caller's, to
-        hand its job over and stop); else None, and a set that did not fit is killed."""
+        """The oldest waiting set for ``shape``'s GPU if it fits ``shape`` and still waits (it is then this caller's,
+        to hand its job over and stop); else None. Sets that do not fit (another shape) or wait no longer are
+        killed."""
         with self._lock:
-            launch = self._sets.pop(_key(shape), None)
-        if launch is None:
-            return None
-        if launch.shape != shape or not launch.waiting(HANDOVER_MARGIN_S):
-            discard(launch)
-            return None
+            queue = self._sets.get(_key(shape), [])
+            stale = [launch for launch in queue if launch.shape != shape or not launch.waiting(HANDOVER_MARGIN_S)]
+            queue[:] = [launch for launch in queue if launch not in stale]
+            launch = queue.pop(0) if queue else None
+        for old in stale:
+            discard(old)
         return launch
 
     def prepare(self, shape: Shape, helpers: tuple[str, ...] = ()) -> None:
-        """Start the next set for ``shape`` (replacing a waiting one of its GPU); ``helpers``: the evaluator's helper
-        processes to start with it (``echo`` for a timed run)."""
+        """Start sets for ``shape`` until ``depth`` wait on its GPU (sets of another shape there are killed);
+        ``helpers``: the evaluator's helper processes to start with each (``echo`` for a timed run)."""
         with self._lock:
             if self._closed:
                 return
-            old = self._sets.pop(_key(shape), None)
+            queue = self._sets.setdefault(_key(shape), [])
+            stale = [launch for launch in queue if launch.shape != shape or not launch.waiting()]
+            queue[:] = [launch for launch in queue if launch not in stale]
+            missing = self.depth - len(queue)
             if not self._registered:  # a runner that exits without close() still takes its sets (and folders) along
                 atexit.register(self.close)
                 self._registered = True
-        if old is not None:
+        for old in stale:
             discard(old)
+        for _ in range(missing):
+            self._start_one(shape, helpers)
+
+    def _start_one(self, shape: Shape, helpers: tuple[str, ...]) -> None:
         root = new_job_root(self.job_root)
         try:
             launch = Launch(shape, job_dirs(root, shape.shared_ro), idle_s=self.idle_s, helpers=helpers)
@@ -74,20 +84,21 @@ class Prestarter:
         with self._lock:
             closed = self._closed
             if not closed:
-                self._sets[_key(shape)] = launch
+                self._sets.setdefault(_key(shape), []).append(launch)
         if closed:
             discard(launch)
 
     def waiting(self) -> int:
         """How many sets are waiting now."""
         with self._lock:
-            return sum(1 for launch in self._sets.values() if launch.waiting())
+            return sum(1 for queue in self._sets.values() for launch in queue if launch.waiting())
 
     def close(self) -> None:
         """Kill every waiting set (the runner stops); later ``prepare`` calls start nothing."""
         with self._lock:
             self._closed = True
-            sets, self._sets = list(self._sets.values()), {}
+            sets = [launch for queue in self._sets.values() for launch in queue]
+            self._sets = {}
         for launch in sets:
             discard(launch)
 

@@ -1,6 +1,6 @@
 """How many calls one benchmark case gets, and what each call's sample is.
 
-Warm-up by time and count, then timed calls until the standard error of the mean falls below the target, capped
+Warm-up by time and count, then timed calls until the standard error of the median falls below the target, capped
 by a sample count and a time budget that includes input generation and checks (docs/measurement.md). Each timed
 call's sample is the submission process's own reading, raised to what the trusted window allows (see
 :func:`sample_of`), so a reading the submission rewrote can make its score no better than the window says.
@@ -8,6 +8,7 @@ call's sample is the submission process's own reading, raised to what the truste
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -113,24 +114,38 @@ def time_case(
         if elapsed >= warm_cap:
             break
     result.warmup_calls = n
-    count, mean, m2 = 0, 0.0, 0.0
+    ordered: list[float] = []
+    count = 0
     while True:
         sample = timed(count)
         result.samples.append(sample)
         count += 1
-        delta = sample.ns - mean
-        mean += delta / count
-        m2 += delta * (sample.ns - mean)
-        if _stop(count, mean, m2, clock() - start, settings):
+        bisect.insort(ordered, sample.ns)
+        if _stop(ordered, clock() - start, settings):
             break
     return result
 
 
-def _stop(n: int, mean: float, m2: float, elapsed_s: float, s: TimingSettings) -> bool:
+def median_rel_error(ordered: list[float]) -> float:
+    """The standard error of the median of ``ordered`` (sorted samples), relative to the median: sqrt(pi/2) x
+    sigma / sqrt(n), sigma estimated from the interquartile range (IQR / 1.349), so that a few outliers (a context
+    switch, a clock change) do not hold back a case whose median is already known, as they do the mean's error."""
+    n = len(ordered)
+    median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    if median <= 0:
+        return 0.0
+    sigma = (ordered[(3 * n) // 4] - ordered[n // 4]) / 1.349
+    return math.sqrt(math.pi / 2) * sigma / math.sqrt(n) / median
+
+
+def _stop(ordered: list[float], elapsed_s: float, s: TimingSettings) -> bool:
+    n = len(ordered)
     if n >= s.max_samples:
         return True
     if n < s.min_samples:
         return elapsed_s >= HARD_TIME_FACTOR * s.max_time_s
-    if elapsed_s >= s.max_time_s or mean <= 0:
+    if elapsed_s >= s.max_time_s:
         return True
-    return math.sqrt(m2 / (n - 1) / n) / mean <= s.target_rel_error
+    return median_rel_error(ordered) <= s.target_rel_error
+
+

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(probe_sandbox()[0] is None, reason="bubblewrap c
 
 @pytest.fixture
 def settings(tmp_path: Path) -> RunnerSettings:
-    return RunnerSettings(job_root=tmp_path / "jobs", time_baselines=False, prestart=True)
+    return RunnerSettings(job_root=tmp_path / "jobs", time_baselines=False, prestart=True, prestart_sets=1)
 
 
 @pytest.fixture
@@ -50,15 +50,19 @@ def _run(request: RunRequest, settings: RunnerSettings, prestart: Prestarter | N
     return run_request(request, settings=settings, require_sandbox=True, prestart=prestart)
 
 
+def _sets(prestart: Prestarter) -> list[Launch]:
+    return [launch for queue in prestart._sets.values() for launch in queue]
+
+
 def _wait_until_ready(prestart: Prestarter, timeout_s: float = 120.0) -> Launch:
     """The waiting set, once each of its interpreters has PyTorch loaded."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        sets = list(prestart._sets.values())
+        sets = _sets(prestart)
         if sets and sets[0].waiting() and _torch_loaded(sets[0]):
             return sets[0]
         time.sleep(0.2)
-    sets = list(prestart._sets.values())
+    sets = _sets(prestart)
     state = [(x.waiting(), x.errors, [(_cmdline(q)[-30:], _maps(q.pid)) for q in _set_processes(x)]) for x in sets]
     raise AssertionError(f"no pre-started set became ready: {state}")
 
@@ -157,7 +161,7 @@ def test_a_set_that_waits_too_long_is_killed(settings: RunnerSettings) -> None:
     try:
         request = build_request("submissions/correct_torch.py")
         prestart.prepare(_shape(request))
-        launch = next(iter(prestart._sets.values()))
+        (launch,) = _sets(prestart)
         for t in launch.threads:
             t.join(timeout=30)
         assert not any(t.is_alive() for t in launch.threads)
@@ -379,3 +383,44 @@ def test_the_local_launcher_hands_the_next_run_to_its_pre_started_set(settings: 
     finally:
         launcher.close()
     assert launcher.prestart.waiting() == 0 and not list(Path(settings.job_root or "").iterdir())
+
+
+class _FakeLaunch:
+    """A set that starts no process: what the Prestarter's bookkeeping sees of one."""
+
+    def __init__(self, shape: Shape, dirs: object, idle_s: float, helpers: tuple[str, ...]) -> None:
+        self.shape, self.dirs = shape, dirs
+        self.alive = False
+
+    def start(self) -> None:
+        self.alive = True
+
+    def waiting(self, margin_s: float = 0.0) -> bool:
+        return self.alive
+
+    def stop(self, join_s: float = 0.0) -> None:
+        self.alive = False
+
+
+def test_two_sets_wait_per_gpu_where_asked_and_the_oldest_is_taken_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runners.entry.prestart as module
+
+    monkeypatch.setattr(module, "Launch", _FakeLaunch)
+    settings = RunnerSettings(job_root=tmp_path / "jobs", time_baselines=False, prestart_sets=2)
+    prestart = Prestarter(settings)
+    shape = _shape(build_request("submissions/correct_torch.py"))
+    try:
+        prestart.prepare(shape)
+        first, second = _sets(prestart)
+        assert prestart.waiting() == 2
+        assert prestart.take(shape) is first  # the one started longest ago: the likeliest to be ready
+        prestart.prepare(shape)  # topped up again after the hand-over
+        assert _sets(prestart)[0] is second and prestart.waiting() == 2
+        other = _shape(build_request("submissions/correct_torch.py"), host_memory_mb=1)
+        assert prestart.take(other) is None  # another shape: none fits, and the sets of the old shape are killed
+        assert prestart.waiting() == 0 and not second.alive
+    finally:
+        prestart.close()
+    assert RunnerSettings(prestart_sets=None).prestart_depth() in (1, 2)
