@@ -31,8 +31,15 @@ GPUS: dict[str, str] = {
     "H100": "H100!",
     "H200": "H200",
     "B200": "B200",
+    # Several GPUs in one container, for problems of several ranks (docs/multigpu.md): Modal's "TYPE:COUNT".
+    "H100x2": "H100!:2",
+    "H100x8": "H100!:8",
+    "H200x2": "H200:2",
+    "H200x8": "H200:8",
+    "B200x8": "B200:8",
 }
-"""Device name (as routes and leaderboards spell it) -> Modal's GPU string, exact: no automatic upgrades."""
+"""Device name (as routes and leaderboards spell it) -> Modal's GPU string, exact: no automatic upgrades. A name
+with a count (``H100x8``) is a container of that many GPUs of one machine; the entry runs one rank per GPU."""
 
 CUDA_BASE_IMAGE = "nvidia/cuda:12.8.1-devel-ubuntu24.04"  # nvcc; CUDA 12.8 is the first with sm_100 (B200)
 PYTHON_VERSION = "3.12"
@@ -188,4 +195,29 @@ def run_h200(request_json: str, entry_timeout_s: float) -> str:
 
 @app.function(gpu=GPUS["B200"], **_options)
 def run_b200(request_json: str, entry_timeout_s: float) -> str:
+    return run_and_keep(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["H100x2"], **_options)
+def run_h100x2(request_json: str, entry_timeout_s: float) -> str:
+    return run_and_keep(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["H100x8"], **_options)
+def run_h100x8(request_json: str, entry_timeout_s: float) -> str:
+    return run_and_keep(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["H200x2"], **_options)
+def run_h200x2(request_json: str, entry_timeout_s: float) -> str:
+    return run_and_keep(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["H200x8"], **_options)
+def run_h200x8(request_json: str, entry_timeout_s: float) -> str:
+    return run_and_keep(request_json, entry_timeout_s)
+
+
+@app.function(gpu=GPUS["B200x8"], **_options)
+def run_b200x8(request_json: str, entry_timeout_s: float) -> str:
     return run_and_keep(request_json, entry_timeout_s)

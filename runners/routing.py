@@ -48,6 +48,7 @@ class Route:
 
 def parse_routes(text: str) -> tuple[Route, ...]:
     """Parse ``KERNELCUP_ROUTES``; ``ValueError`` says which entry is wrong and what was expected."""
+    from runners.devices import device_gpus
     from runners.launchers.modal import modal_gpu_for  # no modal import: just the table of GPUs
 
     routes: list[Route] = []
@@ -67,6 +68,12 @@ def parse_routes(text: str) -> tuple[Route, ...]:
             raise ValueError(f"entry {entry!r}: the local launcher takes no target (write {device}=local)")
         if kind == "modal":
             target = modal_gpu_for(target or device, entry=entry)
+            if device != "*" and device_gpus(device) != device_gpus(target):
+                raise ValueError(
+                    f"entry {entry!r}: {device} runs {device_gpus(device)} rank(s), one per GPU, and Modal's function "
+                    f"for {target} has {device_gpus(target)} GPU(s); route it to a function of as many "
+                    f"(e.g. {device}=modal:{device})"
+                )
         if kind == "github":
             if device == "*" and not target:
                 raise ValueError(f"entry {entry!r}: '*' needs a runner label (e.g. *=github:gpu-nvidia)")

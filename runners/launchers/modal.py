@@ -23,7 +23,7 @@ from runners.launchers.blocking import CallTimeout, call_blocking
 from runners.launchers.settings import ModalSettings
 from runners.retry import aretrying
 
-MODAL_GPUS = ("T4", "L4", "A100", "A100-80GB", "H100", "H200", "B200")
+MODAL_GPUS = ("T4", "L4", "A100", "A100-80GB", "H100", "H200", "B200", "H100x2", "H100x8", "H200x2", "H200x8", "B200x8")
 """The GPU types the app deploys a function for (``runners/modal_app.py`` GPUS, checked by a test)."""
 
 REF_PREFIX = "modal:"

@@ -13,6 +13,7 @@ import modal  # a dev dependency: these tests must run, never skip
 import pytest
 
 from runners.contract import Verdict
+from runners.devices import device_gpus
 from runners.launchers import modal as modal_launcher
 from runners.launchers.base import Launcher, LauncherError
 from runners.launchers.modal import MODAL_GPUS, ModalLauncher, entry_timeout_s, function_timeout_s
@@ -285,6 +286,21 @@ def test_app_module_builds_offline_with_one_exact_gpu_function_per_type() -> Non
     assert modal_app.GPUS["H100"] == "H100!", "a bare H100 request may be upgraded to an H200"
     assert modal_app.GPUS["A100"] == "A100-40GB"
     assert not modal_app.GPUS["B200"].endswith("+")
+    for gpu in MODAL_GPUS:  # a counted device is a container of exactly that many GPUs (Modal's "TYPE:COUNT")
+        count = device_gpus(gpu)
+        assert modal_app.GPUS[gpu].endswith(f":{count}") if count > 1 else ":" not in modal_app.GPUS[gpu]
+    assert modal_app.GPUS["H100x8"].startswith("H100!"), "no upgrade of a counted H100 either"
+
+
+def test_a_counted_device_is_routed_only_to_a_modal_function_of_as_many_gpus() -> None:
+    from runners.routing import parse_routes
+
+    (route,) = parse_routes("H100x2=modal")
+    assert route.target == "H100x2"
+    with pytest.raises(ValueError, match=r"H100x8 runs 8 rank.*for H100 has 1 GPU.*H100x8=modal:H100x8"):
+        parse_routes("H100x8=modal:H100")
+    with pytest.raises(ValueError, match="Modal has no function for GPU 'H100x4'"):
+        parse_routes("H100x4=modal")
 
 
 def test_image_carries_the_runner_and_the_kernel_libraries() -> None:
