@@ -5,8 +5,9 @@ told it the job is no longer its own). If the database is down when a run finish
 and on disk; a worker started again on this machine stores what a killed or stopped one left behind, under that
 claim's lease token, so the fence decides as it would have: stored if nobody took the job over meanwhile.
 
-One JSON file per run: ``<job id>-<public|secret>-<token hash>.json``, written to a temporary name and renamed, so a
-reader never sees half a file. Where the folder cannot be written, the worker goes on with memory only.
+One JSON file per run: ``<job id>-<public|secret>-<token hash>.json`` (a compare job's comparison:
+``<job id>-compare-<token hash>.json``), written to a temporary name and renamed, so a reader never sees half a
+file. Where the folder cannot be written, the worker goes on with memory only.
 """
 
 from __future__ import annotations
@@ -24,19 +25,20 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from leaderboards.queue import Claim
-from runners.contract import RunResult
+from runners.contract import Comparison, RunResult
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Spooled:
-    """One result on disk: the claim it was produced under, which run, whether it was the job's last, the file."""
+    """One result on disk: the claim it was produced under, which run, whether it was the job's last, the file. A
+    compare job's is its comparison (always the job's last)."""
 
     claim: Claim
     secret: bool
     final: bool
-    result: RunResult
+    result: RunResult | Comparison
     path: Path
 
 
@@ -61,15 +63,19 @@ class ResultSpool:
             return False
         return True
 
-    def put(self, claim: Claim, secret: bool, final: bool, result: RunResult) -> Path | None:
-        """Write a finished result; its path, or None where the folder cannot be written."""
+    def put(self, claim: Claim, secret: bool, final: bool, result: RunResult | Comparison) -> Path | None:
+        """Write a finished result (or a compare job's comparison); its path, or None where the folder cannot be
+        written."""
         if not self._usable():
             return None
         assert self.directory is not None
         token = hashlib.sha256(claim.owner.encode()).hexdigest()[:16]
-        path = self.directory / f"{claim.job_id}-{'secret' if secret else 'public'}-{token}.json"
+        compare = isinstance(result, Comparison)
+        which = "compare" if compare else "secret" if secret else "public"
+        path = self.directory / f"{claim.job_id}-{which}-{token}.json"
         claim_data = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(claim).items()}
-        data = {"claim": claim_data, "secret": secret, "final": final, "result": result.model_dump(mode="json")}
+        data = {"claim": claim_data, "secret": secret, "final": final or compare,
+                "comparison" if compare else "result": result.model_dump(mode="json")}  # fmt: skip
         try:
             fd, tmp = tempfile.mkstemp(prefix=".spool-", dir=self.directory)
             with os.fdopen(fd, "w") as f:
@@ -101,7 +107,10 @@ class ResultSpool:
                 c = data["claim"]
                 times = {k: datetime.fromisoformat(c[k]) for k in ("claimed_at", "queued_at")}
                 claim = Claim(**{**c, **times})
-                result = RunResult.model_validate(data["result"])
+                result: RunResult | Comparison = (
+                    Comparison.model_validate(data["comparison"]) if "comparison" in data
+                    else RunResult.model_validate(data["result"])
+                )  # fmt: skip
                 found.append(Spooled(claim, bool(data["secret"]), bool(data["final"]), result, path))
             except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
                 log.error("result spool file %s is unreadable (%s); moved aside", path, exc)

@@ -598,16 +598,21 @@ class Worker:
                 break
         comparison = comparison or tally.result()
         self._storing.add(claim.job_id)
+        path = await asyncio.to_thread(self.spool.put, claim, False, True, comparison)  # kept until stored
         try:
             await self._db(self._record_comparison, claim, comparison)
+        except LeaseLost:
+            self.spool.remove(path)  # the job is no longer ours: its comparison is not ours to store
+            raise
         finally:
             self._storing.discard(claim.job_id)
+        self.spool.remove(path)
         self._failed_jobs.clear()  # the runner works: whatever the verdict, it was the files'
         return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, message=comparison.message)
 
-    def _record_comparison(self, claim: Claim, comparison: Comparison) -> None:
+    def _record_comparison(self, claim: Claim, comparison: Comparison, retry_s: float | None = None) -> None:
         """Store the comparison and complete the job (fenced by the lease), retried while the database is
-        unreachable, until the worker stops."""
+        unreachable (``retry_s``; None: until it answers or the worker stops)."""
 
         def tx() -> None:
             with self.service.db.transaction() as s:
@@ -616,9 +621,9 @@ class Worker:
                 self.queue.complete(s, claim, detail=compare_detail(comparison))
 
         try:
-            with_db_retry(tx, budget_s=None, what="storing a comparison", until=self._closing, max_wait_s=5.0)
+            with_db_retry(tx, budget_s=retry_s, what="storing a comparison", until=self._closing, max_wait_s=5.0)
         except LeaseLost:
-            if not with_db_retry(lambda: self.queue.finished_by(claim), budget_s=None, until=self._closing):
+            if not with_db_retry(lambda: self.queue.finished_by(claim), budget_s=retry_s, until=self._closing):
                 raise
 
     async def _earlier_failure(self, claim: Claim, planned: Sequence[PlannedRun]) -> str | None:
@@ -705,9 +710,12 @@ class Worker:
         """Store what a stopped or killed worker on this machine left in the spool (fenced by its old lease)."""
         for item in await asyncio.to_thread(self.spool.pending):
             try:
-                await self._db(
-                    self._record, item.claim, item.secret, item.result, item.final, retry_s=self.settings.db_retry_s
-                )
+                if isinstance(item.result, Comparison):
+                    await self._db(self._record_comparison, item.claim, item.result, retry_s=self.settings.db_retry_s)
+                else:
+                    await self._db(
+                        self._record, item.claim, item.secret, item.result, item.final, retry_s=self.settings.db_retry_s
+                    )
             except LeaseLost:
                 log.info("spooled result of job %s: the job was taken over meanwhile; dropped", item.claim.job_id)
             except Exception as exc:

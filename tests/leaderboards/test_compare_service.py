@@ -270,3 +270,43 @@ def test_a_compare_needs_only_the_workers_narrow_protocol(svc: LeaderboardServic
     asyncio.run(asyncio.wait_for(w.run(once=True), 60))
     status = svc.submission_status(receipt.submission_id)
     assert status.accepted and status.comparison is not None and status.comparison.result is not None
+
+
+def test_a_comparison_left_on_disk_by_a_killed_worker_is_stored_by_the_next_one(
+    svc: LeaderboardService, tmp_path: Path
+) -> None:
+    from leaderboards.spool import ResultSpool
+
+    receipt = svc.compare(ANN, "fast.py", FAST_PY, "slow.py", SLOW_PY, "add", "cpu", rounds=2)
+    claim = JobQueue(svc.db).claim("killed-worker", lease_s=5)
+    assert claim is not None
+    ResultSpool(tmp_path / "spool").put(claim, False, True, accepted_comparison())  # what it wrote before it died
+    (pending,) = ResultSpool(tmp_path / "spool").pending()
+    assert pending.final and pending.result == accepted_comparison()
+    fake = launcher()
+    w = Worker(svc, lambda _device: fake, FAST, spool=ResultSpool(tmp_path / "spool"))
+    asyncio.run(asyncio.wait_for(w.run(once=True), 60))
+    assert fake.requests == []  # stored, not run again
+    status = svc.submission_status(receipt.submission_id)
+    result = status.comparison.result if status.comparison else None
+    assert status.done and result is not None and result.ratio == pytest.approx(0.9)
+    assert not list((tmp_path / "spool").glob("*.json"))
+
+
+def test_a_compare_spools_its_comparison_until_it_is_stored(svc: LeaderboardService, tmp_path: Path) -> None:
+    from leaderboards.spool import ResultSpool
+
+    svc.compare(ANN, "fast.py", FAST_PY, "slow.py", SLOW_PY, "add", "cpu", rounds=2)
+    spool = ResultSpool(tmp_path / "spool")
+    seen: list[list[str]] = []
+    record = svc.record_comparison
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(sorted(p.name.split("-")[1] for p in (tmp_path / "spool").glob("*.json")))
+        return record(*args, **kwargs)
+
+    svc.record_comparison = watched  # type: ignore[method-assign]
+    w = Worker(svc, lambda _device: launcher(), FAST, spool=spool)
+    asyncio.run(asyncio.wait_for(w.run(once=True), 60))
+    assert seen == [["compare"]]  # on disk while the database took it
+    assert not list((tmp_path / "spool").glob("*.json"))  # and gone once it had it
