@@ -254,8 +254,9 @@ class Submission:
             pass
         return self.result()
 
-    def code(self) -> CodeOut:
-        return self.client._get(f"/submissions/{self.id}/code", CodeOut)
+    def code(self, file: str = "a") -> CodeOut:
+        """Its code; ``file="b"``: a compare's second file."""
+        return self.client._get(f"/submissions/{self.id}/code", CodeOut, file=file)
 
     def cancel(self) -> str:
         """Cancel it if it is still queued or running; a finished one is deleted from the rankings. Says which."""
@@ -459,8 +460,9 @@ class AsyncSubmission:
             pass
         return await self.result()
 
-    async def code(self) -> CodeOut:
-        return await self.client._get(f"/submissions/{self.id}/code", CodeOut)
+    async def code(self, file: str = "a") -> CodeOut:
+        """Its code; ``file="b"``: a compare's second file."""
+        return await self.client._get(f"/submissions/{self.id}/code", CodeOut, file=file)
 
     async def cancel(self) -> str:
         response = await self.client._request("DELETE", f"/submissions/{self.id}")

@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from leaderboards.errors import SubmissionNotFound
+from leaderboards.errors import InvalidSubmission, SubmissionNotFound
 from leaderboards.events import Follower, Progress, ProgressUpdate, follow, follow_async
-from leaderboards.models import BestScore, Job, Run, Submission
+from leaderboards.models import BestScore, Job, Run, Submission, SubmissionComparison
 from leaderboards.results import PublicResult, SubmissionCodeView, SubmissionDetails, SubmissionStatus, UserRef
 from leaderboards.service_base import ServiceBase
 from runners.contract import RunResult
@@ -47,10 +47,13 @@ class ViewingMixin(ServiceBase):
         with self.db.transaction() as s:
             return self._status(s, self._owned(s, submission_id, user, admin=admin))
 
-    def submission_code(self, submission_id: int, user: UserRef | None, *, admin: bool = False) -> SubmissionCodeView:
+    def submission_code(
+        self, submission_id: int, user: UserRef | None, *, admin: bool = False, second: bool = False
+    ) -> SubmissionCodeView:
         """A submission's code: always for its owner and admins; for anyone else only when it is an entry of its
         leaderboard's ranking, the deadline has passed and the problem set made code public after it
-        (``code_public_after_deadline``). Otherwise ``SubmissionNotFound``, as for a missing submission."""
+        (``code_public_after_deadline``). Otherwise ``SubmissionNotFound``, as for a missing submission.
+        ``second``: a compare's second file (B); ``InvalidSubmission`` for a submission of one file."""
         with self.db.transaction() as s:
             sub = s.get(Submission, submission_id)
             if sub is None:
@@ -59,13 +62,21 @@ class ViewingMixin(ServiceBase):
             public = self._code_is_public(s, sub)
             if not (admin or mine or public):
                 raise SubmissionNotFound(submission_id, mine=True)
+            name, code = sub.file_name, sub.code
+            if second:
+                compared = s.get(SubmissionComparison, submission_id)
+                if compared is None:
+                    raise InvalidSubmission(
+                        f"submission {submission_id} has one file; only a compare has a second (file B)"
+                    )
+                name, code = compared.file_b_name, compared.code_b
             return SubmissionCodeView(
                 submission_id=sub.id,
                 leaderboard=sub.leaderboard.name,
                 user_name=sub.user.name,
-                file_name=sub.file_name,
-                code=sub.code.content.decode("utf-8", errors="replace"),
-                code_sha256=sub.code.sha256,
+                file_name=name,
+                code=code.content.decode("utf-8", errors="replace"),
+                code_sha256=code.sha256,
                 public=public,
             )
 

@@ -155,19 +155,20 @@ def register(app: typer.Typer) -> None:
         submission_id: int = typer.Argument(..., help="The submission's id."),
         user: str = typer.Option("", "--user", "-u", help=USER_HELP),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output (with its name and hash)."),
+        second: bool = typer.Option(False, "--b", help="A compare's second file (B) instead of its first."),
         server: str | None = server_option(),
     ) -> None:
         """Print a submission's code (yours; or a ranked entry's that its problem set made public after the
-        deadline)."""
+        deadline); `--b`: a compare's second file."""
         login = resolve(server)
         _local_only(user, login)
         view: SubmissionCodeView | CodeOut
         with user_errors():
             if login is not None:
                 with client_for(login) as client:
-                    view = client.submission(submission_id).code()
+                    view = client.submission(submission_id).code("b" if second else "a")
             else:
-                view = open_service().submission_code(submission_id, _who(user))
+                view = open_service().submission_code(submission_id, _who(user), second=second)
         if json_out:
             print_json(view)
         else:

@@ -262,6 +262,9 @@ def test_compare_through_the_client_and_the_cli(server: Server, tmp_path: Path) 
         comparison = done.status.comparison
         assert comparison is not None and comparison.result is not None and done.accepted
         assert comparison.result.ratio == pytest.approx(0.5) and comparison.result.cases
+        assert (sub.code("b").file_name, sub.code("b").code.encode()) == slow  # the second file comes back too
+        assert sub.code().file_name == "fast.py"
+        compare_id = sub.id
         with pytest.raises(ApiError) as exc:
             kc.compare(fast, slow, "add", "cpu", rounds=3)
         assert exc.value.status == 422 and exc.value.code == "bad_rounds" and exc.value.field == "rounds"
@@ -285,6 +288,8 @@ def test_compare_through_the_client_and_the_cli(server: Server, tmp_path: Path) 
     assert "0.5000" in r.output and "fast.py is faster by 50.0%" in r.output
     r = server.cli("submit", str(a), str(b), "--compare", "--rounds", "2", "-l", "add", "--json", env=env)
     assert r.exit_code == 0 and json.loads(r.stdout)["status"]["comparison"]["result"]["ratio"] == pytest.approx(0.5)
+    r = server.cli("submissions", "code", str(compare_id), "--b", env=env)
+    assert r.exit_code == 0 and r.stdout == slow[1].decode()
     r = server.cli("submit", str(a), str(b), "-l", "add", env=env)
     assert r.exit_code == 2 and "--compare" in r.output
     r = server.cli("submit", str(a), "--compare", "-l", "add", env=env)

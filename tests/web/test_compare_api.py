@@ -115,3 +115,17 @@ def test_a_compare_over_the_hourly_limit_is_a_429_that_counts_its_runs(world: Wo
     assert "a compare counts as 2 runs per round: this one 4, the last hour's 4" in error_of(r)["message"]
     too_big = compare(world, world.ann, rounds="6")
     assert too_big.status_code == 422 and error_of(too_big)["code"] == "too_many_rounds"
+
+
+def test_both_files_of_a_compare_can_be_read_back(world: World) -> None:
+    sid = compare(world, world.ann).json()["submission_id"]
+    code = f"/api/v1/submissions/{sid}/code"
+    a = world.client.get(code, headers=world.auth(world.ann)).json()
+    b = world.client.get(code, params={"file": "b"}, headers=world.auth(world.ann)).json()
+    assert (a["file_name"], a["code"].encode()) == ("fast.py", FAST)
+    assert (b["file_name"], b["code"].encode()) == ("plain.py", GOOD)
+    assert world.client.get(code, params={"file": "b"}, headers=world.auth(world.bob)).status_code == 404  # not his
+    assert world.client.get(code, params={"file": "c"}, headers=world.auth(world.ann)).status_code == 422
+    single = world.submit(world.ann).json()["submission_id"]
+    r = world.client.get(f"/api/v1/submissions/{single}/code", params={"file": "b"}, headers=world.auth(world.ann))
+    assert r.status_code in (400, 422) and "only a compare has a second" in error_of(r)["message"]

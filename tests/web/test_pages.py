@@ -171,6 +171,9 @@ def test_compare_from_the_page_shows_the_ratio_per_case(world: World) -> None:
     done = c.get(url).text
     assert 'id="comparison-cases"' in done and 'Overall A/B time ratio <strong class="num">0.5000</strong>' in done
     assert "fast.py is faster by 50.0%" in done
+    # both files' code, each under its letter (the second file is the compare's own, not only a name)
+    assert 'id="code-title">Code: A = fast.py<' in done and 'id="code-b-title">Code: B = k.py<' in done
+    assert done.count('<pre class="code">') == 2
     one_file = c.post("/submit", data=data, files={"file": ("fast.py", fast)})
     assert one_file.status_code == 422 and "needs a second file" in one_file.text
     two_devices = c.post("/submit", data={**data, "devices": ["cpu", "H100"]}, files=files)

@@ -128,12 +128,17 @@ def submission_page(
             pass
         else:
             out = submission_out(request, details)
+            second = None
+            if out.status.mode == "compare":
+                b = service.submission_code(submission_id, who.user, admin=who.is_admin, second=True)
+                second = {"file_name": b.file_name, "sha256": b.code_sha256, "code": highlight(b.code, b.file_name)}
             return render(
                 request,
                 "submission.html",
                 view,
                 sub=out,
                 code=highlight(details.code, out.status.file_name),
+                code_b=second,
                 results={r.device: r for r in out.results},
             )
     code = CodeOut.model_validate(service.submission_code(submission_id, None))  # public, or SubmissionNotFound

@@ -150,11 +150,16 @@ def get_ncu_report(
 @router.get("/submissions/{submission_id}/code", response_model=CodeOut, responses=ERRORS, summary="The code")
 def get_code(
     submission_id: int,
+    file: str = Query("a", pattern="^[abAB]$", description="a: the submission's file; b: a compare's second file."),
     who: Principal | None = Depends(maybe_user),
     service: LeaderboardService = Depends(service_of),
 ) -> CodeOut:
+    """The submission's code (a compare's second file with `?file=b`): yours, or a ranked entry's that its problem
+    set made public after the deadline."""
     user = who.user if who is not None else None
-    view = service.submission_code(submission_id, user, admin=who is not None and who.is_admin)
+    view = service.submission_code(
+        submission_id, user, admin=who is not None and who.is_admin, second=file.lower() == "b"
+    )
     return CodeOut.model_validate(view)
 
 
