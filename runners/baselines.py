@@ -55,13 +55,16 @@ def cache_key(
 
 
 class BaselineCache:
-    """Baseline medians on disk, one small JSON file per key."""
+    """Baseline medians on disk, one small JSON file per key. An entry older than ``max_age_s`` is not used (it is
+    timed again and replaced): a GPU that read slow once (a hot day, a throttled clock) does not set every later
+    speedup on that machine for ever."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, max_age_s: float | None = None) -> None:
         self.folder = folder
+        self.max_age_s = max_age_s
 
     def get(self, key: str) -> tuple[list[float], datetime] | None:
-        """The cached medians per case and when they were measured, or None (absent or unreadable)."""
+        """The cached medians per case and when they were measured, or None (absent, unreadable, or too old)."""
         try:
             data = json.loads((self.folder / f"{key}.json").read_text())
             medians = [float(x) for x in data["medians_ns"]]
@@ -70,6 +73,10 @@ class BaselineCache:
             return None
         if not medians or not all(math.isfinite(m) and m > 0 for m in medians):
             return None
+        if self.max_age_s is not None:
+            age = (now() - measured).total_seconds() if measured.tzinfo is not None else float("inf")
+            if not 0 <= age <= self.max_age_s:  # (a time in the future is as untrustworthy as an old one)
+                return None
         return medians, measured
 
     def put(self, key: str, medians_ns: list[float], measured_at: datetime) -> None:

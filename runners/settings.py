@@ -126,6 +126,12 @@ class RunnerSettings(BaseSettings):
         "folder). The Modal app points it at a Volume its single-use containers share.",
     )
 
+    baseline_cache_max_age_s: float = Field(
+        default=7 * 24 * 3600.0,
+        gt=0,
+        description="A cached baseline median older than this is timed again (default 7 days).",
+    )
+
     def baseline_cache_path(self) -> Path:
         return self.baseline_cache_dir or self.cache_path() / "baselines"
 

@@ -246,7 +246,7 @@ class _BaselinePlan:
 
     def __init__(self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, *, active: bool) -> None:
         self.request = request
-        self.cache = baselines.BaselineCache(settings.baseline_cache_path())
+        self.cache = baselines.BaselineCache(settings.baseline_cache_path(), settings.baseline_cache_max_age_s)
         self.keys: dict[str, str] = {}
         self.cached: dict[str, tuple[list[float], datetime]] = {}
         self.to_time: list[BaselineSpec] = []

@@ -96,6 +96,18 @@ def test_the_cache_round_trips_and_ignores_what_it_cannot_read(tmp_path: Path) -
         assert cache.get("k") is None, text
 
 
+def test_an_old_cached_baseline_is_timed_again(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    cache = baselines.BaselineCache(tmp_path / "baselines", max_age_s=3600)
+    cache.put("fresh", [10.0], baselines.now() - timedelta(minutes=59))
+    cache.put("old", [10.0], baselines.now() - timedelta(minutes=61))
+    cache.put("future", [10.0], baselines.now() + timedelta(days=1))
+    assert cache.get("fresh") is not None and cache.get("old") is None and cache.get("future") is None
+    assert baselines.BaselineCache(tmp_path / "baselines").get("old") is not None  # no limit: kept as it was
+    assert RunnerSettings().baseline_cache_max_age_s == 7 * 24 * 3600
+
+
 def _settings(tmp_path: Path, name: str, **extra: object) -> RunnerSettings:
     return RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True, cache_dir=tmp_path / name, **extra)
 
