@@ -15,6 +15,8 @@ that ``nvidia-smi`` lists.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -93,17 +95,62 @@ class GpuPool:
     """Hands each run a GPU of its own; a run waits while every GPU that fits it is taken.
 
     ``acquire`` and ``release`` run on one event loop (the worker's), so picking a GPU and marking it taken
-    happen with no await in between; a release wakes every waiter, and each looks again."""
+    happen with no await in between; a release wakes every waiter, and each looks again.
 
-    def __init__(self, gpus: list[Gpu]) -> None:
+    With ``lock_dir`` (``KERNELCUP_GPU_LOCK_DIR``) a GPU is also taken machine-wide: an exclusive ``flock`` on
+    ``<lock_dir>/<uuid>.lock``, held while the run has the GPU, so two worker processes (or a worker and
+    ``kernelcup run``) on one machine never time two runs on one GPU either. A GPU another process holds is skipped
+    and looked at again every ``POLL_S``; the lock goes with the process if it dies."""
+
+    POLL_S = 0.5
+
+    def __init__(self, gpus: list[Gpu], lock_dir: Path | None = None) -> None:
         self.gpus = list(gpus)
         self._free = list(gpus)
         self._wake: asyncio.Event | None = None
+        self.lock_dir = lock_dir
+        self._locks: dict[str, int] = {}
 
     def _event(self) -> asyncio.Event:
         if self._wake is None:  # made on first use, inside the event loop that uses it
             self._wake = asyncio.Event()
         return self._wake
+
+    def _lock(self, gpu: Gpu) -> bool:
+        """Take ``gpu`` machine-wide (True), or False while another process holds it. A lock folder that cannot be
+        used is an error that says so: running unlocked could time two runs on one GPU."""
+        if self.lock_dir is None:
+            return True
+        try:
+            self.lock_dir.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):  # every user's workers share the folder, as /tmp itself
+                os.chmod(self.lock_dir, 0o1777)
+            fd = os.open(self.lock_dir / f"{gpu.uuid}.lock", os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise RuntimeError(f"the GPU lock folder {self.lock_dir} cannot be used ({exc}); set "
+                               "KERNELCUP_GPU_LOCK_DIR to a folder every kernelcup process on this machine can "
+                               "write") from None  # fmt: skip
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._locks[gpu.uuid] = fd
+        return True
+
+    def _unlock(self, gpu: Gpu) -> None:
+        fd = self._locks.pop(gpu.uuid, None)
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor of the open file releases its flock
+
+    async def _wait(self, wake: asyncio.Event, held_elsewhere: bool) -> None:
+        """Until a release here wakes us, or (a GPU that fits is another process's) the next look."""
+        wake.clear()
+        if not held_elsewhere:
+            await wake.wait()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), self.POLL_S)
 
     async def acquire(self, fits: Callable[[Gpu], bool] = lambda gpu: True) -> Gpu:
         """A free GPU for which ``fits`` holds, waiting for one; LookupError when none of the pool's ever fits."""
@@ -111,12 +158,14 @@ class GpuPool:
             raise LookupError("no GPU of this worker fits the run")
         wake = self._event()
         while True:
-            for gpu in self._free:
+            elsewhere = False
+            for gpu in list(self._free):
                 if fits(gpu):
-                    self._free.remove(gpu)
-                    return gpu
-            wake.clear()
-            await wake.wait()
+                    if self._lock(gpu):
+                        self._free.remove(gpu)
+                        return gpu
+                    elsewhere = True
+            await self._wait(wake, elsewhere)
 
     async def acquire_many(self, count: int, fits: Callable[[Gpu], bool] = lambda gpu: True) -> list[Gpu]:
         """``count`` free GPUs for which ``fits`` holds, all at once (a run of several ranks: docs/multigpu.md),
@@ -126,17 +175,24 @@ class GpuPool:
             raise LookupError(f"this worker has fewer than {count} GPUs that fit the run")
         wake = self._event()
         while True:
-            free = [g for g in self._free if fits(g)]
-            if len(free) >= count:
-                chosen = sorted(free, key=lambda g: g.index)[:count]
-                for gpu in chosen:
+            free = sorted((g for g in self._free if fits(g)), key=lambda g: g.index)
+            taken: list[Gpu] = []
+            for gpu in free:
+                if len(taken) == count:
+                    break
+                if self._lock(gpu):
+                    taken.append(gpu)
+            if len(taken) == count:
+                for gpu in taken:
                     self._free.remove(gpu)
-                return chosen
-            wake.clear()
-            await wake.wait()
+                return taken
+            for gpu in taken:  # all or none
+                self._unlock(gpu)
+            await self._wait(wake, len(free) >= count)
 
     def release(self, gpu: Gpu) -> None:
         """Give ``gpu`` back (call on the pool's event loop, e.g. from a future's done-callback)."""
+        self._unlock(gpu)
         self._free.append(gpu)
         self._event().set()
 

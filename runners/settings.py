@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -126,6 +127,11 @@ class RunnerSettings(BaseSettings):
         "folder). The Modal app points it at a Volume its single-use containers share.",
     )
 
+    gpu_lock_dir: Path | None = Field(
+        default=Path(tempfile.gettempdir()) / "kernelcup-gpus",
+        description="Where each GPU's machine-wide lock lives (a flock per GPU while a run has it), so that two "
+        "worker processes on one machine never time two runs on one GPU. Shared by every kernelcup process there.",
+    )
     baseline_cache_max_age_s: float = Field(
         default=7 * 24 * 3600.0,
         gt=0,

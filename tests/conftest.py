@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import tempfile
 
 import pytest
 
@@ -54,6 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # local launcher would leave a set of interpreters importing PyTorch behind each run, on CI's two cores, and
     # tests that count a run's processes would count them. Off here; tests/runners/test_prestart.py turns it on.
     os.environ.setdefault("KERNELCUP_PRESTART", "false")
+    # Every GPU's machine-wide lock (runners/gpus.py): the suite's fake GPUs share UUIDs across xdist's processes, so
+    # each test process gets a folder of its own.
+    os.environ["KERNELCUP_GPU_LOCK_DIR"] = tempfile.mkdtemp(prefix="kernelcup-gpu-locks-")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

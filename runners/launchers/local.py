@@ -44,7 +44,7 @@ class LocalLauncher:
     def __init__(self, settings: RunnerSettings, gpus: list[Gpu] | None = None) -> None:
         self.settings = settings
         self._gpu: tuple[str | None] | None = None  # this machine's GPU name, asked once (on first use)
-        self._pool: GpuPool | None = GpuPool(gpus) if gpus is not None else None
+        self._pool: GpuPool | None = GpuPool(gpus, settings.gpu_lock_dir) if gpus is not None else None
         self._pool_lock = threading.Lock()
         # The next run's processes, pre-started per GPU (runners/entry/prestart.py; KERNELCUP_PRESTART).
         self.prestart: Prestarter | None = Prestarter(settings) if settings.prestart else None
@@ -58,7 +58,7 @@ class LocalLauncher:
         """One GPU per run (runners/gpus.py): the GPUs this worker may use, listed once (blocking)."""
         with self._pool_lock:
             if self._pool is None:
-                self._pool = GpuPool(usable(list_gpus()))
+                self._pool = GpuPool(usable(list_gpus()), self.settings.gpu_lock_dir)
             return self._pool
 
     def gpu_name(self) -> str | None:

@@ -183,3 +183,56 @@ def test_world_size_is_written_only_above_one_so_a_one_gpu_request_is_what_it_wa
     assert json.loads(two.model_dump_json())["world_size"] == 2 and two.digest() != one.digest()
     assert RunRequest.model_validate_json(two.model_dump_json()).world_size == 2
     assert "world_size" not in SystemInfo().model_dump() and SystemInfo(world_size=4).model_dump()["world_size"] == 4
+
+
+def test_two_processes_pools_never_share_a_gpu(tmp_path: Path) -> None:
+    """Two workers on one machine (two pools over the same GPUs, each with its own open lock files: flock treats
+    them as two processes) never hold one GPU at once; a GPU the other holds is waited for, not shared."""
+    import subprocess
+    import sys
+    import textwrap
+
+    gpus = [Gpu(index=i, uuid=f"GPU-{i}", name="H100", minor=i) for i in range(2)]
+    first, second = GpuPool(gpus, tmp_path), GpuPool(gpus, tmp_path)
+    first.POLL_S = second.POLL_S = 0.02
+
+    async def main() -> None:
+        a = await first.acquire()
+        b = await second.acquire()
+        assert a.uuid != b.uuid  # the other worker's GPU is skipped
+        waiter = asyncio.ensure_future(second.acquire())
+        await asyncio.sleep(0.1)
+        assert not waiter.done()  # both GPUs are taken: one by each worker
+        first.release(a)  # no event reaches the other pool: it finds the GPU free on its next look
+        c = await asyncio.wait_for(waiter, 2.0)
+        assert c.uuid == a.uuid
+        both = asyncio.ensure_future(first.acquire_many(2))
+        await asyncio.sleep(0.1)
+        assert not both.done()  # all or none: it holds neither GPU while the other pool has them
+        assert not first._locks
+        second.release(b)
+        second.release(c)
+        assert sorted(g.index for g in await asyncio.wait_for(both, 2.0)) == [0, 1]
+
+    asyncio.run(main())
+    # a real second process sees the lock too, and it goes with the process that held it
+    probe = textwrap.dedent(f"""
+        import fcntl, os, sys
+        fd = os.open({str(tmp_path / "GPU-0.lock")!r}, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.exit(3)
+    """)
+    assert subprocess.run([sys.executable, "-c", probe]).returncode == 3  # held by `first`
+    for gpu in list(first.gpus):
+        first.release(gpu)
+    assert subprocess.run([sys.executable, "-c", probe]).returncode == 0
+
+
+def test_an_unusable_lock_folder_is_an_error_that_names_the_setting(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    pool = GpuPool([Gpu(index=0, uuid="GPU-0", name="H100", minor=0)], blocker / "locks")
+    with pytest.raises(RuntimeError, match="KERNELCUP_GPU_LOCK_DIR"):
+        asyncio.run(pool.acquire())
