@@ -42,7 +42,7 @@ from runners.oracle.base import (
     tensor_bytes,
 )
 from runners.oracle.peer import Peer, PeerFailed
-from runners.oracle.timing import Sample, cap_overhead, sample_of, time_case
+from runners.oracle.timing import CPU_MIN_WINDOWS, Sample, cap_overhead, sample_of, time_case
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
 from runners.submission.serve import BASELINE, CALIBRATION, SOCKET_FD_ENV
 
@@ -177,7 +177,8 @@ class Benchmarking:
             return sample
 
         try:
-            timing = time_case(warm, timed, self.settings, self.case_clock())
+            timing = time_case(warm, timed, self.settings, self.case_clock(),
+                               precision_after=0 if self.cuda else CPU_MIN_WINDOWS)  # fmt: skip
         except Fatal as f:
             if baseline is None:
                 self.report.send(RBench(index=i, verdict=f.verdict, message=f.message))

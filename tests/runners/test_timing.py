@@ -134,3 +134,18 @@ def test_the_median_error_is_robust_and_relative() -> None:
     assert median_rel_error(with_outliers) < 0.01
     assert median_rel_error(sorted(x * 1000 for x in steady)) == pytest.approx(median_rel_error(steady))
 
+
+
+def test_on_the_cpu_precision_stops_a_case_only_after_enough_windows_to_bound_a_forgery() -> None:
+    from runners.oracle.timing import CPU_MIN_WINDOWS
+
+    steady = itertools.cycle([1000.0, 1001.0, 999.0])  # the median is known after min_samples
+    settings = TimingSettings(min_samples=5, max_samples=1000, max_time_s=100, target_rel_error=0.002)
+    assert len(_run(lambda _: next(steady), settings).samples_ns) == 5  # a GPU case
+    warm_calls: list[int] = []
+    cpu = time_case(lambda n: warm_calls.append(n) or 0.001, lambda n: sample_of(1000.0, 2000.0, 2000.0, 0, 0, False),
+                    settings, Clock(1e-4), precision_after=CPU_MIN_WINDOWS)  # fmt: skip
+    assert len(cpu.samples_ns) == CPU_MIN_WINDOWS
+    capped = TimingSettings(min_samples=5, max_samples=20, max_time_s=100)  # the count cap still comes first
+    assert len(time_case(lambda n: 0.001, lambda n: sample_of(1000.0, 2000.0, 2000.0, 0, 0, False), capped,
+                         Clock(1e-4), precision_after=CPU_MIN_WINDOWS).samples_ns) == 20  # fmt: skip
