@@ -109,6 +109,7 @@ class GpuPool:
         self._free = list(gpus)
         self._wake: asyncio.Event | None = None
         self.lock_dir = lock_dir
+        self._lock_dir_ready = False
         self._locks: dict[str, int] = {}
 
     def _event(self) -> asyncio.Event:
@@ -122,9 +123,11 @@ class GpuPool:
         if self.lock_dir is None:
             return True
         try:
-            self.lock_dir.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):  # every user's workers share the folder, as /tmp itself
-                os.chmod(self.lock_dir, 0o1777)
+            if not self._lock_dir_ready:  # once per pool, not on every look of a waiting run
+                self.lock_dir.mkdir(parents=True, exist_ok=True)
+                with contextlib.suppress(OSError):  # every user's workers share the folder, as /tmp itself
+                    os.chmod(self.lock_dir, 0o1777)
+                self._lock_dir_ready = True
             fd = os.open(self.lock_dir / f"{gpu.uuid}.lock", os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise RuntimeError(f"the GPU lock folder {self.lock_dir} cannot be used ({exc}); set "
