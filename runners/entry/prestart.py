@@ -48,8 +48,7 @@ class Prestarter:
         killed."""
         with self._lock:
             queue = self._sets.get(_key(shape), [])
-            stale = [launch for launch in queue if launch.shape != shape or not launch.waiting(HANDOVER_MARGIN_S)]
-            queue[:] = [launch for launch in queue if launch not in stale]
+            stale = _prune(queue, shape, HANDOVER_MARGIN_S)
             launch = queue.pop(0) if queue else None
         for old in stale:
             discard(old)
@@ -62,8 +61,7 @@ class Prestarter:
             if self._closed:
                 return
             queue = self._sets.setdefault(_key(shape), [])
-            stale = [launch for launch in queue if launch.shape != shape or not launch.waiting()]
-            queue[:] = [launch for launch in queue if launch not in stale]
+            stale = _prune(queue, shape)
             missing = self.depth - len(queue)
             if not self._registered:  # a runner that exits without close() still takes its sets (and folders) along
                 atexit.register(self.close)
@@ -101,6 +99,14 @@ class Prestarter:
             self._sets = {}
         for launch in sets:
             discard(launch)
+
+
+def _prune(queue: list[Launch], shape: Shape, margin_s: float = 0.0) -> list[Launch]:
+    """Take out of ``queue`` (in place) the sets that do not fit ``shape`` or no longer wait (with ``margin_s`` of
+    their idle limit left); returns them, to be discarded outside the lock."""
+    stale = [launch for launch in queue if launch.shape != shape or not launch.waiting(margin_s)]
+    queue[:] = [launch for launch in queue if launch not in stale]
+    return stale
 
 
 def _key(shape: Shape) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runners.contract import TimingSettings
+from runners.stats import quantile
 
 HARD_TIME_FACTOR = 5.0
 """``min_samples`` outranks ``max_time_s``, up to this many times ``max_time_s`` (a very slow kernel)."""
@@ -137,12 +138,11 @@ def median_rel_error(ordered: list[float]) -> float:
     """The standard error of the median of ``ordered`` (sorted samples), relative to the median: sqrt(pi/2) x
     sigma / sqrt(n), sigma estimated from the interquartile range (IQR / 1.349), so that a few outliers (a context
     switch, a clock change) do not hold back a case whose median is already known, as they do the mean's error."""
-    n = len(ordered)
-    median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    median = quantile(ordered, 0.5)  # the same quantiles the reported statistics use (runners/stats.py)
     if median <= 0:
         return 0.0
-    sigma = (ordered[(3 * n) // 4] - ordered[n // 4]) / 1.349
-    return math.sqrt(math.pi / 2) * sigma / math.sqrt(n) / median
+    sigma = (quantile(ordered, 0.75) - quantile(ordered, 0.25)) / 1.349
+    return math.sqrt(math.pi / 2) * sigma / math.sqrt(len(ordered)) / median
 
 
 def _stop(ordered: list[float], elapsed_s: float, s: TimingSettings, precision_after: int = 0) -> bool:
