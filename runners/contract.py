@@ -398,6 +398,11 @@ class SystemInfo(_Model):
     sandboxed: bool = False
     sandbox_note: str = ""
     ran: bool = Field(default=True, description="False when the file was refused before anything ran.")
+    calibration_age_s: float | None = Field(
+        default=None,
+        description="When the run reused its GPU's clock calibration from an earlier run on that GPU (a long-lived "
+        "runner's back-to-back runs): how old it was, in seconds. None: calibrated in this run.",
+    )
     world_size: WorldSize = Field(
         default=1,
         description="Ranks the run had, one per GPU; omitted from the JSON when 1.",

@@ -115,6 +115,15 @@ class RunnerSettings(BaseSettings):
         "two, the set a run takes was started two runs earlier, so back-to-back short runs find PyTorch imported.",
     )
 
+    calibration_reuse_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="A long-lived runner hands a GPU's clock calibration (taken by a run before its submission "
+        "loaded) to the next runs on that GPU for this many seconds, instead of timing the echo again (0.5 s a "
+        "run); 0: every run calibrates. The one-shot entry always calibrates (docs/measurement.md).",
+    )
+
     def prestart_depth(self) -> int:
         """How many sets wait per GPU: the setting, else 2 where the cores allow both imports beside a run."""
         if self.prestart_sets is not None:

@@ -166,6 +166,8 @@ def _run(
     shape = make_shape(request, gpu=gpu, python=python, prefix=[], extra_ro=extra_ro, submission_env=submission_env,
                        require_sandbox=require_sandbox)  # fmt: skip
     launch = prestart.take(shape) if warm and prestart is not None else None
+    timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and not reference_only and not ranks
+    reuse = prestart.calibration(shape) if prestart is not None and on_gpu and timed else None
     root = Path(launch.dirs.root) if launch is not None else new_job_root(settings.job_root)
     try:
         dirs = write_job(root, request)
@@ -195,6 +197,8 @@ def _run(
             if request.world_size == 1
             else [],
             world_size=request.world_size,
+            calibration=reuse[0] if reuse else None,
+            calibration_age_s=round(reuse[1], 3) if reuse else 0.0,
         )
         # The next run's set: the helpers this run starts (the calibration echo of a timed run; a baseline process
         # only when a baseline is not cached yet, which after this run it is).
@@ -227,6 +231,10 @@ def _run(
             return RunResult.infrastructure_error(request.mode, "the run was cancelled", system=system)
         if on_gpu:
             system.sm_clock_end_mhz = sysinfo.sm_clock_mhz(gpu_index)
+        if reuse is not None:
+            system.calibration_age_s = round(reuse[1], 3)
+        elif prestart is not None and timed and outcomes.report.calibration is not None:
+            prestart.remember_calibration(shape, outcomes.report.calibration)
         result = build_result(request, outcomes, system, profiler.note or None, settings.peaks_table())
         result = plan.finish(result, outcomes.report.baselines)
         if profiler.ncu:

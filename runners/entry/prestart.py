@@ -20,9 +20,11 @@ import atexit
 import contextlib
 import shutil
 import threading
+import time
 
 from runners.entry.admission import job_dirs, new_job_root
 from runners.entry.session import Launch, Shape
+from runners.ipc.protocol import ClockCalibration
 from runners.settings import RunnerSettings
 
 HANDOVER_MARGIN_S = 5.0
@@ -41,6 +43,23 @@ class Prestarter:
         self._lock = threading.Lock()
         self._closed = False
         self._registered = False
+        self.calibration_reuse_s = settings.calibration_reuse_s
+        self._calibrations: dict[str | None, tuple[ClockCalibration, float]] = {}
+
+    def calibration(self, shape: Shape) -> tuple[ClockCalibration, float] | None:
+        """The calibration the last run on ``shape``'s GPU took and how old it is (seconds), if it is younger than
+        ``calibration_reuse_s``: a trusted measurement made before that run's submission loaded, of this GPU's
+        window cost, which does not depend on the submission or the problem."""
+        with self._lock:
+            got = self._calibrations.get(_key(shape))
+        if got is None:
+            return None
+        age = time.monotonic() - got[1]
+        return (got[0], age) if 0 <= age < self.calibration_reuse_s else None
+
+    def remember_calibration(self, shape: Shape, calibration: ClockCalibration) -> None:
+        with self._lock:
+            self._calibrations[_key(shape)] = (calibration, time.monotonic())
 
     def take(self, shape: Shape) -> Launch | None:
         """The oldest waiting set for ``shape``'s GPU if it fits ``shape`` and still waits (it is then this caller's,

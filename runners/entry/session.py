@@ -29,6 +29,7 @@ from runners.ipc.protocol import (
     Job,
     RBaseline,
     RBench,
+    RCalibration,
     RCompiled,
     RDone,
     RFatal,
@@ -47,7 +48,7 @@ from runners.sandbox import (
     python_ro_paths,
     run_sandboxed,
 )
-from runners.submission.serve import SOCKET_FD_ENV
+from runners.submission.serve import SOCKET_FD_ENV, WARM_ENV
 from runners.validation import error_message
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +74,8 @@ class Report:
     """Per baseline label, its cases in order (the last may carry the error that stopped it)."""
     profile: RProfile | None = None
     fatal: RFatal | None = None
+    calibration: RCalibration | None = None
+    """The GPU calibration the evaluator took before the submission loaded (a runner may reuse it on this GPU)."""
     done: bool = False
     phase: str = "starting"
     times: dict[str, float] = field(default_factory=dict)
@@ -220,10 +223,13 @@ class Launch:
             cancel=self.oracle_cancel,
             handover=self.handover,
         )
+        sub_env = {**dict(shape.submission_env), SOCKET_FD_ENV: str(sock_sub.fileno())}
+        if gpu:
+            sub_env[WARM_ENV] = "1"
         self.submission = SandboxSpec(
             argv=[*shape.prefix, shape.python, "-m", "runners.submission"],
             workdir=dirs.submission,
-            env=_env({**dict(shape.submission_env), SOCKET_FD_ENV: str(sock_sub.fileno())}, shape.device, shape.gpu),
+            env=_env(sub_env, shape.device, shape.gpu),
             timeout_s=timeout,
             output_cap_bytes=shape.output_cap_bytes,
             memory_mb=shape.host_memory_mb,
@@ -463,6 +469,10 @@ class Session:
             if rep.profile is not None or self.request.mode is not Mode.PROFILE:
                 raise ReportError("an unexpected profile")
             rep.profile = msg
+        elif isinstance(msg, RCalibration):
+            if rep.calibration is not None or rep.compiled is not None or self.job.device != "cuda":
+                raise ReportError("an unexpected calibration")
+            rep.calibration = msg
         elif isinstance(msg, RFatal):
             if rep.fatal is not None:
                 raise ReportError("two fatal reports")

@@ -245,6 +245,15 @@ FROM_SUBMISSION: TypeAdapter[Any] = TypeAdapter(FromSubmission)
 
 
 # ---- evaluator -> entry (the trusted report) ---------------------------------------------------------------------
+class ClockCalibration(_Msg):
+    """What the evaluator's trusted window costs on a GPU (``runners.oracle.window.Calibration``, less its text), as
+    the evaluator reports it and as a long-lived runner hands it to the next run on the same GPU."""
+
+    overhead_ns: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    event_ns: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    slack_ns: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+
+
 class Job(_Msg):
     """The first line the entry writes to the evaluator: what to do. ``secret`` never leaves the evaluator."""
 
@@ -269,6 +278,12 @@ class Job(_Msg):
     baselines_budget_s: float = Field(default=0.0, ge=0, description="The most the baselines may take, all of them.")
     rank: int = Field(default=0, ge=0, description="This evaluator's rank in a run of several (docs/multigpu.md).")
     world_size: int = Field(default=1, ge=1, description="The ranks of the run (1: the one-GPU path).")
+    calibration: ClockCalibration | None = Field(
+        default=None,
+        description="A GPU calibration an earlier run on this GPU took before its submission loaded, seconds ago "
+        "(docs/measurement.md, 'Pre-started processes'): used instead of timing the echo again. None: calibrate.",
+    )
+    calibration_age_s: float = Field(default=0.0, ge=0, description="How old ``calibration`` is.")
 
 
 class RHello(_Msg):
@@ -344,11 +359,18 @@ class RFatal(_Msg):
     compile_output: str = Field(default="", max_length=MAX_TEXT)
 
 
+class RCalibration(ClockCalibration):
+    """The GPU calibration this run took (before the submission's file loaded), so that the runner can reuse it."""
+
+    t: Literal["calibration"] = "calibration"
+
+
 class RDone(_Msg):
     t: Literal["done"] = "done"
 
 
 Report = Annotated[
-    RHello | RProgress | RCompiled | RTest | RBench | RBaseline | RProfile | RFatal | RDone, Field(discriminator="t")
+    RHello | RProgress | RCompiled | RTest | RBench | RBaseline | RProfile | RFatal | RCalibration | RDone,
+    Field(discriminator="t"),
 ]
 REPORT: TypeAdapter[Any] = TypeAdapter(Report)

@@ -37,6 +37,7 @@ from runners.ipc.protocol import (
     Loaded,
     LoadFailed,
     Quit,
+    RCalibration,
     RCompiled,
     RDone,
     Ready,
@@ -171,21 +172,45 @@ class Evaluator(Benchmarking):
         peer.expect(Ready, 300.0)
 
     def start(self) -> None:
-        """Shared memory for the submission process, its set-up, then the file loaded (from here: its fault)."""
+        """The clock's calibration and the baselines (no user code runs yet), then shared memory for the submission
+        process and its set-up, then the file loaded (from here: its fault)."""
         assert self.peer is not None
         torch = self.torch
         if self.cuda:
             from runners.ipc.cuda import Driver
 
             self.driver = Driver()
+            l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 * MIB)
+            self.l2_bytes = l2
+            self.flush_buffer = torch.ones(max(2 * l2, 4 * MIB) // 4, dtype=torch.int32, device="cuda")
+        if self.reuses_calibration():
+            # An earlier run's, on this GPU, seconds ago, taken as ours would be (before its file loaded): the runner
+            # hands it over only within KERNELCUP_CALIBRATION_REUSE_S (docs/measurement.md, "Pre-started processes").
+            given = self.job.calibration
+            assert given is not None
+            age = f"taken {self.job.calibration_age_s:.1f} s ago by an earlier run on this GPU"
+            self.progress("calibrating", f"the evaluator's clock: reused, {age}")
+            self.calibration = Calibration(overhead_ns=given.overhead_ns, event_ns=given.event_ns,
+                                           slack_ns=given.slack_ns, detail=f"reused ({age})")  # fmt: skip
+        elif self.echo is not None and self.cuda:
+            # On a GPU before the file loads: no user code runs while the clock is calibrated (it could keep the GPU
+            # busy or take its memory, inflating the overhead or turning its failure into ours). On the CPU after the
+            # tests, warm: cold, the echo read overheads far above the submission's (timing.cap_overhead caps both).
+            self.progress("calibrating", "the evaluator's clock")
+            self.calibration = cal = self.calibrate()
+            self.report.send(RCalibration(overhead_ns=cal.overhead_ns, event_ns=cal.event_ns, slack_ns=cal.slack_ns))
+        if self.baseline_process is not None:
+            # Also before the load (the baselines share the GPU with no user code), and before the submission's heap
+            # is carved out of the free memory: the baseline process's heap and our own checks of the largest cases
+            # then have the GPU's memory that the submission will have (on the H100, with both heaps at once, our
+            # check of vectoradd's largest case ran out of memory and that baseline case went untimed).
+            self.time_baselines_calibrated()
+        if self.cuda:
             self._new_arena("ctrl", "cuda", 2 * MIB)
             self._new_arena(self.dev_in, "cuda", 64 * MIB)
             free, _ = torch.cuda.mem_get_info()
             heap = int(min(self.job.heap_bytes or DEFAULT_HEAP, free // 2))
             self._new_arena("heap", "cuda", heap)
-            l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 * MIB)
-            self.l2_bytes = l2
-            self.flush_buffer = torch.ones(max(2 * l2, 4 * MIB) // 4, dtype=torch.int32, device="cuda")
         self._new_arena("host_in", "host", _HOST_ARENA)
         self._new_arena("host_out", "host", _HOST_ARENA)
         try:
@@ -202,14 +227,6 @@ class Evaluator(Benchmarking):
             if self.cuda
             else CpuWindow(torch, self.arenas)
         )
-        if self.echo is not None and self.cuda:
-            # On a GPU before the file loads: no user code runs while the clock is calibrated (it could keep the GPU
-            # busy or take its memory, inflating the overhead or turning its failure into ours). On the CPU after the
-            # tests, warm: cold, the echo read overheads far above the submission's (timing.cap_overhead caps both).
-            self.progress("calibrating", "the evaluator's clock")
-            self.calibration = self.calibrate()
-        if self.baseline_process is not None:  # also before the load: the baselines share the GPU with no user code
-            self.time_baselines_calibrated()
         self.progress("compiling", self.job.display_name)
         self.peer.send(Load(lang=self.job.lang, path=self.job.submission, display_name=self.job.display_name))
         self.loaded = True  # from here on, whatever the submission process does is the submission's doing
@@ -219,6 +236,10 @@ class Evaluator(Benchmarking):
         if isinstance(answer, LoadFailed):
             raise Fatal(_LOAD_VERDICTS[answer.kind], answer.message, "submission", compile_output=answer.detail)
         self.report.send(RCompiled(output=answer.compile_output))
+
+    def reuses_calibration(self) -> bool:
+        """A GPU run handed an earlier run's calibration (a CPU's is always taken afresh, after the tests)."""
+        return self.job.calibration is not None and self.job.device == "cuda" and self.job.world_size == 1
 
     def remaining(self) -> float:
         return max(self.deadline - time.monotonic(), 0.0)
@@ -327,7 +348,8 @@ class Evaluator(Benchmarking):
         job = self.job
         self.secret: int | str = job.secret if job.secret is not None else secrets.token_hex(16)
         if job.mode in ("benchmark", "ranked"):
-            self.start_echo()  # first: its interpreter and PyTorch start while ours do
+            if not self.reuses_calibration():
+                self.start_echo()  # first: its interpreter and PyTorch start while ours do
             if job.baselines and job.benchmarks:
                 self.start_baseline_process()
                 if job.device == "cpu":  # the CPU's calibration for the submission stays after its tests (warm)
@@ -408,7 +430,6 @@ def prestart_helpers(workdir: Path, names: list[str]) -> dict[str, tuple[subproc
     titles = {"echo": "the calibration echo", "baseline": "the baseline process",
               "echo-baselines": "the baselines' calibration echo"}  # fmt: skip
     return {name: start_helper(workdir, name, titles[name]) for name in dict.fromkeys(names) if name in titles}
-
 
 
 def read_job() -> tuple[Job | None, str | None, Peer | None, dict[str, tuple[subprocess.Popen[bytes], Peer]]]:

@@ -230,3 +230,8 @@ def test_timing_a_baseline_shows_as_progress_before_the_submission_starts(tmp_pa
     assert result.verdict is Verdict.ACCEPTED, result.message
     shown = [(e.phase, e.detail) for e in events]
     assert (Phase.STARTING, "timing the reference (once per problem and machine)") in shown
+    # Timed before the submission process gets its shared memory (on a GPU: before its heap takes half the free
+    # memory, which left the H100 too little to check vectoradd's largest case while the baseline ran).
+    up = [i for i, (phase, detail) in enumerate(shown) if detail == "the submission process is up"]
+    timing = shown.index((Phase.STARTING, "timing the reference (once per problem and machine)"))
+    assert up and timing < up[0], shown

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from runners.ipc.protocol import (
     TO_SUBMISSION,
     Job,
     RBench,
+    RCalibration,
     RDone,
     RHello,
     RTest,
@@ -137,6 +139,7 @@ def _line(msg: object) -> bytes:
         [RHello(), RTest(index=0, verdict=Verdict.ACCEPTED), RTest(index=1, verdict=Verdict.ACCEPTED),
          RBench(index=0, verdict=Verdict.ACCEPTED, samples_ns=[1.0] * 6)],  # more samples than allowed
         [RHello(), RDone(), RHello()],  # after done
+        [RHello(), RCalibration(overhead_ns=1.0, event_ns=0.0, slack_ns=0.0)],  # a calibration in a CPU run
     ],
 )  # fmt: skip
 def test_the_parent_refuses_a_report_out_of_order_or_over_its_caps(reports: list[object]) -> None:
@@ -236,3 +239,48 @@ def test_the_submission_allocator_carves_its_arena_and_says_out_of_memory_when_f
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "CUDA out of memory" in proc.stdout and "tried to allocate 2097152 bytes" in proc.stdout
 
+
+
+def test_a_gpu_runs_calibration_is_taken_once_and_before_the_file_loads() -> None:
+    from runners.ipc.protocol import RCompiled
+
+    cal = RCalibration(overhead_ns=9000.0, event_ns=1300.0, slack_ns=2500.0)
+    session = _session()
+    session.job = session.job.model_copy(update={"device": "cuda"})
+    session._handle(_line(RHello()))
+    session._handle(_line(cal))
+    assert session.report.calibration == cal
+    with pytest.raises(ReportError):
+        session._handle(_line(cal))  # twice
+    late = _session()
+    late.job = late.job.model_copy(update={"device": "cuda"})
+    late._handle(_line(RHello()))
+    late._handle(_line(RCompiled()))
+    with pytest.raises(ReportError):
+        late._handle(_line(cal))  # after the submission loaded: it could have shaped it
+    with pytest.raises(ValueError):
+        RCalibration(overhead_ns=float("nan"), event_ns=0.0, slack_ns=0.0)
+
+
+def test_the_toolchain_warm_up_finishes_before_the_file_loads_and_never_fails_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    from runners.ipc.protocol import Load, LoadFailed
+    from runners.submission import serve
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    serve.warm_toolchain()  # a CPU run (Triton's interpreter): nothing to prepare, nothing raised
+    monkeypatch.delenv("TRITON_INTERPRET")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    serve.warm_toolchain()  # here without CUDA's library: its build fails, quietly (the submission's compile reports)
+
+    finished = threading.Event()
+    warm = threading.Thread(target=lambda: (time.sleep(0.3), finished.set()))
+    warm.start()
+    a, _b = socket_pair()
+    process = serve.SubmissionProcess(Wire(a, FROM_SUBMISSION), torch, tmp_path, warm)
+    answer = process.load(Load(lang="py", path="missing.py", display_name="missing.py"))
+    assert finished.is_set()  # the load waited for it: no warm-up work runs beside the submission's code
+    assert isinstance(answer, LoadFailed)

@@ -342,6 +342,10 @@ def test_on_the_gpu_a_waiting_set_holds_no_cuda_and_a_pre_started_ranked_run_mat
     warm = _run(request(), settings, prestart)
     assert warm.verdict is Verdict.ACCEPTED, warm.message + warm.stderr[-2000:]
     assert warm.phase_times["prestarted"] < 0 and warm.phase_times["hello"] < 3.0
+    # The clock's calibration of the run before it on this GPU, seconds old: no echo timed again.
+    assert cold.system.calibration_age_s is None
+    assert warm.system.calibration_age_s is not None and 0 <= warm.system.calibration_age_s < 60
+    assert "echo ready" not in warm.phase_times and "echo ready" in cold.phase_times
     assert [t.verdict for t in warm.tests] == [t.verdict for t in cold.tests]
     assert len(warm.benchmarks) == len(cold.benchmarks) and all(b.stats for b in warm.benchmarks)
     for w, c in zip(warm.benchmarks, cold.benchmarks, strict=True):  # same kernel, same GPU: the same time, roughly
@@ -424,3 +428,33 @@ def test_two_sets_wait_per_gpu_where_asked_and_the_oldest_is_taken_first(
     finally:
         prestart.close()
     assert RunnerSettings(prestart_sets=None).prestart_depth() in (1, 2)
+
+
+def test_a_gpus_calibration_is_handed_on_only_to_that_gpu_and_only_while_it_is_young(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runners.entry.prestart as module
+    from runners.gpus import Gpu
+    from runners.ipc.protocol import ClockCalibration
+
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    request = build_request("submissions/correct_torch.py")
+    gpu0 = _shape(request, gpu=Gpu(index=0, uuid="GPU-0", name="H100", minor=0))
+    gpu1 = _shape(request, gpu=Gpu(index=1, uuid="GPU-1", name="H100", minor=1))
+    cal = ClockCalibration(overhead_ns=9000.0, event_ns=1300.0, slack_ns=2500.0)
+    prestart = Prestarter(RunnerSettings(job_root=tmp_path / "jobs", calibration_reuse_s=60))
+    try:
+        assert prestart.calibration(gpu0) is None  # none taken yet
+        prestart.remember_calibration(gpu0, cal)
+        now[0] += 5.0
+        assert prestart.calibration(gpu0) == (cal, 5.0)
+        assert prestart.calibration(gpu1) is None  # another GPU's window costs its own
+        now[0] += 56.0
+        assert prestart.calibration(gpu0) is None  # older than calibration_reuse_s: the next run calibrates
+    finally:
+        prestart.close()
+    off = Prestarter(RunnerSettings(job_root=tmp_path / "jobs", calibration_reuse_s=0))
+    off.remember_calibration(gpu0, cal)
+    assert off.calibration(gpu0) is None  # 0: every run calibrates
+    off.close()
