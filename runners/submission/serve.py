@@ -363,17 +363,14 @@ def warm_toolchain() -> None:
     (``cuda_utils``, built with the C compiler into this job's own TRITON_CACHE_DIR, 0.36 s). No user code is involved
     and no CUDA call is made (a pre-started set touches no GPU). Whatever fails here is left for the submission's own
     compile to meet and report."""
+    import importlib
     import importlib.util
 
     if os.environ.get("TRITON_INTERPRET") == "1" or importlib.util.find_spec("triton") is None:
         return
     try:
-        from triton.runtime.cache import triton_key
-
-        triton_key()
-        from triton.backends.nvidia.driver import CudaUtils
-
-        CudaUtils()
+        importlib.import_module("triton.runtime.cache").triton_key()
+        importlib.import_module("triton.backends.nvidia.driver").CudaUtils()
     except Exception:
         return
 
