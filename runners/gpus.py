@@ -91,6 +91,9 @@ def usable(gpus: list[Gpu], environ: Mapping[str, str] = os.environ) -> list[Gpu
     return chosen
 
 
+HELD_ELSEWHERE = "waiting for a free GPU: another kernelcup process on this machine is using it"
+
+
 class GpuPool:
     """Hands each run a GPU of its own; a run waits while every GPU that fits it is taken.
 
@@ -155,11 +158,16 @@ class GpuPool:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), self.POLL_S)
 
-    async def acquire(self, fits: Callable[[Gpu], bool] = lambda gpu: True) -> Gpu:
-        """A free GPU for which ``fits`` holds, waiting for one; LookupError when none of the pool's ever fits."""
+    async def acquire(
+        self, fits: Callable[[Gpu], bool] = lambda gpu: True, on_wait: Callable[[str], None] | None = None
+    ) -> Gpu:
+        """A free GPU for which ``fits`` holds, waiting for one; LookupError when none of the pool's ever fits.
+        ``on_wait``: told once, the first time the wait is for a GPU another process holds (this pool's own
+        callers know when its GPUs are busy)."""
         if not any(fits(g) for g in self.gpus):
             raise LookupError("no GPU of this worker fits the run")
         wake = self._event()
+        told = False
         while True:
             elsewhere = False
             for gpu in list(self._free):
@@ -168,15 +176,21 @@ class GpuPool:
                         self._free.remove(gpu)
                         return gpu
                     elsewhere = True
+            if elsewhere and not told and on_wait is not None:
+                on_wait(HELD_ELSEWHERE)
+                told = True
             await self._wait(wake, elsewhere)
 
-    async def acquire_many(self, count: int, fits: Callable[[Gpu], bool] = lambda gpu: True) -> list[Gpu]:
+    async def acquire_many(
+        self, count: int, fits: Callable[[Gpu], bool] = lambda gpu: True, on_wait: Callable[[str], None] | None = None
+    ) -> list[Gpu]:
         """``count`` free GPUs for which ``fits`` holds, all at once (a run of several ranks: docs/multigpu.md),
         waiting until that many are free together; never a part of them, so two waiting runs cannot each hold half.
-        LookupError when the pool never has that many that fit."""
+        LookupError when the pool never has that many that fit. ``on_wait``: as for :meth:`acquire`."""
         if sum(fits(g) for g in self.gpus) < count:
             raise LookupError(f"this worker has fewer than {count} GPUs that fit the run")
         wake = self._event()
+        told = False
         while True:
             free = sorted((g for g in self._free if fits(g)), key=lambda g: g.index)
             taken: list[Gpu] = []
@@ -191,7 +205,11 @@ class GpuPool:
                 return taken
             for gpu in taken:  # all or none
                 self._unlock(gpu)
-            await self._wait(wake, len(free) >= count)
+            elsewhere = len(free) >= count
+            if elsewhere and not told and on_wait is not None:
+                on_wait(HELD_ELSEWHERE)
+                told = True
+            await self._wait(wake, elsewhere)
 
     def release(self, gpu: Gpu) -> None:
         """Give ``gpu`` back (call on the pool's event loop, e.g. from a future's done-callback)."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -147,14 +148,16 @@ def run(
         _fail(str(exc))
     # Several runs in a row: each one's processes start while the one before it runs (KERNELCUP_PRESTART).
     prestart = Prestarter(runner) if len(requests) > 1 and runner.prestart else None
+    placement, release = _take_gpus(requests, target, runner)
     try:
         if compare:
-            _compare(problem.name, requests[0], requests[1], runner, rounds, as_json, prestart)
-        results = [_run_one(problem.name, request, target, runner, as_json, quiet=len(files) > 1, prestart=prestart)
-                   for request in requests]  # fmt: skip
+            _compare(problem.name, requests[0], requests[1], runner, rounds, as_json, prestart, placement)
+        results = [_run_one(problem.name, request, target, runner, as_json, quiet=len(files) > 1, prestart=prestart,
+                            placement=placement) for request in requests]  # fmt: skip
     finally:
         if prestart is not None:
             prestart.close()
+        release()
     if len(results) > 1:
         if as_json:
             sys.stdout.write("[" + ",\n".join(r.model_dump_json(indent=2) for r in results) + "]\n")
@@ -163,8 +166,47 @@ def run(
     raise typer.Exit(0 if all(r.passed for r in results) else 1)
 
 
+def _take_gpus(
+    requests: list[RunRequest], target: str, runner: RunnerSettings
+) -> tuple[dict[str, Any], Callable[[], None]]:
+    """On a GPU: the GPU(s) the runs use (run_request's ``gpu``/``gpus``), taken machine-wide for the whole command
+    (KERNELCUP_GPU_LOCK_DIR), so that a worker or another ``kernelcup run`` on this machine never times a run on
+    them meanwhile; while another process holds them this waits, and says so. Without a GPU listing: as it was."""
+    if target == "cpu":
+        return {}, lambda: None
+    import asyncio
+
+    from rich.console import Console
+
+    from runners.gpus import GpuPool, list_gpus, usable
+
+    try:
+        gpus = usable(list_gpus())
+    except ValueError as exc:
+        _fail(str(exc))
+    world = max(r.world_size for r in requests)
+    if len(gpus) < world:  # none listed, or too few: run_request says what is missing
+        return {}, lambda: None
+    pool = GpuPool(gpus, runner.gpu_lock_dir)
+
+    def tell(detail: str) -> None:
+        Console(stderr=True).print(f"{detail}; the run starts when it is free (Ctrl-C to give up)")
+
+    try:
+        taken = asyncio.run(pool.acquire_many(world, on_wait=tell))
+    except RuntimeError as exc:  # the lock folder cannot be used: its message names the setting
+        _fail(str(exc))
+
+    def release() -> None:
+        for gpu in taken:
+            pool.release(gpu)
+
+    return ({"gpus": taken} if world > 1 else {"gpu": taken[0]}), release
+
+
 def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings, as_json: bool,
-             *, quiet: bool, prestart: Prestarter | None = None) -> RunResult:  # fmt: skip
+             *, quiet: bool, prestart: Prestarter | None = None,
+             placement: dict[str, Any] | None = None) -> RunResult:  # fmt: skip
     """One run, with live progress on stderr; its report (or JSON) unless ``quiet`` (a batch shows a table)."""
     from rich.console import Console
 
@@ -172,7 +214,7 @@ def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings
     from runners.entry import run_request
 
     if as_json and not quiet:
-        result = run_request(request, settings=runner, prestart=prestart)
+        result = run_request(request, settings=runner, prestart=prestart, **(placement or {}))
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return result
     console = Console(stderr=True)
@@ -182,7 +224,7 @@ def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings
         def progress(event: ProgressEvent) -> None:
             status.update(f"[bold]{safe(name)}[/] · {safe(file_name)}: {event.phase.value} {safe(event.detail)}")
 
-        result = run_request(request, progress, settings=runner, prestart=prestart)
+        result = run_request(request, progress, settings=runner, prestart=prestart, **(placement or {}))
     if not quiet:
         render(result, name, file_name, target)
     if result.ncu_report:
@@ -210,7 +252,7 @@ def _render_batch(results: list[RunResult], names: list[str]) -> None:
 
 
 def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, rounds: int, as_json: bool,
-             prestart: Prestarter | None = None) -> NoReturn:  # fmt: skip
+             prestart: Prestarter | None = None, placement: dict[str, Any] | None = None) -> NoReturn:  # fmt: skip
     from rich.console import Console
 
     from kernelcup.commands.text import safe
@@ -222,7 +264,7 @@ def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, ro
         quiet = runner.model_copy(update={"time_baselines": False})  # a comparison reports no speedups
 
         def run(request: RunRequest) -> RunResult:
-            return run_request(request, settings=quiet, prestart=prestart)
+            return run_request(request, settings=quiet, prestart=prestart, **(placement or {}))
 
         def on_round(done: int, total: int) -> None:
             status.update(f"[bold]{safe(name)}[/]: comparing, round {min(done + 1, total)} of {total}…")

@@ -130,7 +130,7 @@ class LocalLauncher:
             return await self._run_ranks(request, on_progress, pending, pool, fits, job)
         if not any(fits(g) for g in pool.free_gpus):
             await _quiet(job.progress(ProgressEvent(phase=Phase.QUEUED, detail="waiting for a free GPU")))
-        own = await pool.acquire(fits)  # never two timed runs on one GPU
+        own = await pool.acquire(fits, on_wait=self._told(job, pending))  # never two timed runs on one GPU
         return await self._run(request, on_progress, pending, own, release=pool.release)
 
     async def _run_ranks(
@@ -148,13 +148,24 @@ class LocalLauncher:
                                     f"{sum(fits(g) for g in pool.gpus)} GPUs that fit it")  # fmt: skip
         if sum(fits(g) for g in pool.free_gpus) < count:
             await _quiet(job.progress(ProgressEvent(phase=Phase.QUEUED, detail=f"waiting for {count} free GPUs")))
-        own = await pool.acquire_many(count, fits)
+        own = await pool.acquire_many(count, fits, on_wait=self._told(job, pending))
 
         def release(gpus: list[Gpu]) -> None:
             for gpu in gpus:
                 pool.release(gpu)
 
         return await self._run(request, on_progress, pending, own, release=release)
+
+    @staticmethod
+    def _told(job: JobHandle, pending: set[asyncio.Future[None]]) -> Callable[[str], None]:
+        """The job's progress told (on this event loop) that its run waits for a GPU another process holds."""
+
+        def tell(detail: str) -> None:
+            task = asyncio.ensure_future(_quiet(job.progress(ProgressEvent(phase=Phase.QUEUED, detail=detail))))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+        return tell
 
     def _placement(self, gpu: Gpu | list[Gpu] | None) -> dict[str, Any]:
         """The run's GPU (a list: one per rank) and, where on, the pre-started sets, as run_request's keywords (with

@@ -236,3 +236,68 @@ def test_an_unusable_lock_folder_is_an_error_that_names_the_setting(tmp_path: Pa
     pool = GpuPool([Gpu(index=0, uuid="GPU-0", name="H100", minor=0)], blocker / "locks")
     with pytest.raises(RuntimeError, match="KERNELCUP_GPU_LOCK_DIR"):
         asyncio.run(pool.acquire())
+
+
+def test_a_run_waiting_for_a_gpu_another_process_holds_is_told_so_once(tmp_path: Path) -> None:
+    from runners.gpus import HELD_ELSEWHERE
+
+    gpus = [Gpu(index=0, uuid="GPU-0", name="H100", minor=0)]
+    other, ours = GpuPool(gpus, tmp_path), GpuPool(gpus, tmp_path)
+    ours.POLL_S = 0.02
+    told: list[str] = []
+
+    async def main() -> None:
+        held = await other.acquire()
+        waiter = asyncio.ensure_future(ours.acquire(on_wait=told.append))
+        await asyncio.sleep(0.2)  # several looks at the held GPU
+        assert not waiter.done() and told == [HELD_ELSEWHERE]
+        other.release(held)
+        await asyncio.wait_for(waiter, 2.0)
+        # A wait for this pool's own busy GPU is not "another process": its caller already says the GPU is busy.
+        mine = asyncio.ensure_future(ours.acquire(on_wait=told.append))
+        await asyncio.sleep(0.1)
+        assert not mine.done() and told == [HELD_ELSEWHERE]
+        ours.release(gpus[0])
+        await asyncio.wait_for(mine, 2.0)
+
+    asyncio.run(main())
+
+
+def test_kernelcup_run_takes_its_gpu_machine_wide_and_waits_while_another_process_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], make_request: Any
+) -> None:
+    import runners.gpus
+    from kernelcup.commands import run as run_command
+    from runners.gpus import HELD_ELSEWHERE
+
+    gpus = [Gpu(index=0, uuid="GPU-0", name="H100", minor=0), Gpu(index=1, uuid="GPU-1", name="H100", minor=1)]
+    monkeypatch.setattr(runners.gpus, "list_gpus", lambda: gpus)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    settings = RunnerSettings(gpu_lock_dir=tmp_path)
+    worker = GpuPool(gpus, tmp_path)  # another process's pool: it has both GPUs
+    held = [asyncio.run(worker.acquire()), asyncio.run(worker.acquire())]
+    got: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: got.update(zip(("placement", "release"),
+                                                            run_command._take_gpus([make_request()], "cuda", settings),
+                                                            strict=True)))  # fmt: skip
+    thread.start()
+    time.sleep(1.2)
+    assert thread.is_alive()  # waiting, not timing a run beside the worker's
+    worker.release(held[1])
+    thread.join(5.0)
+    assert got["placement"] == {"gpu": held[1]}
+    assert HELD_ELSEWHERE in capsys.readouterr().err
+    # held for the whole command, then let go
+    assert not _free_now(tmp_path, held[1])
+    got["release"]()
+    assert _free_now(tmp_path, held[1])
+    assert run_command._take_gpus([make_request()], "cpu", settings)[0] == {}  # the CPU takes no GPU
+
+
+def _free_now(folder: Path, gpu: Gpu) -> bool:
+    """Whether a third process could take ``gpu`` at once."""
+    pool = GpuPool([gpu], folder)
+    if not pool._lock(gpu):
+        return False
+    pool._unlock(gpu)
+    return True
