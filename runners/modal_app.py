@@ -43,7 +43,10 @@ with a count (``H100x8``) is a container of that many GPUs of one machine; the e
 
 CUDA_BASE_IMAGE = "nvidia/cuda:12.8.1-devel-ubuntu24.04"  # nvcc; CUDA 12.8 is the first with sm_100 (B200)
 PYTHON_VERSION = "3.12"
-TORCH_SPEC = "torch==2.8.0"  # brings triton==3.4.0
+TORCH_SPEC = "torch==2.13.0"
+"""The PyTorch that `make setup` installs for CI (Makefile's TORCH_SPEC), so that the DSL pins below are the ones CI
+runs against it (Helion 1.5.1 imports torch._inductor.runtime.triton_compat.IntelGPUError, which torch 2.8 and 2.11
+lack: with the 2.8 this image had, the helion language could not load)."""
 TORCH_INDEX_URL = "https://download.pytorch.org/whl/cu128"
 DSL_SPECS = ("helion==1.5.1", "tilelang==0.1.15", "nvidia-cutlass-dsl==4.8.1")
 """The Python kernel DSLs (languages helion, tilelang, cute-dsl), pinned like PyTorch; pyproject.toml's 'dsl' extra

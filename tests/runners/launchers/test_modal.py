@@ -313,6 +313,23 @@ def test_image_carries_the_runner_and_the_kernel_libraries() -> None:
         assert needle in source
 
 
+def test_the_images_pytorch_is_the_one_ci_tests_the_dsl_pins_with() -> None:
+    """The Python DSLs follow PyTorch's internals closely (Helion 1.5.1 needs a torch newer than 2.11): the image
+    pins the PyTorch that `make setup` installs, with which CI runs the Helion solutions, and the DSL pins of
+    pyproject.toml's 'dsl' extra."""
+    import re
+    import tomllib
+
+    from runners import modal_app
+
+    root = Path(modal_app.__file__).resolve().parents[1]
+    makefile = (root / "Makefile").read_text()
+    setup_torch = re.search(r"^TORCH_SPEC \?= (\S+)$", makefile, re.M)
+    assert setup_torch and setup_torch.group(1) == modal_app.TORCH_SPEC
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert sorted(modal_app.DSL_SPECS) == sorted(extras["dsl"])
+
+
 def _fake_runner(tmp_path: Path, body: str) -> Path:
     package = tmp_path / "runners"
     package.mkdir()
