@@ -9,8 +9,8 @@ it; whether it computes the right numbers is for the GPU tests. Prints one JSON 
 ``{"compiled": [case, ...], "seconds": float}``; a failure is a traceback and a non-zero exit.
 
 A solution's builder is found by name: a TileLang one defines ``rmsnorm_kernel(rows, hidden)``; a CuTe DSL one
-defines its ``@cute.jit`` launcher as ``add``/``_add`` (vectoradd) or ``matmul``/``_matmul`` (matmul), taking the
-problem's tensors, their sizes and a stream.
+defines its ``@cute.jit`` launcher as ``add``/``_add`` (vectoradd), ``gray``/``_gray`` (grayscale) or
+``matmul``/``_matmul`` (matmul), taking the problem's tensors, their sizes and a stream.
 """
 
 from __future__ import annotations
@@ -46,15 +46,19 @@ def _cute(module: Any, problem: str, case: dict[str, int]) -> None:
     import torch
     from cutlass.cute.runtime import from_dlpack
 
-    name = "add" if problem == "vectoradd" else "matmul"
+    name = {"vectoradd": "add", "grayscale": "gray"}.get(problem, "matmul")
     launcher = getattr(module, name, None) or getattr(module, "_" + name)
+    dtype = torch.float32 if problem == "grayscale" else torch.float16
     if problem == "vectoradd":
         n = case["size"] ** 2
         shapes, sizes = [(n,)] * 3, [n]
+    elif problem == "grayscale":
+        pixels = case["height"] * case["width"]
+        shapes, sizes = [(3 * pixels,), (pixels,)], [pixels]
     else:
         m, k, n = case["m"], case["k"], case["n"]
         shapes, sizes = [(m, k), (k, n), (m, n)], [m, n, k]
-    tensors = [from_dlpack(torch.empty(shape, dtype=torch.float16)) for shape in shapes]
+    tensors = [from_dlpack(torch.empty(shape, dtype=dtype)) for shape in shapes]
     cute.compile(launcher, *tensors, *sizes, cuda.CUstream(0))
 
 

@@ -254,6 +254,7 @@ def test_the_dsl_problem_set_loads() -> None:
         "softmax_helion": Language.HELION,
         "rmsnorm_tilelang": Language.TILELANG,
         "vectoradd_cute": Language.CUTE_DSL,
+        "grayscale_cute": Language.CUTE_DSL,
         "matmul_cute": Language.CUTE_DSL,
     }
     assert all(set(p.templates) == {p.task.lang.value} for p in problems.values())
@@ -269,7 +270,7 @@ def test_helion_on_the_cpu_reports_its_version_and_is_accepted() -> None:
 
 
 def _gpu_only_sources() -> list[object]:
-    folders = {Language.TILELANG: ["rmsnorm"], Language.CUTE_DSL: ["vectoradd", "matmul"]}
+    folders = {Language.TILELANG: ["rmsnorm"], Language.CUTE_DSL: ["vectoradd", "grayscale", "matmul"]}
     return [
         pytest.param(lang, path, id=str(path.relative_to(PROBLEMS)))
         for lang, names in folders.items()
