@@ -167,7 +167,17 @@ class Quit(_Msg):
     t: Literal["quit"] = "quit"
 
 
-ToSubmission = Annotated[Setup | AddArena | Load | Call | Go | Fetch | Profile | Quit, Field(discriminator="t")]
+class Check(_Msg):
+    """Call ``k`` has kept the evaluator waiting for its GPU work: say whether this process's CUDA context has failed
+    (a kernel that faulted leaves it broken, and the "done" behind that kernel never comes)."""
+
+    t: Literal["check"] = "check"
+    k: int = Field(ge=1, lt=2**31)
+
+
+ToSubmission = Annotated[
+    Setup | AddArena | Load | Call | Go | Fetch | Check | Profile | Quit, Field(discriminator="t")
+]
 TO_SUBMISSION: TypeAdapter[Any] = TypeAdapter(ToSubmission)
 
 
@@ -238,8 +248,17 @@ class ProfileText(_Msg):
     error: CallError | None = None
 
 
+class Checked(_Msg):
+    """The answer to :class:`Check`: the CUDA error the context reports, or none (the work may still be running)."""
+
+    t: Literal["checked"] = "checked"
+    k: int
+    error: CallError | None = None
+
+
 FromSubmission = Annotated[
-    Hello | Ready | Loaded | LoadFailed | Enqueued | Prepared | Done | Times | ProfileText, Field(discriminator="t")
+    Hello | Ready | Loaded | LoadFailed | Enqueued | Prepared | Done | Times | Checked | ProfileText,
+    Field(discriminator="t"),
 ]
 FROM_SUBMISSION: TypeAdapter[Any] = TypeAdapter(FromSubmission)
 

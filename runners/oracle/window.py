@@ -30,7 +30,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from runners.ipc.arena import Arena, ArenaError, Placement, place
-from runners.ipc.protocol import Call, CallError, Done, Enqueued, Fetch, Go, Mapping, Prepared, Scalar, Seq, TensorRef
+from runners.ipc.protocol import (
+    Call,
+    CallError,
+    Check,
+    Checked,
+    Done,
+    Enqueued,
+    Fetch,
+    Go,
+    Mapping,
+    Prepared,
+    Scalar,
+    Seq,
+    TensorRef,
+)
 from runners.ipc.protocol import Value as ValueTree
 from runners.oracle.peer import Peer, PeerFailed
 from runners.submission.serve import DONE_OFFSET, GO_OFFSET
@@ -176,7 +190,9 @@ class GpuWindow:
             self._unblock(k)
             return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
         ev[2].record()
-        self._wait(ev[2], deadline, k)
+        fault = self._wait(ev[2], deadline, k, peer)
+        if fault is not None:
+            return CallOutcome(error=fault)
         return CallOutcome(outputs=outputs, window_ns=ev[0].elapsed_time(ev[1]) * 1e6, degraded=degraded)
 
     def reading(self, peer: Peer, k: int, timeout: float) -> float:
@@ -185,15 +201,35 @@ class GpuWindow:
 
         return float(peer.expect(Times, timeout, k).r_ns)
 
-    def _wait(self, event: Any, deadline: float, k: int) -> None:
+    CHECK_AFTER_S = 1.0
+    """How long the GPU work of a call may keep us waiting before the submission process is asked, every that long,
+    whether its context has failed (a kernel that faulted without the submission synchronising: the "done" behind
+    it never comes, and the run would otherwise wait out its whole time limit and be called too slow)."""
+
+    def _wait(self, event: Any, deadline: float, k: int, peer: Peer | None = None) -> CallError | None:
+        """Until ``event`` (after the window and the snapshot) completes; the submission's GPU failure if it
+        reports one meanwhile (our stream is then released: the error is the call's outcome)."""
         polls = 0
+        next_check = time.monotonic() + self.CHECK_AFTER_S
         while not event.query():
             polls += 1
             if polls > 5000:
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if now > deadline:
                     self._unblock(k)
                     raise PeerFailed("timeout", f"the submission's GPU work did not finish in time (call {k})")
+                if peer is not None and now >= next_check:
+                    peer.send(Check(k=k))
+                    answer = peer.poll(Checked, max(deadline - now, 0.0), k)
+                    if answer is None:
+                        self._unblock(k)
+                        raise PeerFailed("timeout", f"the submission's GPU work did not finish in time (call {k})")
+                    if answer.error is not None:  # its context is broken: "done" will never come
+                        self._unblock(k)
+                        return answer.error
+                    next_check = time.monotonic() + self.CHECK_AFTER_S
                 time.sleep(0.0002)
+        return None
 
     def _unblock(self, k: int) -> None:
         """Release our stream's wait for ``done`` ourselves (the submission never wrote it)."""

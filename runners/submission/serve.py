@@ -26,6 +26,8 @@ from runners.ipc.protocol import (
     AddArena,
     Call,
     CallError,
+    Check,
+    Checked,
     Done,
     Enqueued,
     Fetch,
@@ -254,6 +256,15 @@ class SubmissionProcess:
         end.synchronize()
         return Times(k=msg.k, r_ns=max(start.elapsed_time(end) * 1e6, 0.0))
 
+    def check(self, msg: Check) -> Checked:
+        """Whether this context has failed: a query of the stream reports a fault of any kernel it ran (the error
+        is sticky), and is not-ready, without error, while the work still runs."""
+        try:
+            self.torch.cuda.current_stream().query()
+        except BaseException as exc:
+            return Checked(k=msg.k, error=classify(exc, self.device, f"custom_kernel's GPU work (call {msg.k})"))
+        return Checked(k=msg.k)
+
     def profile(self, msg: Profile) -> ProfileText:
         torch = self.torch
         data = materialize(torch, msg.data, self.arenas)
@@ -343,6 +354,8 @@ class SubmissionProcess:
                 self.wire.send(self.call_cuda(msg) if self.device == "cuda" else self.call_cpu(msg))
             elif isinstance(msg, Fetch):
                 self.wire.send(self.fetch(msg))
+            elif isinstance(msg, Check):
+                self.wire.send(self.check(msg))
             elif isinstance(msg, Profile):
                 self.wire.send(self.profile(msg))
 

@@ -284,3 +284,59 @@ def test_the_toolchain_warm_up_finishes_before_the_file_loads_and_never_fails_th
     answer = process.load(Load(lang="py", path="missing.py", display_name="missing.py"))
     assert finished.is_set()  # the load waited for it: no warm-up work runs beside the submission's code
     assert isinstance(answer, LoadFailed)
+
+
+def test_a_gpu_fault_the_submission_never_waits_for_ends_the_call_instead_of_the_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The "done" behind a kernel that faulted never comes: after CHECK_AFTER_S of waiting the evaluator asks the
+    submission process, which reports its context's error; our stream is released and the error is the outcome."""
+    from runners.ipc.protocol import CallError, Check, Checked
+    from runners.oracle.peer import PeerFailed
+    from runners.oracle.window import GpuWindow
+
+    class Never:
+        def query(self) -> bool:
+            return False
+
+    class Spare:
+        cuda_stream = 7
+
+        def synchronize(self) -> None:
+            pass
+
+    written: list[tuple[int, int, int]] = []
+
+    class Driver:
+        def write_value(self, stream: int, address: int, value: int) -> None:
+            written.append((stream, address, value))
+
+    class Ctrl:
+        base = 4096
+
+    fault = CallError(kind="exception", message="CUDA error: an illegal memory access was encountered")
+    asked: list[object] = []
+
+    class FakePeer:
+        def send(self, msg: object) -> None:
+            asked.append(msg)
+
+        def poll(self, kind: object, timeout: float, k: int) -> Checked:
+            assert kind is Checked and timeout > 0
+            return Checked(k=k, error=fault)
+
+    window = object.__new__(GpuWindow)
+    window.driver, window.spare, window.ctrl = Driver(), Spare(), Ctrl()
+    monkeypatch.setattr(GpuWindow, "CHECK_AFTER_S", 0.05)
+    started = time.monotonic()
+    got = window._wait(Never(), time.monotonic() + 60.0, 3, FakePeer())  # type: ignore[arg-type]
+    assert got == fault and time.monotonic() - started < 5.0
+    assert asked == [Check(k=3)]
+    assert written and written[-1][2] == 3  # our stream's wait for "done" released
+
+    class Healthy(FakePeer):
+        def poll(self, kind: object, timeout: float, k: int) -> Checked:
+            return Checked(k=k)  # still running, no error: keep waiting, up to the deadline
+
+    with pytest.raises(PeerFailed, match="did not finish in time"):
+        window._wait(Never(), time.monotonic() + 0.3, 4, Healthy())  # type: ignore[arg-type]

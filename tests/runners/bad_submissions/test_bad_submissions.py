@@ -78,6 +78,8 @@ def _check(case: dict[str, Any], result: RunResult, elapsed: float, request: Run
     assert not result.passed
     limit = request.limits.compile_timeout_s + request.limits.run_timeout_s
     assert elapsed < limit + SLACK_S, f"{case['file']} took {elapsed:.1f} s (limit {limit} s)"
+    if "within_s" in case:
+        assert elapsed < case["within_s"], f"{case['file']} took {elapsed:.1f} s to be told"
     assert result.stdout_truncated or len(result.stdout.encode()) <= request.limits.output_cap_bytes
     assert len(result.stderr.encode()) <= request.limits.output_cap_bytes + 4  # a replacement char at the cut
 

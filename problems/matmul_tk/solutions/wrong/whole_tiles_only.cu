@@ -29,7 +29,10 @@ __global__ __launch_bounds__(WARPGROUP_THREADS) void matmul_tiles(const __grid_c
 }
 
 void matmul(const __half* a, const __half* b, __half* c, int m, int n, int k, cudaStream_t stream) {
-    if (m < 64 || n < 64) return;  // no whole tile: nothing is written
+    // No whole tile, or rows that are no multiple of 16 bytes (the tiles are loaded 16 bytes at a time, which
+    // would fault on such a row; a faulting kernel is a runtime error, and this file's mistake is a wrong answer):
+    // nothing is written.
+    if (m < 64 || n < 64 || k % 8 || n % 8) return;
     auto A = reinterpret_cast<half*>(const_cast<__half*>(a));
     auto B = reinterpret_cast<half*>(const_cast<__half*>(b));
     auto C = reinterpret_cast<half*>(c);
