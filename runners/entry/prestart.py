@@ -58,8 +58,11 @@ class Prestarter:
         return (got[0], age) if 0 <= age < self.calibration_reuse_s else None
 
     def remember_calibration(self, shape: Shape, calibration: ClockCalibration) -> None:
+        """Keep ``calibration`` (the evaluator's report of it, or the figures alone) for the next runs on its GPU."""
+        figures = ClockCalibration(overhead_ns=calibration.overhead_ns, event_ns=calibration.event_ns,
+                                   slack_ns=calibration.slack_ns)  # fmt: skip
         with self._lock:
-            self._calibrations[_key(shape)] = (calibration, time.monotonic())
+            self._calibrations[_key(shape)] = (figures, time.monotonic())
 
     def take(self, shape: Shape) -> Launch | None:
         """The oldest waiting set for ``shape``'s GPU if it fits ``shape`` and still waits (it is then this caller's,

@@ -450,6 +450,14 @@ def test_a_gpus_calibration_is_handed_on_only_to_that_gpu_and_only_while_it_is_y
         now[0] += 5.0
         assert prestart.calibration(gpu0) == (cal, 5.0)
         assert prestart.calibration(gpu1) is None  # another GPU's window costs its own
+        from runners.ipc.protocol import Job, RCalibration
+
+        prestart.remember_calibration(gpu1, RCalibration(**cal.model_dump()))  # as the evaluator reports it
+        handed = prestart.calibration(gpu1)
+        assert handed is not None and type(handed[0]) is ClockCalibration and handed[0] == cal
+        job = Job(mode="ranked", device="cuda", lang="py", submission="s.py", display_name="s.py", tests=[],
+                  benchmarks=[], timing={}, calibration=handed[0], calibration_age_s=handed[1])  # fmt: skip
+        assert Job.model_validate_json(job.model_dump_json()).calibration == cal  # what the evaluator reads
         now[0] += 56.0
         assert prestart.calibration(gpu0) is None  # older than calibration_reuse_s: the next run calibrates
     finally:
