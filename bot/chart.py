@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.render import format_ns
 
@@ -56,7 +56,7 @@ def score_figure(
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for device, best in sorted(lines.items()):
-        xs = [when for when, _ in best]
+        xs: list[Any] = [when for when, _ in best]  # datetimes: matplotlib converts them (its stubs say numbers)
         ys = [score for _, score in best]
         # A step line that runs on to now: the best holds until it is beaten. Markers only where it improved.
         (line,) = ax.step([*xs, now], [*ys, ys[-1]], where="post", label=device)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import discord
 
@@ -46,11 +46,13 @@ class StatusMessage:
 
     async def show(self, reply: Reply, *, overflow_name: str = "message.txt") -> None:
         reply = fit(reply, upload_limit=self.upload_limit, overflow_name=overflow_name)
-        kwargs = {"content": reply.content, "embeds": list(reply.embeds)}
-        if reply.files:
-            kwargs["attachments"] = reply.discord_files()
         try:
-            self.message = await self.message.edit(**kwargs) or self.message
+            if reply.files:
+                edited = await self.message.edit(content=reply.content, embeds=list(reply.embeds),
+                                                 attachments=reply.discord_files())  # fmt: skip
+            else:
+                edited = await self.message.edit(content=reply.content, embeds=list(reply.embeds))
+            self.message = edited or self.message
         except discord.HTTPException as exc:
             if exc.code not in (INVALID_WEBHOOK_TOKEN, UNKNOWN_MESSAGE, UNKNOWN_WEBHOOK) and exc.status != 401:
                 raise
@@ -76,21 +78,23 @@ class AuthorChannel:
     async def send(self, reply: Reply, *, overflow_name: str) -> str | None:
         """Send ``reply`` to the author; a sentence for the public message saying where it went (None: nowhere)."""
         reply = fit(reply, upload_limit=self.upload_limit, overflow_name=overflow_name)
-        kwargs = {"content": reply.content or None, "embeds": list(reply.embeds)}
+        content, embeds = reply.content or None, list(reply.embeds)
         if self.thread is not None:
             try:
-                await self.thread.send(**kwargs, files=reply.discord_files())
+                await self.thread.send(content=content, embeds=embeds, files=reply.discord_files())
                 return f"Report and logs for its author: {self.thread.mention}"
             except discord.HTTPException as exc:
                 log.warning("could not post to the private thread %s: %s", self.thread.id, exc)
         if not self.interaction.is_expired():
             try:
-                await self.interaction.followup.send(**kwargs, files=reply.discord_files(), ephemeral=True)
+                # (None, as for the other two: the stubs say str, discord.py sends no content for it)
+                await self.interaction.followup.send(content=cast(str, content), embeds=embeds,
+                                                     files=reply.discord_files(), ephemeral=True)  # fmt: skip
                 return "Report and logs went to its author (only they can see them)."
             except discord.HTTPException as exc:
                 log.info("could not send the report privately through the interaction: %s", exc)
         try:
-            await self.interaction.user.send(**kwargs, files=reply.discord_files())
+            await self.interaction.user.send(content=content, embeds=embeds, files=reply.discord_files())
             return "Report and logs went to its author by direct message."
         except discord.HTTPException as exc:
             log.info("could not send the report by direct message: %s", exc)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request
@@ -81,19 +83,27 @@ class PageHeadersMiddleware:
         await self.app(scope, receive, with_headers)
 
 
+async def _answer(
+    handler: Callable[[Request, Any], Response | Awaitable[Response]], request: Request, exc: Exception
+) -> Response:
+    """What an exception handler answers, whether it is a coroutine function or a plain one (Starlette takes both)."""
+    got = handler(request, exc)
+    return await got if inspect.isawaitable(got) else got
+
+
 def install_error_pages(app: FastAPI) -> None:
     """Errors of pages as pages (a message, no stack trace); the API's stay in the one JSON shape."""
     on_core = app.exception_handlers[KernelcupError]
     on_http = app.exception_handlers[StarletteHTTPException]
 
-    def page_or(api: Callable[[Request, Exception], Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+    def page_or(api: Callable[[Request, Any], Response | Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
         async def handler(request: Request, exc: Exception) -> Response:
             if not is_page(request.url.path):
-                return await api(request, exc)
+                return await _answer(api, request, exc)
             if isinstance(exc, KernelcupError):
                 status, message = errors.status_of(exc), exc.message
                 if status >= 500:
-                    return await api(request, exc)  # logged there; its message names no secret
+                    return await _answer(api, request, exc)  # logged there; its message names no secret
             else:
                 assert isinstance(exc, StarletteHTTPException)
                 status = exc.status_code

@@ -153,7 +153,7 @@ def discord_callback(
         expires_in=timedelta(seconds=sessions.max_age_s),
         actor="web: Discord sign-in",
     )
-    response = RedirectResponse(safe_next(str(kept.get("next", "/"))), status_code=303)
-    response.delete_cookie(STATE_COOKIE, path="/auth/discord")
-    sessions.store(response, request, sessions.new(new.token, "discord"))
-    return response
+    redirect = RedirectResponse(safe_next(str(kept.get("next", "/"))), status_code=303)
+    redirect.delete_cookie(STATE_COOKIE, path="/auth/discord")
+    sessions.store(redirect, request, sessions.new(new.token, "discord"))
+    return redirect

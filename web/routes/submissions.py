@@ -4,6 +4,7 @@ code of a ranked entry that its problem set made public after the deadline."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
@@ -33,7 +34,7 @@ from web.schemas import (
 
 router = APIRouter(prefix=API_PREFIX, tags=["submissions"])
 
-ERRORS = {
+ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No token, or an unknown, expired or revoked one"},
     404: {"model": ErrorOut, "description": "No such submission of yours"},
 }
