@@ -94,6 +94,20 @@ def usable(gpus: list[Gpu], environ: Mapping[str, str] = os.environ) -> list[Gpu
 HELD_ELSEWHERE = "waiting for a free GPU: another kernelcup process on this machine is using it"
 
 
+def _once(on_wait: Callable[[str], None] | None) -> Callable[[], None] | None:
+    """``on_wait`` told :data:`HELD_ELSEWHERE` the first time it is called, and never again (None: nobody to tell)."""
+    if on_wait is None:
+        return None
+    told: list[bool] = []
+
+    def tell() -> None:
+        if not told:
+            told.append(True)
+            on_wait(HELD_ELSEWHERE)
+
+    return tell
+
+
 class GpuPool:
     """Hands each run a GPU of its own; a run waits while every GPU that fits it is taken.
 
@@ -149,9 +163,12 @@ class GpuPool:
         if fd is not None:
             os.close(fd)  # closing the only descriptor of the open file releases its flock
 
-    async def _wait(self, wake: asyncio.Event, held_elsewhere: bool) -> None:
-        """Until a release here wakes us, or (a GPU that fits is another process's) the next look."""
+    async def _wait(self, wake: asyncio.Event, held_elsewhere: bool, tell: Callable[[], None] | None) -> None:
+        """Until a release here wakes us, or (a GPU that fits is another process's: ``tell`` is called) the next
+        look."""
         wake.clear()
+        if held_elsewhere and tell is not None:
+            tell()
         if not held_elsewhere:
             await wake.wait()
             return
@@ -166,8 +183,7 @@ class GpuPool:
         callers know when its GPUs are busy)."""
         if not any(fits(g) for g in self.gpus):
             raise LookupError("no GPU of this worker fits the run")
-        wake = self._event()
-        told = False
+        wake, tell = self._event(), _once(on_wait)
         while True:
             elsewhere = False
             for gpu in list(self._free):
@@ -176,10 +192,7 @@ class GpuPool:
                         self._free.remove(gpu)
                         return gpu
                     elsewhere = True
-            if elsewhere and not told and on_wait is not None:
-                on_wait(HELD_ELSEWHERE)
-                told = True
-            await self._wait(wake, elsewhere)
+            await self._wait(wake, elsewhere, tell)
 
     async def acquire_many(
         self, count: int, fits: Callable[[Gpu], bool] = lambda gpu: True, on_wait: Callable[[str], None] | None = None
@@ -189,8 +202,7 @@ class GpuPool:
         LookupError when the pool never has that many that fit. ``on_wait``: as for :meth:`acquire`."""
         if sum(fits(g) for g in self.gpus) < count:
             raise LookupError(f"this worker has fewer than {count} GPUs that fit the run")
-        wake = self._event()
-        told = False
+        wake, tell = self._event(), _once(on_wait)
         while True:
             free = sorted((g for g in self._free if fits(g)), key=lambda g: g.index)
             taken: list[Gpu] = []
@@ -205,11 +217,7 @@ class GpuPool:
                 return taken
             for gpu in taken:  # all or none
                 self._unlock(gpu)
-            elsewhere = len(free) >= count
-            if elsewhere and not told and on_wait is not None:
-                on_wait(HELD_ELSEWHERE)
-                told = True
-            await self._wait(wake, elsewhere)
+            await self._wait(wake, len(free) >= count, tell)
 
     def release(self, gpu: Gpu) -> None:
         """Give ``gpu`` back (call on the pool's event loop, e.g. from a future's done-callback)."""
