@@ -81,7 +81,7 @@ class Calibration:
 
 
 def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
-    """Private copies of the tensors ``value`` names (bytes copied by a kernel on our stream for CUDA arenas)."""
+    """Private copies of the tensors ``value`` names (for CUDA arenas, copies queued on our stream)."""
 
     def walk(v: ValueTree) -> Any:
         if isinstance(v, TensorRef):
@@ -94,7 +94,10 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
             itemsize = view.element_size()
             span = (1 + sum((s - 1) * st for s, st in zip(v.shape, v.stride, strict=True))) * itemsize
             raw = arena.span(torch, v.offset, span)
-            private = torch.bitwise_or(raw, 0) if arena.kind == "cuda" else raw.clone()
+            # A copy queued on our stream, behind the window's wait for "done". Nothing here may make this thread wait
+            # for that stream (measured on the H100: ``torch.bitwise_or(raw, 0)`` does, ``clone`` does not); if the
+            # submission's kernel faulted, "done" never comes and only ``GpuWindow._wait``'s check would end the call.
+            private = raw.clone()
             return private.view(view.dtype).as_strided(v.shape, v.stride)
         if isinstance(v, Scalar):
             return v.v
