@@ -97,8 +97,7 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
             # A copy queued on our stream, behind the window's wait for "done". Nothing here may make this thread wait
             # for that stream (measured on the H100: ``torch.bitwise_or(raw, 0)`` does, ``clone`` does not); if the
             # submission's kernel faulted, "done" never comes and only ``GpuWindow._wait``'s check would end the call.
-            private = raw.clone()
-            return private.view(view.dtype).as_strided(v.shape, v.stride)
+            return raw.clone().view(view.dtype).as_strided(v.shape, v.stride)
         if isinstance(v, Scalar):
             return v.v
         if isinstance(v, Seq):
