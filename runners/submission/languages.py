@@ -296,6 +296,8 @@ class _PythonPackageRuntime(PythonRuntime):
     """The package's name on PyPI (its metadata's), which the runner image pins."""
     module: ClassVar[str]
     """The top-level module a submission imports."""
+    frontend: ClassVar[str] = ""
+    """The module that must be found for the DSL to count as installed (its ``module`` where empty)."""
     cache_vars: ClassVar[tuple[str, ...]]
     """The environment variables that point the DSL's caches somewhere: each is a folder in the job's own."""
 
@@ -324,7 +326,7 @@ class _PythonPackageRuntime(PythonRuntime):
                               f"installed; {hint}") from None  # fmt: skip
         if cls.module_spec() is None:
             raise Unavailable(f"this runner does not offer {cls.library}: {cls.distribution} {version} is installed "
-                              f"but its module {cls.module!r} cannot be found; {hint}")  # fmt: skip
+                              f"but its module {cls.frontend or cls.module!r} cannot be found; {hint}")  # fmt: skip
         return Headers((), f"{cls.library} {version} ({cls.distribution} package)")
 
 
@@ -359,12 +361,18 @@ class TileLangRuntime(_PythonPackageRuntime):
 class CuteDslRuntime(_PythonPackageRuntime):
     """NVIDIA's CuTe DSL (``import cutlass``, ``cutlass.cute``), the nvidia-cutlass-dsl package. Its modules live
     in the package's ``dsl_packages`` folder, which a ``.pth`` file puts on ``sys.path`` in a site folder; a folder
-    on ``PYTHONPATH`` (a ``pip install --target``) skips ``.pth`` files, so the runtime adds it itself."""
+    on ``PYTHONPATH`` (a ``pip install --target``) skips ``.pth`` files, so the runtime adds it itself.
+
+    4.8.1 is three wheels (and a requirements-only one) that share that ``cutlass`` folder: the compiler's libraries
+    (``-libs-base``, ``-libs-cu12``/``-cu13``) and the Python frontend, ``cutlass.cute`` (``-libs-core``). A folder
+    without ``cute`` (the frontend's wheel missing, as ``pip install --no-deps`` leaves it) is no CuTe DSL: the
+    runner says so, instead of every submission failing at ``import cutlass.cute``."""
 
     key = Language.CUTE_DSL
     library = "CuTe DSL"
     distribution = "nvidia-cutlass-dsl"
     module = "cutlass"
+    frontend = "cutlass.cute"
     cache_vars = ("CUTE_DSL_CACHE_DIR", "CUDA_CACHE_PATH")
 
     @classmethod
@@ -378,7 +386,7 @@ class CuteDslRuntime(_PythonPackageRuntime):
         """The package's ``dsl_packages`` folder, which holds the ``cutlass`` module (found without importing)."""
         base = importlib.util.find_spec("nvidia_cutlass_dsl")  # a namespace package spread over its wheels
         for folder in base.submodule_search_locations or () if base is not None else ():
-            if (Path(folder) / "dsl_packages" / cls.module).is_dir():
+            if (Path(folder) / "dsl_packages" / cls.module / "cute" / "__init__.py").is_file():
                 return Path(folder) / "dsl_packages"
         return None
 

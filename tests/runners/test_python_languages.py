@@ -83,6 +83,7 @@ def test_cute_dsl_is_found_in_its_dsl_packages_folder_without_the_pth_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = _site(tmp_path / "site", "nvidia-cutlass-dsl", "4.8.1", Path("nvidia_cutlass_dsl/dsl_packages/cutlass"))
+    _site(site, "nvidia-cutlass-dsl-libs-core", "4.8.1", Path("nvidia_cutlass_dsl/dsl_packages/cutlass/cute"))
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
     assert CuteDslRuntime.headers(RunnerSettings()).version == "CuTe DSL 4.8.1 (nvidia-cutlass-dsl package)"
@@ -100,6 +101,19 @@ def test_a_cutlass_module_of_another_package_is_not_cute_dsl(tmp_path: Path, mon
     importlib.invalidate_caches()
     with pytest.raises(Unavailable, match=r"does not offer CuTe DSL: nvidia-cutlass-dsl 4\.8\.1 is installed"):
         CuteDslRuntime.headers(RunnerSettings())
+
+
+def test_cute_dsl_without_its_frontend_is_not_offered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiler's wheels without the frontend's (``cutlass.cute``, nvidia-cutlass-dsl-libs-core): a
+    ``pip install --no-deps`` of 4.8.1 leaves a ``cutlass`` folder that every submission fails to import from."""
+    site = _site(tmp_path / "site", "nvidia-cutlass-dsl", "4.8.1", Path("nvidia_cutlass_dsl/dsl_packages/cutlass"))
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    assert CuteDslRuntime.module_spec() is None
+    with pytest.raises(Unavailable, match=r"does not offer CuTe DSL: .* its module 'cutlass\.cute' cannot be found"):
+        CuteDslRuntime.headers(RunnerSettings())
+    with pytest.raises(Unavailable, match=r"does not offer CuTe DSL"):
+        CuteDslRuntime(tmp_path).load(tmp_path / "kernel.py")
 
 
 @pytest.mark.parametrize("lang", list(DSLS))
@@ -284,15 +298,18 @@ def _gpu_only_sources() -> list[object]:
 @pytest.mark.parametrize(("lang", "path"), _gpu_only_sources())
 def test_every_tilelang_and_cute_dsl_source_compiles_for_hopper_without_a_gpu(lang: Language, path: Path) -> None:
     """TileLang (its code generator and nvcc) and CuTe DSL (MLIR and ptxas) build each solution and template for
-    sm_90a for every test case of its problem, on a machine without a GPU; skipped where the package is missing."""
+    sm_90a for every test case of its problem (CuTe DSL: and every benchmark case), on a machine without a GPU;
+    skipped where the package is missing."""
     try:
         RUNTIMES[lang].headers(RunnerSettings())
     except Unavailable as exc:
         pytest.skip(str(exc))
     if lang is Language.TILELANG and shutil.which("nvcc") is None:
         pytest.skip("TileLang compiles with nvcc, which is not on PATH")
+    cute = lang is Language.CUTE_DSL  # its benchmark shapes too: a fast path (TMA + WGMMA) only large shapes take
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("compile_dsl.py")), lang.value, str(path)],
+        [sys.executable, str(Path(__file__).with_name("compile_dsl.py")), lang.value, str(path)]
+        + (["--benchmarks"] if cute else []),
         capture_output=True,
         text=True,
         timeout=1200,
@@ -303,7 +320,8 @@ def test_every_tilelang_and_cute_dsl_source_compiles_for_hopper_without_a_gpu(la
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     problem = next(p for p in path.parents if (p / "task.yml").is_file())
-    assert len(got["compiled"]) == len(load_problem(problem).task.tests)
+    task = load_problem(problem).task
+    assert len(got["compiled"]) == len(task.tests) + (len(task.benchmarks) if cute else 0)
     print(f"{path.name}: {len(got['compiled'])} test shapes in {got['seconds']} s")
 
 
