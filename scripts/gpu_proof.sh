@@ -90,7 +90,7 @@ from leaderboards.problems import load_problem
 from runners.contract import Language, Mode, RunResult
 out, wanted = Path(sys.argv[1]), sys.argv[2].split(",")
 runs = {"helion": [("softmax", "helion.py", "helion_no_max.py")], "tilelang": [("rmsnorm", "tilelang.py", "tilelang_bf16_sum.py")],
-        "cute-dsl": [("vectoradd", "cute_dsl.py", "cute_dsl_short.py"), ("matmul", "cute_dsl.py", "cute_dsl_fp16_accumulator.py")]}
+        "cute-dsl": [("vectoradd", "cute_dsl.py", "cute_dsl_short.py"), ("matmul", "cute_dsl_wgmma.py", "cute_dsl_fp16_accumulator.py")]}
 for lang in wanted:
     for name, correct, wrong in runs[lang]:
         problem = load_problem(Path("problems") / name).in_language(Language(lang))
