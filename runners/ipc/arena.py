@@ -186,6 +186,30 @@ def place(torch: Any, data: Any, arenas: dict[str, Arena], *, cuda: str, host: s
     return Placement(value, copies)
 
 
+class _Measure:
+    """Stands in for an arena in :func:`check_inputs`: offsets, no memory."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.used = name, 0
+
+    def reset(self) -> None:
+        self.used = 0
+
+    def take(self, nbytes: int) -> int:
+        offset, self.used = self.used, self.used + -(-max(nbytes, 1) // ALIGN) * ALIGN
+        return offset
+
+    def view(self, torch: Any, ref: TensorRef) -> None:
+        return None
+
+
+def check_inputs(torch: Any, data: Any) -> None:
+    """Raise what :func:`place` would raise for ``data`` (types, nesting, the size of the value tree: ``ArenaError``
+    or ``ValueError``), without any shared memory: a problem's inputs checked where no submission runs."""
+    measures = {"cuda": _Measure("cuda"), "host": _Measure("host")}
+    place(torch, data, measures, cuda="cuda", host="host")  # type: ignore[arg-type]
+
+
 def materialize(torch: Any, value: Value, arenas: dict[str, Arena]) -> Any:
     """The Python value a tree describes, its tensors as views of the arenas (every reference checked)."""
     check_value_size(value)

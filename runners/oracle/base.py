@@ -56,13 +56,6 @@ def case_text(case: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in case.items())[:200]
 
 
-def int_or_none(v: object) -> int | None:
-    try:
-        return int(v) if v is not None else None  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return None
-
-
 def trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
 

@@ -38,9 +38,9 @@ from runners.oracle.base import (
     Fatal,
     case_text,
     derive_seed,
-    int_or_none,
     tensor_bytes,
 )
+from runners.oracle.checking import speed_of_light_of
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.timing import CPU_MIN_WINDOWS, Sample, cap_overhead, sample_of, time_case
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
@@ -118,11 +118,11 @@ class Benchmarking:
         window (the calibration's slack) is a small share of the batch (docs/measurement.md). For a ``baseline``
         the same, reported as that baseline's case (its failure is raised, never reported as the submission's)."""
         torch = self.torch
-        sol: dict[str, Any] = {}
+        sol: dict[str, int] = {}
         if callable(self.speed_of_light):
             try:
-                sol = dict(self.speed_of_light(**case))
-            except Exception as exc:
+                sol = speed_of_light_of(self.speed_of_light, case)
+            except BaseException as exc:
                 self._problem_or_memory(exc, f"speed_of_light({case_text(case)})")
         public = self.generate(case)
         host_times: list[float] = []
@@ -220,8 +220,8 @@ class Benchmarking:
                 verdict=Verdict.ACCEPTED,
                 message="; ".join(notes),
                 samples_ns=[s.ns for s in samples],
-                bytes_moved=int_or_none(sol.get("bytes")),
-                flops=int_or_none(sol.get("flops")),
+                bytes_moved=sol.get("bytes"),
+                flops=sol.get("flops"),
                 trust=trust,
             )
         )

@@ -1,24 +1,85 @@
-"""The check convention.
+"""The check convention, and what the evaluator accepts from a problem's own functions.
 
 ``check_implementation(data, output)`` is called with inputs the harness regenerated after the
 submission returned (so mutating its inputs cannot make the reference agree). It may return
 ``(ok, message)``, a bool, or a string (empty means correct, anything else is the failure message).
 The comparison references share is in ``problems/_lib`` (bundled with each problem that imports it).
+
+A check's ``ok`` must be a real truth value (a bool, or a one-element bool tensor or array): anything else, a NaN
+for one, whose ``bool()`` is True, is the problem's mistake, never a pass. Its message reaches every surface, so it
+is cut to ``MESSAGE_LIMIT`` characters and loses terminal controls and bidirectional overrides.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+MESSAGE_LIMIT = 2000
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SOL_KEYS = ("bytes", "flops")
+_SOL_MAX = 2**63 - 1
+
+
+class ProblemError(ValueError):
+    """A problem's function returned something the harness cannot use: the problem's fault, not the submission's."""
+
+
+def clean_message(text: object, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` as one safe string: controls (other than newline and tab) and bidi overrides shown as U+FFFD, at
+    most ``limit`` characters (the cut says how much was left out)."""
+    s = _UNSAFE.sub("\ufffd", str(text))
+    return s if len(s) <= limit else f"{s[:limit]}… ({len(s) - limit:,} more characters)"
+
+
+def _truth(ok: object) -> bool:
+    if isinstance(ok, bool):
+        return ok
+    item = getattr(ok, "item", None)  # a numpy or torch bool scalar, or a one-element array or tensor of one
+    dtype = str(getattr(ok, "dtype", ""))
+    count = ok.numel() if callable(getattr(ok, "numel", None)) else getattr(ok, "size", None)  # type: ignore[attr-defined]
+    if callable(item) and dtype.endswith("bool") and count == 1:
+        value = item()
+        if isinstance(value, bool):
+            return value
+    raise ProblemError(
+        f"check_implementation returned {type(ok).__name__} {clean_message(repr(ok), 80)} as its verdict; it must "
+        "be a bool (True: correct)"
+    )
+
 
 def normalise_check(result: object) -> tuple[bool, str]:
-    """Turn whatever a reference's check returned into (ok, message)."""
+    """Turn whatever a reference's check returned into (ok, message). Raises ``ProblemError`` for a verdict that
+    is no truth value."""
     if isinstance(result, tuple) and len(result) == 2:
         ok, message = result
-        return bool(ok), "" if ok else str(message or "output differs from the reference")
-    if isinstance(result, bool):
-        return result, "" if result else "output differs from the reference"
+        passed = _truth(ok)
+        return passed, "" if passed else clean_message(message or "output differs from the reference")
     if isinstance(result, str):
-        return (not result), result
+        return (not result), clean_message(result)
     if result is None:
         return True, ""
-    return False, f"the reference's check returned {type(result).__name__}; expected (bool, str)"
+    passed = _truth(result)
+    return passed, "" if passed else "output differs from the reference"
 
+
+def speed_of_light_of(fn: Callable[..., Any], case: dict[str, Any]) -> dict[str, int]:
+    """What ``speed_of_light(**case)`` declares, checked: a mapping whose ``bytes`` and ``flops`` (each optional)
+    are whole numbers from 0 to 2**63 - 1. Raises ``ProblemError`` naming what is wrong."""
+    sol = fn(**case)
+    if not hasattr(sol, "get"):
+        raise ProblemError(f"speed_of_light returned {type(sol).__name__}; it must return a dict with 'bytes' and "
+                           "'flops'")  # fmt: skip
+    out: dict[str, int] = {}
+    for key in _SOL_KEYS:
+        v = sol.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)):
+            raise ProblemError(f"speed_of_light's {key!r} is {clean_message(repr(v), 60)}; it must be a whole number")
+        if v != int(v) or not 0 <= v <= _SOL_MAX:
+            raise ProblemError(f"speed_of_light's {key!r} is {v!r}; it must be a whole number from 0 to 2**63 - 1")
+        out[key] = int(v)
+    return out

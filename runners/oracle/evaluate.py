@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.contract import TimingSettings, Verdict
-from runners.ipc.arena import Arena, ArenaError, Placement, place
+from runners.ipc.arena import Arena, ArenaError, Placement, check_inputs, place
 from runners.ipc.protocol import (
     AddArena,
     ArenaSpec,
@@ -63,7 +63,7 @@ from runners.oracle.base import (
     trace,
 )
 from runners.oracle.benchmark import Benchmarking, start_helper
-from runners.oracle.checking import normalise_check
+from runners.oracle.checking import ProblemError, clean_message, normalise_check, speed_of_light_of
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window
 from runners.submission.serve import SOCKET_FD_ENV
@@ -251,12 +251,15 @@ class Evaluator(Benchmarking):
     def generate(self, case: dict[str, Any]) -> Any:
         try:
             return self.generate_input(**case)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit too: the problem's code ending the evaluator is the problem's fault
             self._problem_or_memory(exc, f"generate_input({case_text(case)})")
             raise  # pragma: no cover - _problem_or_memory raises
 
     def _problem_or_memory(self, exc: BaseException, what: str) -> None:
-        if self.loaded and self._is_oom(exc):
+        """A failure in the problem's own code: the problem's fault, except the GPU's memory running out once the
+        submission is loaded (it may hold GPU memory outside its allocator). Host memory is not the submission's
+        to take: its process has a limit of its own."""
+        if self.loaded and self.cuda and self._is_oom(exc):
             raise Fatal(
                 Verdict.OUT_OF_MEMORY,
                 "the GPU ran out of memory while the evaluator prepared or checked a call: the submission holds "
@@ -275,8 +278,9 @@ class Evaluator(Benchmarking):
         except MemoryError:
             self._grow_inputs(sum(tensor_bytes(self.torch, d, cuda=True) for d in batch))
             return self._place(batch)
-        except ArenaError as exc:
-            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"the problem's generate_input: {exc}", "problem") from None
+        except (ArenaError, ValueError) as exc:  # (a pydantic ValidationError is a ValueError: too long a list...)
+            message = f"the problem's generate_input made inputs that cannot be passed to custom_kernel: {exc}"
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, clean_message(message), "problem") from None
 
     def _place(self, batch: list[Any]) -> list[Placement]:
         return [
@@ -302,15 +306,15 @@ class Evaluator(Benchmarking):
         answer) only if the same check reads the reference's own output without raising."""
         try:
             return normalise_check(self.check(data, output))
-        except Exception as exc:
+        except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"
         try:
             if self.ref_kernel is None:
                 raise RuntimeError("the problem has no ref_kernel")
             normalise_check(self.check(data, self.ref_kernel(clone(self.torch, data))))
-        except Exception as exc:
+        except BaseException as exc:
             self._problem_or_memory(exc, "check_implementation (it fails on the reference's own output too)")
-        return False, f"the problem's check could not read the output: {error[:500]}"
+        return False, f"the problem's check could not read the output: {clean_message(error, 500)}"
 
     def call(self, k: int, batch: list[Placement], *, timed: bool, enqueue_timeout: float) -> Any:
         assert self.window is not None and self.peer is not None
@@ -322,8 +326,10 @@ class Evaluator(Benchmarking):
         return self.k
 
     def fail_call(self, error: CallError, what: str) -> Fatal:
-        return Fatal(_CALL_VERDICTS[error.kind], f"{what}: {error.message}" if error.kind == "bad_output" else
-                     error.message, "submission")  # fmt: skip
+        """The submission's failed call. Its message is the submission's text (up to the protocol's 64 KiB): cut and
+        cleaned, so that a report naming it never outgrows its own limit or carries terminal controls."""
+        message = f"{what}: {error.message}" if error.kind == "bad_output" else error.message
+        return Fatal(_CALL_VERDICTS[error.kind], clean_message(message, 4000), "submission")
 
     # ---- modes -----------------------------------------------------------------------------------------------
     def run_tests(self) -> bool:
@@ -370,18 +376,26 @@ class Evaluator(Benchmarking):
             self.run_profile()
 
     def run_reference_check(self) -> None:
-        """``kernelcup problems validate --run``: the reference must pass its own check on a test case."""
-        for i, case in enumerate(self.job.tests[:1]):
+        """``kernelcup problems validate --run`` (and a sync's check): what every later run relies on, tried where
+        no submission runs, so that a broken problem is refused here instead of failing (or blaming) submissions.
+        Every test case: its inputs twice (they must be the same: the harness regenerates inputs to check
+        outputs), inputs that can be passed to a submission, the reference passing the check. The check must
+        refuse an output of None (a check that does not look at the output passes everything). Each baseline
+        passes the check. Each benchmark case: its inputs, and its ``speed_of_light`` (whole numbers)."""
+        if self.ref_kernel is None:
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, "the problem's reference.py has no ref_kernel", "problem")
+        for i, case in enumerate(self.job.tests):
             t0 = time.perf_counter()
+            where = f"test {i + 1} ({case_text(case)})"
             data = self.generate(case)
-            if self.ref_kernel is None:
-                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, "the problem's reference.py has no ref_kernel", "problem")
-            try:
-                output = self.ref_kernel(clone(self.torch, data))
-                ok, message = normalise_check(self.check(data, output))
-            except Exception as exc:
-                message = f"the reference failed on test {i + 1} ({case_text(case)}):\n{trace(exc)}"
-                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem") from None
+            self._same_inputs(data, self.generate(case), where)
+            self._passable(data, where)
+            ok, message = self._problem_code(lambda d=data: normalise_check(self.check(d, self.ref_kernel(  # type: ignore[misc]
+                clone(self.torch, d)))), f"the reference or its check on {where}")  # fmt: skip
+            if i == 0 and self._problem_code(lambda d=data: normalise_check(self._check_none(d)), "")[0]:
+                message = (f"check_implementation accepts None as the output of {where}: it does not look at the "
+                           "output, so every submission would pass")  # fmt: skip
+                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
             verdict = Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER
             self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
         # Each baseline the problem names: a function of reference.py that passes the same check.
@@ -395,18 +409,51 @@ class Evaluator(Benchmarking):
                 continue
             try:
                 ok, message = normalise_check(self.check(data, fn(clone(self.torch, data))))
-            except Exception as exc:
+            except BaseException as exc:
                 ok, message = False, trace(exc)
             if not ok:
                 message = f"the baseline {label!r} ({function}) fails the problem's check on test 1: {message}"
                 raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
-        # Each benchmark case's inputs once, so a case that cannot be generated (absurd sizes) is the problem's
-        # fault here, not in every timed run.
+        # Each benchmark case's inputs once (made, then dropped) and its speed of light, so a case that cannot be
+        # generated (absurd sizes) or declares nonsense work is the problem's fault here, not in every timed run.
         for i, case in enumerate(self.job.benchmarks):
             try:
-                self.generate(case)  # made, then dropped
+                self._passable(self.generate(case), f"benchmark {i + 1}")
+                if callable(self.speed_of_light):
+                    self._problem_code(lambda c=case: speed_of_light_of(self.speed_of_light, c),
+                                       f"speed_of_light({case_text(case)})")  # fmt: skip
             except Fatal as f:
                 raise Fatal(f.verdict, f"benchmark {i + 1}: {f.message}", f.fault) from None
+
+    def _check_none(self, data: Any) -> object:
+        try:
+            return self.check(data, None)
+        except Exception:
+            return False  # refusing None by raising is refusing it
+
+    def _problem_code(self, fn: Any, what: str) -> Any:
+        """``fn()``, the problem's own code: anything it raises (SystemExit too) is the problem's fault."""
+        try:
+            return fn()
+        except BaseException as exc:
+            detail = str(exc) if isinstance(exc, ProblemError) else trace(exc)
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"{what} failed:\n{detail}" if what else detail,
+                        "problem") from None  # fmt: skip
+
+    def _same_inputs(self, a: Any, b: Any, where: str) -> None:
+        try:
+            self.torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+        except BaseException as exc:
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"generate_input gives different inputs for the same case "
+                        f"({where}): it must depend on its seed alone, since the harness regenerates the inputs to "
+                        f"check each output.\n{clean_message(exc, 800)}", "problem") from None  # fmt: skip
+
+    def _passable(self, data: Any, where: str) -> None:
+        try:
+            check_inputs(self.torch, data)
+        except (ArenaError, ValueError) as exc:
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, clean_message(f"the inputs of {where} cannot be passed to "
+                        f"custom_kernel: {exc}"), "problem") from None  # fmt: skip
 
     def shutdown(self) -> None:
         if self.peer is not None:

@@ -27,7 +27,7 @@ from runners.contract import Verdict
 from runners.ipc.cuda import CudaError, HostWord
 from runners.ipc.protocol import Job, RDone, RFatal, RTest
 from runners.oracle.base import Fatal, Reporter, case_text, clone, since, trace
-from runners.oracle.checking import normalise_check
+from runners.oracle.checking import clean_message, normalise_check
 from runners.oracle.evaluate import Evaluator, evaluate
 from runners.oracle.group import GATE_FD_ENV, Group
 from runners.oracle.peer import Peer
@@ -113,7 +113,7 @@ class RankEvaluator(Evaluator):
     def _generate(self, case: dict[str, Any], rank: int) -> Any:
         try:
             return self.generate_input(rank=rank, world_size=self.world_size, **case)
-        except Exception as exc:
+        except BaseException as exc:
             self._problem_or_memory(exc, f"generate_input(rank={rank}, world_size={self.world_size}, "
                                     f"{case_text(case)})")  # fmt: skip
             raise  # pragma: no cover - _problem_or_memory raises
@@ -139,15 +139,15 @@ class RankEvaluator(Evaluator):
         reads the reference's own output for this rank without raising (as on one GPU)."""
         try:
             return normalise_check(self.check(inputs, self.rank, output))
-        except Exception as exc:
+        except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"
         try:
             if self.ref_kernel is None:
                 raise RuntimeError("the problem has no ref_kernel")
             normalise_check(self.check(inputs, self.rank, self.ref_kernel(clone(self.torch, inputs))[self.rank]))
-        except Exception as exc:
+        except BaseException as exc:
             self._problem_or_memory(exc, "check_implementation (it fails on the reference's own output too)")
-        return False, f"the problem's check could not read the output: {error[:500]}"
+        return False, f"the problem's check could not read the output: {clean_message(error, 500)}"
 
     # ---- calls and timing: a barrier before each window; values every rank shares ---------------------------
     def start(self) -> None:
@@ -227,7 +227,7 @@ class RankEvaluator(Evaluator):
                 if len(outputs) != self.world_size:
                     raise ValueError(f"ref_kernel returned {len(outputs)} outputs for {self.world_size} ranks")
                 checks = [normalise_check(self.check(inputs, r, outputs[r])) for r in range(self.world_size)]
-            except Exception as exc:
+            except BaseException as exc:
                 message = f"the reference failed on test {i + 1} ({case_text(case)}):\n{trace(exc)}"
                 raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem") from None
             failed = [(r, m) for r, (ok, m) in enumerate(checks) if not ok]

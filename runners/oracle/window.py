@@ -93,6 +93,12 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
                 return view.clone()
             itemsize = view.element_size()
             span = (1 + sum((s - 1) * st for s, st in zip(v.shape, v.stride, strict=True))) * itemsize
+            dense = view.numel() * itemsize
+            if view.numel() > MAX_OUTPUT_ELEMENTS or span > 2 * dense + SPREAD_SLACK:
+                # Copying a thinly spread output takes as long as its span (the submission's choice): time in which
+                # it could still be writing the output, after its window closed (red team, 2026-11-24).
+                raise ArenaError(f"the output's strides spread its {view.numel():,} elements over {span:,} bytes; "
+                                 "return a dense tensor (.contiguous())")  # fmt: skip
             raw = arena.span(torch, v.offset, span)
             # A copy queued on our stream, behind the window's wait for "done". Nothing here may make this thread wait
             # for that stream (measured on the H100: ``torch.bitwise_or(raw, 0)`` does, ``clone`` does not); if the
@@ -110,6 +116,14 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
     return walk(value)
 
 
+MAX_OUTPUT_ELEMENTS = 1 << 36
+"""Elements an output tensor may name (a stride-0 output can name far more than its memory holds)."""
+SPREAD_SLACK = 1 << 20
+"""Bytes an output's span may exceed twice its elements' size by (a slice of a padded buffer is honest)."""
+_UNREADABLE = (ArenaError, RuntimeError, TypeError, ValueError, OverflowError)
+"""What reading a submission's output reference can raise: every one is a bad output, the submission's."""
+
+
 def _snapshots(torch: Any, values: list[ValueTree], expected: int, arenas: dict[str, Arena]) -> list[Any]:
     if len(values) != expected:
         raise ArenaError(f"{len(values)} outputs came back for {expected} calls")
@@ -118,8 +132,8 @@ def _snapshots(torch: Any, values: list[ValueTree], expected: int, arenas: dict[
 
 def _tensor_bytes(torch: Any, value: Any) -> list[int]:
     """The element bytes of each tensor in an output (a tensor, or tuples, lists and dicts of them)."""
-    if isinstance(value, torch.Tensor):
-        return [int(value.numel() * value.element_size())]
+    if isinstance(value, torch.Tensor):  # (never more than its storage: a stride-0 output names more than it holds)
+        return [int(min(value.numel() * value.element_size(), value.untyped_storage().nbytes()))]
     if isinstance(value, tuple | list):
         return [n for x in value for n in _tensor_bytes(torch, x)]
     if isinstance(value, dict):
@@ -188,7 +202,7 @@ class GpuWindow:
             ev[1].record()  # the window closes when we can snapshot: the submission's host time counts
         try:
             outputs = _snapshots(torch, reply.outputs, len(batch), self.arenas)
-        except ArenaError as exc:
+        except _UNREADABLE as exc:
             self._unblock(k)
             return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
         ev[2].record()
@@ -287,7 +301,7 @@ class CpuWindow:
             return CallOutcome(error=done.error)
         try:
             outputs = _snapshots(self.torch, done.outputs, len(batch), self.arenas)
-        except ArenaError as exc:
+        except _UNREADABLE as exc:
             return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
         # The window holds the submission process's copy of each output tensor into shared memory: allow for it by
         # the fastest this machine copies that many bytes, a lower bound, so the allowance never exceeds the real

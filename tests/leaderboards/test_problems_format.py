@@ -89,16 +89,18 @@ def test_problem_set_deadlines_are_utc_and_names_unique(tmp_path: Path) -> None:
     assert list(problems) == ["add2"]
 
 
-def test_the_reference_check_runs_the_smallest_test_case_on_the_cpu() -> None:
-    from leaderboards.sync import reference_request
+def test_the_reference_check_runs_every_test_case_on_the_cpu_the_smallest_first() -> None:
+    from leaderboards.sync import REFERENCE_CHECK_MAX_S, reference_request
 
     root = Path(__file__).resolve().parents[2] / "problems"
     matmul = load_problem(root / "matmul")
     assert matmul.smallest_test() == {"m": 1, "k": 1, "n": 1, "seed": 1357}
     request = reference_request(matmul)
-    assert request.tests == [{"m": 1, "k": 1, "n": 1, "seed": 1357}]
+    assert request.tests[0] == {"m": 1, "k": 1, "n": 1, "seed": 1357}
+    assert sorted(map(str, request.tests)) == sorted(map(str, matmul.task.tests))  # every one: a case failing later
     assert request.benchmarks == matmul.task.benchmarks  # their inputs are generated once, never timed
-    assert request.limits.run_timeout_s == matmul.task.test_timeout_s + matmul.task.benchmark_timeout_s
+    bound = min(matmul.task.test_timeout_s + matmul.task.benchmark_timeout_s, REFERENCE_CHECK_MAX_S)
+    assert request.limits.run_timeout_s == bound and request.limits.compile_timeout_s == 0  # nothing compiles
     assert request.device == "cpu" and request.mode is Mode.TEST and request.seed is None
     assert request.files == matmul.files
     cuda = reference_request(load_problem(root / "vectoradd_cu"))

@@ -1,9 +1,13 @@
 """``runners.entry.check_reference`` (``problems validate --run`` and ``sync``): the reference passes its own check on
-the smallest test case, and every benchmark case's inputs can be made, in the sandboxed evaluator on the CPU."""
+every test case, and every benchmark case's inputs can be made, in the sandboxed evaluator on the CPU; what a broken
+problem gets refused for."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from leaderboards.problems import load_problem
 from leaderboards.sync import reference_request
@@ -34,3 +38,68 @@ def test_a_benchmark_case_whose_inputs_cannot_be_made_is_the_problems_fault(tmp_
     assert "the problem 'vectoradd' failed: benchmark 2: the problem's generate_input(size=4611686018427387904" in (
         result.message
     ), result.message
+
+
+BROKEN = {
+    # name: (what replaces or is added to reference.py, words the refusal must contain)
+    "a later test case fails": (
+        "_gen = generate_input\n"
+        "def generate_input(size, seed):\n"
+        "    if size == 1000:\n"
+        "        raise ValueError('no inputs this size')\n"
+        "    return _gen(size, seed)\n",
+        "generate_input(size=1000, seed=3) failed",
+    ),
+    "inputs that do not depend on the seed alone": (
+        "import random\n"
+        "_gen = generate_input\n"
+        "def generate_input(size, seed):\n"
+        "    return _gen(size, seed + random.randrange(1 << 30))\n",
+        "generate_input gives different inputs for the same case (test 1",
+    ),
+    "a check that passes everything": (
+        "def check_implementation(data, output):\n    return True\n",
+        "check_implementation accepts None as the output of test 1",
+    ),
+    "a check whose verdict is NaN": (
+        "def check_implementation(data, output):\n    return float('nan'), 'differs'\n",
+        "check_implementation returned float nan as its verdict",
+    ),
+    "a check that exits the process": (
+        "import sys\n"
+        "def check_implementation(data, output):\n    sys.exit(3)\n",
+        "SystemExit",
+    ),
+    "a speed of light that is infinite": (
+        "def speed_of_light(size, **_):\n    return {'bytes': float('inf'), 'flops': size}\n",
+        "benchmark 1: speed_of_light(size=4096, seed=10) failed:\nspeed_of_light's 'bytes' is inf",
+    ),
+    "a speed of light beyond 64 bits": (
+        "def speed_of_light(size, **_):\n    return {'bytes': 10**30, 'flops': size}\n",
+        "it must be a whole number from 0 to 2**63 - 1",
+    ),
+    "inputs that cannot be passed to custom_kernel": (
+        "_gen = generate_input\n"
+        "def generate_input(size, seed):\n"
+        "    return (*_gen(size, seed), [0.5] * 3000)\n",
+        "cannot be passed to custom_kernel",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_a_broken_problem_is_refused_by_its_reference_check_as_the_problems_fault(name: str, tmp_path: Path) -> None:
+    """The hostile-problem review of 2026-11-24: each of these passed ``validate --run`` and then failed (or blamed)
+    every submission. The reference check now runs every test case, generates each twice, tries an output of None
+    on the check, passes the inputs through the arena's value walk and reads each benchmark's speed of light."""
+    folder = tmp_path / "problem"
+    shutil.copytree(FIXTURE, folder)
+    extra, words = BROKEN[name]
+    with (folder / "reference.py").open("a") as f:
+        f.write("\n\n" + extra)
+    result = check_reference(reference_request(load_problem(folder)),
+                             settings=RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True))  # fmt: skip
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR, result.message
+    assert result.message.startswith("the problem 'problem' failed: "), result.message
+    assert words in result.message, result.message
+    assert result.fault == "problem"
