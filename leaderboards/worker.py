@@ -150,6 +150,12 @@ class InfrastructureFailure(Exception):
         self.timed_out = timed_out
 
 
+class ProblemFault(Exception):
+    """The problem's own code failed (``RunResult.fault`` "problem": its generate_input, check or speed of light):
+    every attempt would fail the same way, so the job fails at once, and the worker, whose runner works, is not to
+    blame (an infrastructure failure counts towards marking it unhealthy)."""
+
+
 @dataclass(frozen=True)
 class JobReport:
     """What one claimed job came to, for logs, tests and benchmarks."""
@@ -561,6 +567,11 @@ class Worker:
             return JobReport(claim.job_id, "lease_lost", tuple(recorded), str(exc))
         except InfrastructureFailure as exc:
             return await self._failed(claim, exc.reason, exc.timed_out, recorded, launcher)
+        except ProblemFault as exc:
+            self._failed_jobs.clear()  # the runner worked: the problem's code is what failed
+            log.error("job %s: the problem's own code failed; fix the problem: %s", claim.job_id, str(exc)[:500])
+            reason = f"{exc} (not your submission's fault: the leaderboard's problem needs fixing)"
+            return await self._refused(claim, reason, recorded)
         except LauncherError as exc:  # raised before a launch started (e.g. an unrouted device)
             return await self._failed(claim, str(exc) or type(exc).__name__, False, recorded, None)
         except DeviceUnavailable as exc:  # the runner lacks the job's GPU: configuration, so no retry and no blame
@@ -684,6 +695,8 @@ class Worker:
             raise InfrastructureFailure(f"the {launcher.name} launcher crashed ({type(exc).__name__})") from exc
         if not isinstance(result, RunResult):
             raise InfrastructureFailure(f"the {launcher.name} launcher returned no run result")
+        if result.verdict is Verdict.INFRASTRUCTURE_ERROR and result.fault == "problem":
+            raise ProblemFault(result.message or "the problem's own code failed")
         if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
             raise InfrastructureFailure(result.message or "the runner reported an infrastructure error")
         problem = result.mismatch(request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False)))

@@ -13,7 +13,7 @@ import enum
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -514,6 +514,12 @@ class RunResult(_Model):
         default="",
         description="Why a REJECTED verdict, when an admin should see it: 'speed_of_light' (SPEED_OF_LIGHT) for a "
         "score faster than the device's datasheet peaks allow.",
+    )
+    fault: Literal["runner", "problem"] | None = Field(
+        default=None,
+        description="Whose an INFRASTRUCTURE_ERROR is: the runner's (a worker retries the job elsewhere) or the "
+        "problem's own code (every attempt would fail the same way: the job fails at once, and no worker is blamed). "
+        "None for every other verdict, and where the runner could not tell.",
     )
 
     @property

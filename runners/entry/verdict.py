@@ -138,7 +138,9 @@ def build_result(
 def _fatal(request: RunRequest, fatal: Any, phase: str, sub: ProcessOutcome | None, base: dict[str, Any]) -> RunResult:
     if fatal.fault != "submission":
         who = f"the problem {request.problem!r}" if fatal.fault == "problem" else "the runner"
-        return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message=f"{who} failed: {fatal.message}", **base)
+        fault = "problem" if fatal.fault == "problem" else "runner"
+        return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message=f"{who} failed: {fatal.message}", fault=fault,
+                         **base)  # fmt: skip
     verdict, message = fatal.verdict, fatal.message
     if verdict is Verdict.INFRASTRUCTURE_ERROR:  # never the submission's to claim
         verdict = Verdict.RUNTIME_ERROR

@@ -27,6 +27,7 @@ from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.spool import ResultSpool
 from leaderboards.worker import Worker, WorkerSettings
+from runners.contract import RunResult
 from runners.launchers.base import LauncherError
 from runners.launchers.fake import FakeLauncher
 
@@ -261,3 +262,34 @@ def _fast_register(worker: Worker) -> Any:
         return False
 
     return register
+
+
+def test_a_problem_fault_fails_its_job_once_and_never_makes_the_worker_unhealthy(svc: LeaderboardService) -> None:
+    """The hostile-problem review (2026-11-24): a problem whose own code fails (``RunResult.fault`` "problem") was an
+    infrastructure failure: each job was retried, and after ``unhealthy_after`` of them the worker stopped serving
+    every leaderboard. Now each job fails at once, saying whose fault it is, and the worker stays healthy."""
+    submit_many(svc, 3)
+    broken = FakeLauncher(
+        lambda request: RunResult.infrastructure_error(
+            request.mode, "the problem 'add' failed: its generate_input(size=3, seed=1) failed", fault="problem"
+        ),
+        name="local", progress=(), remote_refs=False,
+    )  # fmt: skip
+    worker = Worker(svc, lambda d: broken, WorkerSettings(**FAST, unhealthy_after=2, probe_s=0.2), worker_id="box")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        for _ in range(400):
+            if await asyncio.to_thread(all_done, svc):
+                break
+            assert worker.healthy
+            await asyncio.sleep(0.02)
+        stop.set()
+        await task
+
+    asyncio.run(main())
+    done = jobs(svc)
+    assert [j.status for j in done] == [JobStatus.FAILED] * 3 and [j.attempts for j in done] == [1, 1, 1]
+    assert all("not your submission's fault" in (j.error or "") for j in done), [j.error for j in done]
+    assert len(broken.requests) == 3 and worker.healthy
