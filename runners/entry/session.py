@@ -93,9 +93,22 @@ class Outcomes:
 
 def _import_roots() -> list[Path]:
     """The folders the sandboxed processes import from, in this process's order: this repository first, then every
-    folder on ``sys.path``."""
+    folder on ``sys.path`` that holds code to import (``_importable``)."""
     roots = [REPO_ROOT, *(Path(p).resolve() for p in sys.path if p and Path(p).is_dir())]
-    return list(dict.fromkeys(roots))
+    return [root for root in dict.fromkeys(roots) if root == REPO_ROOT or _importable(root)]
+
+
+def _importable(folder: Path) -> bool:
+    """A ``sys.path`` folder the sandboxes may see: the interpreter's own (under its prefixes), a site folder (pip's
+    metadata in it: a ``pip install --target`` on ``PYTHONPATH``), or a checkout holding the ``runners`` package.
+    Not any other folder: ``python -m kernelcup`` puts its working directory on ``sys.path``, and whatever lies there
+    (a settings file with a token, red team 2026-11-24) was readable by every submission."""
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    if any(folder == q or q in folder.parents for q in prefixes):
+        return True
+    if (folder / "runners" / "__init__.py").is_file():
+        return True
+    return any(folder.glob("*.dist-info")) or any(folder.glob("*.egg-info"))
 
 
 def _ro_python() -> list[Path]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.entry.session import REPO_ROOT, _ro_python
+from runners.entry.session import REPO_ROOT, _env, _ro_python
 from runners.sandbox import view
 
 
@@ -52,3 +52,22 @@ def test_a_read_only_path_too_large_to_vet_is_refused(tmp_path: Path, monkeypatc
     monkeypatch.setattr(view, "MAX_WALKED_ENTRIES", 3)
     with pytest.raises(view.UnvettedPath, match="more than 3 entries"):
         view._masks(tmp_path)
+
+
+def test_a_working_directory_on_sys_path_is_not_bound_into_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m kernelcup run ...`` puts its working directory on ``sys.path``; it was bound read-only into both
+    sandboxes and named on their PYTHONPATH, so a submission read whatever lay there (a ``settings.toml`` with a
+    token, red team 2026-11-24). Only folders with code to import are bound: the interpreter's, site folders (pip's
+    metadata) and a checkout's ``runners`` package."""
+    cwd = tmp_path / "operator"
+    cwd.mkdir()
+    (cwd / "settings.toml").write_text("TOKEN = 'secret'\n")
+    site = tmp_path / "site"
+    (site / "pkg-1.0.dist-info").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(cwd))
+    monkeypatch.syspath_prepend(str(site))
+    ro = _ro_python()
+    assert cwd.resolve() not in ro and site.resolve() in ro
+    assert str(cwd.resolve()) not in _env({}, "cpu")["PYTHONPATH"].split(":")
