@@ -227,6 +227,7 @@ class Evaluator(Benchmarking):
             if self.cuda
             else CpuWindow(torch, self.arenas)
         )
+        self.before_load()
         self.progress("compiling", self.job.display_name)
         self.peer.send(Load(lang=self.job.lang, path=self.job.submission, display_name=self.job.display_name))
         self.loaded = True  # from here on, whatever the submission process does is the submission's doing
@@ -236,6 +237,9 @@ class Evaluator(Benchmarking):
         if isinstance(answer, LoadFailed):
             raise Fatal(_LOAD_VERDICTS[answer.kind], answer.message, "submission", compile_output=answer.detail)
         self.report.send(RCompiled(output=answer.compile_output))
+
+    def before_load(self) -> None:
+        """Just before the submission's file is loaded (the last moment no user code runs): nothing on one GPU."""
 
     def reuses_calibration(self) -> bool:
         """A GPU run handed an earlier run's calibration (a CPU's is always taken afresh, after the tests)."""

@@ -159,6 +159,13 @@ class RankEvaluator(Evaluator):
             if self.gate is not None:
                 self.window.after_enqueue = self._release
 
+    def before_load(self) -> None:
+        """Every rank's submission process is up before any rank's file loads: a file that, at import, killed the
+        other ranks' processes made their start (before their load, so the runner's fault) fail: an infrastructure
+        error, retried, after a 300 s wait (red team, 2026-11-24). After the barrier each rank loads at once, and
+        what any submission process does from there is the submission's doing."""
+        self._group().barrier()
+
     def _open_gate(self) -> HostWord | None:
         """The word every rank's stream waits on before its window (the entry's memfd), or None where this driver
         cannot map it for the GPU (the ranks then start on the host barrier alone, tens of µs apart)."""

@@ -52,8 +52,24 @@ def main() -> int:
         env = {**os.environ, **rank_env(rank, len(fds), fd, devices[rank] if devices is not None else None)}
         procs.append(subprocess.Popen([sys.executable, "-m", "runners.submission"], env=env, pass_fds=(fd,)))
         os.close(fd)
-    codes = [p.wait() for p in procs]
-    return next((c for c in codes if c), 0)
+    return wait_all(procs)
+
+
+def wait_all(procs: list[subprocess.Popen[bytes]]) -> int:
+    """Wait for every rank; the first that fails (an exit code, a signal) ends the others and this launcher, so the
+    sandbox ends with it. A rank killed by another (one PID namespace) left its evaluator waiting out the whole time
+    limit: the sandbox's first process still held that rank's socket (red team, 2026-11-24)."""
+    alive = {p.pid: p for p in procs}
+    while alive:
+        pid, status = os.wait()
+        if alive.pop(pid, None) is None:
+            continue  # an orphan the sandbox's init handed us
+        code = os.waitstatus_to_exitcode(status)
+        if code:
+            for p in alive.values():
+                p.kill()
+            return code if code > 0 else 128 - code
+    return 0
 
 
 if __name__ == "__main__":

@@ -245,3 +245,31 @@ def test_the_ranks_share_one_network_namespace_with_a_loopback_and_nothing_else(
     )
     result = _run(tmp_path, source)
     assert result.verdict is Verdict.ACCEPTED, result.message  # (and gloo met over that loopback)
+
+
+KILL_SIBLINGS = '''import os, signal
+
+for pid in os.listdir("/proc"):  # at import: every other rank's submission process (one PID namespace)
+    if pid.isdigit() and int(pid) not in (os.getpid(), os.getppid(), 1):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if b"runners.submission" in cmd:
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def custom_kernel(data):
+    (x,) = data
+    return x
+'''
+
+
+def test_a_rank_that_kills_its_siblings_at_import_fails_as_the_submission(tmp_path: Path) -> None:
+    """Red team, 2026-11-24: the first rank to load killed the others' submission processes before their evaluators
+    sent "load": each called it the runner's fault (an infrastructure error, retried) after a 300 s wait. Every rank
+    now waits for all the submission processes to be up before any file loads."""
+    t0 = time.monotonic()
+    result = _run(tmp_path, KILL_SIBLINGS)
+    assert result.verdict is not Verdict.INFRASTRUCTURE_ERROR and not result.passed, result.message
+    assert time.monotonic() - t0 < 120, "a killed rank must end the run, not wait out a timeout"
