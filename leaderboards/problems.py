@@ -576,6 +576,7 @@ def load_problem(path: Path | str) -> Problem:
         issues.extend(_read_into(files, path, rel, task_file, "files"))
     for label, rel in listed_templates.items():
         issues.extend(_read_into(templates, path, rel, task_file, f"templates.{label}", key=label))
+        issues.extend(_check_template(path / rel, f"templates.{label}", templates.get(label)))
     if "reference.py" in files:
         issues.extend(_check_reference(path / "reference.py", files["reference.py"], task))
     try:
@@ -600,6 +601,20 @@ def load_problem(path: Path | str) -> Problem:
             ]
         )
     return problem
+
+
+def _check_template(file: Path, field: str, text: str | None) -> list[FormatIssue]:
+    """A template is what every competitor starts from: not empty, and a Python one must parse."""
+    if text is None:
+        return []  # unreadable: _read_into said why
+    if not text.strip():
+        return [FormatIssue(str(file), field, "the template is empty; give competitors a file that runs")]
+    if file.suffix == ".py":
+        try:
+            ast.parse(text, filename=str(file))
+        except SyntaxError as exc:
+            return [FormatIssue(str(file), field, f"the template is not valid Python: line {exc.lineno}: {exc.msg}")]
+    return []
 
 
 def _listed_files(raw: Any) -> tuple[list[str], dict[str, str]]:
