@@ -1,7 +1,7 @@
 """`kernelcup problems validate|sync`: check problem folders and sets; turn a problem set into leaderboards.
 
 Both run the same checks; ``validate --run`` and ``sync`` (unless ``--skip-run``) also run each problem's reference
-on its smallest test case in the sandbox on the CPU (``kernelcup.wiring.reference_check``).
+on every test case in the sandbox on the CPU (``kernelcup.wiring.reference_check``).
 """
 
 from __future__ import annotations
@@ -91,9 +91,9 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
         run: bool = typer.Option(
             False,
             "--run",
-            help="Also run each problem's reference on its smallest test case (sandboxed, on the CPU): "
-            "generate_input -> ref_kernel -> check_implementation must pass; each benchmark case's inputs are "
-            "generated once too.",
+            help="Also run each problem's reference on every test case (sandboxed, on the CPU): "
+            "generate_input -> ref_kernel -> check_implementation must pass, and the check must refuse None; each "
+            "benchmark case's inputs are generated once and its speed_of_light checked too.",
         ),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
@@ -132,7 +132,7 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
             False,
             "--skip-run",
             help="Do not run the references of new or changed problems (by default each must pass its own check "
-            "on its smallest test case, and generate each benchmark case's inputs, first).",
+            "on every test case, and generate each benchmark case's inputs, first).",
         ),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
