@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -162,7 +163,10 @@ def allocator_library(cache_dir: Path) -> Path:
     cc = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if cc is None:
         raise RuntimeError("no C++ compiler (c++, g++ or $CXX) to build the submission process's CUDA allocator")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    # A name of this process's and thread's own: a worker's slots are threads of one process, and two first runs
+    # built it at once into one temporary file (one renamed it away under the other: an infrastructure error, seen
+    # on the H100 with the solution suite's parallel runs).
+    tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     proc = subprocess.run(
         [*cc.split(), "-O2", "-shared", "-fPIC", "-o", str(tmp), str(ALLOCATOR_SOURCE), "-lpthread"],
         capture_output=True,
