@@ -115,6 +115,11 @@ class InvalidSubmission(UserError):
     field = "file"
 
 
+def _bytes(n: int) -> str:
+    """A size as people read it: bytes below 10 KiB (a limit of 100 bytes was "0 KiB"), KiB above."""
+    return f"{n:,} bytes" if n < 10 * 1024 else f"{n / 1024:,.0f} KiB"
+
+
 class FileTooLarge(InvalidSubmission):
     """A submission file over ``KERNELCUP_MAX_SUBMISSION_BYTES``; surfaces raise it from the file's size before
     reading it, the service from its content."""
@@ -122,7 +127,7 @@ class FileTooLarge(InvalidSubmission):
     code = "file_too_large"
 
     def __init__(self, name: str, size: int, limit: int) -> None:
-        super().__init__(f"{name} is {size / 1024:.0f} KiB; the limit is {limit / 1024:.0f} KiB.")
+        super().__init__(f"{name} is {_bytes(size)}; the limit is {_bytes(limit)}.")
         self.size = size
         self.limit = limit
 

@@ -279,7 +279,10 @@ class NewTokenOut(Model):
 
 class NewTokenIn(Model):
     name: str = Field(default="", max_length=100)
-    expires: str = Field(default="90d", description="Lifetime like 90d, 12h, 2w, or 'never'.")
+    expires: str = Field(
+        default="",
+        description="Lifetime like 90d, 12h, 2w, or 'never'; empty: the server's KERNELCUP_TOKEN_EXPIRY_DAYS.",
+    )
 
 
 # -- admin -------------------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from kernelcup.commands.common import core_settings, print_json, user_errors
@@ -46,8 +48,11 @@ def register(app: typer.Typer) -> None:
             settings = core_settings()
             url = settings.resolved_database_url()
             db = Database(make_engine(url))
+            file = db.engine.url.database if db.engine.url.get_backend_name() == "sqlite" else None
             try:
-                current = current_revision(db.engine)
+                # An SQLite file not made yet (a fresh data folder) has no revision: a status query creates nothing.
+                missing = bool(file) and file != ":memory:" and not Path(file).exists()  # type: ignore[arg-type]
+                current = None if missing else current_revision(db.engine)
             except Exception as exc:
                 raise unreachable(db.engine, exc) from None
             finally:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -53,10 +54,13 @@ def find_problem_set(root: Path) -> Path:
 
 
 def is_pytorch_solution(path: Path) -> bool:
-    """A plain PyTorch solution (runs on a CPU quickly): not Triton (slow in the interpreter), not CUDA."""
+    """A plain PyTorch solution (runs on a CPU quickly): not Triton (slow in the interpreter), not CUDA, and not a
+    kernel DSL's (a ``# lang:`` line: Helion, TileLang, CuTe DSL run as their own language, most only on a GPU)."""
     if path.suffix != ".py" or path.name.startswith("_"):
         return False
     text = path.read_text(encoding="utf-8", errors="replace")
+    if re.search(r"^#\s*lang:", text, re.MULTILINE):
+        return False
     return "triton" not in text and "load_inline" not in text and "cuda" not in path.stem
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import typer
 
@@ -22,7 +23,7 @@ def register(app: typer.Typer) -> None:
         from kernelcup.client import Client
         from leaderboards.accounts import expiry_text
 
-        token = token or os.environ.get("KERNELCUP_TOKEN") or typer.prompt("API token", hide_input=True)
+        token = token or os.environ.get("KERNELCUP_TOKEN") or _ask_token()
         login = Login(normalise(server), token.strip())
         with user_errors(), Client(login.server, login.token) as client:
             me = client.me()
@@ -48,3 +49,11 @@ def register(app: typer.Typer) -> None:
                 client.revoke_token(client.me().token_id)
         forget_login()
         typer.echo(f"logged out of {login.server}{' (token revoked)' if revoke else ''}")
+
+
+def _ask_token() -> str:
+    """The token from the terminal, hidden; from a pipe (``echo $TOKEN | kernelcup login``), its first line, without
+    the hidden prompt's "cannot control echo" warning."""
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().strip()
+    return str(typer.prompt("API token", hide_input=True))

@@ -17,7 +17,9 @@ def register(app: typer.Typer) -> None:
     def create_cmd(
         account: str = typer.Argument(..., help="The account: a local name, or discord:ID for a Discord user."),
         admin: bool = typer.Option(False, "--admin", help="Also the admin scope (the /admin operations)."),
-        expires: str = typer.Option("90d", "--expires", help="Lifetime: 90d, 12h, 2w, or 'never'."),
+        expires: str = typer.Option(
+            "", "--expires", help="Lifetime: 90d, 12h, 2w, or 'never' [default: KERNELCUP_TOKEN_EXPIRY_DAYS, 90 days]"
+        ),
         program: bool = typer.Option(
             False, "--bot", help="Mark the account as a program: its own limits, and rankings can hide it."
         ),
@@ -29,13 +31,13 @@ def register(app: typer.Typer) -> None:
         from leaderboards.results import Scope, UserRef
 
         with user_errors():
-            lifetime = parse_expiry(expires)
+            lifetime = parse_expiry(expires) if expires.strip() else None  # none given: the setting's
             new = open_service().create_token(
                 UserRef.parse(account),
                 name=name or "kernelcup tokens create",
                 scopes=(Scope.SUBMIT, Scope.ADMIN) if admin else (Scope.SUBMIT,),
                 expires_in=lifetime,
-                never_expires=lifetime is None,
+                never_expires=bool(expires.strip()) and lifetime is None,
                 program=True if program else None,
                 actor="shell:kernelcup tokens create",
             )

@@ -164,7 +164,7 @@ async def test_file_above_the_size_limit_is_refused_before_download(world, monke
     monkeypatch.setattr(discord.Attachment, "read", read)
     result = await submit(world, world.alice, file=("kernel.py", b"#" * 3071 + b"\n"))
     assert result.ephemeral
-    assert result.response.content == "kernel.py is 3 KiB; the limit is 2 KiB."
+    assert result.response.content == "kernel.py is 3,072 bytes; the limit is 2,048 bytes."
     assert downloads == []
     raised(world)
 

@@ -43,3 +43,13 @@ def test_a_postgres_url_as_hosts_write_it_reaches_the_database(env: Path) -> Non
     result = CliRunner().invoke(build_app(), ["db", "status"], env={"DATABASE_URL": url})
     assert result.exit_code == 0, result.output
     assert result.output.startswith("postgresql+psycopg2://") and "revision" in result.output
+
+
+def test_db_status_on_a_fresh_data_folder_says_there_is_no_database_yet(env: Path) -> None:
+    """A newcomer's walk (2026-11-24): `db status` with a new KERNELCUP_DATA_DIR said it could not reach the database,
+    where every other command makes the folder. A status query creates nothing and says what to run."""
+    data = env / "fresh" / "data"
+    result = CliRunner().invoke(build_app(), ["db", "status"], env={"KERNELCUP_DATA_DIR": str(data)})
+    assert result.exit_code == 0, result.output
+    assert "revision none" in result.output and "kernelcup db upgrade" in result.output
+    assert not data.exists()

@@ -30,6 +30,6 @@ def test_an_oversized_file_is_refused_without_being_read(tmp_path: Path, monkeyp
     finally:
         tracemalloc.stop()
     assert result.exit_code == 1
-    assert "big.py is 262144 KiB; the limit is 4 KiB." in result.output
+    assert "big.py is 262,144 KiB; the limit is 4,096 bytes." in result.output
     assert peak < SIZE // 8, f"{peak / 2**20:.0f} MiB allocated: the file was read"
     assert os.stat(big).st_size == SIZE

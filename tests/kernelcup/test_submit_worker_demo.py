@@ -248,3 +248,15 @@ def test_submit_compare_runs_in_process_and_prints_the_ratio(env: Path, monkeypa
     assert result.exit_code == 2 and "--rounds must be even" in result.output
     result = CliRunner().invoke(build_app(), ["submit", "fast.py", "same.py", "--compare", "-l", "add", "-m", "ranked"])
     assert result.exit_code == 2 and "drop --mode ranked" in result.output
+
+
+def test_the_demo_submits_no_kernel_dsl_solution_as_plain_python() -> None:
+    """A newcomer's walk (2026-11-24): the demo ran the Helion, TileLang and CuTe DSL solutions as plain Python, and
+    each ended in a runtime error on the demo's boards. A ``# lang:`` line marks a solution of another language."""
+    from kernelcup.commands.demo import is_pytorch_solution
+
+    problems = Path(__file__).resolve().parents[2] / "problems"
+    dsl = [problems / "vectoradd/solutions/correct/cute_dsl.py", problems / "softmax/solutions/correct/helion.py",
+           problems / "rmsnorm/solutions/correct/tilelang.py"]  # fmt: skip
+    assert not any(is_pytorch_solution(p) for p in dsl)
+    assert is_pytorch_solution(problems / "vectoradd/solutions/correct/pytorch.py")

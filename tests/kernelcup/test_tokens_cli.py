@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,13 @@ def test_create_list_and_revoke(env: dict[str, str]) -> None:
     assert "local:root" not in run(env, "tokens", "list").stdout
     r = run(env, "tokens", "create", "ann", "--expires", "soon")
     assert r.exit_code == 1 and "like 90d" in r.output
+
+
+def test_a_token_without_expires_lives_as_long_as_the_setting_says(env: dict[str, str]) -> None:
+    """A newcomer's walk (2026-11-24): KERNELCUP_TOKEN_EXPIRY_DAYS did nothing, since the CLI (and the API) always
+    passed their own 90 days."""
+    r = run({**env, "KERNELCUP_TOKEN_EXPIRY_DAYS": "1"}, "tokens", "create", "ann", "--json")
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.stdout)["info"]
+    made, expires = (datetime.fromisoformat(info[k]) for k in ("created_at", "expires_at"))
+    assert expires - made == timedelta(days=1)

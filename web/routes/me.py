@@ -36,13 +36,14 @@ def new_token(
     body: NewTokenIn, who: Principal = Depends(submitter), service: LeaderboardService = Depends(service_of)
 ) -> NewTokenOut:
     """A new submit-scope token for this account (admin tokens are made on the server: `kernelcup tokens`)."""
-    lifetime = parse_expiry(body.expires)
+    given = bool(body.expires.strip())  # none given: the server's KERNELCUP_TOKEN_EXPIRY_DAYS
+    lifetime = parse_expiry(body.expires) if given else None
     new = service.create_token(
         who.user,
         name=body.name,
         scopes=(Scope.SUBMIT,),
         expires_in=lifetime,
-        never_expires=lifetime is None,
+        never_expires=given and lifetime is None,
         actor=who.actor,
     )
     return NewTokenOut(token=new.token, info=TokenOut.model_validate(new.info))
