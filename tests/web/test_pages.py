@@ -326,7 +326,7 @@ def test_the_ranking_and_the_submission_page_show_the_roofline_share_on_a_known_
     page = world.client.get("/leaderboards/add", params={"device": "H100"}).text
     row = re.search(r"<td>ann</td>\s*<td class=\"num\">([^<]+)</td>\s*<td class=\"num\">([^<]+)</td>", page)
     assert row and row.groups() == ("10.0 µs", "10%"), row and row.groups()
-    assert "Data type: <code>fp32</code>" in page
+    assert "Roofline peak: <code>fp32</code> (the compute peak its flops are bounded by" in page
     assert "Timed runs report a speedup over: reference" in page
     assert "Language: Python (PyTorch, Triton, inline CUDA): .py files" in page
     assert world.service.roofline_score_ns("add", "cpu") is None  # nobody ranked there
