@@ -199,7 +199,7 @@ def test_cli_formatting_helpers() -> None:
     }
 
 
-def test_validate_run_and_sync_run_each_reference_on_its_smallest_case(
+def test_validate_run_and_sync_run_each_reference_on_every_case_the_smallest_first(
     tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI gets the reference check from its composition root; this one records what it was asked to run."""
@@ -225,7 +225,8 @@ def test_validate_run_and_sync_run_each_reference_on_its_smallest_case(
     result = CliRunner().invoke(app, ["problems", "validate", "--run", str(root / "add")])
     assert result.exit_code == 0, result.output
     assert "1 reference(s) passed their own check" in result.stdout
-    assert asked == [("add", [{"size": 2, "seed": 9}], "cpu", "test")]  # the smallest case, on the CPU
+    every = [{"size": 2, "seed": 9}, {"size": 30, "seed": 1}, {"size": 7, "seed": 3}]
+    assert asked == [("add", every, "cpu", "test")]  # every test case, the smallest first, on the CPU
 
     asked.clear()
     result = CliRunner().invoke(app, ["problems", "sync", str(set_file)])
