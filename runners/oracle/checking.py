@@ -83,3 +83,24 @@ def speed_of_light_of(fn: Callable[..., Any], case: dict[str, Any]) -> dict[str,
             raise ProblemError(f"speed_of_light's {key!r} is {v!r}; it must be a whole number from 0 to 2**63 - 1")
         out[key] = int(v)
     return out
+
+
+def same_value(torch: Any, a: Any, b: Any) -> bool:
+    """Whether two of ``generate_input``'s results are the same, bit for bit (NaNs included): tensors of one shape,
+    dtype and bytes, and equal numbers, strings, None and containers of them."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return False
+        if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+            return False
+        bits = [t.detach().reshape(-1).contiguous().view(torch.uint8) for t in (a, b)]
+        return bool(torch.equal(*bits))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(same_value(torch, x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(torch, a[k], b[k]) for k in a)
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)

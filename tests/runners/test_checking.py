@@ -67,3 +67,18 @@ def test_speed_of_light_must_be_whole_64_bit_numbers() -> None:
             speed_of_light_of(lambda b=bad: b, {})
     with pytest.raises(ProblemError, match="must return a dict"):
         speed_of_light_of(lambda: [1, 2, 3], {})
+
+
+def test_inputs_are_the_same_bit_for_bit_whatever_they_hold() -> None:
+    """The reference check generates each test case twice; inputs may hold strings, None and containers, which
+    torch.testing.assert_close cannot compare (a problem with a string input would have been refused)."""
+    from runners.oracle.checking import same_value
+
+    t = torch.tensor([1.0, math.nan])
+    made = (t, "mode", None, 1.5, math.nan, {"k": [1, 2]}, torch.ones(2, dtype=torch.float8_e4m3fn))
+    again = (t.clone(), "mode", None, 1.5, math.nan, {"k": [1, 2]}, torch.ones(2, dtype=torch.float8_e4m3fn))
+    assert same_value(torch, made, again)
+    assert not same_value(torch, (t, "mode"), (t, "other"))
+    assert not same_value(torch, torch.ones(3), torch.ones(3, dtype=torch.float64))
+    assert not same_value(torch, torch.tensor([0.0]), torch.tensor([-0.0]))  # bit for bit
+    assert not same_value(torch, [1, 2], (1, 2))
