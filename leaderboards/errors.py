@@ -127,7 +127,10 @@ class FileTooLarge(InvalidSubmission):
     code = "file_too_large"
 
     def __init__(self, name: str, size: int, limit: int) -> None:
-        super().__init__(f"{name} is {_bytes(size)}; the limit is {_bytes(limit)}.")
+        shown = (_bytes(size), _bytes(limit))
+        if shown[0] == shown[1]:  # just over the limit: a rounding that reads as "at the limit" says nothing
+            shown = (f"{size:,} bytes", f"{limit:,} bytes")
+        super().__init__(f"{name} is {shown[0]}; the limit is {shown[1]}.")
         self.size = size
         self.limit = limit
 

@@ -69,7 +69,7 @@ def test_submit_queues_one_job_per_device_and_stores_code_once(service: Leaderbo
         ({"file_name": "../.."}, InvalidSubmission, ["not a usable file name"]),
         ({"content": b"   \n"}, InvalidSubmission, ["sub.py is empty"]),
         ({"content": b"x = '\xff\xfe'"}, InvalidSubmission, ["not UTF-8"]),
-        ({"content": b"#" * (1024 * 1024 + 1)}, InvalidSubmission, ["1024 KiB", "limit is 1024 KiB"]),
+        ({"content": b"#" * (1024 * 1024 + 1)}, InvalidSubmission, ["1,048,577 bytes", "limit is 1,048,576 bytes"]),
         ({"mode": "fastest"}, InvalidSubmission, ["Unknown mode 'fastest'", "test, benchmark, ranked, profile"]),
     ],
 )
