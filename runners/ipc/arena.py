@@ -89,7 +89,7 @@ class Arena:
     def take(self, nbytes: int) -> int:
         """Offset of ``nbytes`` fresh bytes (bump allocation; :meth:`reset` starts over)."""
         offset = self.used
-        end = offset + -(-max(nbytes, 1) // ALIGN) * ALIGN
+        end = offset + aligned(nbytes)
         if end > self.size:
             raise MemoryError(f"the {self.name} arena ({self.size:,} bytes) is too small for {end:,} bytes")
         self.used = end
@@ -186,6 +186,11 @@ def place(torch: Any, data: Any, arenas: dict[str, Arena], *, cuda: str, host: s
     return Placement(value, copies)
 
 
+def aligned(nbytes: int) -> int:
+    """The bytes ``nbytes`` take in an arena: at least one, rounded up to ``ALIGN``."""
+    return -(-max(nbytes, 1) // ALIGN) * ALIGN
+
+
 class _Measure:
     """Stands in for an arena in :func:`check_inputs`: offsets, no memory."""
 
@@ -196,7 +201,7 @@ class _Measure:
         self.used = 0
 
     def take(self, nbytes: int) -> int:
-        offset, self.used = self.used, self.used + -(-max(nbytes, 1) // ALIGN) * ALIGN
+        offset, self.used = self.used, self.used + aligned(nbytes)
         return offset
 
     def view(self, torch: Any, ref: TensorRef) -> None:

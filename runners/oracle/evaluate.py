@@ -253,11 +253,7 @@ class Evaluator(Benchmarking):
 
     # ---- inputs and checks ------------------------------------------------------------------------------------
     def generate(self, case: dict[str, Any]) -> Any:
-        try:
-            return self.generate_input(**case)
-        except BaseException as exc:  # SystemExit too: the problem's code ending the evaluator is the problem's fault
-            self._problem_or_memory(exc, f"generate_input({case_text(case)})")
-            raise  # pragma: no cover - _problem_or_memory raises
+        return self._problem_code(lambda: self.generate_input(**case), f"generate_input({case_text(case)})")
 
     def _problem_or_memory(self, exc: BaseException, what: str) -> None:
         """A failure in the problem's own code: the problem's fault, except the GPU's memory running out once the
@@ -270,7 +266,8 @@ class Evaluator(Benchmarking):
                 f"GPU memory outside its allocator ({what}: {str(exc).splitlines()[0][:200]})",
                 "submission",
             ) from None
-        raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"the problem's {what} failed:\n{trace(exc)}", "problem") from None
+        detail = str(exc) if isinstance(exc, ProblemError) else trace(exc)  # (ours: what is wrong, no traceback)
+        raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"the problem's {what} failed:\n{detail}", "problem") from None
 
     def _is_oom(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
@@ -395,8 +392,9 @@ class Evaluator(Benchmarking):
             self._same_inputs(data, self.generate(case), where)
             self._passable(data, where)
             ok, message = self._problem_code(lambda d=data: normalise_check(self.check(d, self.ref_kernel(  # type: ignore[misc]
-                clone(self.torch, d)))), f"the reference or its check on {where}")  # fmt: skip
-            if i == 0 and self._problem_code(lambda d=data: normalise_check(self._check_none(d)), "")[0]:
+                clone(self.torch, d)))), f"ref_kernel or check_implementation on {where}")  # fmt: skip
+            if i == 0 and self._problem_code(lambda d=data: normalise_check(self._check_none(d)),
+                                             f"check_implementation of None on {where}")[0]:  # fmt: skip
                 message = (f"check_implementation accepts None as the output of {where}: it does not look at the "
                            "output, so every submission would pass")  # fmt: skip
                 raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
@@ -440,9 +438,8 @@ class Evaluator(Benchmarking):
         try:
             return fn()
         except BaseException as exc:
-            detail = str(exc) if isinstance(exc, ProblemError) else trace(exc)
-            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"{what} failed:\n{detail}" if what else detail,
-                        "problem") from None  # fmt: skip
+            self._problem_or_memory(exc, what)
+            raise  # pragma: no cover - _problem_or_memory raises
 
     def _same_inputs(self, a: Any, b: Any, where: str) -> None:
         if not same_value(self.torch, a, b):

@@ -72,7 +72,7 @@ BROKEN = {
     ),
     "a speed of light that is infinite": (
         "def speed_of_light(size, **_):\n    return {'bytes': float('inf'), 'flops': size}\n",
-        "benchmark 1: speed_of_light(size=4096, seed=10) failed:\nspeed_of_light's 'bytes' is inf",
+        "benchmark 1: the problem's speed_of_light(size=4096, seed=10) failed:\nspeed_of_light's 'bytes' is inf",
     ),
     "a speed of light beyond 64 bits": (
         "def speed_of_light(size, **_):\n    return {'bytes': 10**30, 'flops': size}\n",
