@@ -27,7 +27,7 @@ from runners.contract import Verdict
 from runners.ipc.cuda import CudaError, HostWord
 from runners.ipc.protocol import Job, RDone, RFatal, RTest
 from runners.oracle.base import Fatal, Reporter, case_text, clone, since, trace
-from runners.oracle.checking import clean_message, normalise_check
+from runners.oracle.checking import clean_message, normalise_check, speed_of_light_of
 from runners.oracle.evaluate import Evaluator, evaluate
 from runners.oracle.group import GATE_FD_ENV, Group
 from runners.oracle.peer import Peer
@@ -222,13 +222,23 @@ class RankEvaluator(Evaluator):
 
     # ---- the problem's own check (no submission, one evaluator) -------------------------------------------------
     def run_reference_check(self) -> None:
-        """The reference must pass its own check for every rank of a test case, and every benchmark case's shards
-        must be made."""
+        """What one GPU's reference check asks (``Evaluator.run_reference_check``), for every rank: on every test
+        case the shards made twice alike and passable, the reference passing its own check (refusing an output of
+        None on the first), and every benchmark case's shards made and its speed of light whole numbers."""
         if self.ref_kernel is None:
             raise Fatal(Verdict.INFRASTRUCTURE_ERROR, "the problem's reference.py has no ref_kernel", "problem")
-        for i, case in enumerate(self.job.tests[:1]):
+        for i, case in enumerate(self.job.tests):
             t0 = time.perf_counter()
+            where = f"test {i + 1} ({case_text(case)})"
             inputs = self.all_inputs(case)
+            self._same_inputs(inputs, self.all_inputs(case), where)
+            for r, shard in enumerate(inputs):
+                self._passable(shard, f"{where}, rank {r}")
+            if i == 0 and self._problem_code(lambda x=inputs: normalise_check(self._check_none_rank(x)),
+                                             f"check_implementation of None on {where}")[0]:  # fmt: skip
+                message = (f"check_implementation accepts None as rank 0's output of {where}: it does not look at "
+                           "the output, so every submission would pass")  # fmt: skip
+                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
             try:
                 outputs = list(self.ref_kernel(clone(self.torch, inputs)))
                 if len(outputs) != self.world_size:
@@ -243,9 +253,19 @@ class RankEvaluator(Evaluator):
             self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
         for i, case in enumerate(self.job.benchmarks):
             try:
-                self.all_inputs(case)  # made, then dropped
+                for r, shard in enumerate(self.all_inputs(case)):  # made, then dropped
+                    self._passable(shard, f"benchmark {i + 1}, rank {r}")
+                if callable(self.speed_of_light):
+                    self._problem_code(lambda c=case: speed_of_light_of(self.speed_of_light, c),
+                                       f"speed_of_light({case_text(case)})")  # fmt: skip
             except Fatal as f:
                 raise Fatal(f.verdict, f"benchmark {i + 1}: {f.message}", f.fault) from None
+
+    def _check_none_rank(self, inputs: list[Any]) -> object:
+        try:
+            return self.check(inputs, 0, None)
+        except Exception:
+            return False  # refusing None by raising is refusing it
 
 
 def run_rank(job: Job, report_fd: str | None, peer: Peer | None, workdir: Path) -> int:
