@@ -51,6 +51,15 @@ def parse_expiry(text: str) -> timedelta | None:
     return timedelta(**{unit_name: value})
 
 
+def token_lifetime(text: str) -> tuple[timedelta | None, bool]:
+    """``(expires_in, never_expires)`` for :meth:`create_token` from what a person wrote: nothing, the setting's
+    default (``KERNELCUP_TOKEN_EXPIRY_DAYS``); ``never``, no expiry; else :func:`parse_expiry`'s lifetime."""
+    if not text.strip():
+        return None, False
+    lifetime = parse_expiry(text)
+    return lifetime, lifetime is None
+
+
 def _scopes(scopes: Iterable[Scope | str]) -> tuple[Scope, ...]:
     chosen: list[Scope] = []
     for scope in scopes:

@@ -27,17 +27,17 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
         """Create a token for an account (created if new) and print it: it is shown this once."""
-        from leaderboards.accounts import expiry_text, parse_expiry
+        from leaderboards.accounts import expiry_text, token_lifetime
         from leaderboards.results import Scope, UserRef
 
         with user_errors():
-            lifetime = parse_expiry(expires) if expires.strip() else None  # none given: the setting's
+            lifetime, never = token_lifetime(expires)
             new = open_service().create_token(
                 UserRef.parse(account),
                 name=name or "kernelcup tokens create",
                 scopes=(Scope.SUBMIT, Scope.ADMIN) if admin else (Scope.SUBMIT,),
                 expires_in=lifetime,
-                never_expires=bool(expires.strip()) and lifetime is None,
+                never_expires=never,
                 program=True if program else None,
                 actor="shell:kernelcup tokens create",
             )

@@ -386,7 +386,7 @@ class CuteDslRuntime(_PythonPackageRuntime):
         """The package's ``dsl_packages`` folder, which holds the ``cutlass`` module (found without importing)."""
         base = importlib.util.find_spec("nvidia_cutlass_dsl")  # a namespace package spread over its wheels
         for folder in base.submodule_search_locations or () if base is not None else ():
-            if (Path(folder) / "dsl_packages" / cls.module / "cute" / "__init__.py").is_file():
+            if Path(folder, "dsl_packages", *cls.frontend.split("."), "__init__.py").is_file():
                 return Path(folder) / "dsl_packages"
         return None
 

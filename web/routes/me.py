@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from leaderboards.accounts import parse_expiry
+from leaderboards.accounts import token_lifetime
 from leaderboards.results import Principal, Scope
 from leaderboards.service import LeaderboardService
 from web.auth import service_of, submitter
@@ -36,14 +36,13 @@ def new_token(
     body: NewTokenIn, who: Principal = Depends(submitter), service: LeaderboardService = Depends(service_of)
 ) -> NewTokenOut:
     """A new submit-scope token for this account (admin tokens are made on the server: `kernelcup tokens`)."""
-    given = bool(body.expires.strip())  # none given: the server's KERNELCUP_TOKEN_EXPIRY_DAYS
-    lifetime = parse_expiry(body.expires) if given else None
+    lifetime, never = token_lifetime(body.expires)
     new = service.create_token(
         who.user,
         name=body.name,
         scopes=(Scope.SUBMIT,),
         expires_in=lifetime,
-        never_expires=given and lifetime is None,
+        never_expires=never,
         actor=who.actor,
     )
     return NewTokenOut(token=new.token, info=TokenOut.model_validate(new.info))
