@@ -69,8 +69,8 @@ def watch_pool(launcher: LocalLauncher) -> None:
     pool = launcher.pool()
     acquire = pool.acquire
 
-    async def noted(fits: Any = lambda gpu: True) -> Gpu:
-        gpu = await acquire(fits)
+    async def noted(fits: Any = lambda gpu: True, on_wait: Any = None) -> Gpu:
+        gpu = await acquire(fits, on_wait=on_wait)
         job = CURRENT.get()
         if job is not None:
             job.gpu = gpu
