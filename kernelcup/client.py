@@ -28,7 +28,6 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from runners.compare import DEFAULT_ROUNDS
 from runners.contract import Mode
 from web.schemas import (
     API_PREFIX,
@@ -137,12 +136,14 @@ def _compare_upload(
     file_b: Candidate | str | Path | bytes | tuple[str, bytes],
     leaderboard: str | None,
     device: str | None,
-    rounds: int,
+    rounds: int | None,
 ) -> dict[str, Any]:
-    """The request of a compare: both files (A as ``file``, B as ``against``), mode compare, the rounds."""
+    """The request of a compare: both files (A as ``file``, B as ``against``), mode compare, the rounds (None: the
+    service's default)."""
     a, b = Candidate.of(file_a), Candidate.of(file_b)
     data = _form(leaderboard, [device] if device else None, "compare")
-    data["rounds"] = str(rounds)
+    if rounds is not None:
+        data["rounds"] = str(rounds)
     return {"files": {"file": (a.file_name, a.content), "against": (b.file_name, b.content)}, "data": data}
 
 
@@ -350,12 +351,14 @@ class Client:
         file_b: Candidate | str | Path | bytes | tuple[str, bytes],
         leaderboard: str | None = None,
         device: str | None = None,
-        rounds: int = DEFAULT_ROUNDS,
+        rounds: int | None = None,
     ) -> Submission:
-        """Compare two files on one device: ``rounds`` (even, 2 to 20) interleaved benchmark runs of each on one
-        machine. ``.wait().status.comparison.result`` is the A/B time ratio with its 95% interval, per case
-        (``cases``) and overall (``ratio``, ``ci_low``, ``ci_high``). Never ranked; counts as ``2 × rounds`` runs
-        against your hourly limit and pending-job quota. The same file twice is fine (it measures the noise)."""
+        """Compare two files on one device: at most ``rounds`` (even, 2 to 20; None: the service's default, 14)
+        interleaved benchmark runs of each on one machine, fewer once the overall ratio is known within ±0.4% (at
+        least 6). ``.wait().status.comparison.result`` is the A/B time ratio with its 95% interval, per case
+        (``cases``) and overall (``ratio``, ``ci_low``, ``ci_high``), and the rounds run. Never ranked; counts as
+        ``2 × rounds`` runs (the most it may run) against your hourly limit and pending-job quota. The same file
+        twice is fine (it measures the noise)."""
         response = self._request("POST", "/submissions", **_compare_upload(file_a, file_b, leaderboard, device, rounds))
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
@@ -539,7 +542,7 @@ class AsyncClient:
         file_b: Candidate | str | Path | bytes | tuple[str, bytes],
         leaderboard: str | None = None,
         device: str | None = None,
-        rounds: int = DEFAULT_ROUNDS,
+        rounds: int | None = None,
     ) -> AsyncSubmission:
         """``Client.compare``, awaited."""
         upload = _compare_upload(file_a, file_b, leaderboard, device, rounds)

@@ -44,7 +44,7 @@ from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
 from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.spool import ResultSpool
-from runners.compare import Tally, schedule
+from runners.compare import Tally, round_text, schedule
 from runners.contract import Comparison, Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.launchers.base import DeviceUnavailable, Launcher, LauncherError
 
@@ -585,8 +585,9 @@ class Worker:
             return await self._failed(claim, f"internal error ({type(exc).__name__})", False, recorded, None)
 
     async def _compare(self, launcher: Launcher, claim: Claim, plan: PlannedRun) -> JobReport:
-        """Run a compare job: ``plan.rounds`` rounds of one benchmark run of each file, A B then B A, … (the order
-        alternating so a drift of the machine falls on both alike), all here; then store the comparison and complete
+        """Run a compare job: up to ``plan.rounds`` rounds of one benchmark run of each file, A B then B A, … (the
+        order alternating so a drift of the machine falls on both alike), all here, fewer once the ratio is settled
+        (``Tally.settled``); then store the comparison and complete
         the job in one transaction. A retried job starts again from round 1: rounds from two machines would not
         compare. Ends at the first run that fails (its verdict, naming the file, is the comparison's)."""
         assert plan.against is not None
@@ -594,10 +595,12 @@ class Worker:
         comparison: Comparison | None = None
         started = -1
         for rnd, side in schedule(plan.rounds):
+            if rnd != started and tally.settled():
+                break  # the ratio is known within runners.compare.PRECISION: more rounds would not change it
             if rnd != started:
                 started = rnd
                 first = tally.names[0 if rnd % 2 == 0 else 1]
-                detail = f"round {rnd + 1} of {plan.rounds} ({first} first)"
+                detail = f"{round_text(rnd + 1, plan.rounds)} ({first} first)"
                 try:
                     await self._db(self.queue.add_event, claim, "round", detail)
                 except Exception:  # progress must never break a run (the lease and the store are fenced anyway)

@@ -215,7 +215,7 @@ class LeaderboardCommands(app_commands.Group):
         "compare: time it against a second file (default: the file's '#!kernelcup mode' line, else ranked)",
         device="A device of that leaderboard, several separated by commas, or 'all' (compare: one)",
         against="Mode compare: the second file (B), timed against the first (A) on one device",
-        rounds="Mode compare: rounds, even, 2 to 20 (default 6); each runs both files once and counts as 2 runs",
+        rounds="Mode compare: the most rounds, even, 2 to 20 (default 14; stops once the ratio is known to ±0.4%)",
     )
     @app_commands.autocomplete(leaderboard=_leaderboards, device=_devices)
     async def submit(

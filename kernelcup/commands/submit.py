@@ -125,10 +125,11 @@ def submit_remote(
     no_wait: bool,
     timeout: float,
     against: Path | None = None,
-    rounds: int = 0,
+    rounds: int | None = None,
 ) -> None:
     """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report.
-    With ``against``: a compare of ``file`` with it, ``rounds`` rounds on one device."""
+    With ``against``: a compare of ``file`` with it, at most ``rounds`` rounds (None: the service's default) on one
+    device."""
     from rich.console import Console
 
     from leaderboards.events import FollowTimeout
@@ -161,7 +162,12 @@ def submit_remote(
 
 
 def check_compare(
-    file: Path, against: Path | None, compare: bool, mode: ModeChoice | None, devices: Sequence[str], rounds: int
+    file: Path,
+    against: Path | None,
+    compare: bool,
+    mode: ModeChoice | None,
+    devices: Sequence[str],
+    rounds: int | None,
 ) -> None:
     """The command line's own checks of a submit or a compare (the service checks the rest, for every surface)."""
     if compare and against is None:
@@ -172,7 +178,7 @@ def check_compare(
         raise typer.BadParameter(f"--compare runs benchmark mode; drop --mode {mode.value}")
     if compare and len(devices) > 1:
         raise typer.BadParameter("--compare runs both files on one device: give one --device")
-    if compare and rounds % 2:
+    if compare and rounds is not None and rounds % 2:
         raise typer.BadParameter(
             f"--rounds must be even (each file runs first as often as second), not {rounds}; try {rounds + 1}"
         )
@@ -213,8 +219,13 @@ def register(app: typer.Typer) -> None:
             help="Compare FILE with a second file on one device: interleaved benchmark runs, the A/B time ratio with "
             "its 95% interval, per case and overall. Never ranked; counts as 2 runs per round against your limits.",
         ),
-        rounds: int = typer.Option(
-            6, "--rounds", min=2, max=20, help="With --compare: rounds (even; each runs both files once)."
+        rounds: int | None = typer.Option(
+            None,
+            "--rounds",
+            min=2,
+            max=20,
+            help="With --compare: the most rounds (even; each runs both files once; default 14). It stops earlier, "
+            "after 6 or more, once the A/B ratio is known within ±0.4%; it counts as 2 runs per round asked for.",
         ),
         server: str | None = server_option(),
     ) -> None:
@@ -227,7 +238,7 @@ def register(app: typer.Typer) -> None:
         from kernelcup.settings import load
         from kernelcup.wiring import build_worker, open_platform
         from leaderboards.queue import JobQueue, with_db_retry
-        from leaderboards.results import UserRef
+        from leaderboards.results import COMPARE_DEFAULT_ROUNDS, UserRef
         from leaderboards.worker import WorkerSettings
         from runners.contract import Mode
 
@@ -262,7 +273,8 @@ def register(app: typer.Typer) -> None:
                     one = device[0] if device else None
                     receipt = with_db_retry(
                         lambda: service.compare(
-                            who, file.name, content, against.name, content_b, leaderboard, one, rounds
+                            who, file.name, content, against.name, content_b, leaderboard, one,
+                            COMPARE_DEFAULT_ROUNDS if rounds is None else rounds,
                         ),
                         budget_s=worker_settings.db_retry_s,
                         what="submitting",

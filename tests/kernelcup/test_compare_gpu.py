@@ -1,6 +1,7 @@
 """Issue 16 on a real GPU: `kernelcup submit A B --compare` through the service, the queue and an in-process worker
 with the local launcher (the real harness). A file compared with itself must come out as no difference (its interval
-holds 1, the ratio within 1%); a kernel that does three times the work must be told apart from the original.
+holds 1, the ratio within ±0.5% at the service's default rounds); a kernel that does three times the work must be
+told apart from the original.
 
 Marked ``gpu``: skipped without CUDA. The device name is ``KERNELCUP_TEST_DEVICE`` (default H100: the lent machine).
 """
@@ -48,12 +49,13 @@ def board(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return device
 
 
-def compare(a: Path, b: Path, device: str, rounds: int) -> dict:
-    args = ["submit", str(a), str(b), "--compare", "-l", "vectoradd", "-d", device, "--rounds", str(rounds)]
+def compare(a: Path, b: Path, device: str, rounds: int | None = None) -> dict:
+    args = ["submit", str(a), str(b), "--compare", "-l", "vectoradd", "-d", device]
+    args += ["--rounds", str(rounds)] if rounds else []
     done = CliRunner().invoke(build_app(), [*args, "--user", "gpu-test", "--json"])
     assert done.exit_code == 0, done.output
     result = json.loads(done.stdout)["status"]["comparison"]["result"]
-    print(f"{a.name} vs {b.name}, {rounds} rounds: {result['message']}")
+    print(f"{a.name} vs {b.name}, {result['rounds']} rounds: {result['message']}")
     for c in result["cases"]:
         print(f"  {c['case']}: A {c['median_a_ns']:.0f} ns, B {c['median_b_ns']:.0f} ns, "
               f"A/B {c['ratio']:.4f} ({c['ci_low']:.4f} to {c['ci_high']:.4f})")  # fmt: skip
@@ -61,10 +63,10 @@ def compare(a: Path, b: Path, device: str, rounds: int) -> dict:
 
 
 def test_a_file_compared_with_itself_shows_no_difference(board: str) -> None:
-    result = compare(TORCH, TORCH, board, 6)
-    assert result["verdict"] == "accepted" and result["rounds"] == 6
+    result = compare(TORCH, TORCH, board)  # at most 14 rounds, fewer once the ratio is known within ±0.4%
+    assert result["verdict"] == "accepted" and 6 <= result["rounds"] <= 14
     assert result["ci_low"] <= 1.0 <= result["ci_high"], result["message"]
-    assert 0.99 < result["ratio"] < 1.01, result["message"]
+    assert 0.995 < result["ratio"] < 1.005, result["message"]
 
 
 def test_three_times_the_work_is_told_apart(board: str, tmp_path: Path) -> None:

@@ -91,6 +91,19 @@ def test_a_compare_runs_interleaved_rounds_and_stores_the_ratio(svc: Leaderboard
         assert s.scalar(select(func.count()).select_from(BestScore)) == 0
 
 
+def test_a_compare_stops_early_once_the_ratio_is_settled(svc: LeaderboardService) -> None:
+    receipt = svc.compare(ANN, "fast.py", FAST_PY, "slow.py", SLOW_PY, "add", "H100", rounds=12)
+    fake = launcher()  # runs within ±0.4% of each other: 6 rounds know the ratio within ±0.4%
+    serve(svc, fake)
+    assert len(fake.requests) == 2 * 6
+    status = svc.submission_status(receipt.submission_id)
+    assert status.comparison is not None and status.comparison.rounds == 12  # asked for (and charged)
+    result = status.comparison.result
+    assert result is not None and result.rounds == 6 and result.ratio == pytest.approx(0.9, abs=0.01)
+    details = [e.detail for e in status.jobs[0].events if e.phase == "round"]
+    assert details[0] == "round 1 of at most 12 (fast.py first)" and len(details) == 6
+
+
 def test_a_file_compared_with_itself_runs_every_time(svc: LeaderboardService, settings: CoreSettings) -> None:
     settings.duplicate_window_s = 600  # the service de-duplicates identical submissions; a compare is never one
     first = svc.compare(ANN, "k.py", FAST_PY, "k.py", FAST_PY, "add", "cpu", rounds=2)
@@ -163,7 +176,7 @@ def accepted_comparison() -> Any:
     [
         ({"rounds": 3}, "bad_rounds", "even number of rounds from 2 to 20"),
         ({"rounds": 22}, "bad_rounds", "not 22"),
-        ({"rounds": 0}, "bad_rounds", "the default is 6"),
+        ({"rounds": 0}, "bad_rounds", "the default is 14"),
         ({"device": None}, "one_device", "name one of cpu, H100 (e.g. --device cpu)"),
         ({"device": "all"}, "one_device", "one device"),
         ({"file_b": "b.cu"}, "wrong_file_type", "'b.cu' is not one"),

@@ -11,7 +11,7 @@ from harness_helpers import FIXTURES, SUBMISSIONS, build_request
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
-from runners.compare import compare, paired_ratio, t975
+from runners.compare import PRECISION, SETTLE_MIN_ROUNDS, Tally, compare, paired_ratio, round_text, schedule, t975
 from runners.contract import (
     BenchmarkResult,
     Comparison,
@@ -105,6 +105,41 @@ def test_a_comparison_needs_benchmark_mode_the_same_problem_and_sensible_rounds(
     for odd in (1, 3):
         with pytest.raises(ValueError, match="rounds must be even"):
             compare(a, b, lambda r: _result(r, [1.0, 1.0]), rounds=odd)
+
+
+def test_a_comparison_stops_once_the_ratio_is_known_within_half_a_percent() -> None:
+    a, b = _pair()
+    wobble = iter([1.0, 1.001, 0.999, 1.0005] * 50)
+
+    def steady(request: RunRequest) -> RunResult:  # runs within ±0.1% of each other: 6 rounds settle it
+        return _result(request, [1000.0 * next(wobble), 4000.0])
+
+    runs: list[str] = []
+    got = compare(a, b, lambda r: runs.append(r.submission.name) or steady(r), rounds=20)
+    assert got.rounds == SETTLE_MIN_ROUNDS == 6 and len(runs) == 12
+    assert got.ci_low is not None and got.ci_high is not None and got.ratio is not None
+    assert got.ci_high / got.ratio <= 1 + PRECISION and got.ratio / got.ci_low <= 1 + PRECISION
+    # Asked for fewer rounds than settle a comparison, or for no early stop: every round runs.
+    assert compare(a, b, steady, rounds=4).rounds == 4
+    assert compare(a, b, steady, rounds=10, precision=None).rounds == 10
+
+
+def test_a_noisy_comparison_runs_every_round_it_may() -> None:
+    a, b = _pair()
+    offsets = iter([1.03, 0.97, 0.98, 1.02, 1.0] * 50)  # a fresh process's offset of ±3%: never within ±0.4%
+
+    def noisy(request: RunRequest) -> RunResult:
+        return _result(request, [1000.0 * next(offsets), 4000.0])
+
+    got = compare(a, b, noisy, rounds=12)
+    assert got.rounds == 12 and got.ci_low is not None and got.ci_low <= 1.0 <= (got.ci_high or 0)
+    tally = Tally(a, b)
+    for rnd, side in schedule(8):
+        tally.add(rnd, side, _result((a, b)[side], [1000.0, 1000.0]))
+        if side == rnd % 2:  # the first run of a round: never settled
+            assert not tally.settled()
+    assert tally.settled() and not tally.settled(None)
+    assert round_text(3, 6) == "round 3 of 6" and round_text(3, 20) == "round 3 of at most 20"
 
 
 def test_a_median_of_zero_gives_no_ratio_and_says_why() -> None:

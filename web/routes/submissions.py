@@ -72,8 +72,9 @@ async def submit(
     ),
     rounds: int = Form(
         COMPARE_DEFAULT_ROUNDS,
-        description=f"Mode compare: rounds, even, {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS}; each runs both files "
-        "once (A B, then B A, …) and counts as 2 runs against your limits.",
+        description=f"Mode compare: the most rounds, even, {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS}; each runs "
+        "both files once (A B, then B A, …) and counts as 2 runs against your limits. It stops earlier (after 6 or "
+        "more) once the overall A/B ratio's 95% interval is within ±0.4% of it.",
     ),
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     service: LeaderboardService = Depends(service_of),
