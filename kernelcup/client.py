@@ -259,8 +259,13 @@ class Submission:
         """Its code; ``file="b"``: a compare's second file."""
         return self.client._get(f"/submissions/{self.id}/code", CodeOut, file=file)
 
-    def cancel(self) -> str:
-        """Cancel it if it is still queued or running; a finished one is deleted from the rankings. Says which."""
+    def cancel(self) -> None:
+        """Cancel it while it is queued or running; a finished one is left as it is (``ApiError`` 409,
+        ``already_finished``: ``delete()`` takes it off the rankings)."""
+        self.client._request("POST", f"/submissions/{self.id}/cancel")
+
+    def delete(self) -> str:
+        """Take it off the rankings if it has finished, else cancel it. Says which: "deleted" or "cancelled"."""
         response = self.client._request("DELETE", f"/submissions/{self.id}")
         return str(response.json()["action"])
 
@@ -467,7 +472,12 @@ class AsyncSubmission:
         """Its code; ``file="b"``: a compare's second file."""
         return await self.client._get(f"/submissions/{self.id}/code", CodeOut, file=file)
 
-    async def cancel(self) -> str:
+    async def cancel(self) -> None:
+        """``Submission.cancel``, awaited."""
+        await self.client._request("POST", f"/submissions/{self.id}/cancel")
+
+    async def delete(self) -> str:
+        """``Submission.delete``, awaited."""
         response = await self.client._request("DELETE", f"/submissions/{self.id}")
         return str(response.json()["action"])
 

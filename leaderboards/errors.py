@@ -177,6 +177,12 @@ class InvalidChange(UserError):
     code = "invalid_change"
 
 
+class AlreadyFinished(InvalidChange):
+    """A cancel of a submission whose jobs have all finished: nothing to cancel (deleting it is another request)."""
+
+    code = "already_finished"
+
+
 class NeedsForce(InvalidChange):
     code = "needs_force"
 

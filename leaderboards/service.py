@@ -26,9 +26,9 @@ from leaderboards.accounts import AccountsMixin
 from leaderboards.admin import AdminMixin
 from leaderboards.directives import parse_directives
 from leaderboards.errors import (
+    AlreadyFinished,
     Banned,
     FileTooLarge,
-    InvalidChange,
     InvalidSubmission,
     LeaderboardClosed,
     LeaderboardPaused,
@@ -153,8 +153,8 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
         leaderboard = leaderboard or header.leaderboard
         if not leaderboard:
             raise InvalidSubmission(
-                "Name the leaderboard: pass it (e.g. --leaderboard NAME), or put a line "
-                "'#!kernelcup leaderboard NAME' at the top of the file.",
+                "Name the leaderboard: give it as `leaderboard` (on the command line, --leaderboard NAME), or put a "
+                "line '#!kernelcup leaderboard NAME' at the top of the file.",
                 code="no_leaderboard",
                 field="leaderboard",
             )
@@ -224,7 +224,8 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
         leaderboard = leaderboard or headers[0].leaderboard or headers[1].leaderboard
         if not leaderboard:
             raise InvalidSubmission(
-                "Name the leaderboard to compare on: pass it (e.g. --leaderboard NAME), or put a line "
+                "Name the leaderboard to compare on: give it as `leaderboard` (on the command line, --leaderboard "
+                "NAME), or put a line "
                 "'#!kernelcup leaderboard NAME' at the top of the first file.",
                 code="no_leaderboard",
                 field="leaderboard",
@@ -236,7 +237,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             if several or [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
                 raise InvalidSubmission(
                     f"A compare runs on one device (both files on the same machine); name one of "
-                    f"{', '.join(lb.devices)} (e.g. --device {lb.devices[0]}).",
+                    f"{', '.join(lb.devices)} as `device` (on the command line, --device {lb.devices[0]}).",
                     code="one_device",
                     field="devices",
                 )
@@ -453,7 +454,7 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             return
         fits = (cap // 2) // 2 * 2
         advice = (
-            f"use at most {fits} rounds (--rounds {fits})"
+            f"use at most {fits} rounds (`rounds`; on the command line, --rounds {fits})"
             if fits >= COMPARE_MIN_ROUNDS
             else "a compare cannot run under this limit; ask an admin"
         )
@@ -557,7 +558,10 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 .with_for_update()
             ).all()
             if not jobs:
-                raise InvalidChange(f"Submission #{submission_id} has already finished; there is nothing to cancel.")
+                raise AlreadyFinished(
+                    f"Submission #{submission_id} has already finished; there is nothing to cancel (to take it off "
+                    "the rankings, delete it)."
+                )
             for job in jobs:
                 job.status = JobStatus.CANCELLED.value
                 job.error = "cancelled by its author"

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from leaderboards.db import is_unavailable
 from leaderboards.errors import (
     AlreadyExists,
+    AlreadyFinished,
     Banned,
     DatabaseNotReady,
     FileTooLarge,
@@ -52,6 +53,7 @@ STATUS: dict[type[BaseException], int] = {
     LeaderboardPaused: 409,
     AlreadyExists: 409,
     NeedsForce: 409,
+    AlreadyFinished: 409,
     FileTooLarge: 413,
     RateLimited: 429,
     UserError: 422,

@@ -180,18 +180,43 @@ def register(app: typer.Typer) -> None:
         user: str = typer.Option("", "--user", "-u", help=USER_HELP),
         server: str | None = server_option(),
     ) -> None:
-        """Cancel a submission that is queued or running. Through a server, a finished one is deleted from the
-        rankings instead (as in Discord)."""
+        """Cancel a submission that is queued or running (a finished one is left as it is: `delete` takes it off the
+        rankings)."""
         login = resolve(server)
         _local_only(user, login)
         with user_errors():
             if login is not None:
                 with client_for(login) as client:
-                    action = client.submission(submission_id).cancel()
+                    client.submission(submission_id).cancel()
             else:
                 open_service().cancel(submission_id, _who(user))
-                action = "cancelled"
+        typer.echo(f"submission #{submission_id} cancelled")
+
+    @subs_app.command("delete")
+    def delete_cmd(
+        submission_id: int = typer.Argument(..., help="The submission's id."),
+        user: str = typer.Option("", "--user", "-u", help=USER_HELP),
+        server: str | None = server_option(),
+    ) -> None:
+        """Take your finished submission off the rankings (one still queued or running is cancelled instead)."""
+        from leaderboards.errors import AlreadyFinished
+
+        login = resolve(server)
+        _local_only(user, login)
+        with user_errors():
+            if login is not None:
+                with client_for(login) as client:
+                    action = client.submission(submission_id).delete()
+            else:
+                service = open_service()
+                try:
+                    service.cancel(submission_id, _who(user))
+                    action = "cancelled"
+                except AlreadyFinished:
+                    service.delete_submission(submission_id, user=_who(user))
+                    action = "deleted"
         if action == "cancelled":
-            typer.echo(f"submission #{submission_id} cancelled")
+            typer.echo(f"submission #{submission_id} was still queued or running: cancelled, not deleted (run this "
+                       "again to take it off the rankings)")  # fmt: skip
         else:
-            typer.echo(f"submission #{submission_id} had finished: it was deleted from the rankings")
+            typer.echo(f"submission #{submission_id} deleted: it is off the rankings")

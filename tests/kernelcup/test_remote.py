@@ -215,6 +215,13 @@ def test_no_wait_then_follow_list_code_and_cancel(server: Server, tmp_path: Path
     r = server.cli("submissions", "cancel", str(qid), env=env)
     assert r.exit_code == 0 and r.output.strip() == f"submission #{qid} cancelled"
     server.gate.set()
+    # A finished submission is not deleted by a cancel (the newcomer's lost ranking): it says so and how to delete.
+    r = server.cli("submissions", "cancel", str(sid), env=env)
+    assert r.exit_code == 1 and "has already finished; there is nothing to cancel" in r.output
+    assert "H100: succeeded" in server.cli("submissions", "show", str(sid), env=env).output
+    r = server.cli("submissions", "delete", str(sid), env=env)
+    assert r.exit_code == 0 and r.output.strip() == f"submission #{sid} deleted: it is off the rankings"
+    assert server.cli("submissions", "show", str(sid), env=env).exit_code == 1
     r = server.cli("submissions", "show", "99999", env=env)
     assert r.exit_code == 1 and "There is no submission #99999" in r.output
 

@@ -67,6 +67,20 @@ def test_submit_runs_in_process_and_prints_json_report(env: Path, fake: FakeLaun
     assert len(fake.requests) == 2  # public + secret
 
 
+def test_cancel_leaves_a_finished_submission_and_delete_takes_it_off(env: Path, fake: FakeLauncher) -> None:
+    sync(env, ["cpu"])
+    (env / "sol.py").write_text(SOLUTION)
+    done = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--json", "--user", "ann"])
+    sid = json.loads(done.stdout[done.stdout.index("{") :])["status"]["submission_id"]
+    app = build_app()
+    cancel = CliRunner().invoke(app, ["submissions", "cancel", str(sid), "--user", "ann"])
+    assert cancel.exit_code == 1 and "already finished; there is nothing to cancel" in cancel.output
+    assert "#1" in CliRunner().invoke(app, ["leaderboard", "show", "add"]).output  # still ranked
+    gone = CliRunner().invoke(app, ["submissions", "delete", str(sid), "--user", "ann"])
+    assert gone.exit_code == 0 and gone.output.strip() == f"submission #{sid} deleted: it is off the rankings"
+    assert CliRunner().invoke(app, ["submissions", "show", str(sid), "--user", "ann"]).exit_code == 1
+
+
 def test_submit_text_report_shows_progress_score_and_rank(env: Path, fake: FakeLauncher) -> None:
     sync(env, ["cpu"])
     (env / "sol.py").write_text(SOLUTION)

@@ -177,7 +177,7 @@ def accepted_comparison() -> Any:
         ({"rounds": 3}, "bad_rounds", "even number of rounds from 2 to 20"),
         ({"rounds": 22}, "bad_rounds", "not 22"),
         ({"rounds": 0}, "bad_rounds", "the default is 14"),
-        ({"device": None}, "one_device", "name one of cpu, H100 (e.g. --device cpu)"),
+        ({"device": None}, "one_device", "name one of cpu, H100 as `device` (on the command line, --device cpu)"),
         ({"device": "all"}, "one_device", "one device"),
         ({"file_b": "b.cu"}, "wrong_file_type", "'b.cu' is not one"),
         ({"content_b": b"  \n"}, "empty_file", "b.py is empty"),
@@ -239,7 +239,7 @@ def test_a_compare_bigger_than_the_limit_says_how_many_rounds_fit(
         svc.compare(ANN, "a.py", FAST_PY, "b.py", SLOW_PY, "add", "cpu", rounds=20)
     assert exc.value.code == "too_many_rounds" and exc.value.field == "rounds"
     assert "makes 40 runs (2 per round), more than the 30" in exc.value.message
-    assert "use at most 14 rounds (--rounds 14)" in exc.value.message
+    assert "use at most 14 rounds (`rounds`; on the command line, --rounds 14)" in exc.value.message
     settings.rate_limit_per_hour = None
     settings.max_pending_jobs_per_user = 12
     with pytest.raises(InvalidSubmission, match="more than the 12 runs you may have waiting or running; use at most 6"):

@@ -126,6 +126,14 @@ def test_cancel_while_queued_delete_when_finished(world: World) -> None:
     ranked = world.submit(world.ann, mode="ranked").json()["submission_id"]
     world.serve()
     assert world.client.get("/api/v1/leaderboards/add/rankings?device=cpu").json()["total"] == 1
+    # POST .../cancel only ever cancels: a finished submission stays ranked, and the answer says how to delete it.
+    r = world.client.post(f"/api/v1/submissions/{ranked}/cancel", headers=world.auth(world.ann))
+    assert r.status_code == 409 and error_of(r)["code"] == "already_finished", r.text
+    assert "nothing to cancel" in error_of(r)["message"] and "delete it" in error_of(r)["message"]
+    assert world.client.get("/api/v1/leaderboards/add/rankings?device=cpu").json()["total"] == 1
+    queued = world.submit(world.ann).json()["submission_id"]
+    r = world.client.post(f"/api/v1/submissions/{queued}/cancel", headers=world.auth(world.ann))
+    assert r.json() == {"submission_id": queued, "action": "cancelled"}
     r = world.client.delete(f"/api/v1/submissions/{ranked}", headers=world.auth(world.ann))
     assert r.json() == {"submission_id": ranked, "action": "deleted"}
     assert world.client.get("/api/v1/leaderboards/add/rankings?device=cpu").json()["total"] == 0

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
-from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
+from leaderboards.errors import AlreadyFinished, InvalidSubmission, SubmissionNotFound
 from leaderboards.results import (
     COMPARE_DEFAULT_ROUNDS,
     COMPARE_MAX_ROUNDS,
@@ -165,6 +165,18 @@ def get_code(
     return CodeOut.model_validate(view)
 
 
+@router.post("/submissions/{submission_id}/cancel", responses=ERRORS, summary="Cancel a queued or running submission")
+def cancel_submission(
+    submission_id: int,
+    who: Principal = Depends(submitter),
+    service: LeaderboardService = Depends(service_of),
+) -> dict[str, object]:
+    """Cancels the submission's unfinished jobs (a running job's result is then discarded). A finished submission
+    is left as it is: 409 `already_finished` (`DELETE /submissions/{id}` takes it off the rankings)."""
+    service.cancel(submission_id, who.user)
+    return {"submission_id": submission_id, "action": "cancelled"}
+
+
 @router.delete("/submissions/{submission_id}", responses=ERRORS, summary="Cancel, or delete from the rankings")
 def delete_submission(
     submission_id: int,
@@ -182,7 +194,7 @@ def delete_submission(
     try:
         service.cancel(submission_id, who.user)
         return {"submission_id": submission_id, "action": "cancelled"}
-    except InvalidChange:  # finished: nothing to cancel, so it leaves the rankings
+    except AlreadyFinished:  # finished: nothing to cancel, so it leaves the rankings
         service.delete_submission(submission_id, user=who.user)
         return {"submission_id": submission_id, "action": "deleted"}
 
