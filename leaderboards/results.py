@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from runners.compare import CPU_ROUNDS
 from runners.contract import Comparison, RunRequest, RunResult, Verdict
 
 
@@ -44,8 +45,10 @@ COMPARE_MIN_ROUNDS = 2
 COMPARE_MAX_ROUNDS = 20
 """A compare through the service: even rounds in this range (each costs two runs of the device)."""
 COMPARE_DEFAULT_ROUNDS = 14
-"""The most rounds a compare through the service runs when none are asked for (it stops earlier once the ratio is
-known within ±0.4%, ``runners.compare.PRECISION``): its 28 runs fit the default hourly limit of 30."""
+"""The most rounds a compare on a GPU through the service runs when none are asked for (it stops earlier once the
+ratio is known within ±0.4%, ``runners.compare.PRECISION``): its 28 runs fit the default hourly limit of 30."""
+COMPARE_CPU_ROUNDS = CPU_ROUNDS
+"""The same on the CPU, whose noise seldom lets a comparison settle (``runners.compare.CPU_ROUNDS``)."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ MAX_ROUNDS = 50
 DEFAULT_ROUNDS = 20
 """The most rounds a comparison runs by default. Even: each file runs first as often as second (A B, B A, ...), so an
 order effect cancels."""
+CPU_ROUNDS = 6
+"""The default on the CPU (``kernelcup run --compare --device cpu``): a shared CPU's noise seldom lets a comparison
+settle, and its timings are for trying things out, so it runs the fewest rounds that can stop early."""
 SETTLE_MIN_ROUNDS = 6
 """Rounds before a comparison may stop early: fewer say too little about the spread (the t interval is wide)."""
 PRECISION = 0.004

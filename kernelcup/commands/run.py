@@ -93,13 +93,13 @@ def run(
         "--compare",
         help="Compare two files: interleaved benchmark runs and their time ratio with a 95% interval.",
     ),
-    rounds: int = typer.Option(
-        20,
+    rounds: int | None = typer.Option(
+        None,
         "--rounds",
         min=2,
         max=50,
-        help="With --compare: the most benchmark runs of each file (even: each first as often). It stops earlier, "
-        "after 6 or more, once the A/B ratio is known within ±0.4%.",
+        help="With --compare: the most benchmark runs of each file (even: each first as often; default 20 on a GPU, "
+        "6 on the CPU). It stops earlier, after 6 or more, once the A/B ratio is known within ±0.4%.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON instead of a report."),
     lang: LangChoice | None = typer.Option(
@@ -111,6 +111,7 @@ def run(
 ) -> None:
     from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
+    from runners.compare import CPU_ROUNDS, DEFAULT_ROUNDS
     from runners.contract import Language, Limits, Mode
     from runners.entry.prestart import Prestarter
     from runners.settings import RunnerSettings
@@ -121,7 +122,7 @@ def run(
         _fail(f"--compare takes exactly two files, not {len(files)}: `kernelcup run PROBLEM_DIR A.py B.py --compare`")
     if compare and mode is not None and mode is not ModeChoice.BENCHMARK:
         _fail(f"--compare runs benchmark mode; drop --mode {mode.value}")
-    if compare and rounds % 2:
+    if compare and rounds is not None and rounds % 2:
         _fail(f"--rounds must be even (each file runs first as often as second), not {rounds}; try {rounds + 1}")
     try:
         problem = load_problem(problem_dir)
@@ -138,6 +139,8 @@ def run(
     target = (device or RunDevice(default_device())).value
     if target == "cuda" and default_device() == "cpu":  # refused at once: the run would only fail later
         _fail("this machine has no GPU (no NVIDIA driver answers); run with --device cpu")
+    if rounds is None:  # a CPU's timings are for trying things out: its noise would keep a compare from settling
+        rounds = CPU_ROUNDS if target == "cpu" else DEFAULT_ROUNDS
     if run_mode is Mode.RANKED and seed is None:
         seed = secrets.randbelow(2**31)
     limit = Limits().max_submission_bytes

@@ -104,6 +104,13 @@ def test_a_compare_stops_early_once_the_ratio_is_settled(svc: LeaderboardService
     assert details[0] == "round 1 of at most 12 (fast.py first)" and len(details) == 6
 
 
+def test_the_default_rounds_are_14_on_a_gpu_and_6_on_the_cpu(svc: LeaderboardService) -> None:
+    gpu = svc.compare(ANN, "a.py", FAST_PY, "b.py", SLOW_PY, "add", "H100")
+    cpu = svc.compare(ANN, "c.py", FAST_PY + b"#c\n", "d.py", SLOW_PY, "add", "cpu")
+    rounds = [svc.submission_status(r.submission_id).comparison for r in (gpu, cpu)]
+    assert [c.rounds if c else None for c in rounds] == [14, 6]
+
+
 def test_a_file_compared_with_itself_runs_every_time(svc: LeaderboardService, settings: CoreSettings) -> None:
     settings.duplicate_window_s = 600  # the service de-duplicates identical submissions; a compare is never one
     first = svc.compare(ANN, "k.py", FAST_PY, "k.py", FAST_PY, "add", "cpu", rounds=2)
@@ -176,7 +183,7 @@ def accepted_comparison() -> Any:
     [
         ({"rounds": 3}, "bad_rounds", "even number of rounds from 2 to 20"),
         ({"rounds": 22}, "bad_rounds", "not 22"),
-        ({"rounds": 0}, "bad_rounds", "the default is 14"),
+        ({"rounds": 0}, "bad_rounds", "the default is 14 on a GPU, 6 on the CPU"),
         ({"device": None}, "one_device", "name one of cpu, H100 as `device` (on the command line, --device cpu)"),
         ({"device": "all"}, "one_device", "one device"),
         ({"file_b": "b.cu"}, "wrong_file_type", "'b.cu' is not one"),

@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 
 from leaderboards.errors import AlreadyFinished, InvalidSubmission, SubmissionNotFound
 from leaderboards.results import (
+    COMPARE_CPU_ROUNDS,
     COMPARE_DEFAULT_ROUNDS,
     COMPARE_MAX_ROUNDS,
     COMPARE_MIN_ROUNDS,
@@ -70,9 +71,10 @@ async def submit(
     against: UploadFile | None = File(
         None, description="Mode compare: the second file (B), compared with `file` (A) on one device."
     ),
-    rounds: int = Form(
-        COMPARE_DEFAULT_ROUNDS,
-        description=f"Mode compare: the most rounds, even, {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS}; each runs "
+    rounds: int | None = Form(
+        None,
+        description=f"Mode compare: the most rounds, even, {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS} (default "
+        f"{COMPARE_DEFAULT_ROUNDS} on a GPU, {COMPARE_CPU_ROUNDS} on the CPU); each runs "
         "both files once (A B, then B A, …) and counts as 2 runs against your limits. It stops earlier (after 6 or "
         "more) once the overall A/B ratio's 95% interval is within ±0.4% of it.",
     ),
