@@ -53,7 +53,43 @@ NAMING_CONVENTION = {
 Id = BigInteger().with_variant(Integer(), "sqlite")
 """Primary and foreign keys: 64-bit on PostgreSQL, the auto-incrementing rowid alias on SQLite."""
 
-JSONType = JSON().with_variant(JSONB(), "postgresql")
+def without_nul(value: Any) -> Any:
+    """``value`` with every U+0000 in its strings (keys too) replaced by U+FFFD: PostgreSQL refuses NUL in text and
+    in JSONB, and a submission's output, messages and errors may carry it (red team, 2026-11-24: one
+    ``print("\\x00")`` made the result unstorable, the job retried three times and blamed on the platform)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list | tuple):
+        return [without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    return value
+
+
+class StoredJSON(TypeDecorator[Any]):
+    """JSON (JSONB on PostgreSQL) whose strings never hold U+0000 (:func:`without_nul`)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Any) -> Any:
+        return dialect.type_descriptor(JSONB() if dialect.name == "postgresql" else JSON())
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        return without_nul(value)
+
+
+class StoredText(TypeDecorator[str]):
+    """Text that never holds U+0000 (:func:`without_nul`): messages and details that may quote a submission."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Any) -> str | None:
+        return without_nul(value)
+
+
+JSONType = StoredJSON()
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -102,7 +138,7 @@ class User(Base):
     discord_id: Mapped[int | None] = mapped_column(BigInteger(), unique=True)
     name: Mapped[str] = mapped_column(String(100))
     is_banned: Mapped[bool] = mapped_column(Boolean(), default=False, server_default=false())
-    ban_reason: Mapped[str | None] = mapped_column(Text())
+    ban_reason: Mapped[str | None] = mapped_column(StoredText())
     last_claimed_at: Mapped[datetime | None] = mapped_column(
         UTCDateTime(), comment="when a worker last took one of this user's jobs: claims go round-robin by it"
     )
@@ -117,7 +153,7 @@ class Leaderboard(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
-    description: Mapped[str] = mapped_column(Text(), default="")
+    description: Mapped[str] = mapped_column(StoredText(), default="")
     deadline: Mapped[datetime] = mapped_column(UTCDateTime())
     task: Mapped[dict[str, Any]] = mapped_column(
         JSONType,
@@ -220,7 +256,7 @@ class Job(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     remote_ref: Mapped[str | None] = mapped_column(String(500))
-    error: Mapped[str | None] = mapped_column(Text(), comment="user-readable")
+    error: Mapped[str | None] = mapped_column(StoredText(), comment="user-readable")
     created_at: Mapped[datetime] = _created()
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -261,7 +297,7 @@ class JobEvent(Base):
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     job_id: Mapped[int] = mapped_column(Id, ForeignKey("jobs.id", ondelete="CASCADE"))
     phase: Mapped[str] = mapped_column(String(32))
-    detail: Mapped[str] = mapped_column(Text(), default="")
+    detail: Mapped[str] = mapped_column(StoredText(), default="")
     created_at: Mapped[datetime] = _created()
 
 
@@ -278,7 +314,9 @@ class Worker(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     healthy: Mapped[bool] = mapped_column(Boolean(), default=True, server_default=true())
-    health_note: Mapped[str | None] = mapped_column(Text(), comment="why the worker stopped claiming, for operators")
+    health_note: Mapped[str | None] = mapped_column(
+        StoredText(), comment="why the worker stopped claiming, for operators"
+    )
     unhealthy_since: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 

@@ -91,7 +91,9 @@ class Wire:
             raise WireError("a message over the size limit arrived")
         try:
             return self.adapter.validate_python(json.loads(data)), fds
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, RecursionError) as exc:  # a peer's JSON nested past the parser's depth
+            # raises RecursionError: a malformed message like any other, never an error of the reader (red team,
+            # 2026-11-24: 20,000 nested brackets became the evaluator's own failure, retried and blamed on the worker)
             _close(fds)
             raise WireError(f"a malformed message arrived: {_first_error(exc)}") from None
 

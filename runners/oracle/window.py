@@ -80,10 +80,16 @@ class Calibration:
     detail: str = ""
 
 
-def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
-    """Private copies of the tensors ``value`` names (for CUDA arenas, copies queued on our stream)."""
+def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena], named: dict[str, int] | None = None,
+             *, copy: bool = True) -> Any:  # fmt: skip
+    """Private copies of the tensors ``value`` names (for CUDA arenas, copies queued on our stream). ``named``
+    counts the bytes each arena gives (over every output of a batch): never more than the arena holds, however
+    often an output names the same bytes. ``copy=False`` only checks (the bounds, strides, depth and those counts)."""
+    named = {} if named is None else named
 
-    def walk(v: ValueTree) -> Any:
+    def walk(v: ValueTree, depth: int = 0) -> Any:
+        if depth > MAX_OUTPUT_DEPTH:
+            raise ArenaError(f"the output nests tuples, lists or dicts more than {MAX_OUTPUT_DEPTH} deep")
         if isinstance(v, TensorRef):
             arena = arenas.get(v.arena)
             if arena is None:
@@ -99,6 +105,9 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
                 # it could still be writing the output, after its window closed (red team, 2026-11-24).
                 raise ArenaError(f"the output's strides spread its {view.numel():,} elements over {span:,} bytes; "
                                  "return a dense tensor (.contiguous())")  # fmt: skip
+            _count(named, arena, span)
+            if not copy:
+                return None
             raw = arena.span(torch, v.offset, span)
             # A copy queued on our stream, behind the window's wait for "done". Nothing here may make this thread wait
             # for that stream (measured on the H100: ``torch.bitwise_or(raw, 0)`` does, ``clone`` does not); if the
@@ -107,15 +116,40 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena]) -> Any:
         if isinstance(v, Scalar):
             return v.v
         if isinstance(v, Seq):
-            items = [walk(x) for x in v.items]
+            items = [walk(x, depth + 1) for x in v.items]
             return tuple(items) if v.t == "tuple" else items
         if isinstance(v, Mapping):
-            return {k: walk(x) for k, x in v.items.items()}
+            return {k: walk(x, depth + 1) for k, x in v.items.items()}
         raise ArenaError("the output is not a value")  # pragma: no cover - the union is closed
 
     return walk(value)
 
 
+def _count(named: dict[str, int], arena: Arena, span: int) -> None:
+    """Count ``span`` bytes copied out of ``arena``; refuse more than it holds, or than the host arenas may give.
+
+    Copies of one span named again and again would fill the evaluator's memory (red team, 2026-11-24: six references
+    to a 3 GiB span of the sparse host output arena stopped the evaluator for memory, an infrastructure error)."""
+    named[arena.name] = named.get(arena.name, 0) + span
+    if arena.kind == "host":
+        named[HOST] = named.get(HOST, 0) + span
+    if named[arena.name] > arena.size or named.get(HOST, 0) > MAX_HOST_OUTPUT_BYTES:
+        raise ArenaError(
+            f"the outputs name {named[arena.name]:,} bytes of the {arena.name} arena ({named.get(HOST, 0):,} of host "
+            f"memory in all); at most {arena.size:,} per arena and {MAX_HOST_OUTPUT_BYTES:,} of host memory: return "
+            "each output once, in memory of its own"
+        )
+
+
+HOST = "<host arenas>"
+MAX_HOST_OUTPUT_BYTES = 4 << 30
+"""Bytes the outputs of one batch may name in the host arenas together: their private copies must fit the
+evaluator's memory (at least 16 GiB) beside its own inputs, and a CPU run's output is far smaller."""
+MAX_OUTPUT_DEPTH = 8
+"""How deep an output may nest tuples, lists and dicts: as deep as the submission process's own ``describe`` lets an
+honest output be (the problem's check walks it recursively; a deeper one is no answer)."""
+COPY_PROBE_BYTES = 256 << 20
+"""The largest copy the CPU window times for its copy allowance (larger ones are scaled from it)."""
 MAX_OUTPUT_ELEMENTS = 1 << 36
 """Elements an output tensor may name (a stride-0 output can name far more than its memory holds)."""
 SPREAD_SLACK = 1 << 20
@@ -127,6 +161,9 @@ _UNREADABLE = (ArenaError, RuntimeError, TypeError, ValueError, OverflowError)
 def _snapshots(torch: Any, values: list[ValueTree], expected: int, arenas: dict[str, Arena]) -> list[Any]:
     if len(values) != expected:
         raise ArenaError(f"{len(values)} outputs came back for {expected} calls")
+    named: dict[str, int] = {}
+    for v in values:  # every output checked before anything is copied: a refused batch costs no memory
+        snapshot(torch, v, arenas, named, copy=False)
     return [snapshot(torch, v, arenas) for v in values]
 
 
@@ -266,7 +303,11 @@ class CpuWindow:
 
     def copy_ns(self, nbytes: int) -> float:
         """The fastest this machine copies ``nbytes`` with PyTorch (best of 7, warm; measured once per size): a lower
-        bound on what the submission process's copy of an output of that size into shared memory costs."""
+        bound on what the submission process's copy of an output of that size into shared memory costs. Beyond
+        ``COPY_PROBE_BYTES`` (far past any cache) the rate of that size is scaled: two buffers of an output's size
+        would double what an output costs the evaluator's memory."""
+        if nbytes > COPY_PROBE_BYTES:
+            return self.copy_ns(COPY_PROBE_BYTES) * nbytes / COPY_PROBE_BYTES
         if nbytes not in self._copy_ns:
             src = self.torch.ones(max(nbytes, 1), dtype=self.torch.uint8)
             dst = self.torch.empty_like(src)

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from harness_helpers import FIXTURES, SUBMISSIONS, build_request
+from harness_helpers import CHEATS, FIXTURES, SUBMISSIONS, build_request
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
@@ -142,9 +142,33 @@ def test_a_noisy_comparison_runs_every_round_it_may() -> None:
     assert round_text(3, 6) == "round 3 of 6" and round_text(3, 20) == "round 3 of at most 20"
 
 
+def test_both_files_of_a_comparison_time_fresh_inputs_from_one_seed() -> None:
+    a, b = _pair()
+    seen: list[RunRequest] = []
+    compare(a, b, lambda r: seen.append(r) or _result(r, [1.0, 1.0]), rounds=2)
+    assert all(r.fresh_inputs and r.mode is Mode.BENCHMARK for r in seen)
+    assert len({r.seed for r in seen}) == 1 and seen[0].seed is not None
+    assert a.seed is None and not a.fresh_inputs  # the caller's requests are left as they were
+
+
+def test_a_file_that_answers_from_a_cache_gains_nothing_in_a_comparison(tmp_path: Path) -> None:
+    cache = CHEATS / "cache_by_content.py"  # a miss sleeps 20 ms; the same public input every call would hit
+    args = ["run", str(FIXTURES / "vectoradd"), str(cache), str(SUBMISSIONS / "correct_torch.py"), "--compare",
+            "--rounds", "2", "--device", "cpu", "--json"]  # fmt: skip
+    result = runner.invoke(build_app(), args)
+    got = Comparison.model_validate_json(result.stdout)
+    if got.verdict is Verdict.WRONG_ANSWER:  # a stale answer caught is a fine outcome too
+        return
+    assert got.verdict is Verdict.ACCEPTED, got.message
+    assert all(c.median_a_ns >= 20e6 for c in got.cases), [c.median_a_ns for c in got.cases]
+
+
 def test_a_median_of_zero_gives_no_ratio_and_says_why() -> None:
     a, b = _pair()
-    got = compare(a, b, lambda r: _result(r, [0.0, 1.0]) if r is a else _result(r, [1.0, 1.0]), rounds=2)
+    def run(r: RunRequest) -> RunResult:  # A's first case takes no time
+        return _result(r, [0.0, 1.0] if r.submission.name == a.submission.name else [1.0, 1.0])
+
+    got = compare(a, b, run, rounds=2)
     assert got.verdict is Verdict.ACCEPTED and got.ratio is None and "median of 0 ns" in got.message
 
 
