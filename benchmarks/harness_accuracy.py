@@ -1,6 +1,6 @@
 """How well the harness's timings agree with Nsight Compute, how repeatable they are, and what they cost.
 
-    PYTHONPATH=. python3 benchmarks/harness_accuracy.py [--json OUT.json] [--repeats 3] [--quick]
+    PYTHONPATH=. python3 benchmarks/harness_accuracy.py [--json OUT.json] [--repeats 3]
 
 For each single-kernel case it runs the submission through ``runners.entry.run_request`` (benchmark mode,
 the default TimingSettings, exactly as a worker would) and measures the same kernel on the same inputs
