@@ -178,6 +178,13 @@ def test_compare_from_the_page_shows_the_ratio_per_case(world: World) -> None:
     assert one_file.status_code == 422 and "needs a second file" in one_file.text
     two_devices = c.post("/submit", data={**data, "devices": ["cpu", "H100"]}, files=files)
     assert two_devices.status_code == 422 and "one device" in two_devices.text
+    # The form's default rounds are the device's: 6 on the CPU (the select's first, empty choice).
+    assert '<option value="" selected>Default (at most 14 on a GPU, 6 on the CPU' in form.text
+    r = c.post("/submit", data={**data, "rounds": ""}, files=files, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    sid = int(r.headers["location"].rsplit("/", 1)[1])
+    status = world.service.submission_status(sid)
+    assert status.comparison is not None and status.comparison.rounds == 6
 
 
 def test_someone_elses_submission_page_is_a_404(world: World) -> None:

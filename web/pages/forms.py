@@ -6,7 +6,13 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 
 from leaderboards.errors import InvalidToken, UserError
-from leaderboards.results import COMPARE_DEFAULT_ROUNDS, COMPARE_MAX_ROUNDS, COMPARE_MIN_ROUNDS, SubmissionMode
+from leaderboards.results import (
+    COMPARE_CPU_ROUNDS,
+    COMPARE_DEFAULT_ROUNDS,
+    COMPARE_MAX_ROUNDS,
+    COMPARE_MIN_ROUNDS,
+    SubmissionMode,
+)
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
 from web.pages.base import principal_of, session_of, sessions_of, sign_in_first, viewer
@@ -88,7 +94,7 @@ def _submit_form(
 ) -> Response:
     boards = [b for b in service.list_leaderboards() if b.is_open]
     devices = sorted({d for b in boards for d in b.devices})
-    context.setdefault("rounds", COMPARE_DEFAULT_ROUNDS)
+    context.setdefault("rounds", None)  # the device's default, which the service picks
     return render(
         request,
         "submit.html",
@@ -98,6 +104,7 @@ def _submit_form(
         devices=devices,
         modes=list(SubmissionMode),
         round_choices=list(range(COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS + 1, 2)),
+        default_rounds=f"at most {COMPARE_DEFAULT_ROUNDS} on a GPU, {COMPARE_CPU_ROUNDS} on the CPU",
         **context,
     )
 
@@ -124,7 +131,7 @@ def submit(
     devices: list[str] = Form([]),
     mode: str = Form(""),
     against: UploadFile | None = File(None),
-    rounds: int = Form(COMPARE_DEFAULT_ROUNDS),
+    rounds: int | None = Form(None),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
