@@ -577,6 +577,16 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             s.flush()
             return self._status(s, sub)
 
+    def cancel_or_delete(self, submission_id: int, user: UserRef) -> str:
+        """The owner's withdrawal: cancel the submission while it is queued or running, else take it off the
+        rankings. Says which: "cancelled" or "deleted"."""
+        try:
+            self.cancel(submission_id, user)
+            return "cancelled"
+        except AlreadyFinished:
+            self.delete_submission(submission_id, user=user)
+            return "deleted"
+
     def list_leaderboards(self, *, include_hidden: bool = False) -> tuple[LeaderboardSummary, ...]:
         with self.db.transaction() as s:
             counts = dict(

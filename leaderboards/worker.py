@@ -595,9 +595,9 @@ class Worker:
         comparison: Comparison | None = None
         started = -1
         for rnd, side in schedule(plan.rounds):
-            if rnd != started and tally.settled():
-                break  # the ratio is known within runners.compare.PRECISION: more rounds would not change it
             if rnd != started:
+                if tally.settled():
+                    break  # the ratio is known within runners.compare.PRECISION: more rounds would not change it
                 started = rnd
                 first = tally.names[0 if rnd % 2 == 0 else 1]
                 detail = f"{round_text(rnd + 1, plan.rounds)} ({first} first)"

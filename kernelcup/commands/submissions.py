@@ -199,8 +199,6 @@ def register(app: typer.Typer) -> None:
         server: str | None = server_option(),
     ) -> None:
         """Take your finished submission off the rankings (one still queued or running is cancelled instead)."""
-        from leaderboards.errors import AlreadyFinished
-
         login = resolve(server)
         _local_only(user, login)
         with user_errors():
@@ -208,13 +206,7 @@ def register(app: typer.Typer) -> None:
                 with client_for(login) as client:
                     action = client.submission(submission_id).delete()
             else:
-                service = open_service()
-                try:
-                    service.cancel(submission_id, _who(user))
-                    action = "cancelled"
-                except AlreadyFinished:
-                    service.delete_submission(submission_id, user=_who(user))
-                    action = "deleted"
+                action = open_service().cancel_or_delete(submission_id, _who(user))
         if action == "cancelled":
             typer.echo(f"submission #{submission_id} was still queued or running: cancelled, not deleted (run this "
                        "again to take it off the rankings)")  # fmt: skip

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 
-from leaderboards.errors import AlreadyFinished, InvalidSubmission, SubmissionNotFound
+from leaderboards.errors import InvalidSubmission, SubmissionNotFound
 from leaderboards.results import (
     COMPARE_CPU_ROUNDS,
     COMPARE_DEFAULT_ROUNDS,
@@ -193,12 +193,7 @@ def delete_submission(
         except SubmissionNotFound:  # someone else's: the admin deletion
             service.delete_submission(submission_id, actor=who.actor)
             return {"submission_id": submission_id, "action": "deleted"}
-    try:
-        service.cancel(submission_id, who.user)
-        return {"submission_id": submission_id, "action": "cancelled"}
-    except AlreadyFinished:  # finished: nothing to cancel, so it leaves the rankings
-        service.delete_submission(submission_id, user=who.user)
-        return {"submission_id": submission_id, "action": "deleted"}
+    return {"submission_id": submission_id, "action": service.cancel_or_delete(submission_id, who.user)}
 
 
 @router.get("/me/submissions", response_model=list[SubmissionSummaryOut], responses=ERRORS, summary="My submissions")
