@@ -358,12 +358,12 @@ class Client:
         device: str | None = None,
         rounds: int | None = None,
     ) -> Submission:
-        """Compare two files on one device: at most ``rounds`` (even, 2 to 20; None: the service's default, 14)
-        interleaved benchmark runs of each on one machine, fewer once the overall ratio is known within ±0.4% (at
-        least 6). ``.wait().status.comparison.result`` is the A/B time ratio with its 95% interval, per case
-        (``cases``) and overall (``ratio``, ``ci_low``, ``ci_high``), and the rounds run. Never ranked; counts as
-        ``2 × rounds`` runs (the most it may run) against your hourly limit and pending-job quota. The same file
-        twice is fine (it measures the noise)."""
+        """Compare two files on one device: at most ``rounds`` (even, 2 to 20; None: the service's default, 14 on a GPU
+        and 6 on the CPU) interleaved benchmark runs of each on one machine, fewer once the overall ratio is known
+        within ±0.4% (at least 6). ``.wait().status.comparison.result`` is the A/B time ratio with its 95% interval, per
+        case (``cases``) and overall (``ratio``, ``ci_low``, ``ci_high``), and the rounds run. Never ranked; counts as
+        ``2 × rounds`` runs (the most it may run) against your hourly limit and pending-job quota. The same file twice
+        is fine (it measures the noise)."""
         response = self._request("POST", "/submissions", **_compare_upload(file_a, file_b, leaderboard, device, rounds))
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
