@@ -1,14 +1,14 @@
 """Compare two submissions fairly: ordinary benchmark runs of each, interleaved on one machine (ABBA...), and the ratio
 of their times with a 95% confidence interval, so a 2% gain can be told from noise.
 
-Design: a round is one benchmark run of each file, the order alternating from round to round (A B, then B A, ...),
-so a drift of the machine (clocks, temperature, a neighbour) falls on both files alike. Each run is an ordinary
-``run_request`` benchmark run: fresh sandboxed processes, the same public inputs, the same harness and statistics,
-so nothing is shared between the two files' code. The unit of comparison is a round: per case, the ratio of A's
-median to B's in that round; the estimate is the geometric mean of those ratios over the rounds and the interval a
-paired t interval on their logarithms (Student's t with rounds - 1 degrees of freedom). The overall ratio does the
-same with each run's score. Runs, not calls, are interleaved: a run's median already summarises hundreds of calls,
-and on the lent H100 run-to-run spread is about 0.1% (docs/measurement.md).
+Design: a round is one benchmark run of each file, the order alternating from round to round (A B, then B A, ...), so a
+drift of the machine (clocks, temperature, a neighbour) falls on both files alike. Each run is an ordinary
+``run_request`` benchmark run: fresh sandboxed processes, the same inputs (made from one secret seed the two files
+share), the same harness and statistics, so nothing is shared between the two files' code. The unit of comparison is a
+round: per case, the ratio of A's median to B's in that round; the estimate is the geometric mean of those ratios over
+the rounds and the interval a paired t interval on their logarithms (Student's t with rounds - 1 degrees of freedom).
+The overall ratio does the same with each run's score. Runs, not calls, are interleaved: a run's median already
+summarises hundreds of calls, and on the lent H100 run-to-run spread is about 0.1% (docs/measurement.md).
 
 What does move between two runs of one file is an offset each fresh process pair carries (about 2% of a 9 µs case,
 0.05% of a 500 µs one, docs/measurement.md), which only more rounds average away. So ``rounds`` is the most a
@@ -116,7 +116,7 @@ class Tally:
         # Every timed call on inputs of its own, the same for both files (one secret seed): a file that answered
         # from a cache of the public inputs would otherwise win (red team, 2026-11-24: "83% faster" for no work).
         seed = secrets.randbelow(2**63)
-        self.requests = tuple(r.model_copy(update={"seed": seed, "fresh_inputs": True}) for r in (a, b))
+        self.requests = tuple(r.model_copy(update={"seed": seed}) for r in (a, b))
         self.results: tuple[list[RunResult], list[RunResult]] = ([], [])
 
     def add(self, rnd: int, side: int, result: RunResult) -> Comparison | None:

@@ -277,11 +277,10 @@ class RunRequest(_Model):
     submission: SubmissionFile
     tests: list[dict[str, Any]] = Field(default_factory=list)
     benchmarks: list[dict[str, Any]] = Field(default_factory=list)
-    seed: int | None = Field(default=None, description="The secret seed of a ranked run; None for public runs.")
-    fresh_inputs: bool = Field(
-        default=False,
-        description="Benchmark mode: time every call on inputs of its own made from `seed` (as a ranked run does) "
-        "instead of the public ones, so that no answer can come from a cache: the runs of a compare.",
+    seed: int | None = Field(
+        default=None,
+        description="The secret that a ranked run's timed inputs are made from (a compare's runs share one); None: "
+        "a random one per run (the timed calls of a benchmark run and of a ranked run's public half).",
     )
     device: str = Field(default="cuda", description="Where the harness runs kernels: 'cuda' or 'cpu'.")
     device_name: str = Field(default="", description="The leaderboard's device name (H100, cpu, ...).")

