@@ -190,9 +190,9 @@ def test_two_ranks_are_accepted_and_timed_as_the_slowest_rank(tmp_path: Path) ->
     assert result.score_ns and result.score_ns > 0 and result.baselines == []
 
 
-def test_batches_of_several_calls_on_the_public_input_are_checked_call_by_call(tmp_path: Path) -> None:
-    """Benchmark mode: one regenerated public input checks every output of a batch (the same input object, several
-    checks), and every rank agrees on the batch size."""
+def test_batches_of_several_calls_are_checked_call_by_call(tmp_path: Path) -> None:
+    """Benchmark mode: every output of a batch is checked against its own fresh input, and every rank agrees on the
+    batch size."""
     path = tmp_path / "submission.py"
     path.write_text(CORRECT)
     request = load_problem(ALLREDUCE).request(path.name, path.read_bytes(), Mode.BENCHMARK, device="cpu")
