@@ -10,6 +10,7 @@ checking every reference against the arena's bounds.
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -46,8 +47,12 @@ class Arena:
             mem = SharedMemory.create(driver, size, device)
             return cls(name, kind, mem.size, torch, mem.ptr, mem, mem.fd, f"cuda:{device}")
         size = max(ALIGN, -(-size // mmap.PAGESIZE) * mmap.PAGESIZE)
-        fd = os.memfd_create(f"kernelcup-{name}", os.MFD_CLOEXEC)
+        fd = os.memfd_create(f"kernelcup-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, size)
+        # Sealed at its size: the other process keeps a descriptor (mmap holds a dup of the one it is sent), and a
+        # memfd shrunk under our mapping kills us with SIGBUS at the next touch, the submission's doing reported as
+        # the evaluator's crash (red team, 2026-11-25).
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         return cls._map_host(torch, name, size, fd, keep_fd=True)
 
     @classmethod

@@ -94,6 +94,10 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena], named: dict
             arena = arenas.get(v.arena)
             if arena is None:
                 raise ArenaError(f"the output names an unknown arena {v.arena!r}")
+            if arena.kind == "host" and arena.name != "host_out":
+                # A CPU tensor is always copied into host_out on its way back (``_tensor_ref``): naming the input
+                # arena only makes us read (and keep) its untouched pages (red team, 2026-11-25).
+                raise ArenaError(f"the output names the {arena.name} arena; return a tensor of your own")
             view = arena.view(torch, v)  # checks bounds and alignment
             if view.numel() == 0:
                 return view.clone()
