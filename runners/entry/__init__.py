@@ -39,6 +39,7 @@ from runners.contract import (
     SystemInfo,
     TestResult,
 )
+from runners.devices import peaks_for
 from runners.entry.admission import (
     NotOffered,
     Rejected,
@@ -52,7 +53,7 @@ from runners.entry.prestart import Prestarter
 from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
 from runners.entry.ranks import RankSession, rank_gpus
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session, make_shape
-from runners.entry.verdict import build_result
+from runners.entry.verdict import blame_the_floor, build_result
 from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline
 from runners.oracle.base import derive_seed
@@ -237,6 +238,8 @@ def _run(
             prestart.remember_calibration(shape, outcomes.report.calibration)
         result = build_result(request, outcomes, system, profiler.note or None, settings.peaks_table())
         result = plan.finish(result, outcomes.report.baselines)
+        result = blame_the_floor(request, result, plan.medians.get(REFERENCE_BASELINE.label, []),
+                                 peaks_for(system.gpu_name, settings.peaks_table()))  # fmt: skip
         if profiler.ncu:
             _add_ncu(result, profiler, dirs.submission, root / "ncu-import", settings, require_sandbox,
                      profiled="profiling" in outcomes.report.times)  # fmt: skip
@@ -258,6 +261,8 @@ class _BaselinePlan:
         self.keys: dict[str, str] = {}
         self.cached: dict[str, tuple[list[float], datetime]] = {}
         self.to_time: list[BaselineSpec] = []
+        self.medians: dict[str, list[float | None]] = {}
+        """Each baseline's median per case, cached or timed now (``finish``), whatever the submission did."""
         timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks)
         if not (active and timed and settings.time_baselines):
             self.specs: list[BaselineSpec] = []
@@ -280,9 +285,11 @@ class _BaselinePlan:
         for spec in self.specs:
             if spec.label in self.cached:
                 medians, when = self.cached[spec.label]
+                self.medians[spec.label] = list(medians)
                 out.append(baselines.result(spec, list(medians), result.benchmarks, cached=True, measured_at=when))
                 continue
             got, note = baselines.measured(spec, reports.get(spec.label, []), len(self.request.benchmarks))
+            self.medians[spec.label] = got
             if not note:
                 with contextlib.suppress(OSError):
                     self.cache.put(self.keys[spec.label], [m for m in got if m is not None], started)

@@ -237,6 +237,30 @@ def _faster_than_light(benches: list[BenchmarkResult], peaks: DevicePeaks | None
     return ""
 
 
+def blame_the_floor(
+    request: RunRequest, result: RunResult, reference_medians: Sequence[float | None], peaks: DevicePeaks | None
+) -> RunResult:
+    """A result refused as faster than light whose problem's own reference, timed the same way on the same device,
+    is faster than that floor too: the problem's ``speed_of_light`` overstates the work (bits for bytes, a factor
+    too many), so the refusal is the problem's fault, not a verdict on the submission (red team, 2026-11-25)."""
+    if result.rejection != SPEED_OF_LIGHT or peaks is None:
+        return result
+    for b, median in zip(result.benchmarks, reference_medians, strict=False):
+        if median is None or not (b.bytes_moved or b.flops):
+            continue
+        floor = impossible_below_ns(b.bytes_moved, b.flops, peaks)
+        if median < SPEED_OF_LIGHT_MARGIN * floor:
+            message = (
+                f"the problem {request.problem!r} failed: its speed_of_light for benchmark {b.index + 1} declares "
+                f"work the {peaks.name} cannot do in under {format_ns(floor)}, yet the problem's own reference took "
+                f"{format_ns(median)}: speed_of_light overstates the work (bytes, not bits; each tensor counted once), "
+                "so no result of this problem can be judged against it; tell the leaderboard's admins"
+            )
+            return result.model_copy(update={"verdict": Verdict.INFRASTRUCTURE_ERROR, "message": message,
+                                             "rejection": "", "fault": "problem", "score_ns": None})  # fmt: skip
+    return result
+
+
 def _summary(request: RunRequest, tests: list[TestResult], benches: list[BenchmarkResult], score: float | None) -> str:
     parts = []
     if tests:

@@ -29,10 +29,16 @@ class Fatal(Exception):
         self.verdict, self.message, self.fault, self.compile_output = verdict, message, fault, compile_output
 
 
+MAX_DERIVED_SEED = 2**31 - 1
+"""The largest seed a timed call gets: within what every seeding API takes (a positive int32, ``np.random.seed``,
+``random.seed``, ``torch.manual_seed``). Nothing is lost by so few bits: each call's seed is an HMAC of the run's
+secret, so knowing one (by a search over the generator) tells nothing of the next."""
+
+
 def derive_seed(secret: int | str, case: int, call: int) -> int:
-    """The seed of one timed call of a ranked run: unpredictable without the secret, reproducible with it."""
+    """The seed of one timed call: unpredictable without the secret, reproducible with it."""
     digest = hmac.new(str(secret).encode(), f"{case}:{call}".encode(), hashlib.sha256).digest()
-    return int.from_bytes(digest[:6], "big")
+    return int.from_bytes(digest[:4], "big") & MAX_DERIVED_SEED
 
 
 class Reporter:

@@ -85,6 +85,41 @@ def speed_of_light_of(fn: Callable[..., Any], case: dict[str, Any]) -> dict[str,
     return out
 
 
+SAMPLE_ELEMENTS = 4096
+
+
+def input_sample(torch: Any, value: Any) -> Any:
+    """A small stand-in for one of ``generate_input``'s results, to tell two apart (with :func:`same_value`) without
+    holding both: each tensor's shape, dtype and up to 4,096 of its elements, evenly spaced, copied to the CPU."""
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().reshape(-1)
+        step = max(1, flat.numel() // SAMPLE_ELEMENTS)
+        return (tuple(value.shape), str(value.dtype), flat[::step][:SAMPLE_ELEMENTS].cpu().clone())
+    if isinstance(value, tuple | list):
+        return [input_sample(torch, v) for v in value]
+    if isinstance(value, dict):
+        return {k: input_sample(torch, v) for k, v in value.items()}
+    return value
+
+
+def nan_like(torch: Any, value: Any) -> tuple[Any, bool]:
+    """``value`` with every floating-point tensor (and float) made NaN, others left as they are, and whether there was
+    one: the output a kernel that computed nothing (or overflowed everywhere) would return."""
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() or value.is_complex():
+            return torch.full_like(value, float("nan")), True
+        return value, False
+    if isinstance(value, float):
+        return math.nan, True
+    if isinstance(value, tuple | list):
+        pairs = [nan_like(torch, v) for v in value]
+        return type(value)(v for v, _ in pairs), any(found for _, found in pairs)
+    if isinstance(value, dict):
+        items = {k: nan_like(torch, v) for k, v in value.items()}
+        return {k: v for k, (v, _) in items.items()}, any(found for _, found in items.values())
+    return value, False
+
+
 def same_value(torch: Any, a: Any, b: Any) -> bool:
     """Whether two of ``generate_input``'s results are the same, bit for bit (NaNs included): tensors of one shape,
     dtype and bytes, and equal numbers, strings, None and containers of them."""

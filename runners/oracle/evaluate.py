@@ -50,6 +50,7 @@ from runners.ipc.protocol import (
 from runners.oracle.base import (
     DEFAULT_HEAP,
     JOB_FD_ENV,
+    MAX_DERIVED_SEED,
     MIB,
     PRESTART_ENV,
     PROBLEM_DIR,
@@ -63,7 +64,15 @@ from runners.oracle.base import (
     trace,
 )
 from runners.oracle.benchmark import Benchmarking, start_helper
-from runners.oracle.checking import ProblemError, clean_message, normalise_check, same_value, speed_of_light_of
+from runners.oracle.checking import (
+    ProblemError,
+    clean_message,
+    input_sample,
+    nan_like,
+    normalise_check,
+    same_value,
+    speed_of_light_of,
+)
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window
 from runners.submission.serve import SOCKET_FD_ENV
@@ -391,13 +400,12 @@ class Evaluator(Benchmarking):
             data = self.generate(case)
             self._same_inputs(data, self.generate(case), where)
             self._passable(data, where)
-            ok, message = self._problem_code(lambda d=data: normalise_check(self.check(d, self.ref_kernel(  # type: ignore[misc]
-                clone(self.torch, d)))), f"ref_kernel or check_implementation on {where}")  # fmt: skip
-            if i == 0 and self._problem_code(lambda d=data: normalise_check(self._check_none(d)),
-                                             f"check_implementation of None on {where}")[0]:  # fmt: skip
-                message = (f"check_implementation accepts None as the output of {where}: it does not look at the "
-                           "output, so every submission would pass")  # fmt: skip
-                raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
+            out = self._problem_code(lambda d=data: self.ref_kernel(clone(self.torch, d)),  # type: ignore[misc]
+                                     f"ref_kernel on {where}")  # fmt: skip
+            ok, message = self._problem_code(lambda d=data, o=out: normalise_check(self.check(d, o)),
+                                             f"check_implementation on {where}")  # fmt: skip
+            if i == 0:
+                self._check_refuses_no_work(data, out, where)
             verdict = Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER
             self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
         # Each baseline the problem names: a function of reference.py that passes the same check.
@@ -420,18 +428,39 @@ class Evaluator(Benchmarking):
         # generated (absurd sizes) or declares nonsense work is the problem's fault here, not in every timed run.
         for i, case in enumerate(self.job.benchmarks):
             try:
-                self._passable(self.generate(case), f"benchmark {i + 1}")
+                public = self.generate(case)
+                self._passable(public, f"benchmark {i + 1}")
+                if "seed" in case:
+                    self._seed_makes_the_inputs(case, input_sample(self.torch, public))
+                del public
                 if callable(self.speed_of_light):
                     self._problem_code(lambda c=case: speed_of_light_of(self.speed_of_light, c),
                                        f"speed_of_light({case_text(case)})")  # fmt: skip
             except Fatal as f:
                 raise Fatal(f.verdict, f"benchmark {i + 1}: {f.message}", f.fault) from None
 
-    def _check_none(self, data: Any) -> object:
+    def _check_refuses_no_work(self, data: Any, out: Any, where: str) -> None:
+        """The check must refuse an output of None (a check that does not look at the output passes everything)
+        and the reference's output filled with NaN (``not (abs(out - expected) > tol).any()`` is True for NaN: a
+        kernel that computed nothing would pass; red team, 2026-11-25)."""
+        if self._problem_code(lambda: normalise_check(self._check_output(data, None)),
+                              f"check_implementation of None on {where}")[0]:  # fmt: skip
+            message = (f"check_implementation accepts None as the output of {where}: it does not look at the "
+                       "output, so every submission would pass")  # fmt: skip
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
+        nans, floating = nan_like(self.torch, out)
+        if floating and self._problem_code(lambda: normalise_check(self._check_output(data, nans)),
+                                           f"check_implementation of NaNs on {where}")[0]:  # fmt: skip
+            message = (f"check_implementation accepts NaN in every element of the output of {where}: a comparison "
+                       "like `not (abs(out - expected) > tol).any()` holds for NaN, so a kernel that computed nothing "
+                       "would pass; test `(abs(out - expected) <= tol).all()` (or torch.allclose) instead")  # fmt: skip
+            raise Fatal(Verdict.INFRASTRUCTURE_ERROR, message, "problem")
+
+    def _check_output(self, data: Any, output: Any) -> object:
         try:
-            return self.check(data, None)
+            return self.check(data, output)
         except Exception:
-            return False  # refusing None by raising is refusing it
+            return False  # refusing an output by raising is refusing it
 
     def _problem_code(self, fn: Any, what: str) -> Any:
         """``fn()``, the problem's own code: anything it raises (SystemExit too) is the problem's fault."""
@@ -440,6 +469,25 @@ class Evaluator(Benchmarking):
         except BaseException as exc:
             self._problem_or_memory(exc, what)
             raise  # pragma: no cover - _problem_or_memory raises
+
+    def _seed_makes_the_inputs(self, case: dict[str, Any], public: Any, make: Any = None) -> None:
+        """Timed calls get inputs made from seeds of their own, up to ``MAX_DERIVED_SEED``: the generator must take
+        such a seed (an int32 tensor of it, ``np.random.seed``), and its inputs must change with the seed (one that
+        ignores it gives every timed call of a ranked run the same input, which a submission could answer from a
+        cache). Both failed only in ranked runs, after validation (red team, 2026-11-25). ``public``: an
+        :func:`input_sample` of the case's inputs as ``make`` (default ``generate``) made them from its own seed."""
+        for seed in (MAX_DERIVED_SEED, MAX_DERIVED_SEED // 3):  # a second seed only where the first one's inputs
+            try:  # were the same (a generator of short period may repeat itself once)
+                fresh = (make or self.generate)({**case, "seed": seed})
+            except Fatal as f:
+                raise Fatal(f.verdict, f"with seed {seed} (timed calls get seeds from 0 to 2**31 - 1, made from a "
+                            f"secret): {f.message}", f.fault) from None  # fmt: skip
+            if not same_value(self.torch, public, input_sample(self.torch, fresh)):
+                return
+        raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"generate_input gives the same inputs for seeds {case['seed']}, "
+                    f"{MAX_DERIVED_SEED} and {MAX_DERIVED_SEED // 3}: it ignores its seed, so every timed call of a "
+                    "ranked run would get one input, which a submission could answer from a cache; make the inputs "
+                    "from the seed", "problem")  # fmt: skip
 
     def _same_inputs(self, a: Any, b: Any, where: str) -> None:
         if not same_value(self.torch, a, b):

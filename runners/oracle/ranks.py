@@ -27,7 +27,7 @@ from runners.contract import Verdict
 from runners.ipc.cuda import CudaError, HostWord
 from runners.ipc.protocol import Job, RDone, RFatal, RTest
 from runners.oracle.base import Fatal, Reporter, case_text, clone, since, trace
-from runners.oracle.checking import clean_message, normalise_check, speed_of_light_of
+from runners.oracle.checking import clean_message, input_sample, normalise_check, speed_of_light_of
 from runners.oracle.evaluate import Evaluator, evaluate
 from runners.oracle.group import GATE_FD_ENV, Group
 from runners.oracle.peer import Peer
@@ -253,8 +253,12 @@ class RankEvaluator(Evaluator):
             self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
         for i, case in enumerate(self.job.benchmarks):
             try:
-                for r, shard in enumerate(self.all_inputs(case)):  # made, then dropped
+                shards = self.all_inputs(case)
+                for r, shard in enumerate(shards):
                     self._passable(shard, f"benchmark {i + 1}, rank {r}")
+                if "seed" in case:
+                    self._seed_makes_the_inputs(case, input_sample(self.torch, shards), make=self.all_inputs)
+                del shards
                 if callable(self.speed_of_light):
                     self._problem_code(lambda c=case: speed_of_light_of(self.speed_of_light, c),
                                        f"speed_of_light({case_text(case)})")  # fmt: skip

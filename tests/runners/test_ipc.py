@@ -16,7 +16,7 @@ from runners.contract import SPEED_OF_LIGHT, Mode, RunRequest, SubmissionFile, S
 from runners.devices import impossible_below_ns, peaks_for
 from runners.entry.admission import allocator_library, read_capped
 from runners.entry.session import Outcomes, Report, ReportError, Session
-from runners.entry.verdict import build_result
+from runners.entry.verdict import blame_the_floor, build_result
 from runners.ipc.arena import Arena, ArenaError, materialize, place
 from runners.ipc.protocol import (
     FROM_SUBMISSION,
@@ -160,6 +160,26 @@ def test_a_median_faster_than_the_device_can_be_is_rejected_not_ranked() -> None
     assert result.rejection == SPEED_OF_LIGHT  # admins see it in /admin stats
     report.benches = [RBench(index=0, verdict=Verdict.ACCEPTED, samples_ns=[522_000.0] * 3, bytes_moved=bytes_moved)]
     assert build_result(request, Outcomes(report, None, None), SystemInfo(), None).verdict is Verdict.ACCEPTED
+
+
+def test_a_floor_the_problems_own_reference_beats_is_the_problems_fault_not_the_submissions() -> None:
+    """A speed_of_light that counts bits for bytes (8x the work): an honest 60 µs submission reads as "faster than
+    light"; the reference, timed beside it, beats the same floor, so the problem is at fault (red team, 2026-11-25)."""
+    request = _session(Mode.BENCHMARK).request
+    request.tests = []
+    bits = 8 * 3 * 2 * 4096 * 4096  # a 4096² fp16 add's bytes, counted in bits: 1.1 ms at 3.35 TB/s
+    report = Report(hello=RHello(gpu="NVIDIA H100 80GB HBM3"), done=True)
+    report.benches = [RBench(index=0, verdict=Verdict.ACCEPTED, samples_ns=[60_000.0] * 3, bytes_moved=bits)]
+    refused = build_result(request, Outcomes(report, None, None), SystemInfo(), None)
+    assert refused.rejection == SPEED_OF_LIGHT
+    h100 = peaks_for("NVIDIA H100 80GB HBM3")
+    blamed = blame_the_floor(request, refused, [62_000.0], h100)
+    assert blamed.verdict is Verdict.INFRASTRUCTURE_ERROR and blamed.fault == "problem" and not blamed.rejection
+    assert "speed_of_light for benchmark 1" in blamed.message
+    assert "the problem's own reference took 62" in blamed.message
+    # A reference slower than the floor (or untimed) leaves the refusal where it was: the submission's.
+    assert blame_the_floor(request, refused, [1_500_000.0], h100) == refused
+    assert blame_the_floor(request, refused, [None], h100) == refused
 
 
 @pytest.mark.parametrize(
