@@ -169,6 +169,7 @@ class Task(_Strict):
     lang: Language = Language.PYTHON
     files: list[str] = Field(
         default_factory=lambda: ["reference.py"],
+        validate_default=True,  # a C++ language's default lacks the harness it compiles against
         description="Files of the problem folder that travel to the runner (the reference, CUDA harness sources).",
     )
     templates: dict[str, str] = Field(
@@ -236,7 +237,7 @@ class Task(_Strict):
 
     @field_validator("files")
     @classmethod
-    def _reference_first(cls, files: list[str]) -> list[str]:
+    def _reference_first(cls, files: list[str], info: ValidationInfo) -> list[str]:
         if "reference.py" not in files:
             raise ValueError("must include reference.py (the runner imports it to generate inputs and check outputs)")
         if len(files) > MAX_PROBLEM_FILES:
@@ -244,6 +245,13 @@ class Task(_Strict):
         twice = sorted({f for f in files if files.count(f) > 1})
         if twice:
             raise ValueError(f"lists {', '.join(map(repr, twice))} twice")
+        lang: Language | None = info.data.get("lang")  # absent when lang: itself is wrong (its own error says why)
+        missing = [f for f in LANGUAGES[lang].problem_files if f not in files] if lang and not _stored(info) else []
+        if lang and missing:  # else every submission is refused at the runner, as if the competitor's mistake
+            raise ValueError(
+                f"lang: {lang.value} compiles every submission against the problem's {', '.join(missing)}: add it "
+                f"to the folder and list it, e.g. files: [{', '.join(['reference.py', *missing])}]"
+            )
         return files
 
     @field_validator("baselines")
