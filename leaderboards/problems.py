@@ -741,20 +741,26 @@ def load_problem_set(
         except ValueError as exc:
             issues.append(FormatIssue(str(file), f"problems.{i}.lang", str(exc)))
             continue
-        issues.extend(_world_size_issues(file, i, entry, problems[name].task))
+        issues.extend(_device_issues(file, i, entry, name, problems[name].task))
     if issues or pset is None:
         raise ProblemFormatError(issues)
     return pset, problems
 
 
-def _world_size_issues(file: Path, i: int, entry: ProblemSetEntry, task: Task) -> list[FormatIssue]:
-    """A device of a problem on several GPUs names its GPU count (``H100x8``; the CPU runs the task's world size),
-    and every device's world size has cases; a one-GPU problem runs on devices of one GPU (docs/multigpu.md)."""
+def _device_issues(file: Path, i: int, entry: ProblemSetEntry, name: str, task: Task) -> list[FormatIssue]:
+    """A language that compiles for the GPU is offered on no CPU (the runner would refuse every submission there). A
+    device of a problem on several GPUs names its GPU count (``H100x8``; the CPU runs the task's world size), and
+    every device's world size has cases; a one-GPU problem runs on devices of one GPU (docs/multigpu.md)."""
     issues = []
+    lang = LANGUAGES[task.lang]
     for device in entry.devices:
         count = split_device(device)[1]
         where = f"problems.{i}.devices"
-        if not task.multi_rank and (count or 1) > 1:
+        if lang.needs_cuda and device.lower() == "cpu":
+            why = (f"{device}: {name} takes {lang.display} (lang: {task.lang.value}), which needs a CUDA device; "
+                   "no submission could run on the CPU: leave it out of the devices")  # fmt: skip
+            issues.append(FormatIssue(str(file), where, why))
+        elif not task.multi_rank and (count or 1) > 1:
             why = f"{device} runs {count} ranks; {entry.directory} runs on one GPU"
             issues.append(FormatIssue(str(file), where, why))
         elif task.multi_rank and device.lower() != "cpu" and count is None:
