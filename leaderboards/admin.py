@@ -187,8 +187,8 @@ class AdminMixin(ServiceBase):
         actor: str = "",
         code_public_after_deadline: bool | None = None,
     ) -> LeaderboardUpdate:
-        """Change a leaderboard. A new problem whose reference, benchmarks, language or ranking rule differ needs
-        ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
+        """Change a leaderboard. A new problem whose reference, benchmarks, language, ranking rule or world size
+        differ needs ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
         self._check_admin_values(deadline, devices, None, description=description)
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
@@ -262,8 +262,8 @@ class AdminMixin(ServiceBase):
         """Create or update one leaderboard per entry, all in one transaction: every entry is applied or none.
 
         Returns what each entry does and whether it was applied. Nothing is applied when an entry needs ``force``:
-        its scores would become incomparable (reference, benchmarks, language or ranking rule changed) or another
-        problem set owns the leaderboard. A ``UserError`` (e.g. a look-alike of an existing name) also leaves
+        its scores would become incomparable (reference, benchmarks, language, ranking rule or world size changed) or
+        another problem set owns the leaderboard. A ``UserError`` (e.g. a look-alike of an existing name) also leaves
         everything as it was.
         """
         for e in entries:

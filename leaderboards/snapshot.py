@@ -29,16 +29,20 @@ def problem_from_snapshot(snap: dict[str, Any]) -> Problem:
 
 def _comparable_parts(snap: dict[str, Any]) -> dict[str, Any]:
     task = snap["task"]
-    return {
+    parts = {
         "files": snap["files"],
         "benchmarks": task["benchmarks"],
         "lang": task["lang"],
         "ranking_by": task["ranking_by"],
     }
+    if task.get("world_size", 1) != 1:  # the ranks a run has where its device names no GPU count (the CPU)
+        parts["world_size"] = task["world_size"]  # (absent at 1: a one-GPU problem's fingerprint is what it was)
+    return parts
 
 
 def fingerprint(snap: dict[str, Any]) -> str:
-    """A hash of the reference files, benchmark cases, language and ranking rule (not tests or description)."""
+    """A hash of the reference files, benchmark cases, language, ranking rule and world size (not tests or
+    description)."""
     blob = json.dumps(_comparable_parts(snap), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -56,6 +60,8 @@ def incomparable_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         reasons.append(f"language changed from {a['lang']} to {b['lang']}")
     if a["ranking_by"] != b["ranking_by"]:
         reasons.append(f"ranking rule changed from {a['ranking_by']} to {b['ranking_by']}")
+    if a.get("world_size", 1) != b.get("world_size", 1):
+        reasons.append(f"world size changed from {a.get('world_size', 1)} to {b.get('world_size', 1)} ranks")
     return reasons
 
 

@@ -64,6 +64,8 @@ def prepare(name: str, into: Path) -> tuple[Path, dict[str, Any]]:
         if link.is_symlink() or link.exists():
             link.unlink()
         os.symlink(REPO / target.removeprefix("repo:") if target.startswith("repo:") else target, link)
+    for rel, source in make.get("copy", {}).items():  # a second problem folder sharing a file of the first
+        shutil.copyfile(into / source, into / rel)
     for rel, size in make.get("pad", {}).items():
         target = into / rel
         text = target.read_text() if target.exists() else ""
