@@ -26,6 +26,9 @@ MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024
 """The task snapshot a leaderboard stores (task.yml as JSON, the files, the templates)."""
 MAX_SET_PROBLEMS = 200
 MAX_DEVICES = 32
+MAX_PROBLEM_NAME = 100
+"""Characters of a problem folder's name: the problem's name, which a leaderboard stores (``problem``, at most 200
+in the database) and every run and message shows; like a leaderboard name's."""
 
 LEADERBOARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,31}")
@@ -53,6 +56,16 @@ def leaderboard_name_issue(name: str) -> str | None:
     return (
         f"{name!r} is not a usable leaderboard name: 1 to 100 ASCII letters, digits, '-' and '_', "
         "starting with a letter or digit"
+    )
+
+
+def problem_name_issue(name: str) -> str | None:
+    """Why a problem folder's name ``name`` cannot name a problem, or None (it is shown in part, never whole)."""
+    if len(name) <= MAX_PROBLEM_NAME:
+        return None
+    return (
+        f"the folder's name (starting {name[:20]!a}) is {len(name)} characters; a problem's name, its folder's, "
+        f"is at most {MAX_PROBLEM_NAME}: rename the folder"
     )
 
 

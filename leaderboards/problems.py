@@ -70,6 +70,7 @@ from leaderboards.problem_rules import (
     devices_issue,
     leaderboard_name_issue,
     name_key,
+    problem_name_issue,
     problem_path_issue,
     seed_issue,
     text_issue,
@@ -300,6 +301,9 @@ class ProblemSetEntry(_Strict):
         parts = PurePosixPath(value.replace("\\", "/")).parts
         if not value.strip() or value.startswith(("/", "\\")) or ".." in parts:
             raise ValueError(f"{value!r} must be a folder inside the problem set's folder (a relative path)")
+        issue = problem_name_issue(parts[-1] if parts else "")
+        if issue:
+            raise ValueError(issue)
         return value
 
     @field_validator("name")
@@ -560,6 +564,8 @@ def load_problem(path: Path | str) -> Problem:
         near = nearest_problem_folders(path)
         hint = f"; did you mean {' or '.join(map(str, near))}?" if near else ""
         raise ProblemFormatError([FormatIssue(str(path), "", f"is not a problem folder (expected a directory){hint}")])
+    if problem_name_issue(path.name):
+        raise ProblemFormatError([FormatIssue(str(path.parent), "", str(problem_name_issue(path.name)))])
     if not _inside(path, task_file):
         issue = "is a symbolic link out of the problem folder; task.yml must be a file inside the problem folder"
         raise ProblemFormatError([FormatIssue(str(task_file), "", issue)])

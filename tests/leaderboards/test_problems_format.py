@@ -199,3 +199,16 @@ def test_links_that_stay_inside_their_folders_are_followed(tmp_path: Path) -> No
         "name: s\nproblems:\n  - {directory: alias, deadline: 2099-01-01, devices: [cpu]}\n"
     )
     assert list(load_problem_set(tmp_path / "set" / "s.yaml")[1]) == ["alias"]
+
+
+def test_a_problem_folder_name_is_capped_where_a_folder_is_loaded_alone(tmp_path: Path) -> None:
+    """The admin API and the bot load a folder without a set: a name longer than a leaderboard's names the folder
+    it is in (the problem column of PostgreSQL, 200 characters, refused 230 with a database error)."""
+    task = "description: add\ntests: [{size: 3, seed: 1}]\nbenchmarks: [{size: 9, seed: 2}]\n"
+    assert load_problem(_problem(tmp_path / ("p" * 100), task)).name == "p" * 100
+    with pytest.raises(ProblemFormatError) as exc:
+        load_problem(_problem(tmp_path / ("q" * 101), task))
+    assert str(exc.value) == (
+        f"{tmp_path}: the folder's name (starting {'q' * 20!r}) is 101 characters; a problem's name, its folder's, "
+        "is at most 100: rename the folder"
+    )
