@@ -7,12 +7,14 @@ Limits are applied later by ``bot.limits.fit``.
 
 from __future__ import annotations
 
+import io
+import zipfile
 from collections.abc import Sequence
 from datetime import datetime
 
 import discord
 
-from bot.limits import EMBED_DESCRIPTION_CHARS, File, Reply, cut
+from bot.limits import EMBED_DESCRIPTION_CHARS, FILES_PER_MESSAGE, File, Reply, cut
 from bot.render import FAIL, PASS, WAIT, failure_excerpt, format_case, format_ns, logs_text, one_line, result_lines
 from leaderboards.results import (
     ComparisonView,
@@ -264,10 +266,12 @@ def submissions_text(leaderboard: str, subs: Sequence[SubmissionSummary]) -> str
 
 
 def task_reply(task: TaskView) -> Reply:
-    """``/leaderboard task``: the description as an embed, the problem's files attached."""
+    """``/leaderboard task``: the description as an embed, the problem's files attached (beyond Discord's ten
+    attachments, reference.py and one zip of the others)."""
     description = task.description
-    files = [File(name.replace("/", "_"), text.encode()) for name, text in sorted(task.files.items())]
-    if len(description) > EMBED_DESCRIPTION_CHARS:  # a long statement is read whole in a file, its head here
+    long = len(description) > EMBED_DESCRIPTION_CHARS
+    files, zipped = _task_files(task, FILES_PER_MESSAGE - long)
+    if long:  # a long statement is read whole in a file, its head here
         note = f"\n… (the whole description is in {task.name}-description.md)"
         files.insert(0, File(f"{task.name}-description.md", description.encode()))
         description = cut(description, EMBED_DESCRIPTION_CHARS - len(note)) + note
@@ -285,7 +289,26 @@ def task_reply(task: TaskView) -> Reply:
             inline=False,
         )
     embed.add_field(name="Cases", value=f"{len(task.tests)} tests, {len(task.benchmarks)} benchmarks", inline=False)
+    if zipped:
+        embed.add_field(name="Files", value=f"{len(task.files)}: {zipped} holds all but reference.py", inline=False)
     return Reply(embeds=(embed,), files=tuple(files))
+
+
+def _task_files(task: TaskView, room: int) -> tuple[list[File], str]:
+    """The problem's files as attachments, and the name of the zip holding some of them ("": none). Each is its own
+    attachment while they fit in ``room``; else reference.py is, and the others travel in one zip, in their folders
+    (Discord allows ``FILES_PER_MESSAGE`` attachments; ``fit`` would leave the rest out)."""
+    named = sorted(task.files.items())
+    if len(named) <= room:
+        return [File(name.replace("/", "_"), text.encode()) for name, text in named], ""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in named:
+            if name != "reference.py":
+                archive.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), text, zipfile.ZIP_DEFLATED)
+    zipped = f"{task.name}-files.zip"
+    files = [File(name, text.encode()) for name, text in named if name == "reference.py"]
+    return [*files, File(zipped, buffer.getvalue())], zipped
 
 
 def queue_text(stats: QueueStats) -> str:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import shutil
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
 import pytest
 from bot_fakes import accepted, launcher
 from bot_steps import GOOD, raised, serve_queue
 
 from bot.replies import NOT_YOUR_FAULT
 from leaderboards.errors import SubmissionNotFound
+from leaderboards.problems import load_problem
 from leaderboards.results import UserRef
 
 pytestmark = pytest.mark.anyio
@@ -89,6 +96,30 @@ async def test_task_has_the_description_and_files(world) -> None:
     assert embed.description.startswith("Add one to every element.")
     assert {f.name: f.value for f in embed.fields}["Devices"] == "cpu, H100"
     assert [a.filename for a in result.response.attachments] == ["reference.py"]
+
+
+async def test_task_of_many_files_stays_within_ten_attachments(world, problems_dir: Path) -> None:
+    """Discord takes ten attachments: beyond them reference.py is one and a zip holds the others in their folders
+    (a problem of 12 files and a long description made 13, and Discord's limit left three out)."""
+    folder = problems_dir / "many"
+    shutil.copytree(problems_dir / "addone", folder)
+    helpers = {f"sub/helper{i}.py": f"X = {i}\n" for i in range(11)}
+    for rel, text in helpers.items():
+        (folder / rel).parent.mkdir(exist_ok=True)
+        (folder / rel).write_text(text)
+    task = (folder / "task.yml").read_text().replace("description: |", "description: |\n  " + "long " * 1000)
+    (folder / "task.yml").write_text(f"{task}files: [reference.py, {', '.join(helpers)}]\n")
+    deadline = datetime.now(UTC) + timedelta(days=30)
+    world.service.create_leaderboard(load_problem(folder), name="many", deadline=deadline, devices=["cpu"])
+
+    result = await world.alice.slash(world.channel, "leaderboard task", leaderboard="many")
+    names = [a.filename for a in result.response.attachments]
+    assert names == ["many-description.md", "reference.py", "many-files.zip"]
+    archive = zipfile.ZipFile(io.BytesIO(await result.response.attachments[2].read()))
+    assert {name: archive.read(name).decode() for name in archive.namelist()} == helpers
+    [embed] = result.response.embeds
+    assert {f.name: f.value for f in embed.fields}["Files"] == "12: many-files.zip holds all but reference.py"
+    assert "left out" not in (result.response.content or "")
 
 
 async def test_template_is_a_file(world) -> None:
