@@ -26,6 +26,10 @@ MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024
 """The task snapshot a leaderboard stores (task.yml as JSON, the files, the templates)."""
 MAX_SET_PROBLEMS = 200
 MAX_DEVICES = 32
+MAX_TEXT_CHARS = 8192
+"""Characters of free text (a description, a name): the web page renders a description as Markdown (once per
+process, ``web.pages.render.markdown``), and markdown-it's time grows with the text: 0.16 s for 8 KiB of ``![*``,
+the worst found (10.7 s for 240 KB of ``![``). The longest description of problems/ is 1,454."""
 MAX_PROBLEM_NAME = 100
 """Characters of a problem folder's name: the problem's name, which a leaderboard stores (``problem``, at most 200
 in the database) and every run and message shows; like a leaderboard name's."""
@@ -72,7 +76,13 @@ def problem_name_issue(name: str) -> str | None:
 def text_issue(text: str) -> str | None:
     """Why ``text`` (a name, a description: free text from a problem file or an admin) cannot be stored and shown, or
     None: it may hold no control character (C0, DEL or C1: terminal escapes, a carriage return) except newline and
-    tab, and no bidirectional mark or override. The character is named by its code point, never echoed."""
+    tab, and no bidirectional mark or override, and it is at most ``MAX_TEXT_CHARS`` long. The character is named by
+    its code point, never echoed."""
+    if len(text) > MAX_TEXT_CHARS:
+        return (
+            f"is {len(text):,} characters; text is at most {MAX_TEXT_CHARS:,} (the web page renders a description as "
+            "Markdown): shorten it, and put what is long in a file of the problem"
+        )
     for i, ch in enumerate(text):
         code = ord(ch)
         if (code < 0x20 and ch not in "\n\t") or 0x7F <= code <= 0x9F:

@@ -280,6 +280,8 @@ def test_admin_create_update_delete(service: LeaderboardService, board: str, tmp
         service.update_leaderboard(board, deadline=datetime(2030, 1, 1))
     with pytest.raises(InvalidChange, match=r"description has a control character \(U\+001B\)"):
         service.update_leaderboard(board, description="new \x1b[2J words")  # the rule problem files follow
+    with pytest.raises(InvalidChange, match="description is 8,193 characters; text is at most 8,192"):
+        service.update_leaderboard(board, description="![" * 4096 + "!")  # every page view renders it
     with pytest.raises(InvalidChange, match=r"bidirectional control \(U\+202E\)"):
         service.create_leaderboard(
             make_problem(tmp_path / "other"), name="other", deadline=future(), devices=["cpu"], description="\u202e"

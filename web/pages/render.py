@@ -3,6 +3,7 @@ the response of a page (ETag, Cache-Control, 304)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from leaderboards.formatting import (
     kernel_row,
     roofline_summary,
 )
+from leaderboards.problem_rules import MAX_TEXT_CHARS
 from leaderboards.results import Principal
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -44,7 +46,18 @@ _formatter = HtmlFormatter(nowrap=True)
 
 
 def markdown(text: str) -> Markup:
-    return Markup(_markdown.render(text or ""))
+    """A description as HTML, rendered once per text and process (markdown-it takes about 0.16 s for one of
+    brackets at the cap, ``MAX_TEXT_CHARS``, and a page is viewed often); one above the cap, stored before it was
+    set, shows as plain text."""
+    text = text or ""
+    if len(text) > MAX_TEXT_CHARS:
+        return Markup("<pre>{}</pre>").format(text)
+    return Markup(_rendered(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered(text: str) -> str:
+    return _markdown.render(text)
 
 
 def highlight(code: str, file_name: str) -> Markup:
