@@ -43,17 +43,19 @@ def kernels(torch: Any) -> dict[str, Callable[[], Any]]:
     }
 
 
-def run(profiled: bool) -> dict[str, float]:
+def run(profiled: str = "") -> dict[str, float]:
     import torch
 
     flush = torch.empty(64 * 1024 * 1024, device="cuda")  # 256 MiB of fp32: its sum is one reduce kernel
     fns = kernels(torch)
-    if profiled:  # under ncu: a few calls of each, in order
-        for fn in fns.values():
-            for _ in range(7):
-                flush.sum()
-                fn()
+    if profiled:  # under ncu (--profile-from-start off): a few calls of that kernel, nothing of the set-up
         torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        for _ in range(7):
+            flush.sum()
+            fns[profiled]()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
         return {}
     for fn in fns.values():
         for _ in range(20):
@@ -74,42 +76,46 @@ def run(profiled: bool) -> dict[str, float]:
     return medians
 
 
-def ncu_medians() -> list[tuple[str, str, float]]:
-    """(kernel name, grid size, median ns) per distinct kernel launch, in first-seen order, without the flush."""
-    cmd = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv", "--page", "raw",
-           sys.executable, __file__, "--profiled"]  # fmt: skip
+def ncu_median(name: str) -> tuple[float, list[str]]:
+    """The median over calls 3 to 7 of ncu's gpu__time_duration of the kernel ``name`` (the flush left out), and the
+    kernels' names (one, except where a call launches several: then their durations are summed per call)."""
+    cmd = ["ncu", "--clock-control", "none", "--profile-from-start", "off", "--metrics", "gpu__time_duration.sum",
+           "--csv", "--page", "raw", sys.executable, __file__, "--profiled", name]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     rows = list(csv.reader(io.StringIO(out[out.index('"ID"') :])))
-    header, found = rows[0], defaultdict(list)
+    header, calls, names = rows[0], defaultdict(float), set()
+    call = -1
     for row in rows[1:]:
         item = dict(zip(header, row, strict=False))
         try:
             ns = float(item["gpu__time_duration.sum"].replace(",", ""))
         except (KeyError, ValueError):
             continue  # the units row
-        if "reduce_kernel" not in item["Kernel Name"]:
-            found[(item["Kernel Name"], item["Grid Size"])].append(ns)
-    return [(name, grid, statistics.median(times[2:] or times)) for (name, grid), times in found.items()]
+        if "reduce_kernel" in item["Kernel Name"]:
+            call += 1  # every call follows its flush
+            continue
+        calls[call] += ns
+        names.add(item["Kernel Name"][:60])
+    per_call = [calls[i] for i in sorted(calls)]
+    return statistics.median(per_call[2:] or per_call), sorted(names)
 
 
 def main() -> None:
     if "--profiled" in sys.argv:
-        run(profiled=True)
+        run(profiled=sys.argv[sys.argv.index("--profiled") + 1])
         return
     if shutil.which("ncu") is None:
         sys.exit("ncu is not on PATH (Nsight Compute): this script compares with it")
-    medians = run(profiled=False)
+    medians = run()
     empty = medians.pop("empty")
-    profiled = ncu_medians()
     print(f"empty event pair: {empty:.0f} ns; GPU: {os.environ.get('CUDA_VISIBLE_DEVICES', 'default')}\n")
-    print("| kernel | events − empty pair | ncu gpu__time_duration | difference |")
-    print("|---|---|---|---|")
-    if len(profiled) != len(medians):
-        print(f"(ncu listed {len(profiled)} kernels for {len(medians)} calls: {[p[0][:40] for p in profiled]})")
-    for (name, reading), (_, _, ncu_ns) in zip(medians.items(), profiled, strict=False):
+    print("| kernel | events − empty pair | ncu gpu__time_duration | difference | ncu's kernels |")
+    print("|---|---|---|---|---|")
+    for name, reading in medians.items():
+        ncu_ns, names = ncu_median(name)
         ours = reading - empty
         change = f"{ours - ncu_ns:+.0f} ns ({(ours / ncu_ns - 1) * 100:+.1f}%)"
-        print(f"| {name} | {ours / 1e3:.2f} µs | {ncu_ns / 1e3:.2f} µs | {change} |")
+        print(f"| {name} | {ours / 1e3:.2f} µs | {ncu_ns / 1e3:.2f} µs | {change} | {', '.join(names)} |")
 
 
 if __name__ == "__main__":
