@@ -120,8 +120,10 @@ def _unreachable(server: str, exc: Exception) -> ApiError:
     return ApiError(0, "unreachable", f"Cannot reach the kernelcup server at {server}: {exc}")
 
 
-def _form(leaderboard: str | None, devices: Sequence[str] | str | None, mode: Mode | str | None) -> dict[str, Any]:
-    data: dict[str, Any] = {}
+def _form(
+    leaderboard: str | None, devices: Sequence[str] | str | None, mode: Mode | str | None, force: bool = False
+) -> dict[str, Any]:
+    data: dict[str, Any] = {"force": "true"} if force else {}
     if leaderboard:
         data["leaderboard"] = leaderboard
     if devices:
@@ -129,6 +131,18 @@ def _form(leaderboard: str | None, devices: Sequence[str] | str | None, mode: Mo
     if mode:
         data["mode"] = str(mode)
     return data
+
+
+def _upload(
+    file: Candidate | str | Path | bytes | tuple[str, bytes],
+    leaderboard: str | None,
+    devices: Sequence[str] | str | None,
+    mode: Mode | str | None,
+    force: bool,
+) -> dict[str, Any]:
+    """The request of a submission: the file and the form fields given."""
+    c = Candidate.of(file)
+    return {"files": {"file": (c.file_name, c.content)}, "data": _form(leaderboard, devices, mode, force)}
 
 
 def _compare_upload(
@@ -340,13 +354,14 @@ class Client:
         leaderboard: str | None = None,
         devices: Sequence[str] | str | None = None,
         mode: Mode | str | None = None,
+        *,
+        force: bool = False,
     ) -> Submission:
         """Submit a file (a path, bytes, or ``(file_name, bytes)``). What is not given comes from the file's
-        ``#!kernelcup`` header lines, else the server's defaults (ranked; the leaderboard's only device)."""
-        c = Candidate.of(file)
-        response = self._request(
-            "POST", "/submissions", files={"file": (c.file_name, c.content)}, data=_form(leaderboard, devices, mode)
-        )
+        ``#!kernelcup`` header lines, else the server's defaults (ranked; the leaderboard's only device). The same
+        file sent again a moment ago answers with that earlier submission (``.receipt.duplicate``); ``force`` runs
+        it again."""
+        response = self._request("POST", "/submissions", **_upload(file, leaderboard, devices, mode, force))
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
 
@@ -538,11 +553,11 @@ class AsyncClient:
         leaderboard: str | None = None,
         devices: Sequence[str] | str | None = None,
         mode: Mode | str | None = None,
+        *,
+        force: bool = False,
     ) -> AsyncSubmission:
-        c = Candidate.of(file)
-        response = await self._request(
-            "POST", "/submissions", files={"file": (c.file_name, c.content)}, data=_form(leaderboard, devices, mode)
-        )
+        """``Client.submit``, awaited."""
+        response = await self._request("POST", "/submissions", **_upload(file, leaderboard, devices, mode, force))
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return AsyncSubmission(self, receipt.submission_id, receipt)
 

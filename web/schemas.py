@@ -132,6 +132,11 @@ class SubmissionReceiptOut(Model):
     created_at: datetime
     jobs: tuple[JobReceiptOut, ...]
     links: SubmissionLinks
+    duplicate: bool = Field(
+        False,
+        description="True when nothing new was queued: you sent this same file to the same leaderboard, mode and "
+        "devices a moment ago, and this is that earlier submission (its id, its jobs). `force=true` runs it again.",
+    )
 
 
 class JobEventOut(Model):

@@ -86,14 +86,31 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
             console.print(f"Nsight Compute report: {safe(url)} (GET it with your token as a bearer)")
 
 
-def print_receipt(console: Console, receipt: SubmissionReceipt | SubmissionReceiptOut, json_out: bool) -> None:
+def already_sent(receipt: SubmissionReceipt | SubmissionReceiptOut) -> str:
+    """A duplicate's line: the earlier submission of this same file that answers instead, and how to run it again."""
+    queued = [j for j in receipt.jobs if j.queue_position is not None]
+    if queued:
+        where = ", ".join(f"{safe(j.device)} (position {j.queue_position})" for j in queued)
+        return f"already queued as #{receipt.submission_id} (same file, a moment ago): {where}; --force runs it again"
+    return f"already ran as #{receipt.submission_id} (same file, a moment ago); --force runs it again"
+
+
+def print_receipt(
+    console: Console, receipt: SubmissionReceipt | SubmissionReceiptOut, json_out: bool, *, waiting: bool = False
+) -> None:
+    """What a submit says once the service answered: a duplicate says which submission answers instead (on stderr
+    under --json); without waiting, the receipt (queue positions, or the JSON)."""
+    if receipt.duplicate:
+        console.print(already_sent(receipt))
+    if waiting:
+        return
     if json_out:
         print_json(receipt)
-        return
-    console.print(
-        f"queued submission #{receipt.submission_id}: "
-        + ", ".join(f"{safe(j.device)} (position {j.queue_position})" for j in receipt.jobs)
-    )
+    elif not receipt.duplicate:
+        console.print(
+            f"queued submission #{receipt.submission_id}: "
+            + ", ".join(f"{safe(j.device)} (position {j.queue_position})" for j in receipt.jobs)
+        )
 
 
 def show_progress(console: Console, updates: Iterable[ProgressUpdate | ProgressOut], many: bool, quiet: bool) -> None:
@@ -126,10 +143,11 @@ def submit_remote(
     timeout: float,
     against: Path | None = None,
     rounds: int | None = None,
+    force: bool = False,
 ) -> None:
     """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report.
     With ``against``: a compare of ``file`` with it, at most ``rounds`` rounds (None: the service's default) on one
-    device."""
+    device. ``force`` runs a file sent a moment ago again."""
     from rich.console import Console
 
     from leaderboards.events import FollowTimeout
@@ -139,10 +157,10 @@ def submit_remote(
         if against is not None:
             sub = client.compare(file, against, leaderboard, devices[0] if devices else None, rounds)
         else:
-            sub = client.submit(file, leaderboard, devices or None, mode)
+            sub = client.submit(file, leaderboard, devices or None, mode, force=force)
         assert sub.receipt is not None
+        print_receipt(console, sub.receipt, json_out, waiting=not no_wait)
         if no_wait:
-            print_receipt(console, sub.receipt, json_out)
             return
         try:
             show_progress(console, sub.events(timeout), len(sub.receipt.jobs) > 1, json_out)
@@ -260,6 +278,7 @@ def register(app: typer.Typer) -> None:
                 timeout=timeout,
                 against=against,
                 rounds=rounds,
+                force=force,
             )
             return
         console = Console(stderr=json_out)
@@ -287,13 +306,8 @@ def register(app: typer.Typer) -> None:
                         budget_s=worker_settings.db_retry_s,
                         what="submitting",
                     )
-                if receipt.duplicate:
-                    console.print(
-                        f"you sent this same file to {safe(receipt.leaderboard)} a moment ago: showing submission "
-                        f"#{receipt.submission_id} instead of running it again (--force runs it again)"
-                    )
+                print_receipt(console, receipt, json_out, waiting=not no_wait)
                 if no_wait:
-                    print_receipt(console, receipt, json_out)
                     return
                 devices = [j.device for j in receipt.jobs]
                 queue = JobQueue(platform.db)

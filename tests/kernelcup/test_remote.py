@@ -421,3 +421,44 @@ def test_serve_with_its_worker_is_ready_and_stops_gracefully(tmp_path: Path) -> 
         out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, out
     assert "stopping the in-process worker" in out and "Traceback" not in out
+
+
+def test_submit_through_a_server_sends_force_and_names_the_earlier_submission(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer's walk: through a server, `--force` was not sent and a file sent again a moment ago printed
+    `queued submission #12: cpu (position None)`: nothing had run, and nothing said so."""
+    from kernelcup.commands import submit
+
+    forced: list[bool] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        force = b'name="force"\r\n\r\ntrue' in request.content
+        forced.append(force)
+        job = {"job_id": 13 if force else 12, "device": "cpu", "queue_position": 1 if force else None}
+        return httpx.Response(
+            202,
+            json={
+                "submission_id": job["job_id"],
+                "leaderboard": "add",
+                "user_name": "ann",
+                "file_name": "k.py",
+                "mode": "test",
+                "created_at": "2026-01-01T00:00:00Z",
+                "jobs": [job],
+                "links": {"self": "s", "events": "e", "code": "c"},
+                "duplicate": not force,
+            },
+        )
+
+    monkeypatch.setattr(
+        submit, "client_for", lambda login: Client(login.server, login.token, transport=httpx.MockTransport(answer))
+    )
+    (env / "k.py").write_text(SOLUTION)
+    args = ["submit", "k.py", "-l", "add", "-d", "cpu", "--mode", "test", "--no-wait", "--server", "http://x"]
+    again = CliRunner().invoke(build_app(), args, env={"KERNELCUP_TOKEN": "kc_t"})
+    assert again.exit_code == 0, again.output
+    assert again.output.strip() == "already ran as #12 (same file, a moment ago); --force runs it again"
+    r = CliRunner().invoke(build_app(), [*args, "--force"], env={"KERNELCUP_TOKEN": "kc_t"})
+    assert r.exit_code == 0 and r.output.strip() == "queued submission #13: cpu (position 1)", r.output
+    assert forced == [False, True]

@@ -198,8 +198,10 @@ def test_submitting_the_same_file_again_shows_the_earlier_result_unless_forced(e
     runs = len(fake.requests)
     again = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann"])
     assert again.exit_code == 0, again.output
-    assert "a moment ago: showing submission #1 instead of running it again" in " ".join(again.output.split())
+    assert "already ran as #1 (same file, a moment ago); --force runs it again" in " ".join(again.output.split())
     assert len(fake.requests) == runs  # not run again
+    queued = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann", "--no-wait"])
+    assert queued.output.strip() == "already ran as #1 (same file, a moment ago); --force runs it again"
     forced = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann", "--force"])
     assert forced.exit_code == 0 and "submission #2" in forced.output
     assert len(fake.requests) == 2 * runs

@@ -117,6 +117,20 @@ def test_header_directives_and_flags(world: World) -> None:
     assert [j["device"] for j in r.json()["jobs"]] == ["cpu", "H100"]
 
 
+def test_the_same_file_again_answers_with_the_earlier_submission_unless_forced(world: World) -> None:
+    """A newcomer's walk: the API had no `force` field and no `duplicate` in its answer, so the same file sent again
+    came back as the old id with `queue_position: null`, nothing run, nothing said."""
+    world.service.settings.duplicate_window_s = 600
+    first = world.submit(world.ann).json()
+    assert first["duplicate"] is False
+    again = world.submit(world.ann).json()
+    assert again["submission_id"] == first["submission_id"] and again["duplicate"] is True
+    forced = world.submit(world.ann, force="true")
+    assert forced.status_code == 202, forced.text
+    assert forced.json()["submission_id"] != first["submission_id"] and forced.json()["duplicate"] is False
+    assert [j["queue_position"] for j in forced.json()["jobs"]] == [2]
+
+
 def test_cancel_while_queued_delete_when_finished(world: World) -> None:
     queued = world.submit(world.ann).json()["submission_id"]
     r = world.client.delete(f"/api/v1/submissions/{queued}", headers=world.auth(world.ann))

@@ -78,6 +78,11 @@ async def submit(
         "both files once (A B, then B A, …) and counts as 2 runs against your limits. It stops earlier (after 6 or "
         "more) once the overall A/B ratio's 95% interval is within ±0.4% of it.",
     ),
+    force: bool = Form(
+        False,
+        description="Run it even if you sent this same file to the same leaderboard, mode and devices a moment ago "
+        "(else the answer is that earlier submission, with `duplicate` true).",
+    ),
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     service: LeaderboardService = Depends(service_of),
 ) -> JSONResponse:
@@ -110,7 +115,7 @@ async def submit(
             return service.compare(
                 who.user, name, content, name_b, content_b, leaderboard, device[0] if device else None, rounds
             )
-        return service.submit(who.user, name, content, leaderboard, split_devices(devices), mode)
+        return service.submit(who.user, name, content, leaderboard, split_devices(devices), mode, force=force)
 
     receipt = await asyncio.to_thread(accept)
     out = SubmissionReceiptOut(
@@ -118,6 +123,7 @@ async def submit(
         created_at=receipt.created_at,
         jobs=receipt.jobs,  # type: ignore[arg-type]
         links=links(request, receipt.submission_id),
+        duplicate=receipt.duplicate,
     )
     return JSONResponse(out.model_dump(mode="json"), status_code=202, headers={"Location": out.links.self})
 
