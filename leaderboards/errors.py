@@ -101,11 +101,16 @@ class LeaderboardPaused(UserError):
 class DeviceNotAllowed(UserError):
     code = "device_not_allowed"
 
-    def __init__(self, name: str, device: str, allowed: list[str]) -> None:
-        super().__init__(
-            f"Leaderboard {name!r} does not run on {device!r}; choose one of: {', '.join(allowed)} (or 'all').",
-            field="devices",
-        )
+    def __init__(self, name: str, device: str | None, allowed: list[str]) -> None:
+        choices = f"{', '.join(allowed)} (or 'all')"
+        if device is None:  # none given, and the leaderboard has several
+            message = (
+                f"Name a device of leaderboard {name!r}: give it as `devices` (on the command line, -d/--device NAME), "
+                f"one of: {choices}."
+            )
+        else:
+            message = f"Leaderboard {name!r} does not run on {device!r}; choose one of: {choices}."
+        super().__init__(message, field="devices")
 
 
 class InvalidSubmission(UserError):

@@ -212,7 +212,7 @@ class ServiceBase:
         if not devices:
             if len(allowed) == 1:
                 return allowed
-            raise DeviceNotAllowed(lb.name, "(none given)", allowed)
+            raise DeviceNotAllowed(lb.name, None, allowed)
         by_lower = {d.lower(): d for d in allowed}
         chosen: list[str] = []
         for d in devices:

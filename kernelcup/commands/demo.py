@@ -243,5 +243,5 @@ def register(app: typer.Typer) -> None:
         console.print(
             f"demo finished in {time.monotonic() - started:.0f} s. Its leaderboards are in a data directory of "
             f"their own: `KERNELCUP_DATA_DIR={safe(demo_dir)} kernelcup leaderboard list` shows them. Next: "
-            "`kernelcup problems sync`, `kernelcup submit FILE -l LEADERBOARD`."
+            "`kernelcup problems sync`, `kernelcup submit FILE -l LEADERBOARD -d DEVICE`."
         )

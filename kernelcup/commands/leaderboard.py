@@ -72,7 +72,10 @@ def print_rankings(
     empty = [r.device for r in rankings if not r.entries]
     if empty:
         where = "any device" if len(empty) == len(rankings) and len(empty) > 1 else ", ".join(empty)
-        console.print(f"no ranked submissions yet on {safe(where)} (`kernelcup submit FILE -l {safe(lb.name)}`)")
+        device = empty[0] if len(empty) == 1 else "DEVICE"
+        console.print(
+            f"no ranked submissions yet on {safe(where)} (`kernelcup submit FILE -l {safe(lb.name)} -d {safe(device)}`)"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -53,7 +53,8 @@ def test_leaderboard_show_escapes_markup_and_prints_one_line_when_empty(env: Pat
     result = CliRunner().invoke(build_app(), ["leaderboard", "show", "add"])
     assert result.exit_code == 0, result.output
     assert "[bold]Add[/] one [/oops] and [link=x]more" in result.output
-    assert "no ranked submissions yet on any device" in result.output
+    # the hint names a device: a board of several refuses a submission without one (a newcomer's walk)
+    assert "no ranked submissions yet on any device (`kernelcup submit FILE -l add -d DEVICE`)" in result.output
     assert "┏" not in result.output and "━" not in result.output  # no empty tables
 
 

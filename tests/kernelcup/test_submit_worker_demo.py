@@ -144,6 +144,10 @@ def test_demo_submits_pytorch_solutions_and_prints_rankings(env: Path, fake: Fak
     assert all(r.device == "cpu" for r in fake.requests)
     # demo leaderboards benchmark the largest test cases, not the GPU-sized benchmarks
     assert fake.requests[0].benchmarks == fake.requests[0].tests[-1:] or len(fake.requests[0].benchmarks) <= 2
+    # its hint names a device: the starter boards have several, and refuse a submission without one
+    assert "Next: `kernelcup problems sync`, `kernelcup submit FILE -l LEADERBOARD -d DEVICE`." in " ".join(
+        result.output.split()
+    )
 
 
 def test_demo_with_a_mistyped_problem_says_which_it_meant(env: Path, fake: FakeLauncher) -> None:

@@ -64,7 +64,7 @@ def test_submit_queues_one_job_per_device_and_stores_code_once(service: Leaderbo
         ({"leaderboard": "nope"}, LeaderboardNotFound, ["'nope'", "Known leaderboards: add"]),
         ({"leaderboard": "ADX"}, LeaderboardNotFound, ["'ADX'", "Did you mean 'add'?", "Known leaderboards: add"]),
         ({"devices": ["A100"]}, DeviceNotAllowed, ["'A100'", "cpu, H100"]),
-        ({"devices": None}, DeviceNotAllowed, ["choose one of: cpu, H100"]),
+        ({"devices": None}, DeviceNotAllowed, ["Name a device", "-d/--device NAME", "cpu, H100"]),
         ({"file_name": "kernel.cu"}, InvalidSubmission, ["Python files (.py)", "'kernel.cu'"]),
         ({"file_name": "../.."}, InvalidSubmission, ["not a usable file name"]),
         ({"content": b"   \n"}, InvalidSubmission, ["sub.py is empty"]),

@@ -35,7 +35,8 @@ def test_not_found_and_bad_parameters_have_the_one_shape(world: World) -> None:
     r = c.get("/api/v1/leaderboards/add/rankings")
     assert r.status_code == 422 and error_of(r) == {
         "code": "device_not_allowed",
-        "message": "Leaderboard 'add' does not run on '(none given)'; choose one of: cpu, H100 (or 'all').",
+        "message": "Name a device of leaderboard 'add': give it as `devices` (on the command line, -d/--device NAME), "
+        "one of: cpu, H100 (or 'all').",
         "field": "devices",
     }
     r = c.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu", "limit": 5000})
