@@ -134,8 +134,10 @@ def sync_problem_set(
     actor: str = "problems sync",
     check: ReferenceCheck | None = None,
     device_check: DeviceCheck | None = None,
+    on_check: Callable[[Problem, dict], None] | None = None,
 ) -> SyncReport:
-    """Create or update one leaderboard per problem of the set, all in one transaction.
+    """Create or update one leaderboard per problem of the set, all in one transaction. ``on_check`` is told of each
+    reference check as it starts (``validate_path``'s too), as each may take seconds.
 
     Raises ``ProblemFormatError`` when the set is invalid or (given ``check``) a new or changed problem's reference
     fails its own check; raises a ``UserError`` for a name that collides with an existing leaderboard's. In both
@@ -146,7 +148,7 @@ def sync_problem_set(
     checked: tuple[str, ...] = ()
     if check is not None:
         todo = {name: p for name, p in problems.items() if _changed(service, name, p)}
-        issues = check_references(todo.values(), check)
+        issues = check_references(todo.values(), check, on_start=on_check)
         if issues:
             raise ProblemFormatError(issues)
         checked = tuple(todo)

@@ -145,7 +145,14 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
             if not path.is_file():
                 raise typer.BadParameter(f"{path} is not a file; pass the problem-set YAML to sync", param_hint="PATH")
             check = None if skip_run else build_check()
-            report = sync_problem_set(open_service(), path, force=force, check=check, device_check=device_check())
+            report = sync_problem_set(
+                open_service(),
+                path,
+                force=force,
+                check=check,
+                device_check=device_check(),
+                on_check=None if json_out else _announce,
+            )
         if json_out:
             print_json(report)
         else:
