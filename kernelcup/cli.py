@@ -10,7 +10,7 @@ fast (``benchmarks/cli_startup.py``; ``tests/kernelcup/test_cli_conventions.py``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -55,9 +55,27 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 """``-h`` as well as ``--help``, on every command (click passes it down to subcommands)."""
 
 
+def flags_show_no_type() -> None:
+    """Typer's Rich help (0.29) gives a flag a type as if it took a value (``--json <bool>``), and ``--json true``
+    then reads ``true`` as the next argument. A flag takes none: its row shows no type, as Typer's plain help does
+    (which leaves out the type of flags and counts). Idempotent; patches ``TyperOption.display_type_rich``."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "flags_show_no_type", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:  # typer's own (vendored) click.Context
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich.flags_show_no_type = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def build_app(*, reference_check: Callable[[], ReferenceCheck] | None = None) -> typer.Typer:
     """The CLI. ``reference_check`` builds the check ``problems validate --run`` and ``problems sync`` run
     (default: ``kernelcup.wiring.reference_check``, the sandboxed runner's)."""
+    flags_show_no_type()
     app = typer.Typer(
         name="kernelcup",
         help="kernelcup: GPU kernel competitions. Submit kernels, check and time them, rank them per device.",

@@ -104,6 +104,18 @@ def test_help_lists_the_choices(args: list[str], choices: list[str]) -> None:
         assert choice in result.output
 
 
+@pytest.mark.parametrize("args", [["run", "--help"], ["worker", "--help"], ["runners", "check", "--help"]])
+def test_help_shows_flags_without_a_value_and_options_with_their_default(args: list[str]) -> None:
+    """A newcomer's walk: `run --help` read `--json <bool>`, and `--json true` then took `true` for a file."""
+    result = CliRunner().invoke(build_app(), args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    rows = {line.split()[1]: line for line in result.output.splitlines() if line.startswith("│ --")}
+    assert rows["--help"].split()[2:4] == ["-h", "Show"]  # a flag's row: its names, then its help
+    if "check" in args:
+        assert "[default: 600.0]" in rows["--job-timeout"]  # as the README says
+
+
 def test_a_wrong_choice_is_refused_with_the_list() -> None:
     result = CliRunner().invoke(build_app(), ["worker", "--launcher", "teleport", "--once"])
     assert result.exit_code == 2
