@@ -116,8 +116,15 @@ def _check(response: httpx.Response) -> httpx.Response:
     return response
 
 
+PLAIN_HTTP_ANSWERS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "packet length too long", "http request")
+"""What OpenSSL says when an https:// request gets a plain-HTTP answer (a local `kernelcup serve` gives one)."""
+
+
 def _unreachable(server: str, exc: Exception) -> ApiError:
-    return ApiError(0, "unreachable", f"Cannot reach the kernelcup server at {server}: {exc}")
+    message = f"Cannot reach the kernelcup server at {server}: {exc}"
+    if server.startswith("https://") and any(s in str(exc) for s in PLAIN_HTTP_ANSWERS):
+        message += f". It answered without TLS: if it serves plain HTTP, use http://{server.removeprefix('https://')}"
+    return ApiError(0, "unreachable", message)
 
 
 def _form(

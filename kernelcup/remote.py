@@ -72,10 +72,24 @@ def forget_login() -> bool:
 
 
 def normalise(server: str) -> str:
+    """The server's URL: without a scheme, ``https://``, but ``http://`` for this machine (``localhost``,
+    ``127.0.0.1``, ``[::1]``: a local ``kernelcup serve`` speaks plain HTTP, and nothing leaves the machine)."""
     server = server.strip().rstrip("/")
     if not server.startswith(("http://", "https://")):
-        server = f"https://{server}"
+        server = f"{'http' if is_loopback(server) else 'https'}://{server}"
     return server
+
+
+def is_loopback(server: str) -> bool:
+    """Whether ``server`` (``host[:port]``, no scheme) names this machine."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(f"//{server}").hostname or ""
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name, or a malformed port
+        return False
 
 
 def resolve(server_option: str | None) -> Login | None:

@@ -32,6 +32,8 @@ SHOWN_PREFIX = 10
 """Characters of a token kept in clear to recognise it in a list (``kc_`` + 7: 42 bits, useless to guess with)."""
 LAST_USED_RESOLUTION_S = 60.0
 """``last_used_at`` is written at most this often per token, so reading with a token costs no write each time."""
+GET_A_TOKEN = "with /token in Discord, or on the server with `kernelcup tokens create NAME`"
+"""How a person gets a token, in every message that asks for one: a deployment with the bot, or a local one without."""
 
 
 def hash_token(token: str) -> str:
@@ -151,19 +153,20 @@ class AccountsMixin(ServiceBase):
         """Who ``token`` speaks for. ``InvalidToken`` when it is missing, unknown, expired or revoked (the message
         says which and how to get a new one); ``MissingScope`` when it lacks ``scope``."""
         if not token:
-            raise InvalidToken(
-                "This needs an API token: send 'Authorization: Bearer <token>'. Get one with /token in Discord, "
-                "or from an admin (kernelcup tokens create)."
-            )
+            raise InvalidToken(f"This needs an API token: send 'Authorization: Bearer <token>'. Get one {GET_A_TOKEN}.")
         now = self.clock()
         with self.db.transaction() as s:
             row = s.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token.strip())))
             if row is None:
-                raise InvalidToken("This API token is not valid (mistyped, or deleted). Get a new one with /token.")
+                raise InvalidToken(f"This API token is not valid (mistyped, or deleted). Get a new one {GET_A_TOKEN}.")
             if row.revoked_at is not None:
-                raise InvalidToken(f"This API token was revoked on {row.revoked_at:%Y-%m-%d %H:%M} UTC. Get a new one.")
+                raise InvalidToken(
+                    f"This API token was revoked on {row.revoked_at:%Y-%m-%d %H:%M} UTC. Get a new one {GET_A_TOKEN}."
+                )
             if row.expires_at is not None and row.expires_at <= now:
-                raise InvalidToken(f"This API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC. Get a new one.")
+                raise InvalidToken(
+                    f"This API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC. Get a new one {GET_A_TOKEN}."
+                )
             scopes = frozenset(Scope(v) for v in row.scopes if v in Scope._value2member_map_)
             if scope is not None and scope not in scopes:
                 raise MissingScope(

@@ -56,10 +56,10 @@ def user_errors() -> Iterator[None]:
     except (KernelcupError, SettingsError, LauncherError) as exc:  # messages may quote names users chose
         typer.secho(f"error: {printable(str(exc))}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
-    except ApiError as exc:  # the server's answer, shown as it is, with the way to a token where one is missing
+    except ApiError as exc:  # the server's answer, shown as it is (it says how to get a token), and how to log in
         hint = ""
         if exc.code == "invalid_token":
-            hint = " (log in with `kernelcup login --server URL`; get a token with /token in Discord)"
+            hint = " (then log in with `kernelcup login --server URL`)"
         typer.secho(f"error: {printable(exc.message)}{hint}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
     except DBAPIError as exc:  # one line, never a traceback with SQL and its parameters

@@ -171,9 +171,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_login_list_submit_and_logout(server: Server, tmp_path: Path) -> None:
     r = server.cli("login", "--server", server.url, "--token", "kc_wrong")
     assert r.exit_code == 1 and "not valid" in r.output and "kernelcup login" in r.output
-    r = server.cli("login", "--server", server.url, env={"KERNELCUP_TOKEN": server.token})
+    assert "kernelcup tokens create" in r.output  # the way to a token on a deployment without the bot
+    # a newcomer's walk: `--server 127.0.0.1:PORT` meant https, and a local server's answer was an SSL error
+    r = server.cli("login", "--server", server.url.replace("http://", "https://"), "--token", server.token)
+    assert r.exit_code == 1 and f"It answered without TLS: if it serves plain HTTP, use {server.url}" in r.output
+    r = server.cli("login", "--server", server.url.removeprefix("http://"), env={"KERNELCUP_TOKEN": server.token})
     assert r.exit_code == 0, r.output
-    assert f"logged in to {server.url} as ann" in r.output
+    assert f"logged in to {server.url} as ann" in r.output  # this machine: http
     config = Path(server.env["KERNELCUP_CONFIG_DIR"]) / "client.json"
     assert stat.S_IMODE(config.stat().st_mode) == 0o600 and json.loads(config.read_text())["token"] == server.token
     r = server.cli("leaderboard", "list")
@@ -462,3 +466,13 @@ def test_submit_through_a_server_sends_force_and_names_the_earlier_submission(
     r = CliRunner().invoke(build_app(), [*args, "--force"], env={"KERNELCUP_TOKEN": "kc_t"})
     assert r.exit_code == 0 and r.output.strip() == "queued submission #13: cpu (position 1)", r.output
     assert forced == [False, True]
+
+
+def test_a_server_without_a_scheme_is_https_but_this_machine_is_http() -> None:
+    from kernelcup.remote import normalise
+
+    assert normalise("kernelcup.example.org/") == "https://kernelcup.example.org"
+    assert normalise("10.0.0.5:8000") == "https://10.0.0.5:8000"
+    for local in ("127.0.0.1:8000", "localhost:8000", "[::1]:8000", "127.0.0.2"):
+        assert normalise(local) == f"http://{local}"
+    assert normalise("https://127.0.0.1:8000") == "https://127.0.0.1:8000"  # a scheme given is kept

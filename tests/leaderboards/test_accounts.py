@@ -55,8 +55,10 @@ def test_a_token_is_random_shown_once_and_stored_as_a_hash(service: LeaderboardS
 def test_invalid_expired_revoked_and_scope(service: LeaderboardService, clock: Clock) -> None:
     with pytest.raises(InvalidToken, match="needs an API token"):
         service.authenticate(None)
-    with pytest.raises(InvalidToken, match="not valid"):
+    with pytest.raises(InvalidToken, match="not valid") as refused:
         service.authenticate("kc_nope")
+    # both ways to a token: Discord's, and a deployment's own shell (a local one has no bot)
+    assert "/token in Discord" in str(refused.value) and "`kernelcup tokens create NAME`" in str(refused.value)
     short = service.create_token(ANN, expires_in=timedelta(hours=1))
     assert service.authenticate(short.token).expires_at == clock.now + timedelta(hours=1)
     clock.now += timedelta(hours=2)
@@ -69,7 +71,7 @@ def test_invalid_expired_revoked_and_scope(service: LeaderboardService, clock: C
     assert admin.info.scopes == (Scope.SUBMIT, Scope.ADMIN) and admin.info.expires_at is None
     assert service.authenticate(admin.token, Scope.ADMIN).is_admin
     service.revoke_token(admin.info.token_id, actor="shell")
-    with pytest.raises(InvalidToken, match="revoked"):
+    with pytest.raises(InvalidToken, match=r"revoked.*Get a new one with /token in Discord, or on the server with"):
         service.authenticate(admin.token)
     with pytest.raises(NotFound):
         service.revoke_token(user.info.token_id, user=UserRef("mallory"))  # someone else's: like a missing one
