@@ -64,6 +64,19 @@ def test_home_and_leaderboard_pages_show_the_ranking(world: World) -> None:
     assert c.get("/leaderboards/nope").status_code == 404
 
 
+def test_the_home_page_renders_a_summary_s_markdown_and_tests_count_from_one(world: World) -> None:
+    """A newcomer's walk: the home page showed a summary's backticks as they are, and the submission page numbered
+    tests and benchmarks from 0 where the CLI numbers them from 1."""
+    world.service.update_leaderboard("add", description="Add `x` and **y** <b>z</b>.\nMore.", actor="test")
+    home = world.client.get("/").text
+    assert "<p>Add <code>x</code> and <strong>y</strong> &lt;b&gt;z&lt;/b&gt;.</p>" in home and "More." not in home
+    sign_in(world, world.ann)
+    sid = ranked(world, world.ann, 900.0)
+    page = world.client.get(f"/submissions/{sid}").text
+    numbers = re.findall(r'<tr>\s*<td class="num">(\d+)</td><td><code>', page)
+    assert numbers == ["1", "1", "2"]  # the one test, then the two benchmarks
+
+
 def test_markdown_is_rendered_without_raw_html_and_names_are_text(world: World) -> None:
     world.service.update_leaderboard(
         "add", description="**Bold** <script>alert(1)</script> [x](javascript:alert(1))", actor="test"
@@ -206,9 +219,13 @@ def test_compare_from_the_page_shows_the_ratio_per_case(world: World) -> None:
 
 def test_someone_elses_submission_page_is_a_404(world: World) -> None:
     sub_id = ranked(world, world.bob, 700.0)
-    assert world.client.get(f"/submissions/{sub_id}").status_code == 404  # signed out
+    signed_out = world.client.get(f"/submissions/{sub_id}")
+    assert signed_out.status_code == 404
+    # it may be theirs: the page says how to sign in and come back (a newcomer's walk: it only said "none of yours")
+    assert f'<a href="/signin?next=%2Fsubmissions%2F{sub_id}">sign in</a>' in signed_out.text
     sign_in(world, world.ann)
-    assert world.client.get(f"/submissions/{sub_id}").status_code == 404
+    theirs = world.client.get(f"/submissions/{sub_id}")
+    assert theirs.status_code == 404 and "sign in</a> to see" not in theirs.text
     assert world.client.get(f"/submissions/{sub_id}/events").status_code == 404
     sign_in(world, world.admin)
     assert world.client.get(f"/submissions/{sub_id}").status_code == 200

@@ -12,7 +12,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from leaderboards.errors import InvalidToken, KernelcupError
+from leaderboards.errors import InvalidToken, KernelcupError, SubmissionNotFound
 from leaderboards.results import Principal
 from web import errors
 from web.errors import is_page
@@ -49,14 +49,25 @@ def principal_of(request: Request, session: Session | None) -> Principal | None:
         return None
 
 
+def signed_in(request: Request) -> bool:
+    """Whether the request carries a session with a token (read from the cookie alone: no database)."""
+    session = session_of(request)
+    return session is not None and bool(session.token)
+
+
 def viewer(request: Request) -> Viewer:
     """A dependency (a plain function: FastAPI runs it in its thread pool, the token check reads the database)."""
     session = session_of(request)
     return Viewer(principal_of(request, session), sessions_of(request).csrf_token(session) if session else "")
 
 
+def sign_in_url(request: Request) -> str:
+    """The sign-in page, coming back to this one."""
+    return f"/signin?{urlencode({'next': request.url.path})}"
+
+
 def sign_in_first(request: Request) -> RedirectResponse:
-    return RedirectResponse(f"/signin?{urlencode({'next': request.url.path})}", status_code=303)
+    return RedirectResponse(sign_in_url(request), status_code=303)
 
 
 class PageHeadersMiddleware:
@@ -100,15 +111,20 @@ def install_error_pages(app: FastAPI) -> None:
         async def handler(request: Request, exc: Exception) -> Response:
             if not is_page(request.url.path):
                 return await _answer(api, request, exc)
+            sign_in = None
             if isinstance(exc, KernelcupError):
                 status, message = errors.status_of(exc), exc.message
                 if status >= 500:
                     return await _answer(api, request, exc)  # logged there; its message names no secret
+                if isinstance(exc, SubmissionNotFound) and not signed_in(request):
+                    sign_in = sign_in_url(request)  # "none of yours": a signed-out visitor's may be theirs
             else:
                 assert isinstance(exc, StarletteHTTPException)
                 status = exc.status_code
                 message = "There is no such page." if status == 404 else str(exc.detail)
-            return render(request, "error.html", Viewer(None), status=status, status_code=status, message=message)
+            return render(
+                request, "error.html", Viewer(None), status=status, status_code=status, message=message, sign_in=sign_in
+            )
 
         return handler
 

@@ -60,6 +60,11 @@ def _rendered(text: str) -> str:
     return _markdown.render(text)
 
 
+def markdown_inline(text: str) -> Markup:
+    """One line of Markdown inside an element of the page's own (``code`` spans, emphasis, links; no paragraph)."""
+    return Markup(_markdown.renderInline(text or ""))
+
+
 def highlight(code: str, file_name: str) -> Markup:
     """The code as HTML spans with pygments' short class names (styled by the site's stylesheet)."""
     try:
@@ -104,6 +109,7 @@ env.filters.update(
     share=format_share,
     roofline_summary=roofline_summary,
     markdown=markdown,
+    markdown_inline=markdown_inline,
     capped=capped,
     kernel_row=kernel_row,
     bytes=format_bytes,
