@@ -170,6 +170,7 @@ def _changed(service: LeaderboardService, name: str, problem: Problem) -> bool:
 @dataclass(frozen=True)
 class ValidationReport:
     problems: tuple[str, ...]
+    """Every problem folder checked: those given, and those the problem sets list (each once)."""
     problem_sets: tuple[str, ...]
     issues: tuple[FormatIssue, ...]
     warnings: tuple[FormatIssue, ...] = ()
@@ -218,6 +219,7 @@ def validate_path(
     seen: dict[str, FormatIssue] = {}
     warned: dict[str, FormatIssue] = {}
     valid: list[Problem] = []
+    folders = dict.fromkeys(str(d) for d in problem_dirs)
     for d in problem_dirs:
         try:
             valid.append(load_problem(d))
@@ -230,6 +232,7 @@ def validate_path(
             seen.update((str(e), e) for e in exc.errors)
             continue
         valid.extend(in_set.values())
+        folders.update(dict.fromkeys(str(p.path) for p in in_set.values()))
         warned.update((str(w), w) for w in deadline_warnings(f, pset, now or utcnow()))
     checked: list[str] = []
     if check is not None:
@@ -237,7 +240,7 @@ def validate_path(
         seen.update((str(e), e) for e in issues)
         checked = sorted({str(p.path) for p in valid})
     return ValidationReport(
-        tuple(str(d) for d in problem_dirs),
+        tuple(folders),
         tuple(str(f) for f in set_files),
         tuple(seen.values()),
         tuple(warned.values()),

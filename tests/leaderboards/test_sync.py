@@ -79,6 +79,14 @@ def test_validate_reports_every_error_with_file_and_field(tmp_path: Path, cli) -
     assert code == 1 and "no such file or folder" in err
 
 
+def test_validate_counts_the_problems_a_set_lists(problem_set: Path, cli) -> None:
+    """A newcomer's walk: validating a set printed "ok: 0 problem(s), 1 problem set(s)" after checking its problems."""
+    code, out, _ = cli("problems", "validate", str(problem_set))
+    assert code == 0 and "ok: 2 problem(s), 1 problem set(s)" in out
+    code, out, _ = cli("problems", "validate", str(problem_set.parent))  # the folders and the set: each folder once
+    assert code == 0 and "ok: 2 problem(s), 1 problem set(s)" in out
+
+
 def test_validate_the_repository_problems_folder_reports_problems_by_file() -> None:
     report = validate_path(Path(__file__).resolve().parents[2] / "problems")
     for issue in report.issues:  # whatever state the library is in, every issue names a file
