@@ -46,6 +46,7 @@ from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.spool import ResultSpool
 from runners.compare import Tally, round_text, schedule
 from runners.contract import Comparison, Phase, ProgressEvent, RunRequest, RunResult, Verdict
+from runners.durations import format_ns
 from runners.launchers.base import DeviceUnavailable, Launcher, LauncherError
 
 if TYPE_CHECKING:
@@ -794,7 +795,7 @@ def _why(exc: BaseException) -> str:
 def _done_detail(rec: RecordedRun, result: RunResult) -> str:
     parts = [result.verdict.value]
     if rec.score_ns is not None:
-        parts.append(f"score {rec.score_ns:.0f} ns")
+        parts.append(f"score {format_ns(rec.score_ns)}")
     if rec.rank is not None:
         parts.append(f"rank {rec.rank}")
     return ", ".join(parts)

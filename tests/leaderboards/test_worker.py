@@ -95,6 +95,16 @@ def test_ranked_job_stores_public_and_secret_runs_and_ranks(svc: LeaderboardServ
     assert [e.submission_id for e in ranking.entries] == [sub]
 
 
+def test_the_done_event_reads_the_score_as_every_surface_prints_times(svc: LeaderboardService) -> None:
+    """A newcomer's walk: live progress ended in "done: accepted, score 53944583 ns"."""
+    sub = submit(svc, mode="benchmark")
+    serve(svc, scripted(default=lambda req: run_result((53_944_583.0, 53_944_583.0), mode=req.mode)))
+    [job] = jobs_of(svc, sub)
+    with svc.db.transaction() as s:
+        done = s.scalar(select(JobEvent.detail).where(JobEvent.job_id == job.id, JobEvent.phase == "done"))
+    assert done == "accepted, score 53.9 ms"
+
+
 def test_failed_public_run_is_stored_not_retried_and_skips_secret(svc: LeaderboardService) -> None:
     sub = submit(svc)
     launcher = scripted(run_result(verdict=Verdict.WRONG_ANSWER, message="mismatch at index 3"))
