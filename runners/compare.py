@@ -107,12 +107,19 @@ def schedule(rounds: int) -> Iterator[tuple[int, int]]:
             yield rnd, side
 
 
+def side_names(a: str, b: str) -> tuple[str, str]:
+    """The two files as a comparison names them: by their names, or "A" and "B" where the names are the same (a file
+    compared with itself, or two files of one name from two folders: "pytorch.py takes 1.0075x the time of
+    pytorch.py" said nothing)."""
+    return (a, b) if a != b else ("A", "B")
+
+
 class Tally:
     """The runs of a comparison as they finish; ``add`` answers the comparison when a run failed (it ends there),
     ``result`` the comparison of all the rounds."""
 
     def __init__(self, a: RunRequest, b: RunRequest) -> None:
-        self.names = (a.submission.name, b.submission.name)
+        self.names = side_names(a.submission.name, b.submission.name)
         # Every timed call on inputs of its own, the same for both files (one secret seed): a file that answered
         # from a cache of the public inputs would otherwise win (red team, 2026-11-24: "83% faster" for no work).
         seed = secrets.randbelow(2**63)

@@ -297,7 +297,8 @@ def render_comparison(console: Console, result: Comparison) -> None:
         console.print(f"[red]{result.verdict.label}[/]: {safe(printable(result.message))}")
         return
     table = Table(title=f"{safe(result.a)} vs {safe(result.b)}: {result.rounds} interleaved rounds (A/B time ratio)")
-    for col in ("#", "case", f"A: {safe(result.a)}", f"B: {safe(result.b)}", "A/B", "95% interval"):
+    sides = [side if name == side else f"{side}: {safe(name)}" for side, name in (("A", result.a), ("B", result.b))]
+    for col in ("#", "case", *sides, "A/B", "95% interval"):  # (files of one name are called A and B)
         table.add_column(col)
     for c in result.cases:
         table.add_row(str(c.index + 1), safe(_case(c.case)), format_ns(c.median_a_ns), format_ns(c.median_b_ns),

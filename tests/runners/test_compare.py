@@ -96,6 +96,16 @@ def test_a_failed_run_stops_the_comparison_and_names_the_file() -> None:
     assert got.rounds == 0 and got.ratio is None
 
 
+def test_two_files_of_one_name_are_a_and_b() -> None:
+    """A newcomer's walk: two pytorch.py from two folders read "pytorch.py takes 1.0075x the time of pytorch.py"."""
+    a, _ = _pair()
+    b = a.model_copy(update={"submission": a.submission.model_copy(update={"content": b"# another\n"})})
+    got = compare(a, b, lambda request: _result(request, [1000.0, 4000.0]), rounds=2)
+    assert (got.a, got.b) == ("A", "B") and got.message.startswith("A takes 1.0000x the time of B (")
+    failed = compare(a, b, lambda request: _result(request, [1.0, 1.0], Verdict.WRONG_ANSWER), rounds=2)
+    assert failed.message.startswith("A: wrong answer")
+
+
 def test_a_comparison_needs_benchmark_mode_the_same_problem_and_sensible_rounds() -> None:
     a, b = _pair()
     with pytest.raises(ValueError, match="benchmark mode"):
