@@ -16,6 +16,7 @@ import discord
 
 from bot.limits import EMBED_DESCRIPTION_CHARS, FILES_PER_MESSAGE, File, Reply, cut
 from bot.render import FAIL, PASS, WAIT, failure_excerpt, format_case, format_ns, logs_text, one_line, result_lines
+from leaderboards.formatting import score_text
 from leaderboards.results import (
     ComparisonView,
     JobStatus,
@@ -89,7 +90,7 @@ def job_line(job: JobView, *, public: bool = False) -> str:
     if job.accepted:
         parts = [f"{PASS} **{job.device}**: accepted"]
         if job.score_ns is not None:
-            parts.append(f"score **{format_ns(job.score_ns)}**")
+            parts.append(f"score **{score_text(job.score_ns, job.ranked_score_ns)}**")
         if job.secret_passed is False:
             parts.append("secret-seed run failed: not ranked")
         if job.rank is not None:

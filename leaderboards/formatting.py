@@ -47,6 +47,16 @@ def format_timing(stats: TimingStats) -> str:
     return f"{format_ns(stats.median_ns)} ({format_spread(stats)})"
 
 
+def score_text(score_ns: float, ranked_score_ns: float | None) -> str:
+    """A job's score as every surface shows it: the public run's, and where the ranking uses another (the worse of
+    the public and the secret-seed run: docs/anti-cheat.md) that one beside it, so the rankings' figure is no
+    surprise."""
+    text = format_ns(score_ns)
+    if ranked_score_ns is not None and format_ns(ranked_score_ns) != text:
+        text += f" (ranked by {format_ns(ranked_score_ns)}: the slower of this run and the secret-seed run)"
+    return text
+
+
 def format_share(share: float | None) -> str:
     """A share of the speed of light: ``85%``, ``0.4%`` (two figures below 10%), or ``–`` when unknown."""
     if share is None or not math.isfinite(share):

@@ -132,6 +132,9 @@ class JobView:
     finished_at: datetime | None
     score_ns: float | None
     """The public run's score (timed modes), or None."""
+    ranked_score_ns: float | None
+    """Ranked jobs whose two runs passed: the score the job ranks by, the worse (higher) of the public run's and the
+    secret-seed run's (``ranking.ranked_score``), or None."""
     public_passed: bool | None
     secret_passed: bool | None
     """Only for ranked jobs: whether the secret-seed run passed (its results are never shown)."""

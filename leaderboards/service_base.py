@@ -169,6 +169,12 @@ class ServiceBase:
             started_at=job.started_at,
             finished_at=job.finished_at,
             score_ns=public.score if public is not None else None,
+            ranked_score_ns=(
+                ranking.ranked_score(public.score, secret.score)
+                if public is not None and secret is not None and public.score is not None and secret.score is not None
+                and public.passed and secret.passed
+                else None
+            ),
             public_passed=public.passed if public is not None else None,
             secret_passed=secret.passed if secret is not None else None,
             rank=rank,

@@ -158,6 +158,11 @@ class JobOut(Model):
     started_at: datetime | None
     finished_at: datetime | None
     score_ns: float | None = Field(description="The public run's score (ns, lower is better).")
+    ranked_score_ns: float | None = Field(
+        default=None,
+        description="Ranked, both runs passed: the score it ranks by (ns), the worse of the public run's and the "
+        "secret-seed run's, as the rankings show it.",
+    )
     public_passed: bool | None
     secret_passed: bool | None = Field(description="Ranked: whether the secret-seed run passed (nothing more).")
     rank: int | None = Field(description="Its rank on this device while it is the user's best.")

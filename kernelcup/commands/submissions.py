@@ -40,13 +40,13 @@ def _local_only(user: str, login: object) -> None:
 
 
 def job_summary(job: JobView | JobOut) -> str:
-    from leaderboards.formatting import format_ns
+    from leaderboards.formatting import score_text
 
     text = f"{job.device}: {job.status.value}"
     if job.verdict is not None:
         text += f" ({job.verdict.value})"
     if job.score_ns is not None:
-        text += f" {format_ns(job.score_ns)}"
+        text += f" {score_text(job.score_ns, job.ranked_score_ns)}"
     if job.rank is not None:
         text += f" #{job.rank}"
     return text

@@ -54,7 +54,7 @@ def describe(update: ProgressUpdate | ProgressOut, many_devices: bool) -> str:
 def render_details(console: Console, details: SubmissionDetails | SubmissionOut) -> None:
     """The report: per device the job's outcome, score and rank, then the public run's tests and benchmarks."""
     from kernelcup.commands.run import render, render_comparison
-    from leaderboards.formatting import format_ns, printable
+    from leaderboards.formatting import printable, score_text
     from runners.contract import Mode
 
     status = details.status
@@ -69,7 +69,7 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
         if job.verdict:
             line += f", {job.verdict.value}"
         if job.score_ns is not None:
-            line += f", score {format_ns(job.score_ns)}"
+            line += f", score {safe(score_text(job.score_ns, job.ranked_score_ns))}"
         if status.mode == Mode.RANKED and job.secret_passed is not None:
             line += f", secret-seed run {'passed' if job.secret_passed else 'failed'}"
         if job.rank is not None:

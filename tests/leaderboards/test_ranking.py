@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from leaderboards import ranking
 from leaderboards.errors import Banned
+from leaderboards.formatting import score_text
 from leaderboards.models import Leaderboard, User
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
@@ -126,6 +127,14 @@ def test_the_worse_of_the_public_and_the_secret_run_is_the_score(service: Leader
     ranking_now = service.ranking("add", "cpu").entries
     assert [e.user_name for e in ranking_now] == ["joe", "ivy"]
     assert ranking_now[1].score_ns == pytest.approx(400.0)
+    # Its own report shows the public run's score and, beside it, the one the ranking uses (newcomer, 2026-11-25: the
+    # report said 17.6 ms, the rankings 25.2 ms, with no word why).
+    job = service.submission_status(r.submission_id).jobs[0]
+    assert job.score_ns == pytest.approx(1.0) and job.ranked_score_ns == pytest.approx(400.0)
+    assert score_text(job.score_ns, job.ranked_score_ns) == (
+        "1.00 ns (ranked by 400 ns: the slower of this run and the secret-seed run)"
+    )
+    assert score_text(100.0, 100.0) == "100 ns"  # the same figure is not repeated
     assert_consistent(service)
 
 

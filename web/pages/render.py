@@ -30,6 +30,7 @@ from leaderboards.formatting import (
     format_speedup,
     kernel_row,
     roofline_summary,
+    score_text,
 )
 from leaderboards.problem_rules import MAX_TEXT_CHARS
 from leaderboards.results import Principal
@@ -95,6 +96,11 @@ def capped(text: str | None, limit: int = LOG_CAP) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters not shown)"
 
 
+def job_score(job: Any) -> str:
+    """A job's score, and the one it ranks by where that differs (``score_text``); a dash when it has none."""
+    return score_text(job.score_ns, job.ranked_score_ns) if job.score_ns is not None else format_ns(None)
+
+
 env = Environment(
     loader=FileSystemLoader(TEMPLATES),
     autoescape=select_autoescape(default=True, default_for_string=True),
@@ -103,6 +109,7 @@ env = Environment(
 )
 env.filters.update(
     ns=format_ns,
+    job_score=job_score,
     speedup=format_speedup,
     when=when,
     time_left=time_left,
