@@ -92,12 +92,25 @@ def is_loopback(server: str) -> bool:
         return False
 
 
+LOCAL = "local"
+"""``--server local`` (or ``KERNELCUP_SERVER=local``): this machine's database, whatever login is stored."""
+LOCAL_DATABASE_ENV = ("DATABASE_URL", "KERNELCUP_DATABASE_URL", "KERNELCUP_DATA_DIR")
+
+
 def resolve(server_option: str | None) -> Login | None:
     """The server and token a command uses, or None for the local database."""
     server = server_option or os.environ.get("KERNELCUP_SERVER") or None
+    if server is not None and server.strip().lower() == LOCAL:
+        return None
     stored = stored_login()
     if server is None and stored is None:
         return None
+    if server is None and stored is not None:
+        named = [name for name in LOCAL_DATABASE_ENV if os.environ.get(name)]
+        if named:  # a newcomer's DATABASE_URL silently ignored for a login stored weeks ago (2026-11-25)
+            typer.echo(f"note: answering from {stored.server}, the server `kernelcup login` stored; {named[0]} "
+                       "applies to the local database only: add --server local (or `kernelcup logout`) to use it",
+                       err=True)  # fmt: skip
     server = normalise(server) if server else stored.server  # type: ignore[union-attr]
     token = os.environ.get("KERNELCUP_TOKEN") or None
     if token is None and stored is not None and stored.server == server:
@@ -111,7 +124,10 @@ def client_for(login: Login) -> Client:
     return Client(login.server, login.token)
 
 
-SERVER_OPTION_HELP = "Use this kernelcup server's API (default: KERNELCUP_SERVER, or the one `kernelcup login` stored)."
+SERVER_OPTION_HELP = (
+    "Use this kernelcup server's API (default: KERNELCUP_SERVER, or the one `kernelcup login` stored); `local`: this "
+    "machine's database."
+)
 
 
 def server_option() -> str | None:

@@ -182,6 +182,10 @@ def test_login_list_submit_and_logout(server: Server, tmp_path: Path) -> None:
     assert stat.S_IMODE(config.stat().st_mode) == 0o600 and json.loads(config.read_text())["token"] == server.token
     r = server.cli("leaderboard", "list")
     assert r.exit_code == 0 and "multi" in r.output and "cpu, H100" in r.output
+    # KERNELCUP_DATA_DIR is set here: the answer says it came from the stored login, and how to reach the local one
+    assert f"note: answering from {server.url}" in r.output and "--server local" in r.output
+    r = server.cli("leaderboard", "list", "--server", "local")  # (the local database is the server's own folder here)
+    assert r.exit_code == 0 and "multi" in r.output and "note:" not in r.output
     kernel = tmp_path / "k.py"
     kernel.write_text("#!kernelcup leaderboard add\n#!kernelcup mode ranked\n# median 700\n" + SOLUTION)
     r = server.cli("submit", str(kernel))
