@@ -160,7 +160,8 @@ class SubmissionProcess:
         except languages.CompileError as exc:
             return LoadFailed(kind="compile", message=str(exc)[:2000], detail=exc.output[-60_000:])
         except languages.MissingEntryPoint as exc:
-            return LoadFailed(kind="missing_entry", message=f"{exc}; see the problem's templates")
+            message = str(exc).replace(path.name, msg.display_name, 1)  # the author's file name, not the job's copy
+            return LoadFailed(kind="missing_entry", message=f"{message}; see the problem's templates")
         except languages.Unavailable as exc:
             return LoadFailed(kind="unavailable", message=str(exc))
         except BaseException as exc:

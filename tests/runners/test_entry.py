@@ -58,7 +58,7 @@ def test_exception_is_a_runtime_error_with_the_submission_traceback(evaluate: Ev
 @pytest.mark.parametrize(
     ("file", "verdict", "words"),
     [
-        ("submissions/no_entry.py", Verdict.REJECTED, "defines no custom_kernel(data) function"),
+        ("submissions/no_entry.py", Verdict.REJECTED, "no_entry.py defines no custom_kernel(data) function"),
         ("submissions/exit_at_import.py", Verdict.RUNTIME_ERROR, "exited with code 0"),
         ("submissions/needs_cuda.py", Verdict.NEEDS_CUDA, "needs a CUDA device"),
         ("submissions/inline_cuda.py", Verdict.NEEDS_CUDA, "needs a CUDA device"),
