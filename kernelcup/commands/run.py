@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from runners.settings import RunnerSettings
 
 PROBLEMS_ROOT = Path("problems")
+PLAIN_PROGRESS_S = 10.0
+"""Where stderr is no terminal: a progress line at each phase, and at most this often within one."""
 """Where ``kernelcup run`` looks for a problem folder to suggest (relative to the working directory)."""
 
 app_help = "Evaluate a submission for a problem folder on this machine (test, benchmark, ranked or profile)."
@@ -227,10 +230,18 @@ def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings
         return result
     console = Console(stderr=True)
     file_name = request.submission.name
+    shown: dict[str, Any] = {"phase": None, "at": 0.0}
     with console.status(f"[bold]{safe(name)}[/] · {safe(file_name)}: starting…") as status:
 
         def progress(event: ProgressEvent) -> None:
             status.update(f"[bold]{safe(name)}[/] · {safe(file_name)}: {event.phase.value} {safe(event.detail)}")
+            # Not a terminal (a log, a pipe): the spinner shows nothing, so a line per phase, and every 10 s within
+            # one (a newcomer's CPU benchmark printed nothing for 11 minutes).
+            now = time.monotonic()
+            if not console.is_terminal and (event.phase != shown["phase"] or now - shown["at"] >= PLAIN_PROGRESS_S):
+                console.print(f"{name} · {file_name}: {event.phase.value} {event.detail}", markup=False,
+                              highlight=False)  # fmt: skip
+                shown.update(phase=event.phase, at=now)
 
         result = run_request(request, progress, settings=runner, prestart=prestart, **(placement or {}))
     if not quiet:

@@ -179,10 +179,12 @@ def _no_report(request: RunRequest, out: Outcomes, phase: str, loaded: bool, bas
 
 
 def _timeout_message(request: RunRequest, phase: str) -> str:
-    limit = request.limits.compile_timeout_s + request.limits.run_timeout_s
+    limits = request.limits
+    limit = limits.compile_timeout_s + limits.run_timeout_s
     return (
-        f"the run did not finish within {limit:.0f} s (it was {phase}); look for an endless loop or a far too slow "
-        "kernel"
+        f"the run did not finish within {limit:.0f} s ({limits.run_timeout_s:.0f} s for this mode's run, "
+        f"{limits.compile_timeout_s:.0f} s for loading and compiling; it was {phase}); look for an endless loop or a "
+        "far too slow kernel"
     )
 
 

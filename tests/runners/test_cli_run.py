@@ -24,6 +24,9 @@ def test_report_for_a_correct_submission() -> None:
     assert result.exit_code == 0, result.output
     assert "accepted" in result.output and "3 of 3 tests passed" in result.output
     assert "vectoradd · correct_torch.py · test · cpu" in result.output
+    # stderr is no terminal here: the progress comes as plain lines, one per phase (no spinner to show it)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("vectoradd · correct_torch.py: ")]
+    assert any(": testing" in line for line in lines) and len(lines) < 40, result.stderr
 
 
 def test_json_for_a_wrong_submission_exits_1() -> None:
