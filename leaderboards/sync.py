@@ -14,6 +14,7 @@ without it nothing is applied and the report says why.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -108,8 +109,26 @@ def check_references(
                 continue
             message = result.message or result.verdict.label
         what = f"on the test case {case}, then each benchmark case's inputs"
-        issues.append(FormatIssue(str(problem.path / "reference.py"), REFERENCE_STEPS, f"{what}: {message}"))
+        lead = traceback_headline(message)
+        text = f"{lead} ({what}); in full:\n{message}" if lead else f"{what}: {message}"
+        issues.append(FormatIssue(str(problem.path / "reference.py"), REFERENCE_STEPS, text))
     return issues
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*)$", re.MULTILINE)
+
+
+def traceback_headline(message: str) -> str:
+    """The line that says what went wrong in a message that ends in a Python traceback, where the problem's own code
+    raised it: "reference.py line 7: ModuleNotFoundError: No module named 'numpyy'" ('' when there is none). A
+    newcomer read three lines of our wording and the runner's own frames before the error (2026-11-25)."""
+    raised = _RAISED.findall(message)
+    if not raised:
+        return ""
+    own = [(f, n) for f, n in _FRAME.findall(message) if "/runners/" not in f and not f.startswith("<")]
+    where = f"{Path(own[-1][0]).name} line {own[-1][1]}: " if own else ""
+    return where + raised[-1]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from leaderboards.db import Database
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
-from leaderboards.sync import sync_problem_set, validate_path
+from leaderboards.sync import sync_problem_set, traceback_headline, validate_path
 from runners.contract import RunRequest, RunResult
 
 DEADLINE = "2031-01-01T00:00:00"
@@ -259,3 +259,20 @@ def test_sync_says_when_nothing_was_applied(problem_set: Path, cli) -> None:
     edit_task(problem_set.parent / "scale", benchmarks=[{"size": 5, "seed": 5}])
     code, out, err = cli("problems", "sync", str(problem_set))
     assert code == 1 and "nothing was applied" in out and "Nothing in the set was changed" in err
+
+
+def test_a_failed_reference_check_leads_with_the_problems_own_error() -> None:
+    """A newcomer's walk: `import numpyy` in reference.py read as three lines of our wording and the runner's own
+    frames before the error; the message now starts with the file, line and exception."""
+    message = (
+        "the problem 'nc-bad' failed: importing the problem's reference.py:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/work/main/runners/oracle/evaluate.py", line 120, in setup\n'
+        "    module = import_file(path)\n"
+        '  File "<frozen importlib._bootstrap_external>", line 999, in exec_module\n'
+        '  File "/tmp/job/problem/reference.py", line 7, in <module>\n'
+        "    import numpyy\n"
+        "ModuleNotFoundError: No module named 'numpyy'\n"
+    )
+    assert traceback_headline(message) == "reference.py line 7: ModuleNotFoundError: No module named 'numpyy'"
+    assert traceback_headline("check_implementation accepts None as the output of test 1") == ""
