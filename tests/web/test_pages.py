@@ -179,6 +179,24 @@ def test_submit_from_the_page_and_follow_it(world: World) -> None:
     assert no_csrf.status_code == 403
 
 
+def test_the_same_file_again_says_so_and_run_it_again_runs_it(world: World) -> None:
+    """A newcomer's walk: the same file sent again from the page landed on the earlier submission without a word;
+    now the page says so, and "Run it again" (force) queues a new one."""
+    world.service.settings = world.service.settings.model_copy(update={"duplicate_window_s": 600})
+    sign_in(world, world.ann)
+    c = world.client
+    form = c.get("/submit")
+    assert 'name="force"' in form.text
+    data = {"leaderboard": "add", "devices": "cpu", "mode": "test", "csrf": csrf_of(form.text)}
+    first = c.post("/submit", data=data, files={"file": ("k.py", GOOD)}, follow_redirects=False).headers["location"]
+    again = c.post("/submit", data=data, files={"file": ("k.py", GOOD)}, follow_redirects=False).headers["location"]
+    assert again == f"{first}?duplicate=1"
+    assert "You sent this same file a moment ago" in c.get(again).text
+    assert "You sent this same file" not in c.get(first).text
+    forced = c.post("/submit", data={**data, "force": "true"}, files={"file": ("k.py", GOOD)}, follow_redirects=False)
+    assert "duplicate" not in forced.headers["location"] and forced.headers["location"] != first
+
+
 def test_compare_from_the_page_shows_the_ratio_per_case(world: World) -> None:
     """Issue 16: mode compare on /submit (a second file, the rounds), and the comparison on the submission page."""
     sign_in(world, world.ann)

@@ -132,6 +132,7 @@ def submit(
     mode: str = Form(""),
     against: UploadFile | None = File(None),
     rounds: int | None = Form(None),
+    force: bool = Form(False),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
@@ -165,7 +166,8 @@ def submit(
                 view.who.user, name, content, against.filename, content_b, leaderboard or None, one, rounds
             )
         else:
-            receipt = service.submit(view.who.user, name, content, leaderboard or None, picked, mode or None)
+            receipt = service.submit(view.who.user, name, content, leaderboard or None, picked, mode or None,
+                                     force=force)  # fmt: skip
     except UserError as exc:
         return _submit_form(
             request,
@@ -177,5 +179,8 @@ def submit(
             picked=devices,
             mode=mode,
             rounds=rounds,
+            force=force,
         )
-    return RedirectResponse(f"/submissions/{receipt.submission_id}", status_code=303)
+    # The same file a moment ago: its earlier submission, saying so (a newcomer's second try showed it silently).
+    again = "?duplicate=1" if receipt.duplicate else ""
+    return RedirectResponse(f"/submissions/{receipt.submission_id}{again}", status_code=303)

@@ -140,6 +140,7 @@ def submission_page(
                 code=highlight(details.code, out.status.file_name),
                 code_b=second,
                 results={r.device: r for r in out.results},
+                duplicate=request.query_params.get("duplicate") == "1",
             )
     code = CodeOut.model_validate(service.submission_code(submission_id, None))  # public, or SubmissionNotFound
     return render(request, "code.html", view, code=code, highlighted=highlight(code.code, code.file_name))
