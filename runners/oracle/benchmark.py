@@ -127,7 +127,8 @@ class Benchmarking:
                 self._problem_or_memory(exc, f"speed_of_light({case_text(case)})")
         public = self.generate(case)
         host_times: list[float] = []
-        state: dict[str, Any] = {"enqueue_timeout": 0.0, "degraded": 0, "calls": 1, "made": 0, "per_call": []}
+        state: dict[str, Any] = {"enqueue_timeout": 0.0, "degraded": 0, "calls": 1, "made": 0, "per_call": [],
+                                 "check_s": 0.0}  # fmt: skip
         footprint = {"bytes": tensor_bytes(torch, public, cuda=self.cuda)}
 
         def warm(n: int) -> float:
@@ -164,11 +165,13 @@ class Benchmarking:
                 raise self.fail_call(out.error, f"benchmark {i + 1}, timed call {state['made']}")
             # Every timed output is checked (outside the window), against inputs the submission never held: the fresh
             # ones, or for a case without a seed the public input regenerated (the submission may have written to it).
+            checked = time.perf_counter()
             for j, output in enumerate(out.outputs):
                 ok, message = self.check_output(batch[j] if fresh else pristine, output)
                 if not ok:
                     where = f"benchmark {i + 1}, timed call {state['made'] - calls + j + 1}"
                     raise Fatal(Verdict.WRONG_ANSWER, f"{where}: {message}", "submission")
+            state["check_s"] += time.perf_counter() - checked
             assert self.window is not None and self.peer is not None
             reading = out.reading_ns if out.reading_ns is not None else self.window.reading(self.peer, k, 30.0)
             state["degraded"] += out.degraded
@@ -200,6 +203,12 @@ class Benchmarking:
             notes.append(
                 f"custom_kernel waited for the GPU inside {degraded} of {len(samples)} timed batches; the host's "
                 "time was counted in those"
+            )
+        # The budget ran out before the samples asked for: say where it went (red team, 2026-11-25: a check of 6 s).
+        if len(samples) < min(self.settings.min_samples, self.settings.max_samples):
+            notes.append(
+                f"only {len(samples)} of the {self.settings.min_samples} timed samples asked for fit the case's time "
+                f"budget; the problem's check of the outputs took {state['check_s']:.1f} s of it"
             )
         if self.cuda and bounded > len(samples) // 4:  # on the CPU the evaluator's clock sets most samples (window.py)
             notes.append(

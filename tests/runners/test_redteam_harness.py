@@ -3,12 +3,13 @@ of the machine (docs/redteam-2026-11-23.md). Each one that gets through today is
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from harness_helpers import CHEATS, FIXTURES, QUICK_TIMING
+from harness_helpers import CHEATS, FIXTURES, QUICK_TIMING, SUBMISSIONS
 
 from leaderboards.problems import ProblemFormatError, load_problem
-from runners.contract import Mode, Verdict
+from runners.contract import Mode, TimingSettings, Verdict
 from runners.entry import run_request
 from runners.settings import RunnerSettings
 
@@ -57,3 +58,26 @@ def test_a_benchmark_run_times_fresh_inputs_so_no_answer_comes_from_a_cache(
     assert result.verdict is Verdict.ACCEPTED, f"{result.verdict}: {result.message}"
     medians = [b.stats.median_ns for b in result.benchmarks if b.stats is not None]
     assert medians and all(m >= 20e6 for m in medians), medians
+
+
+def test_a_case_whose_check_eats_its_time_budget_says_so(tmp_path: Path, runner_settings: RunnerSettings) -> None:
+    """A problem whose check is slow at benchmark size leaves a case with fewer samples than asked for (the red team
+    saw a ranked score from one): the result says how many and how long the check took."""
+    root = tmp_path / "slow_check"
+    shutil.copytree(FIXTURES / "vectoradd", root)
+    reference = root / "reference.py"
+    reference.write_text(reference.read_text().replace(
+        "def check_implementation(data, output):\n",
+        "def check_implementation(data, output):\n    if data[0].numel() > 1000:\n        import time\n"
+        "        time.sleep(0.15)\n",
+    ))  # fmt: skip
+    problem = load_problem(root)
+    solution = (SUBMISSIONS / "correct_torch.py").read_bytes()
+    request = problem.request("submission.py", solution, Mode.BENCHMARK, device="cpu", device_name="cpu")
+    request.timing = TimingSettings(warmup_ms=5, warmup_min_calls=2, min_samples=50, max_samples=100, max_time_s=0.3)
+    result = run_request(request, settings=runner_settings)
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    slow = [b for b in result.benchmarks if b.stats is not None and b.stats.samples < 50]
+    assert slow and all("the problem's check of the outputs took" in b.message for b in slow), [
+        (b.stats and b.stats.samples, b.message) for b in result.benchmarks
+    ]
