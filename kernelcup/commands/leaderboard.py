@@ -40,7 +40,7 @@ def ranking_table(ranking: Ranking | RankingOut) -> Table:
         ("file", "left"),
         ("submitted", "left"),
     ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for e in ranking.entries:
         table.add_row(
             str(e.rank),
@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
             return
         table = Table(title="leaderboards")
         for col in ("name", "lang", "devices", "deadline", "state", "submissions"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
         for lb in boards:
             table.add_row(
                 safe(lb.name),

@@ -44,7 +44,7 @@ def _sync_table(path: Path, report: SyncReport) -> Table:
 
     table = Table(title=f"sync {safe(path)}")
     for col in ("leaderboard", "action", "details"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
     for item in report.items:
         details = "; ".join(item.reasons) or ", ".join(item.changed)
         if item.ranking_reset:

@@ -261,7 +261,7 @@ def _render_batch(results: list[RunResult], names: list[str]) -> None:
 
     table = Table(title=f"{len(results)} files")
     for col in ("file", "verdict", "score", "wall", "message"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
     for name, r in zip(names, results, strict=True):
         style = "green" if r.passed else "red"
         score = format_ns(r.score_ns) if r.score_ns is not None else "-"
@@ -310,7 +310,7 @@ def render_comparison(console: Console, result: Comparison) -> None:
     table = Table(title=f"{safe(result.a)} vs {safe(result.b)}: {result.rounds} interleaved rounds (A/B time ratio)")
     sides = [side if name == side else f"{side}: {safe(name)}" for side, name in (("A", result.a), ("B", result.b))]
     for col in ("#", "case", *sides, "A/B", "95% interval"):  # (files of one name are called A and B)
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
     for c in result.cases:
         table.add_row(str(c.index + 1), safe(_case(c.case)), format_ns(c.median_a_ns), format_ns(c.median_b_ns),
                       f"{c.ratio:.4f}", f"{c.ci_low:.4f} to {c.ci_high:.4f}")  # fmt: skip
@@ -357,7 +357,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     if result.tests:
         table = Table(title="tests", show_lines=False)
         for col in ("#", "case", "verdict", "details"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
         for t in result.tests:
             style = "green" if t.verdict.passed else "red"
             table.add_row(
@@ -367,7 +367,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
     if result.benchmarks:
         table = Table(title="benchmarks (cold L2)")
         for col in ("#", "case", "median", "spread", "min", "max", "GB/s", "roofline", "note"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
         few = False
         for b in result.benchmarks:
             s = b.stats
@@ -405,7 +405,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
 
         table = Table(title="kernels (Nsight Compute)")
         for col in KERNEL_COLUMNS:
-            table.add_column(col)
+            table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
         for kernel in result.kernel_metrics:
             table.add_row(*(safe(cell) for cell in kernel_row(kernel)))
         console.print(table)

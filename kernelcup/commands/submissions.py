@@ -57,7 +57,7 @@ def submissions_table(subs: Sequence[SubmissionSummary | SubmissionSummaryOut]) 
 
     table = Table(title="your submissions (newest first)")
     for col in ("id", "leaderboard", "file", "mode", "submitted", "devices"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
     for s in subs:
         table.add_row(
             f"#{s.submission_id}",

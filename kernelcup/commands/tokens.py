@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
             return
         table = Table(title="API tokens")
         for col in ("id", "account", "token", "name", "scopes", "expires", "last used", "state"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
         for t in tokens:
             table.add_row(
                 str(t.token_id),

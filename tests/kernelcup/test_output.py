@@ -48,6 +48,21 @@ def test_run_report_uses_the_shared_formatter_and_warns_on_few_samples(capsys: p
     assert "1.23 µs" in out and "too few samples" in out and "warning: some cases have fewer than 5 samples" in out
 
 
+def test_a_narrow_terminal_wraps_table_cells_instead_of_cutting_them(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer at 80 columns read `size=2…`: the one value the case column is for. Cells fold now."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = run_result((95_316_475.0,))
+    case = {"size": 268435456, "seed": 1234567, "dtype": "bfloat16"}
+    wide_case = result.model_copy(update={"benchmarks": [result.benchmarks[0].model_copy(update={"case": case})]})
+    render(wide_case, "add", "k.py", "cpu")
+    out = capsys.readouterr().out
+    rows = [line.split("│") for line in out.splitlines() if line.count("│") >= 10]  # the benchmarks table's rows
+    case_column = "".join(row[2].strip() for row in rows)  # a folded cell goes on in the rows below
+    assert "size=268435456,seed=1234567,dtype=bfloat16" in case_column and "…" not in out, out
+
+
 def test_leaderboard_show_escapes_markup_and_prints_one_line_when_empty(env: Path) -> None:
     sync(env, ["cpu", "H100"], description="[bold]Add[/] one [/oops] and [link=x]more")
     result = CliRunner().invoke(build_app(), ["leaderboard", "show", "add"])
