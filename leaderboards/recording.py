@@ -36,6 +36,10 @@ from leaderboards.snapshot import (
 )
 from runners.contract import LANGUAGES, Comparison, Limits, Mode, RankingRule, RunRequest, RunResult, Verdict, worst
 
+SUPERSEDED = "superseded"
+"""The fingerprint a run is stored under when it answered an earlier version of its job's request (the problem
+changed while it ran): it never matches a leaderboard's, so the run is never ranked."""
+
 
 def harness_device(device: str) -> str:
     """What the harness runs kernels on for a leaderboard device name: 'cpu' for cpu, else 'cuda'."""
@@ -153,6 +157,17 @@ class RecordingMixin(ServiceBase):
             raise LeaseLost(job_id, owner)
         return job
 
+    def _answers_the_current_task(self, s: Session, job: Job, result: RunResult, secret: bool) -> bool:
+        """Whether ``result`` answers the request this job would be given now. A run planned before the problem was
+        changed (``--force``: the ranking started over) but stored after it, from a worker that was still running or
+        from a restarted worker's spool, timed the old cases: it is kept, under ``SUPERSEDED``, and never ranked
+        (red team, 2026-11-25: both runs of the old problem ranked first in the new ranking). A result without the
+        hash (written by hand, in tests) is taken as current."""
+        if not result.request_sha256 or SubmissionMode(job.submission.mode) is SubmissionMode.COMPARE:
+            return True
+        planned = next((p for p in self.run_requests(job.id, session=s) if p.secret == secret), None)
+        return planned is not None and planned.request.digest() == result.request_sha256
+
     def _within_board_limit(self, request: RunRequest) -> RunRequest:
         """Bound a run by the leaderboard's time limit for its mode, compile step included.
 
@@ -215,6 +230,7 @@ class RecordingMixin(ServiceBase):
             sub = job.submission
             lb = sub.leaderboard
             score = run_score(result, RankingRule(lb.ranking_by))
+            fingerprint = lb.fingerprint if self._answers_the_current_task(s, job, result, secret) else SUPERSEDED
             run = Run(
                 job_id=job.id,
                 submission_id=sub.id,
@@ -224,7 +240,7 @@ class RecordingMixin(ServiceBase):
                 passed=result.passed,
                 verdict=result.verdict.value,
                 score=score,
-                fingerprint=lb.fingerprint,
+                fingerprint=fingerprint,
                 result=result.model_dump(mode="json"),
                 system=result.system.model_dump(mode="json"),
                 started_at=result.started_at,
@@ -237,8 +253,9 @@ class RecordingMixin(ServiceBase):
             job.verdict = worst([Verdict(r.verdict) for r in runs.values()]).value
             shown_score = None if secret else score  # a secret run's timings stay in the database
             recorded = RecordedRun(
-                run.id, job.id, sub.id, job.device, secret, run.passed, run.verdict, shown_score, created=True
-            )
+                run.id, job.id, sub.id, job.device, secret, run.passed, run.verdict, shown_score, created=True,
+                superseded=fingerprint == SUPERSEDED,
+            )  # fmt: skip
             public, secret_run = runs.get(False), runs.get(True)
             if (
                 sub.mode != Mode.RANKED.value

@@ -500,3 +500,6 @@ class RecordedRun:
     rank: int | None = None
     personal_best: bool = False
     rank_change: RankChangeView | None = None
+    superseded: bool = False
+    """True when the run answered an earlier version of the job's request (the problem changed while it ran): kept,
+    never ranked."""

@@ -798,6 +798,8 @@ def _done_detail(rec: RecordedRun, result: RunResult) -> str:
         parts.append(f"score {format_ns(rec.score_ns)}")
     if rec.rank is not None:
         parts.append(f"rank {rec.rank}")
+    if rec.superseded:
+        parts.append("not ranked: the problem changed while it ran (submit it again)")
     return ", ".join(parts)
 
 

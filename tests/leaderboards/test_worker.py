@@ -449,3 +449,38 @@ def test_a_runner_without_the_jobs_gpu_fails_it_at_once_without_retry_or_blame(s
     assert job.status == JobStatus.FAILED and job.attempts == 1 and job.error == why
     assert "not your fault" not in (job.error or "") and "retry" not in " ".join(phases(svc, job.id))
     assert len(launcher.requests) == 1 and w.healthy  # one try; the worker itself is fine
+
+
+def test_runs_of_a_problem_changed_while_they_ran_are_kept_but_never_ranked(
+    svc: LeaderboardService, tmp_path: Path
+) -> None:
+    """Red team, 2026-11-25: a ranked job's runs timed the old benchmarks, an admin forced a new problem meanwhile
+    (the ranking started over), and both runs were stored under the new fingerprint: ranked first on old work."""
+    from leaderboards.recording import SUPERSEDED
+
+    sub = submit(svc)
+    new_problem = make_problem(tmp_path / "v2", benchmarks=({"size": 10**7, "seed": 2}, {"size": 10**8, "seed": 3}))
+    seen: list[list[int]] = []
+
+    async def public_run(req: RunRequest, job: JobHandle) -> RunResult:
+        seen.append([c["size"] for c in req.benchmarks])
+        svc.update_leaderboard("add", problem=new_problem, force=True)  # while the run executes
+        return run_result(medians_ns=(10.0, 20.0), mode=req.mode)
+
+    def later(req: RunRequest) -> RunResult:
+        seen.append([c["size"] for c in req.benchmarks])
+        return run_result(medians_ns=(10.0, 20.0), mode=req.mode)
+
+    serve(svc, scripted(public_run, default=later))
+    [job] = jobs_of(svc, sub)
+    runs = runs_of(svc, job.id)
+    assert seen[0] == [100, 1000]  # the public run timed the old cases
+    assert runs and runs[0].fingerprint == SUPERSEDED  # kept, under no leaderboard's fingerprint
+    assert svc.ranking("add", "cpu").entries == ()  # and not ranked
+    with svc.db.transaction() as s:
+        details = list(s.scalars(select(JobEvent.detail).where(JobEvent.job_id == job.id)))
+    assert any("not ranked: the problem changed while it ran" in d for d in details), details
+    # A run of the new problem from the start is ranked as before.
+    fresh = submit(svc, user="bob")
+    serve(svc, scripted(default=later))
+    assert [e.submission_id for e in svc.ranking("add", "cpu").entries] == [fresh]
