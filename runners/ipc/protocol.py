@@ -223,6 +223,11 @@ class Prepared(_Msg):
     k: int
 
 
+MAX_READING_NS = 1e13
+"""The largest reading a submission process may report (10,000 s, beyond any time limit): a finite 1e200 made the
+trusted statistics overflow, the submission's doing reported as the runner's failure (red team, 2026-11-25)."""
+
+
 class Done(_Msg):
     """CPU only: the calls returned; their outputs were copied to the host output arena."""
 
@@ -230,7 +235,7 @@ class Done(_Msg):
     k: int
     outputs: list[Value] = Field(default_factory=list, max_length=MAX_BATCH)
     error: CallError | None = None
-    r_ns: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    r_ns: float = Field(default=0.0, ge=0, le=MAX_READING_NS, allow_inf_nan=False)
 
 
 class Times(_Msg):
@@ -238,7 +243,7 @@ class Times(_Msg):
 
     t: Literal["times"] = "times"
     k: int
-    r_ns: float = Field(ge=0, allow_inf_nan=False)
+    r_ns: float = Field(ge=0, le=MAX_READING_NS, allow_inf_nan=False)
 
 
 class ProfileText(_Msg):

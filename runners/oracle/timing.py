@@ -48,7 +48,9 @@ def sample_of(
     a batch of ``calls`` calls made back to back in one window.
 
     ``overhead_ns`` is the calibrated upper bound on what the window adds to honest work; a reading below
-    ``window - overhead`` cannot be the submission's real time, so the bound takes its place."""
+    ``window - overhead`` cannot be the submission's real time, so the bound takes its place. A reading above the
+    window cannot be either (the window holds the call): it counts as the window."""
+    reading_ns = min(reading_ns, window_ns)
     bound = window_ns - overhead_ns - allowance_ns
     value = max(reading_ns, bound)
     return Sample(

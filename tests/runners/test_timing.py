@@ -149,3 +149,10 @@ def test_on_the_cpu_precision_stops_a_case_only_after_enough_windows_to_bound_a_
     capped = TimingSettings(min_samples=5, max_samples=20, max_time_s=100)  # the count cap still comes first
     assert len(time_case(lambda n: 0.001, lambda n: sample_of(1000.0, 2000.0, 2000.0, 0, 0, False), capped,
                          Clock(1e-4), precision_after=CPU_MIN_WINDOWS).samples_ns) == 20  # fmt: skip
+
+
+def test_a_reading_above_its_window_counts_as_the_window() -> None:
+    """Red team, 2026-11-25: a finite 1e200 ns reading made the trusted statistics overflow (an infrastructure
+    error). No honest reading exceeds the window that holds the call."""
+    sample = sample_of(1e200, 500_000.0, 300_000.0, 1_000.0, 0.0, False)
+    assert sample.ns == 499_000.0 and not sample.bounded
