@@ -32,6 +32,8 @@ def run_score(result: RunResult, rule: RankingRule) -> float | None:
     medians = [b.stats.median_ns for b in result.benchmarks if b.stats is not None and b.verdict.passed]
     if len(medians) != len(result.benchmarks):
         return None
+    if not all(math.isfinite(m) and m > 0 for m in medians):
+        return None  # no run takes no time: a median of 0 (or less, or infinite) is not a score to rank
     try:
         return aggregate(medians, rule)
     except ValueError:

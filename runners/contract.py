@@ -550,7 +550,10 @@ class RunResult(_Model):
             or (timed and len(self.benchmarks) != len(request.benchmarks))
         ):
             return "the runner's result is accepted with tests or benchmarks missing"
-        if self.system.ran and not self.system.sandboxed and not allow_unsandboxed:
+        # "Nothing ran" excuses the sandbox only for a result that shows nothing run (red team, 2026-11-25: an
+        # accepted result with timed benchmarks and ran=False was stored and ranked on a route that must sandbox).
+        ran = self.system.ran or self.passed or bool(self.tests) or bool(self.benchmarks)
+        if ran and not self.system.sandboxed and not allow_unsandboxed:
             why = f" ({self.system.sandbox_note})" if self.system.sandbox_note else ""
             return f"the runner ran the submission without its sandbox{why}; this route must sandbox"
         return None

@@ -43,3 +43,7 @@ def test_a_run_has_a_score_only_when_it_passed_with_every_benchmark_timed() -> N
     partial.benchmarks[1].stats = None
     assert run_score(partial, RankingRule.MEAN) is None
     assert run_score(run_result([]), RankingRule.MEAN) is None
+    # A median of 0 ns (the timer clamps samples at 0) would rank first under mean or last (red team, 2026-11-25).
+    for rule in RankingRule:
+        assert run_score(run_result([0.0, 400.0]), rule) is None
+        assert run_score(run_result([float("inf"), 400.0]), rule) is None

@@ -484,3 +484,21 @@ def test_runs_of_a_problem_changed_while_they_ran_are_kept_but_never_ranked(
     fresh = submit(svc, user="bob")
     serve(svc, scripted(default=later))
     assert [e.submission_id for e in svc.ranking("add", "cpu").entries] == [fresh]
+
+
+def test_an_accepted_result_that_says_nothing_ran_is_not_excused_from_the_sandbox(svc: LeaderboardService) -> None:
+    """Red team, 2026-11-25: a result with `ran=False` skipped the sandbox rule even when accepted with timed
+    benchmarks, and was ranked on a route that must sandbox."""
+    sub = submit(svc)
+
+    def unsandboxed(req: RunRequest) -> RunResult:
+        result = run_result(mode=req.mode)
+        result.system.sandboxed, result.system.ran = False, False
+        return result
+
+    strict = scripted(default=unsandboxed)
+    strict.allows_unsandboxed = False  # type: ignore[attr-defined]
+    serve(svc, strict)
+    [job] = jobs_of(svc, sub)
+    assert job.status != JobStatus.SUCCEEDED and "without its sandbox" in (job.error or ""), job.error
+    assert svc.ranking("add", "cpu").entries == ()
