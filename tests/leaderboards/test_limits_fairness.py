@@ -204,7 +204,11 @@ def test_compile_budget_only_where_there_is_a_compile_step(svc: LeaderboardServi
     limits = planned.request.limits
     assert limits.compile_timeout_s == 0 and limits.run_timeout_s == board  # Python: the board's limit, nothing more
 
-    cu = load_problem(write_problem(tmp_path / "cu", "addcu", lang="cu", templates={}))
+    folder = write_problem(tmp_path / "cu", "addcu", lang="cu", templates={})
+    (folder / "harness.cu").write_text("// the problem's harness: what every submission compiles against\n")
+    with (folder / "task.yml").open("a") as task:
+        task.write("files: [reference.py, harness.cu]\n")  # a C++ problem lists its harness (problem intake)
+    cu = load_problem(folder)
     svc.create_leaderboard(cu, name="addcu", deadline=future(), devices=["H100"])
     receipt = svc.submit(UserRef("ann"), "k.cu", b"// kernel\n", "addcu", ["H100"], "ranked")
     planned_cu = svc.run_requests(receipt.jobs[0].job_id)

@@ -78,6 +78,29 @@ BROKEN = {
         "def speed_of_light(size, **_):\n    return {'bytes': 10**30, 'flops': size}\n",
         "it must be a whole number from 0 to 2**63 - 1",
     ),
+    # The fourth review (2026-11-25): each passed validation and then failed or misjudged every ranked run.
+    "a generator that ignores its seed": (
+        "_gen = generate_input\n"
+        "def generate_input(size, seed):\n"
+        "    return _gen(size, 7)\n",
+        "it ignores its seed, so every timed call of a ranked run would get one input",
+    ),
+    "a generator that cannot take the seeds timed calls get": (
+        "import struct\n"
+        "_gen = generate_input\n"
+        "def generate_input(size, seed):\n"
+        "    struct.pack('<h', seed)  # a 16-bit seed field\n"
+        "    return _gen(size, seed)\n",
+        "with seed 2147483647 (timed calls get seeds from 0 to 2**31 - 1, made from a secret)",
+    ),
+    "a check that NaN passes": (
+        "def check_implementation(data, output):\n"
+        "    a, b, _ = data\n"
+        "    if output is None:\n"
+        "        return False, 'no output'\n"
+        "    return not bool(((output - (a + b)).abs() > 1e-6).any()), ''\n",
+        "check_implementation accepts NaN in every element of the output of test 1",
+    ),
     "inputs that cannot be passed to custom_kernel": (
         "_gen = generate_input\n"
         "def generate_input(size, seed):\n"
