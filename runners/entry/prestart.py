@@ -59,8 +59,7 @@ class Prestarter:
 
     def remember_calibration(self, shape: Shape, calibration: ClockCalibration) -> None:
         """Keep ``calibration`` (the evaluator's report of it, or the figures alone) for the next runs on its GPU."""
-        figures = ClockCalibration(overhead_ns=calibration.overhead_ns, event_ns=calibration.event_ns,
-                                   slack_ns=calibration.slack_ns)  # fmt: skip
+        figures = ClockCalibration.model_validate(calibration.model_dump(include=set(ClockCalibration.model_fields)))
         with self._lock:
             self._calibrations[_key(shape)] = (figures, time.monotonic())
 

@@ -276,6 +276,8 @@ class ClockCalibration(_Msg):
     overhead_ns: float = Field(ge=0, le=1e9, allow_inf_nan=False)
     event_ns: float = Field(ge=0, le=1e9, allow_inf_nan=False)
     slack_ns: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    typical_ns: float = Field(default=0.0, ge=0, le=1e9, allow_inf_nan=False)
+    min_call_ns: float = Field(default=0.0, ge=0, le=1e9, allow_inf_nan=False)
 
 
 class Job(_Msg):

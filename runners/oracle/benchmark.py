@@ -42,7 +42,7 @@ from runners.oracle.base import (
 )
 from runners.oracle.checking import speed_of_light_of
 from runners.oracle.peer import Peer, PeerFailed
-from runners.oracle.timing import CPU_MIN_WINDOWS, Sample, cap_overhead, sample_of, time_case
+from runners.oracle.timing import CPU_MIN_WINDOWS, Sample, cap_overhead, sample_of, tighten_case, time_case
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
 from runners.submission.serve import BASELINE, CALIBRATION, SOCKET_FD_ENV
 
@@ -178,7 +178,7 @@ class Benchmarking:
             if n == 2 and state["degraded"] == 3:
                 state["enqueue_timeout"] = 0.0  # it synchronises every time: stop waiting for it to queue first
             sample = sample_of(reading, out.window_ns, cal.overhead_ns, cal.event_ns, out.allowance_ns,
-                               out.degraded, calls)  # fmt: skip
+                               out.degraded, calls, cal.min_call_ns)  # fmt: skip
             sample = self.slowest(sample)
             state["calls"] = self.agree_calls(self._batch_size(sample, out, calls, cal, footprint["bytes"]))
             return sample
@@ -193,6 +193,8 @@ class Benchmarking:
         samples, overhead = timing.samples, cal.overhead_ns
         if not self.cuda:  # the CPU is shared: the echo's calibration may have run in a busier moment (timing.py)
             samples, overhead = cap_overhead(samples, overhead)
+        else:  # readings cut by more than the window's typical cost allows, in the case's median (timing.py)
+            samples = tighten_case(samples, cal.typical_ns, cal.min_call_ns)
         if baseline is not None:
             self.report.send(RBaseline(label=baseline, index=i, samples_ns=[s.ns for s in samples]))
             return

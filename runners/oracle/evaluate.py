@@ -200,14 +200,16 @@ class Evaluator(Benchmarking):
             age = f"taken {self.job.calibration_age_s:.1f} s ago by an earlier run on this GPU"
             self.progress("calibrating", f"the evaluator's clock: reused, {age}")
             self.calibration = Calibration(overhead_ns=given.overhead_ns, event_ns=given.event_ns,
-                                           slack_ns=given.slack_ns, detail=f"reused ({age})")  # fmt: skip
+                                           slack_ns=given.slack_ns, detail=f"reused ({age})",
+                                           typical_ns=given.typical_ns, min_call_ns=given.min_call_ns)  # fmt: skip
         elif self.echo is not None and self.cuda:
             # On a GPU before the file loads: no user code runs while the clock is calibrated (it could keep the GPU
             # busy or take its memory, inflating the overhead or turning its failure into ours). On the CPU after the
             # tests, warm: cold, the echo read overheads far above the submission's (timing.cap_overhead caps both).
             self.progress("calibrating", "the evaluator's clock")
             self.calibration = cal = self.calibrate()
-            self.report.send(RCalibration(overhead_ns=cal.overhead_ns, event_ns=cal.event_ns, slack_ns=cal.slack_ns))
+            self.report.send(RCalibration(overhead_ns=cal.overhead_ns, event_ns=cal.event_ns, slack_ns=cal.slack_ns,
+                                          typical_ns=cal.typical_ns, min_call_ns=cal.min_call_ns))  # fmt: skip
         if self.baseline_process is not None:
             # Also before the load (the baselines share the GPU with no user code), and before the submission's heap
             # is carved out of the free memory: the baseline process's heap and our own checks of the largest cases

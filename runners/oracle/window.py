@@ -78,6 +78,13 @@ class Calibration:
     """How much less than ``overhead_ns`` the window added to the echo's fastest honest work: the most a reading
     that was rewritten could hide in one window, so batches are sized to make it small per call."""
     detail: str = ""
+    typical_ns: float = 0.0
+    """GPU: the most the window typically added to the echo's honest work (the largest median over its spin
+    lengths); a case whose median excess is beyond this plus ``CASE_TOLERANCE_NS`` is bounded as a whole
+    (``timing.tighten_case``). 0: unknown (the CPU, an old calibration)."""
+    min_call_ns: float = 0.0
+    """GPU: the least a call that launches any kernel can read, with margin (``KERNEL_FLOOR_SHARE`` of the echo's
+    trivial kernel, less the event pair); no sample counts less. 0: unknown."""
 
 
 def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena], named: dict[str, int] | None = None,
@@ -365,19 +372,30 @@ class CpuWindow:
 Window = GpuWindow | CpuWindow
 
 
+TRIVIAL = -1.0
+"""The calibration's key for a trivial kernel (a spin of one cycle)."""
+KERNEL_FLOOR_SHARE = 0.75
+"""No sample counts less than this share of what the echo's trivial kernel reads (its 10th percentile, less the
+event pair). Below the GPU window's resolution (a few µs) a rewritten reading is otherwise bounded by the
+speed-of-light gate alone, whose floor for µs-scale work is nanoseconds (red team, 2026-11-25: a 2 µs kernel
+reported as 0.3 µs was accepted at a sixth of its time)."""
+
+
 def calibrate(torch: Any, window: Window, peer: Peer, arenas: dict[str, Arena], deadline: float) -> Calibration:
     """Run a known kernel through ``window`` in the evaluator's echo process: what an empty event pair reads, and
     an upper bound on what the window adds to honest work of several lengths."""
     cuda = isinstance(window, GpuWindow)
     probe = torch.zeros(16, device="cuda" if cuda else "cpu")
     rate = _sleep_cycles_per_ns(torch) if cuda else 1.0
-    lengths_ns = [0.0, 3_000.0, 12_000.0, 50_000.0, 200_000.0] if cuda else [0.0, 50_000.0, 500_000.0]
+    # GPU: also a trivial kernel (one cycle's spin), the least any call that launches a kernel can read.
+    lengths_ns = [0.0, TRIVIAL, 3_000.0, 12_000.0, 50_000.0, 200_000.0] if cuda else [0.0, 50_000.0, 500_000.0]
     readings: dict[float, list[tuple[float, float]]] = {n: [] for n in lengths_ns}
     k = 0
     for rnd in range(10):
         for ns in lengths_ns:
             k += 1
-            placement = place(torch, (int(ns * rate), probe), arenas, cuda="dev_in", host="host_in")
+            cycles = 1 if ns == TRIVIAL else int(ns * rate)
+            placement = place(torch, (cycles, probe), arenas, cuda="dev_in", host="host_in")
             # The warm-up rounds start the echo's stream at once ("go" without waiting for "enqueued"): the first
             # launch of a kernel loads its module lazily, which waits for the whole context, including a stream
             # that waits for our "go" (seen on the H100: the first round sat out the whole 5 s enqueue timeout).
@@ -392,8 +410,9 @@ def calibrate(torch: Any, window: Window, peer: Peer, arenas: dict[str, Arena], 
     event_ns = statistics.median(empty) if cuda else 0.0
     overs = {ns: sorted(u - r for u, r in readings[ns]) for ns in lengths_ns[1:]}
     typical = [statistics.median(over) for over in overs.values()]
+    names = {ns: "trivial" if ns == TRIVIAL else f"{int(ns / 1000)} µs" for ns in overs}
     detail = ", ".join(
-        f"{int(ns / 1000)} µs: window - reading {statistics.median(over) / 1000:.1f} µs" for ns, over in overs.items()
+        f"{names[ns]}: window - reading {statistics.median(over) / 1000:.1f} µs" for ns, over in overs.items()
     )
     if cuda:
         # On a GPU the window's cost is steady (context switches): the 90th percentile bounds it. What the echo's
@@ -401,7 +420,11 @@ def calibrate(torch: Any, window: Window, peer: Peer, arenas: dict[str, Arena], 
         # (docs/measurement.md), and the bound must not inflate honest work.
         bounds = [over[min(len(over) - 1, int(0.9 * len(over)))] for over in overs.values()]
         overhead = max(bounds) + 5_000.0
-        return Calibration(overhead_ns=overhead, event_ns=event_ns, slack_ns=overhead - min(typical), detail=detail)
+        trivial = sorted(r for _, r in readings[TRIVIAL])
+        min_call = KERNEL_FLOOR_SHARE * max(0.0, trivial[len(trivial) // 10] - event_ns)
+        detail += f"; a trivial kernel reads {statistics.median(trivial) / 1000:.2f} µs"
+        return Calibration(overhead_ns=overhead, event_ns=event_ns, slack_ns=overhead - min(typical), detail=detail,
+                           typical_ns=max(typical), min_call_ns=min_call)  # fmt: skip
     # On the CPU the window's cost is scheduling noise on a shared machine, which a reading rewritten to zero would
     # hide inside if the bound were a typical cost (seen in CI: 390 µs of noise around 50 µs of work). So the bound
     # is the floor, the least the protocol ever cost the echo: noise then counts against the submission (its

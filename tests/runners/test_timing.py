@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from runners.contract import TimingSettings
-from runners.oracle.timing import Sample, cap_overhead, sample_of, time_case
+from runners.oracle.timing import CASE_TOLERANCE_NS, Sample, cap_overhead, sample_of, tighten_case, time_case
 
 
 class Clock:
@@ -156,3 +156,32 @@ def test_a_reading_above_its_window_counts_as_the_window() -> None:
     error). No honest reading exceeds the window that holds the call."""
     sample = sample_of(1e200, 500_000.0, 300_000.0, 1_000.0, 0.0, False)
     assert sample.ns == 499_000.0 and not sample.bounded
+
+
+def _case(reading_ns: float, excess_ns: float, n: int = 9) -> list[Sample]:
+    """A GPU case: each window holds the reading plus ``excess_ns`` (what the window added), under a calibrated
+    bound of 300 µs and an event pair of 1 µs."""
+    return [sample_of(reading_ns, reading_ns + excess_ns + 100.0 * i, 300_000.0, 1_000.0, 0.0, False) for i in range(n)]
+
+
+def test_a_case_whose_readings_were_cut_is_held_to_the_typical_window_cost() -> None:
+    """Red team, 2026-11-25: the per-sample bound (the echo's 90th percentile plus 5 µs) sat 10–30 µs above what the
+    window typically adds on the H100, so a 50 µs kernel could report 25 µs. A case's median excess beyond the
+    echo's typical cost plus CASE_TOLERANCE_NS bounds the whole case at that cost."""
+    typical = 285_000.0
+    honest = _case(50_000.0, typical + 2_000.0)  # real kernels add a little more than the echo's spin
+    assert tighten_case(honest, typical) == honest
+    forged = _case(25_000.0, typical + 2_000.0 + 25_000.0)  # 25 µs cut off each 50 µs reading
+    held = tighten_case(forged, typical)
+    median = sorted(s.ns for s in held)[len(held) // 2]
+    assert 50_000.0 - CASE_TOLERANCE_NS - 1_000.0 <= median < 50_000.0 and all(s.bounded for s in held)
+    assert tighten_case(forged, 0.0) == forged  # no typical cost known (an old calibration): as before
+
+
+def test_no_sample_counts_less_than_a_trivial_kernel_reads() -> None:
+    """A 2 µs kernel reported at 0.3 µs: below the window's resolution, and above the speed-of-light gate's
+    nanoseconds. The floor is a share of what the echo's trivial kernel read."""
+    forged = sample_of(1_300.0, 290_000.0, 300_000.0, 1_000.0, 0.0, False, 1, min_call_ns=1_200.0)
+    assert forged.ns == 1_200.0 and forged.bounded
+    honest = sample_of(3_500.0, 290_000.0, 300_000.0, 1_000.0, 0.0, False, 1, min_call_ns=1_200.0)
+    assert honest.ns == 2_500.0 and not honest.bounded
