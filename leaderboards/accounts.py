@@ -18,9 +18,10 @@ import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
 
-from leaderboards.errors import InvalidChange, InvalidToken, MissingScope, NotFound
+from leaderboards.errors import InvalidChange, InvalidToken, MissingScope, NotFound, RateLimited
 from leaderboards.models import ApiToken, User
 from leaderboards.results import NewToken, Principal, Scope, TokenView, UserRef, UserView
 from leaderboards.service_base import ServiceBase
@@ -32,6 +33,8 @@ SHOWN_PREFIX = 10
 """Characters of a token kept in clear to recognise it in a list (``kc_`` + 7: 42 bits, useless to guess with)."""
 LAST_USED_RESOLUTION_S = 60.0
 """``last_used_at`` is written at most this often per token, so reading with a token costs no write each time."""
+MAX_LIFETIME = timedelta(days=36500)
+"""The longest lifetime a person may write (100 years; beyond it, ask for 'never' where that is allowed)."""
 GET_A_TOKEN = "with /token in Discord, or on the server with `kernelcup tokens create NAME`"
 """How a person gets a token, in every message that asks for one: a deployment with the bot, or a local one without."""
 
@@ -50,7 +53,17 @@ def parse_expiry(text: str) -> timedelta | None:
         raise InvalidChange(f"{text!r} is not a lifetime; write it like 90d, 12h, 2w, or 'never'.", field="expires")
     value, unit = float(match.group(1)), match.group(2) or "d"
     unit_name = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]
-    return timedelta(**{unit_name: value})
+    try:
+        lifetime = timedelta(**{unit_name: value})
+    except OverflowError:
+        lifetime = None
+    if lifetime is None or lifetime > MAX_LIFETIME:
+        raise InvalidChange(
+            f"{text!r} is longer than a token may last ({MAX_LIFETIME.days} days at most); give a shorter lifetime "
+            "like 90d or 365d.",
+            field="expires",
+        )
+    return lifetime
 
 
 def token_lifetime(text: str) -> tuple[timedelta | None, bool]:
@@ -89,10 +102,15 @@ class AccountsMixin(ServiceBase):
         expires_in: timedelta | None = None,
         never_expires: bool = False,
         program: bool | None = None,
+        made_with: Principal | None = None,
         actor: str = "",
     ) -> NewToken:
         """A new token for ``user`` (created if unknown). ``expires_in`` defaults to ``KERNELCUP_TOKEN_EXPIRY_DAYS``;
-        ``program`` marks (True) or unmarks (False) the account as a program; None leaves it as it is."""
+        ``program`` marks (True) or unmarks (False) the account as a program; None leaves it as it is.
+
+        ``made_with``: the token a person makes this one with (the API's ``POST /me/tokens``). The new token never
+        outlives it, nor (unless it is an admin's) the server's default lifetime: a longer lifetime is shortened to
+        that, and ``never`` is refused. Each user has at most ``KERNELCUP_MAX_TOKENS_PER_USER`` live tokens."""
         chosen = _scopes(scopes)
         if Scope.ADMIN in chosen and Scope.SUBMIT not in chosen:
             chosen = (Scope.SUBMIT, *chosen)  # an admin may do what any user may
@@ -106,9 +124,12 @@ class AccountsMixin(ServiceBase):
         else:
             days = self.settings.token_expiry_days
             expires_at = now + timedelta(days=days) if days else None
+        if made_with is not None:
+            expires_at = self._within(made_with, expires_at, now, asked_never=never_expires)
         token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
         with self.db.transaction() as s:
             u = self._user(s, user)
+            self._check_token_count(s, u, now)
             if program is not None and u.is_program != program:
                 u.is_program = program
                 self._audit(s, actor or "system", "mark_program" if program else "unmark_program", u.identity)
@@ -193,6 +214,45 @@ class AccountsMixin(ServiceBase):
             self._audit(s, actor or "system", "mark_program" if program else "unmark_program", u.identity)
             s.flush()
             return UserView(u.id, u.name, u.identity, u.discord_id, u.is_banned, u.ban_reason, u.is_program)
+
+    def _within(
+        self, made_with: Principal, expires_at: datetime | None, now: datetime, *, asked_never: bool
+    ) -> datetime | None:
+        """``expires_at`` shortened to what a token made with ``made_with`` may have (see :meth:`create_token`)."""
+        bounds = [made_with.expires_at] if made_with.expires_at is not None else []
+        days = self.settings.token_expiry_days
+        if days and not made_with.is_admin:
+            bounds.append(now + timedelta(days=days))
+        if not bounds:
+            return expires_at
+        if asked_never:
+            limit = expiry_text(min(bounds))
+            raise InvalidChange(
+                f"A token made with a token expires (this one may last until {limit} at most); give a lifetime "
+                "like 90d (a longer one is shortened to that), or leave it empty.",
+                field="expires",
+            )
+        return min([*bounds, expires_at]) if expires_at is not None else min(bounds)
+
+    def _check_token_count(self, s: Session, u: User, now: datetime) -> None:
+        cap = self.settings.max_tokens_per_user
+        if cap is None:
+            return
+        live = s.scalar(
+            select(func.count(ApiToken.id)).where(
+                ApiToken.user_id == u.id,
+                ApiToken.revoked_at.is_(None),
+                or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+            )
+        )
+        if live is not None and live >= cap:
+            raise RateLimited(
+                f"{u.name} already has {live} live API tokens, the most one account may have "
+                f"(KERNELCUP_MAX_TOKENS_PER_USER={cap}). Revoke the ones no longer used (`kernelcup tokens list`, "
+                "then `kernelcup tokens revoke ID`, or DELETE /api/v1/me/tokens/ID), then try again.",
+                now + timedelta(minutes=1),
+                code="too_many_tokens",
+            )
 
     @staticmethod
     def _token_view(row: ApiToken, u: User) -> TokenView:

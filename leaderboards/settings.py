@@ -75,6 +75,12 @@ class CoreSettings(BaseSettings):
     token_expiry_days: int | None = Field(
         default=90, ge=1, description="Lifetime of a new API token unless its creator gives one; unset: no expiry."
     )
+    max_tokens_per_user: int | None = Field(
+        default=100,
+        ge=1,
+        description="Live (not revoked, not expired) API tokens one account may have; a new one beyond is refused "
+        "until some are revoked ('none': no cap).",
+    )
 
     def resolved_database_url(self) -> str:
         """``DATABASE_URL``, or the embedded SQLite file in the data directory."""

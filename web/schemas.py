@@ -291,7 +291,9 @@ class NewTokenIn(Model):
     name: str = Field(default="", max_length=100)
     expires: str = Field(
         default="",
-        description="Lifetime like 90d, 12h, 2w, or 'never'; empty: the server's KERNELCUP_TOKEN_EXPIRY_DAYS.",
+        description="Lifetime like 90d, 12h, 2w; empty: the server's KERNELCUP_TOKEN_EXPIRY_DAYS. The new token lasts "
+        "at most as long as the token that makes it and (unless that is an admin's) KERNELCUP_TOKEN_EXPIRY_DAYS: a "
+        "longer lifetime is shortened to that, and 'never' is refused.",
     )
 
 

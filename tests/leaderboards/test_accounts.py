@@ -170,3 +170,49 @@ def test_code_is_public_only_for_ranked_entries_after_a_deadline_that_says_so(
         service.submission_code(test_only, None)  # not a ranked entry
     with pytest.raises(SubmissionNotFound):
         service.submission_details(ranked, other)  # details and logs stay the owner's
+
+
+def test_a_lifetime_past_any_date_is_refused_as_a_field_error() -> None:
+    assert parse_expiry("36500d") == timedelta(days=36500)
+    for text in ("36501d", "999999999d", "99999999999d", "9" * 400 + "w"):
+        with pytest.raises(InvalidChange, match="longer than a token may last") as refused:
+            parse_expiry(text)
+        assert refused.value.field == "expires"
+
+
+def test_a_token_made_with_a_token_never_outlives_it_nor_the_default(service: LeaderboardService, clock: Clock) -> None:
+    day = service.authenticate(service.create_token(ANN, expires_in=timedelta(days=1)).token)
+    for lifetime in (timedelta(days=365), None):
+        new = service.create_token(ANN, expires_in=lifetime, made_with=day)
+        assert new.info.expires_at == day.expires_at  # shortened to the token that made it
+    with pytest.raises(InvalidChange, match="A token made with a token expires") as refused:
+        service.create_token(ANN, never_expires=True, made_with=day)
+    assert refused.value.field == "expires"
+    forever = service.authenticate(service.create_token(ANN, never_expires=True, actor="shell").token)
+    new = service.create_token(ANN, expires_in=timedelta(days=365), made_with=forever)
+    assert new.info.expires_at == clock.now + timedelta(days=90)  # KERNELCUP_TOKEN_EXPIRY_DAYS
+    with pytest.raises(InvalidChange, match=r"until .* at most"):
+        service.create_token(ANN, never_expires=True, made_with=forever)
+    assert service.create_token(ANN, expires_in=timedelta(hours=1), made_with=day).info.expires_at == (
+        clock.now + timedelta(hours=1)
+    )
+    root = service.authenticate(service.create_token(UserRef("root"), scopes=["admin"], never_expires=True).token)
+    assert service.create_token(UserRef("root"), never_expires=True, made_with=root).info.expires_at is None
+
+
+def test_live_tokens_per_user_are_capped(service: LeaderboardService, clock: Clock) -> None:
+    service.settings.max_tokens_per_user = 3
+    short = service.create_token(ANN, expires_in=timedelta(hours=1))
+    revoked = service.create_token(ANN)
+    service.create_token(ANN)
+    with pytest.raises(RateLimited, match=r"already has 3 live API tokens.*KERNELCUP_MAX_TOKENS_PER_USER=3.*Revoke"):
+        service.create_token(ANN)
+    service.create_token(BOT)  # per account
+    service.revoke_token(revoked.info.token_id)
+    service.create_token(ANN)  # a revoked one does not count
+    clock.now += timedelta(hours=2)
+    assert short.info.expires_at is not None and short.info.expires_at < clock.now
+    service.create_token(ANN)  # nor an expired one
+    with pytest.raises(RateLimited) as refused:
+        service.create_token(ANN)
+    assert refused.value.code == "too_many_tokens"

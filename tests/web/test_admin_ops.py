@@ -98,6 +98,24 @@ def test_my_tokens(world: World) -> None:
     assert r.status_code == 422 and error_of(r)["field"] == "expires"
 
 
+def test_a_token_from_the_api_never_outlives_the_one_that_made_it(world: World) -> None:
+    c = world.client
+    day = c.post("/api/v1/me/tokens", headers=world.auth(world.ann), json={"expires": "1d"}).json()
+    auth, expires_at = world.auth(day["token"]), day["info"]["expires_at"]
+    r = c.post("/api/v1/me/tokens", headers=auth, json={"expires": "never"})
+    assert r.status_code == 422 and error_of(r)["field"] == "expires" and "expires" in error_of(r)["message"]
+    for asked in ("365d", ""):
+        r = c.post("/api/v1/me/tokens", headers=auth, json={"expires": asked})
+        assert r.status_code == 201 and r.json()["info"]["expires_at"] == expires_at
+    for asked in ("999999999d", "99999999999d"):  # past the date range: a field error, not a 500
+        r = c.post("/api/v1/me/tokens", headers=auth, json={"expires": asked})
+        assert r.status_code == 422 and error_of(r)["field"] == "expires", r.text
+    ann = world.service.authenticate(world.ann).user
+    world.service.settings.max_tokens_per_user = len(world.service.list_tokens(ann))
+    r = c.post("/api/v1/me/tokens", headers=auth, json={})
+    assert r.status_code == 429 and error_of(r)["code"] == "too_many_tokens"
+
+
 def test_health_readiness_and_metrics(world: World) -> None:
     c = world.client
     assert c.get("/healthz").json() == {"status": "ok"}

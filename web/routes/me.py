@@ -35,7 +35,8 @@ def my_tokens(who: Principal = Depends(submitter), service: LeaderboardService =
 def new_token(
     body: NewTokenIn, who: Principal = Depends(submitter), service: LeaderboardService = Depends(service_of)
 ) -> NewTokenOut:
-    """A new submit-scope token for this account (admin tokens are made on the server: `kernelcup tokens`)."""
+    """A new submit-scope token for this account (admin tokens are made on the server: `kernelcup tokens`). It lasts
+    at most as long as the token that makes it, and at most the server's default lifetime (longer is shortened)."""
     lifetime, never = token_lifetime(body.expires)
     new = service.create_token(
         who.user,
@@ -43,6 +44,7 @@ def new_token(
         scopes=(Scope.SUBMIT,),
         expires_in=lifetime,
         never_expires=never,
+        made_with=who,
         actor=who.actor,
     )
     return NewTokenOut(token=new.token, info=TokenOut.model_validate(new.info))
