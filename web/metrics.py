@@ -26,6 +26,9 @@ from leaderboards.service import LeaderboardService
 from leaderboards.stats import Distribution
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""The method label's values; any other method a client makes up is counted as ``other`` (each value is a series
+kept for the process's life, so labels never come from what a client chose)."""
 
 
 class PlatformCollector(Collector):
@@ -155,6 +158,6 @@ class MetricsMiddleware:
             await self.app(scope, receive, tracking_send)
         finally:
             route = getattr(scope.get("route"), "path", None) or scope.get("kernelcup.route") or "unmatched"
-            method = scope["method"]
+            method = scope["method"] if scope["method"] in METHODS else "other"
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route).observe(time.perf_counter() - start)

@@ -144,6 +144,23 @@ def test_health_readiness_and_metrics(world: World) -> None:
     assert "kernelcup_api_event_streams 0.0" in text
 
 
+def test_made_up_methods_and_paths_make_no_new_metrics_series(world: World) -> None:
+    c = world.client
+    for i in range(20):
+        c.request(f"FOO{i}", "/")
+        c.request(f"BAR{i}", f"/api/v1/nope{i}")
+        c.get(f"/static/nope{i}.css")
+        c.get(f"/nope/{i}")
+        c.get(f"/api/v1/submissions/{i}/nope")
+    text = c.get("/metrics").text
+    series = [line for line in text.splitlines() if line.startswith("kernelcup_api_requests_total{")]
+    methods = set(re.findall(r'method="([^"]*)"', "\n".join(series)))
+    routes = set(re.findall(r'route="([^"]*)"', "\n".join(series)))
+    assert methods <= {"GET", "other"}, methods
+    assert not any("nope" in r for r in routes), routes
+    assert len(series) <= 6, series
+
+
 # -- no secret leaves the server -----------------------------------------------------------------------------------
 
 CANARIES = {
