@@ -710,16 +710,18 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
             )
 
     def user_submissions(
-        self, user: UserRef, leaderboard: str | None = None, *, limit: int = 50
+        self, user: UserRef, leaderboard: str | None = None, *, limit: int = 50, admin: bool = False
     ) -> tuple[SubmissionSummary, ...]:
-        """A user's own submissions, newest first (deleted ones left out)."""
+        """A user's own submissions, newest first (deleted ones left out). A hidden ``leaderboard`` is unknown to
+        anyone but an admin (an empty list would tell that it exists)."""
         with self.db.transaction() as s:
             u = s.scalar(select(User).where(User.identity == user.identity))
             if u is None:
                 return ()
             stmt = select(Submission).where(Submission.user_id == u.id, Submission.deleted.is_(False))
             if leaderboard is not None:
-                stmt = stmt.where(Submission.leaderboard_id == self._leaderboard(s, leaderboard).id)
+                board = self._leaderboard(s, leaderboard, include_hidden=admin)
+                stmt = stmt.where(Submission.leaderboard_id == board.id)
             subs = s.scalars(stmt.order_by(Submission.id.desc()).limit(limit)).all()
             return tuple(
                 SubmissionSummary(

@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
                 with client_for(login) as client:
                     subs = client.submissions(leaderboard, limit=limit)
             else:
-                subs = open_service().user_submissions(_who(user), leaderboard, limit=limit)
+                subs = open_service().user_submissions(_who(user), leaderboard, limit=limit, admin=True)
         if json_out:
             print_json(subs)
         else:

@@ -242,3 +242,13 @@ def test_a_run_without_a_report_says_so_on_its_download_url(world: World) -> Non
     missing = world.client.get(f"/api/v1/submissions/{sid}/profile/cpu.ncu-rep", headers=world.auth(world.ann))
     assert missing.status_code == 404
     assert error_of(missing)["message"].startswith(f"Submission #{sid} has no Nsight Compute report for 'cpu'")
+
+
+def test_a_hidden_leaderboard_is_unknown_in_my_submissions_but_to_admins(world: World) -> None:
+    c = world.client
+    c.patch("/api/v1/admin/leaderboards/add", headers=world.auth(world.admin), json={"visible": False})
+    for name in ("add", "nosuch"):  # the same answer: a hidden board's existence is not told
+        r = c.get("/api/v1/me/submissions", params={"leaderboard": name}, headers=world.auth(world.ann))
+        assert r.status_code == 404 and error_of(r)["code"] == "leaderboard_not_found", r.text
+    r = c.get("/api/v1/me/submissions", params={"leaderboard": "add"}, headers=world.auth(world.admin))
+    assert r.status_code == 200 and r.json() == []

@@ -209,5 +209,5 @@ def my_submissions(
     who: Principal = Depends(submitter),
     service: LeaderboardService = Depends(service_of),
 ) -> list[SubmissionSummaryOut]:
-    subs = service.user_submissions(who.user, leaderboard, limit=limit)
+    subs = service.user_submissions(who.user, leaderboard, limit=limit, admin=who.is_admin)
     return [SubmissionSummaryOut.model_validate(s) for s in subs]
