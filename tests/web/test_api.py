@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import profiled
 from web_world import GOOD, World, error_of
 
@@ -252,3 +253,32 @@ def test_a_hidden_leaderboard_is_unknown_in_my_submissions_but_to_admins(world: 
         assert r.status_code == 404 and error_of(r)["code"] == "leaderboard_not_found", r.text
     r = c.get("/api/v1/me/submissions", params={"leaderboard": "add"}, headers=world.auth(world.admin))
     assert r.status_code == 200 and r.json() == []
+
+
+def test_ids_past_the_database_range_are_refused_without_a_traceback(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    c, ann, admin = world.client, world.auth(world.ann), world.auth(world.admin)
+    sid = world.submit(world.ann).json()["submission_id"]
+    huge = str(2**64)
+    asked = [
+        (c.get, f"/api/v1/submissions/{huge}/code", {}),  # unauthenticated
+        (c.get, f"/api/v1/submissions/{huge}", ann),
+        (c.get, f"/api/v1/submissions/{huge}/events", ann),
+        (c.get, f"/api/v1/submissions/{huge}/profile/cpu.ncu-rep", ann),
+        (c.post, f"/api/v1/submissions/{huge}/cancel", ann),
+        (c.delete, f"/api/v1/submissions/{huge}", ann),
+        (c.delete, f"/api/v1/me/tokens/{huge}", ann),
+        (c.delete, f"/api/v1/admin/submissions/{huge}", admin),
+        (c.delete, f"/api/v1/admin/tokens/{huge}", admin),
+        (c.get, f"/api/v1/submissions/{sid}/events?after={huge}", ann),
+    ]
+    for call, url, headers in asked:
+        r = call(url, headers=headers)
+        assert r.status_code == 422 and error_of(r)["code"] == "invalid_field", (url, r.text)
+    r = c.get(f"/api/v1/submissions/{sid}/events", headers={**ann, "Last-Event-ID": huge})
+    assert r.status_code == 422 and error_of(r)["field"] == "Last-Event-ID", r.text
+    assert "send the id of the last event received" in error_of(r)["message"]
+    for url in (f"/submissions/{huge}", f"/submissions/{huge}/events", f"/submissions/{huge}/profile/cpu.ncu-rep"):
+        assert c.get(url).status_code in (404, 422), url  # the pages: an error page, not a 500
+    assert not [rec for rec in caplog.records if rec.levelname == "ERROR"]

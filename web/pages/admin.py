@@ -16,6 +16,7 @@ from web.auth import service_of
 from web.pages.base import session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
 from web.routes import admin as api_admin
+from web.routes.common import ID_MAX
 from web.schemas import BanIn, StatsOut, SyncIn, SyncReportOut
 
 router = APIRouter(include_in_schema=False)
@@ -52,7 +53,7 @@ def admin_action(
     leaderboard: str = Form(""),
     user: str = Form(""),
     reason: str = Form(""),
-    submission_id: int | None = Form(None),
+    submission_id: int | None = Form(None, ge=1, le=ID_MAX),
     force: bool = Form(False),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),

@@ -20,8 +20,8 @@ from web.pages.base import sign_in_first, viewer
 from web.pages.chart import score_chart
 from web.pages.render import Viewer, cached_page, highlight, render
 from web.routes import leaderboards as api_leaderboards
-from web.routes.common import ncu_report_response, submission_out
-from web.routes.events import event_stream
+from web.routes.common import ID_MAX, SubmissionId, ncu_report_response, submission_out
+from web.routes.events import event_stream, resume_after
 from web.schemas import CodeOut, RankingOut, SubmissionSummaryOut
 
 router = APIRouter(include_in_schema=False)
@@ -114,7 +114,7 @@ def _safe_file_name(name: str) -> str:
 @router.get("/submissions/{submission_id}")
 def submission_page(
     request: Request,
-    submission_id: int,
+    submission_id: SubmissionId,
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
 ) -> Response:
@@ -148,7 +148,7 @@ def submission_page(
 
 @router.get("/submissions/{submission_id}/profile/{device}.ncu-rep")
 def submission_ncu_report(
-    submission_id: int,
+    submission_id: SubmissionId,
     device: str,
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
@@ -163,16 +163,16 @@ def submission_ncu_report(
 @router.get("/submissions/{submission_id}/events")
 def submission_events(
     request: Request,
-    submission_id: int,
-    after: int = Query(0, ge=0),
+    submission_id: SubmissionId,
+    after: int = Query(0, ge=0, le=ID_MAX),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
 ) -> Response:
     """The API's event stream for a signed-in page (EventSource sends the cookie, not a bearer token)."""
     if view.who is None:
         raise SubmissionNotFound(submission_id, mine=True)
-    last = request.headers.get("last-event-id", "")
-    return event_stream(request, submission_id, view.who, service, int(last) if last.isdigit() else after)
+    resume = resume_after(request.headers.get("last-event-id"), after)
+    return event_stream(request, submission_id, view.who, service, resume)
 
 
 @router.get("/me")

@@ -14,6 +14,7 @@ from leaderboards.results import Principal, UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.sync import sync_problem_set
 from web.auth import admin, service_of
+from web.routes.common import SubmissionId, TokenId
 from web.schemas import (
     API_PREFIX,
     BanIn,
@@ -197,7 +198,7 @@ def program(
 @router.delete("/submissions/{submission_id}", summary="Delete a submission (it leaves every ranking)")
 def delete_submission(
     request: Request,
-    submission_id: int,
+    submission_id: SubmissionId,
     who: Principal = Depends(admin),
     service: LeaderboardService = Depends(service_of),
 ) -> dict[str, object]:
@@ -230,7 +231,7 @@ def tokens(
 
 @router.delete("/tokens/{token_id}", response_model=TokenOut, summary="Revoke any token")
 def revoke(
-    token_id: int, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+    token_id: TokenId, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
 ) -> TokenOut:
     return TokenOut.model_validate(service.revoke_token(token_id, actor=who.actor))
 

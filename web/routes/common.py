@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import Request, Response
+from fastapi import Path, Request, Response
 
 from leaderboards.errors import NotFound
 from leaderboards.results import PublicResult, SubmissionDetails
 from web.schemas import API_PREFIX, PublicResultOut, SubmissionLinks, SubmissionOut, SubmissionStatusOut
+
+ID_MAX = 2**63 - 1
+"""The largest id a row can have (a signed 64-bit integer): a larger one in a path, ``?after=`` or ``Last-Event-ID``
+is refused as an invalid field before it reaches the database (which answers it with an overflow, a 500)."""
+SubmissionId = Annotated[int, Path(ge=1, le=ID_MAX, description="The submission's id.")]
+TokenId = Annotated[int, Path(ge=1, le=ID_MAX, description="The token's id.")]
 
 
 def base_url(request: Request) -> str:

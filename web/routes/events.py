@@ -17,12 +17,13 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from leaderboards.db import is_unavailable
-from leaderboards.errors import KernelcupError
+from leaderboards.errors import KernelcupError, UserError
 from leaderboards.events import FollowTimeout
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
 from web.auth import service_of, submitter
 from web.errors import UNAVAILABLE
+from web.routes.common import ID_MAX, SubmissionId
 from web.routes.submissions import ERRORS
 from web.schemas import API_PREFIX, ProgressOut, SubmissionStatusOut
 
@@ -49,14 +50,29 @@ def _error(code: str, message: str) -> str:
 )
 def events(
     request: Request,
-    submission_id: int,
-    after: int = Query(0, ge=0, description="Resume after this event id (or send Last-Event-ID)."),
+    submission_id: SubmissionId,
+    after: int = Query(0, ge=0, le=ID_MAX, description="Resume after this event id (or send Last-Event-ID)."),
     last_event_id: str | None = Header(None, alias="Last-Event-ID"),
     who: Principal = Depends(submitter),
     service: LeaderboardService = Depends(service_of),
 ) -> StreamingResponse:
-    resume = int(last_event_id) if last_event_id and last_event_id.strip().isdigit() else after
-    return event_stream(request, submission_id, who, service, resume)
+    return event_stream(request, submission_id, who, service, resume_after(last_event_id, after))
+
+
+def resume_after(last_event_id: str | None, after: int) -> int:
+    """The event id to resume after: ``Last-Event-ID`` where it is a number (a browser sends the last ``id:`` it
+    got), else ``after``. One past the largest id is an invalid field, not an overflow in the database."""
+    text = (last_event_id or "").strip()
+    if not (text.isascii() and text.isdigit()):
+        return after
+    if len(text) > len(str(ID_MAX)) or int(text) > ID_MAX:
+        raise UserError(
+            f"Last-Event-ID {text[:30]!r} is not an event id (ids are at most {ID_MAX}); send the id of the last "
+            "event received, or none to start from the beginning.",
+            code="invalid_field",
+            field="Last-Event-ID",
+        )
+    return int(text)
 
 
 def event_stream(

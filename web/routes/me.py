@@ -8,6 +8,7 @@ from leaderboards.accounts import token_lifetime
 from leaderboards.results import Principal, Scope
 from leaderboards.service import LeaderboardService
 from web.auth import service_of, submitter
+from web.routes.common import TokenId
 from web.routes.submissions import ERRORS
 from web.schemas import API_PREFIX, MeOut, NewTokenIn, NewTokenOut, TokenOut
 
@@ -52,6 +53,6 @@ def new_token(
 
 @router.delete("/me/tokens/{token_id}", response_model=TokenOut, responses=ERRORS, summary="Revoke one of my tokens")
 def revoke_my_token(
-    token_id: int, who: Principal = Depends(submitter), service: LeaderboardService = Depends(service_of)
+    token_id: TokenId, who: Principal = Depends(submitter), service: LeaderboardService = Depends(service_of)
 ) -> TokenOut:
     return TokenOut.model_validate(service.revoke_token(token_id, user=who.user, actor=who.actor))

@@ -23,7 +23,7 @@ from leaderboards.results import (
 )
 from leaderboards.service import LeaderboardService
 from web.auth import bearer, maybe_user, service_of, submitter
-from web.routes.common import links, ncu_report_response, submission_out
+from web.routes.common import SubmissionId, links, ncu_report_response, submission_out
 from web.schemas import (
     API_PREFIX,
     CodeOut,
@@ -133,7 +133,7 @@ async def submit(
 )
 def get_submission(
     request: Request,
-    submission_id: int,
+    submission_id: SubmissionId,
     who: Principal = Depends(submitter),
     service: LeaderboardService = Depends(service_of),
 ) -> SubmissionOut:
@@ -147,7 +147,7 @@ def get_submission(
     summary="The Nsight Compute report of a profile run",
 )
 def get_ncu_report(
-    submission_id: int,
+    submission_id: SubmissionId,
     device: str,
     who: Principal = Depends(submitter),
     service: LeaderboardService = Depends(service_of),
@@ -159,7 +159,7 @@ def get_ncu_report(
 
 @router.get("/submissions/{submission_id}/code", response_model=CodeOut, responses=ERRORS, summary="The code")
 def get_code(
-    submission_id: int,
+    submission_id: SubmissionId,
     file: str = Query("a", pattern="^[abAB]$", description="a: the submission's file; b: a compare's second file."),
     who: Principal | None = Depends(maybe_user),
     service: LeaderboardService = Depends(service_of),
@@ -175,7 +175,7 @@ def get_code(
 
 @router.post("/submissions/{submission_id}/cancel", responses=ERRORS, summary="Cancel a queued or running submission")
 def cancel_submission(
-    submission_id: int,
+    submission_id: SubmissionId,
     who: Principal = Depends(submitter),
     service: LeaderboardService = Depends(service_of),
 ) -> dict[str, object]:
@@ -187,7 +187,7 @@ def cancel_submission(
 
 @router.delete("/submissions/{submission_id}", responses=ERRORS, summary="Cancel, or delete from the rankings")
 def delete_submission(
-    submission_id: int,
+    submission_id: SubmissionId,
     who: Principal = Depends(submitter),
     service: LeaderboardService = Depends(service_of),
 ) -> dict[str, object]:
