@@ -69,6 +69,7 @@ def create_app(
     app.state.rankings_cache = TTLCache(settings.rankings_cache_s)
     app.state.pages_cache = TTLCache(views.CHART_TTL_S)
     app.state.metrics = metrics = ApiMetrics(service)
+    app.state.stream_slots = events.StreamSlots(settings.sse_max_per_user, settings.sse_max_streams)
     secret = settings.session_secret.get_secret_value() if settings.session_secret else None
     data_dir = service.settings.resolved_data_dir()
     app.state.sessions = Sessions(lambda: load_secret(secret, data_dir), settings.session_max_age_s)

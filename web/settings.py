@@ -23,6 +23,12 @@ class WebSettings(BaseSettings):
     sse_poll_s: float = Field(default=0.5, gt=0, description="How often an event stream looks for progress.")
     sse_keepalive_s: float = Field(default=15.0, gt=0, description="Comment line sent on an idle event stream.")
     sse_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="Longest life of one event stream.")
+    sse_max_per_user: int = Field(
+        default=10, ge=1, description="Event streams one account may have open at once (per API process)."
+    )
+    sse_max_streams: int = Field(
+        default=200, ge=1, description="Event streams open at once in all (per API process); each polls the database."
+    )
     max_rankings_limit: int = Field(default=1000, ge=1, description="Most ranking rows one request may ask for.")
     rankings_cache_s: float = Field(
         default=1.0, ge=0, description="How long a ranking page is served from memory (0: never cached)."

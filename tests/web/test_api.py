@@ -282,3 +282,26 @@ def test_ids_past_the_database_range_are_refused_without_a_traceback(
     for url in (f"/submissions/{huge}", f"/submissions/{huge}/events", f"/submissions/{huge}/profile/cpu.ncu-rep"):
         assert c.get(url).status_code in (404, 422), url  # the pages: an error page, not a 500
     assert not [rec for rec in caplog.records if rec.levelname == "ERROR"]
+
+
+def test_event_streams_are_capped_per_account_and_in_all(world: World) -> None:
+    c, ann = world.client, world.auth(world.ann)
+    sid = world.submit(world.ann).json()["submission_id"]
+    world.serve()
+    slots = c.app.state.stream_slots  # type: ignore[attr-defined]
+    slots.per_user, slots.total = 2, 3
+    held = [slots.take("local:ann"), slots.take("local:ann")]  # two streams of ann's still open
+    r = c.get(f"/api/v1/submissions/{sid}/events", headers=ann)
+    assert r.status_code == 429 and error_of(r)["code"] == "too_many_streams" and r.headers["Retry-After"]
+    assert "You have 2 event streams open" in error_of(r)["message"]
+    assert "KERNELCUP_API_SSE_MAX_PER_USER=2" in error_of(r)["message"]
+    held[0]()
+    held[0]()  # given back once, however often called
+    held += [slots.take("local:bob"), slots.take("local:bob")]
+    r = c.get(f"/api/v1/submissions/{sid}/events", headers=ann)
+    assert r.status_code == 429 and "The server has 3 event streams open" in error_of(r)["message"]
+    assert "KERNELCUP_API_SSE_MAX_STREAMS=3" in error_of(r)["message"]
+    held[2](), held[3]()
+    with c.stream("GET", f"/api/v1/submissions/{sid}/events", headers=ann) as r:
+        assert r.status_code == 200 and "event: done" in "".join(r.iter_text())
+    assert slots.open == {"local:ann": 1}  # the finished stream gave its slot back

@@ -3,7 +3,8 @@
 Events: ``progress`` (data: ``ProgressOut``; stored events carry an ``id:`` so a client that reconnects with
 ``Last-Event-ID`` resumes after it), ``done`` (data: ``SubmissionStatusOut``, the last event), ``timeout`` and
 ``error`` (data: the error shape). A comment line keeps an idle connection open. The stream is the core's one
-follower (``service.follow_async``); a client that disconnects cancels it, and nothing is left running.
+follower (``service.follow_async``); a client that disconnects cancels it, and nothing is left running. Open
+streams are capped per account and in all (``StreamSlots``): one past a cap is a 429 ``too_many_streams``.
 """
 
 from __future__ import annotations
@@ -11,13 +12,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Send
+from starlette.types import Scope as ASGIScope
 
 from leaderboards.db import is_unavailable
-from leaderboards.errors import KernelcupError, UserError
+from leaderboards.errors import KernelcupError, RateLimited, UserError
 from leaderboards.events import FollowTimeout
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
@@ -32,6 +38,72 @@ log = logging.getLogger(__name__)
 
 RETRY_MS = 2000
 """How long a client waits before reconnecting (the ``retry:`` field)."""
+FULL_RETRY_S = 30
+"""The ``Retry-After`` of a stream refused for the caps (streams end when their submission does)."""
+
+
+class StreamSlots:
+    """The open event streams of this process, per account and in all: each polls the database until its submission
+    ends (up to ``KERNELCUP_API_SSE_TIMEOUT_S``), so one account's thousand streams slowed every other request.
+    ``take`` refuses one past ``KERNELCUP_API_SSE_MAX_PER_USER`` or ``KERNELCUP_API_SSE_MAX_STREAMS`` with a 429;
+    routes take a slot in a worker thread and the stream gives it back on the event loop, hence the lock."""
+
+    def __init__(self, per_user: int, total: int) -> None:
+        self.per_user = per_user
+        self.total = total
+        self.open: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, who: str) -> Callable[[], None]:
+        """A slot for ``who``, or ``RateLimited``; the answer gives the slot back (once, however often called)."""
+        with self._lock:
+            mine, everyone = self.open.get(who, 0), sum(self.open.values())
+            if mine >= self.per_user:
+                raise self._full(
+                    f"You have {mine} event streams open, the most one account may have "
+                    f"(KERNELCUP_API_SSE_MAX_PER_USER={self.per_user}). Close one (a browser tab, a `--follow`), "
+                    "or poll GET /api/v1/submissions/{id} instead."
+                )
+            if everyone >= self.total:
+                raise self._full(
+                    f"The server has {everyone} event streams open, its most (KERNELCUP_API_SSE_MAX_STREAMS="
+                    f"{self.total}). Try again in a minute, or poll GET /api/v1/submissions/{{id}} instead."
+                )
+            self.open[who] = mine + 1
+        given_back = False
+
+        def give_back() -> None:
+            nonlocal given_back
+            with self._lock:
+                if given_back:
+                    return
+                given_back = True
+                left = self.open.get(who, 1) - 1
+                if left > 0:
+                    self.open[who] = left
+                else:
+                    self.open.pop(who, None)
+
+        return give_back
+
+    @staticmethod
+    def _full(message: str) -> RateLimited:
+        return RateLimited(message, datetime.now(UTC) + timedelta(seconds=FULL_RETRY_S), code="too_many_streams")
+
+
+class _SlotStream(StreamingResponse):
+    """A stream that gives its slot back when it has been sent, or failed, or was never started (a client gone
+    before the first byte: the generator's own ``finally`` would not run then)."""
+
+    def __init__(self, content: AsyncIterator[str], give_back: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.give_back = give_back
+
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.give_back()
 
 
 def sse(event: str, data: str, event_id: int | None = None) -> str:
@@ -83,6 +155,7 @@ def event_stream(
     service.submission_status_of(submission_id, who.user, admin=who.is_admin)  # 404 before the stream opens
     settings = request.app.state.settings
     metrics = request.app.state.metrics
+    give_back = request.app.state.stream_slots.take(who.user.identity)  # 429 past the caps
 
     async def stream() -> AsyncIterator[str]:
         metrics.stream_opened()
@@ -117,9 +190,11 @@ def event_stream(
                 yield _error("database_unavailable", UNAVAILABLE)
         finally:
             metrics.stream_closed()
+            give_back()
 
-    return StreamingResponse(
+    return _SlotStream(
         stream(),
+        give_back,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
