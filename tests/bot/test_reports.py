@@ -59,6 +59,7 @@ def job(**kw) -> JobView:
         started_at=None,
         finished_at=None,
         score_ns=None,
+        ranked_score_ns=None,
         public_passed=None,
         secret_passed=None,
         rank=None,
