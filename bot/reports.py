@@ -74,8 +74,9 @@ def queued_line(device: str, position: int | None, runner_online: bool | None, a
 def job_line(job: JobView, *, public: bool = False) -> str:
     """One line for one device of a submission, at any point of its life.
 
-    ``public``: for everyone in the channel: status, verdict, score and rank, never the runner's message (it can
-    quote the competitor's code and output; its author reads it privately)."""
+    ``public``: for everyone in the channel: status, phase, verdict, score and rank, never the runner's message (it
+    can quote the competitor's code and output) nor a phase's detail (after a claim it names the worker, its host
+    and pid, and whose lease expired); its author reads them privately."""
     attempt = f" (attempt {job.attempts}/{job.max_attempts})" if job.attempts > 1 and not job.finished else ""
     if job.status is JobStatus.QUEUED:
         return queued_line(job.device, job.queue_position, job.runner_online, attempt)
@@ -83,7 +84,7 @@ def job_line(job: JobView, *, public: bool = False) -> str:
         phase = "started"
         if job.events:
             last = job.events[-1]
-            phase = last.phase + (f": {one_line(last.detail, 80)}" if last.detail else "")
+            phase = last.phase + (f": {one_line(last.detail, 80)}" if last.detail and not public else "")
         return f"{RUNNING} **{job.device}**: {phase}{attempt}"
     if job.status is JobStatus.CANCELLED:
         return f"{FAIL} **{job.device}**: cancelled"

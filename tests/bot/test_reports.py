@@ -136,6 +136,17 @@ def test_the_public_line_of_a_failure_leaves_its_message_out() -> None:
     assert "secret()" in job_line(failed)
 
 
+def test_the_public_line_of_a_running_job_shows_its_phase_only() -> None:
+    detail = "attempt 2/3 by worker gpu-17.corp:4242:6d6a (the lease of gpu-03:311:aa expired)"
+    claimed = JobEventView("started", detail, T0)
+    running = job(status="running", attempts=2, events=(claimed,))
+    assert job_line(running, public=True) == "⚙️ **H100**: started (attempt 2/3)"
+    assert "gpu-17.corp:4242" in job_line(running)  # the author's private view keeps the detail
+    benchmarking = job(status="running", attempts=1, events=(JobEventView("benchmarking", "3 of 5", T0),))
+    assert job_line(benchmarking, public=True) == "⚙️ **H100**: benchmarking"
+    assert status_text(status(running), public=True).splitlines()[1] == "⚙️ **H100**: started (attempt 2/3)"
+
+
 def test_mentions_in_user_text_are_made_inert() -> None:
     pinged = SubmissionStatus(
         1, "lb", "<@&123456789012345678>", "@everyone.py", "test", T0, False, (job(status="failed", error="@here"),)
