@@ -7,6 +7,7 @@ PostgreSQL database is at the latest revision (``kernelcup db upgrade`` migrates
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -180,18 +181,40 @@ class Database:
         self.engine.dispose()
 
 
+PRIVATE_FILE = 0o600
+"""The embedded database's mode: readable by its owner only (it holds every board's secret seed and all code)."""
+
+
+def prepare_embedded(settings: CoreSettings) -> None:
+    """Without ``DATABASE_URL``: the data dir (0700 when made here) and the SQLite file in it, made 0600 before
+    SQLite would make it 0644 (its ``-wal`` and ``-shm`` files take the database file's mode); an existing one
+    readable by others is narrowed to 0600."""
+    if settings.database_url is not None:
+        return
+    try:
+        data_dir = settings.ensure_data_dir()
+    except OSError as exc:
+        raise DatabaseNotReady(
+            f"Cannot create the data directory {settings.resolved_data_dir()} ({exc.strerror or exc}); set "
+            "KERNELCUP_DATA_DIR to a folder this user can write, or DATABASE_URL"
+        ) from None
+    path = settings.embedded_database_path()
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+        for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if file.exists() and file.stat().st_mode & 0o077:
+                file.chmod(PRIVATE_FILE)
+    except OSError as exc:
+        raise DatabaseNotReady(
+            f"Cannot create the database file {path} ({exc.strerror or exc}); make {data_dir} writable by this user "
+            "(or set KERNELCUP_DATA_DIR to a folder that is), or set DATABASE_URL"
+        ) from None
+
+
 def open_database(settings: CoreSettings, *, migrate: bool | None = None) -> Database:
     """Build the engine from settings and make sure the schema is current (see ``Database.ensure_schema``)."""
     url = settings.resolved_database_url()
-    if database_url(url).get_backend_name() == "sqlite" and settings.database_url is None:
-        data_dir = settings.resolved_data_dir()
-        try:
-            data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DatabaseNotReady(
-                f"Cannot create the data directory {data_dir} ({exc.strerror or exc}); set KERNELCUP_DATA_DIR to a "
-                "folder this user can write, or DATABASE_URL"
-            ) from None
+    prepare_embedded(settings)
     db = Database(make_engine(url, echo=settings.db_echo))
     db.ensure_schema(migrate=migrate)
     return db

@@ -86,7 +86,18 @@ class CoreSettings(BaseSettings):
         """``DATABASE_URL``, or the embedded SQLite file in the data directory."""
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{self.resolved_data_dir() / 'kernelcup.sqlite3'}"
+        return f"sqlite:///{self.embedded_database_path()}"
+
+    def embedded_database_path(self) -> Path:
+        """The embedded SQLite file, used when ``DATABASE_URL`` is unset."""
+        return self.resolved_data_dir() / "kernelcup.sqlite3"
+
+    def ensure_data_dir(self) -> Path:
+        """The data dir, made (with its parents) if missing: the new folder readable by this user only (0700), as
+        what it holds is private (the database, with every board's secret seed and all code; the web secret)."""
+        path = self.resolved_data_dir()
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return path
 
     def resolved_data_dir(self) -> Path:
         if self.data_dir is not None:

@@ -18,12 +18,11 @@ def register(app: typer.Typer) -> None:
         revision: str = typer.Argument("head", help="Target revision (default: the latest)."),
     ) -> None:
         """Migrate the database (DATABASE_URL, or the embedded SQLite file) to the latest schema."""
-        from leaderboards.db import Database, current_revision, make_engine, unreachable, upgrade
+        from leaderboards.db import Database, current_revision, make_engine, prepare_embedded, unreachable, upgrade
 
         with user_errors():
             settings = core_settings()
-            if settings.database_url is None:
-                settings.resolved_data_dir().mkdir(parents=True, exist_ok=True)
+            prepare_embedded(settings)
             db = Database(make_engine(settings.resolved_database_url()))
             try:
                 before = current_revision(db.engine)

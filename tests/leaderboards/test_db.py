@@ -3,6 +3,8 @@ values that differ between dialects (zones, 64-bit ids, JSON) come back as they 
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta, timezone
@@ -49,6 +51,29 @@ def test_embedded_sqlite_is_created_and_migrated_on_first_use(tmp_path: Path) ->
     assert current_revision(db.engine) == head_revision()
     db.dispose()
     open_database(settings).dispose()  # the second open finds it current and does nothing
+
+
+def test_the_data_dir_and_the_embedded_database_are_private_to_their_user(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # the usual umask: without care, 0755 and 0644, readable by every local user
+    try:
+        settings = CoreSettings(_env_file=None, database_url=None, data_dir=tmp_path / "nested" / "data")
+        db = open_database(settings)
+        with db.transaction() as s:
+            s.add(User(name="ann", identity="local:ann"))  # a write: SQLite makes its -wal and -shm files
+        data_dir, database = settings.resolved_data_dir(), settings.embedded_database_path()
+        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+        assert sorted(p.name for p in data_dir.iterdir()) == [
+            "kernelcup.sqlite3",
+            "kernelcup.sqlite3-shm",
+            "kernelcup.sqlite3-wal",
+        ]
+        assert {stat.S_IMODE(p.stat().st_mode) for p in data_dir.iterdir()} == {0o600}
+        db.dispose()
+        database.chmod(0o644)  # made by an earlier version: narrowed at the next start
+        open_database(settings).dispose()
+        assert stat.S_IMODE(database.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
 
 
 def test_default_data_dir_is_the_users_data_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ def load_secret(configured: str | None, data_dir: Path) -> bytes:
         return configured.encode()
     path = data_dir / SECRET_FILE
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:  # another process made it first: use theirs
