@@ -32,7 +32,9 @@ from web.schemas import API_PREFIX
 from web.settings import WebSettings
 
 MULTIPART_ENVELOPE = 64 * 1024
-"""Room for the multipart headers and the other form fields around a submission's file."""
+"""Room for the multipart headers and the other form fields around a submission's files."""
+UPLOAD_PATHS = (f"{API_PREFIX}/submissions", "/submit")
+"""The routes that take submission files: up to two (a compare's ``against``), each checked on its own."""
 
 DESCRIPTION = """\
 Submit GPU kernels to kernelcup's leaderboards and follow them, from a program or the `kernelcup` CLI.
@@ -81,13 +83,14 @@ def create_app(
 
     upload_limit = service.settings.max_submission_bytes
     upload_message = (
-        f"The upload is larger than the limit: submission files may be up to {upload_limit / 1024:.0f} KiB."
+        f"The upload is larger than the limit: submission files may be up to {upload_limit / 1024:.0f} KiB each "
+        "(two for a compare)."
     )
     body_message = f"The request body is larger than {settings.max_body_bytes / 1024:.0f} KiB."
 
     def limit_for(scope: Scope) -> tuple[int, str, str]:
-        if scope["path"] in (f"{API_PREFIX}/submissions", "/submit"):
-            return upload_limit + MULTIPART_ENVELOPE, "file_too_large", upload_message
+        if scope["path"] in UPLOAD_PATHS:  # each file's own limit is the service's check, as it is read
+            return 2 * upload_limit + MULTIPART_ENVELOPE, "file_too_large", upload_message
         return settings.max_body_bytes, "body_too_large", body_message
 
     # Outermost last: metrics see every request, a fresh cached ranking is answered before routing, errors turn

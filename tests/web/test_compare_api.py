@@ -71,6 +71,19 @@ def test_a_compare_is_submitted_followed_and_read(world: World) -> None:
     assert ranking["entries"] == []
 
 
+def test_two_files_each_under_the_limit_fit_in_one_compare(world: World) -> None:
+    limit = world.service.settings.max_submission_bytes
+    big = FAST + b"#" * (limit * 7 // 10)  # 700 KiB each: together over one file's limit, each under it
+    r = compare(world, world.ann, a=big, b=big + b"\n")
+    assert r.status_code == 202, r.text
+    r = compare(world, world.ann, a=big, b=b"#" * (limit + 1))  # one file over its limit, the body under two
+    assert r.status_code == 413 and error_of(r)["code"] == "file_too_large"
+    assert error_of(r)["message"].startswith("plain.py is 1,048,577 bytes; the limit is 1,048,576 bytes")
+    r = compare(world, world.ann, a=big, b=b"#" * 2 * limit)  # the body over two files and the form
+    assert r.status_code == 413 and error_of(r)["code"] == "file_too_large"
+    assert "up to 1024 KiB each (two for a compare)" in error_of(r)["message"]
+
+
 def test_the_same_file_twice_is_compared_not_deduplicated(world: World) -> None:
     world.service.settings.duplicate_window_s = 600
     first = compare(world, world.ann, a=GOOD, b=GOOD).json()["submission_id"]
