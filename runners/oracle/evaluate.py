@@ -98,6 +98,13 @@ _LOAD_VERDICTS = {
 }
 
 
+_OOM_WORDS = ("out of memory", "alloc_failed", "cublas_status_not_initialized", "cudnn_status_not_initialized",
+              "cusolver_status_not_initialized", "cusparse_status_not_initialized", "cufft_setup_failed")
+"""What a CUDA library's failure to get memory reads like (lowercased). NOT_INITIALIZED is how cuBLAS (and the
+others) report a handle that could not allocate its resources; once the submission is loaded, on a GPU, that is
+taken as its doing, as an out-of-memory is (``_problem_or_memory``)."""
+
+
 class Evaluator(Benchmarking):
     def __init__(
         self,
@@ -281,7 +288,12 @@ class Evaluator(Benchmarking):
         raise Fatal(Verdict.INFRASTRUCTURE_ERROR, f"the problem's {what} failed:\n{detail}", "problem") from None
 
     def _is_oom(self, exc: BaseException) -> bool:
-        return isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
+        """Out of memory, in the words of PyTorch and of the CUDA libraries the problem's code may call: a library
+        that cannot allocate its handle or workspace (cuBLAS, cuDNN, cuFFT, cuSPARSE, cuSOLVER) says so in its
+        status name (red team, 2026-11-25: cuBLAS's first handle failed NOT_INITIALIZED once the submission held
+        every byte of the GPU, and the problem was blamed)."""
+        text = str(exc).lower()
+        return isinstance(exc, MemoryError) or any(words in text for words in _OOM_WORDS)
 
     def place(self, batch: list[Any]) -> list[Placement]:
         """Lay out one call's inputs (or a batch's, one after the other) in the shared input arenas."""

@@ -81,3 +81,15 @@ def test_a_case_whose_check_eats_its_time_budget_says_so(tmp_path: Path, runner_
     assert slow and all("the problem's check of the outputs took" in b.message for b in slow), [
         (b.stats and b.stats.samples, b.message) for b in result.benchmarks
     ]
+
+
+def test_a_cuda_library_that_cannot_get_memory_counts_as_out_of_memory() -> None:
+    """Red team, 2026-11-25: with every byte of the GPU taken by the submission, the check's first cuBLAS handle
+    failed NOT_INITIALIZED, which did not read as out-of-memory, and the problem was blamed."""
+    from runners.oracle.evaluate import Evaluator
+
+    evaluator = Evaluator.__new__(Evaluator)
+    cublas = RuntimeError("CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`")
+    assert evaluator._is_oom(cublas) and evaluator._is_oom(RuntimeError("CUDNN_STATUS_ALLOC_FAILED"))
+    assert evaluator._is_oom(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert not evaluator._is_oom(RuntimeError("CUBLAS_STATUS_INVALID_VALUE when calling `cublasGemmEx`"))
