@@ -98,15 +98,18 @@ def plan(service, set_file: Path, *, full: bool, only: list[str], console: Conso
             hint = did_you_mean(name, names)
             raise DemoError(f"{set_file} has no problem named {name!r}.{hint} It has: {', '.join(names)}.")
     entries = []
+    skipped = []
     for entry in pset.problems:
         name = entry.leaderboard_name
         if only and name not in only:
             continue
         if DEMO_DEVICE not in entry.devices:
+            skipped.append(f"{name} (not offered on {DEMO_DEVICE})")
             continue
         folder = set_file.parent / entry.directory
         solutions = tuple(sorted(p for p in (folder / "solutions" / "correct").glob("*.py") if is_pytorch_solution(p)))
         if not solutions:
+            skipped.append(f"{name} (no PyTorch solution to submit)")
             continue
         target = name
         if not full:
@@ -128,6 +131,8 @@ def plan(service, set_file: Path, *, full: bool, only: list[str], console: Conso
                     description=f"[demo, CPU-sized] {problem.task.description}",
                 )
         entries.append(DemoEntry(target, folder, solutions))
+    if skipped:  # (a newcomer counted 11 problems synced and 10 solutions submitted, with no word of the other)
+        console.print(safe("not submitted to: " + ", ".join(skipped)))
     if not entries:
         raise DemoError(f"no problem in {set_file} lists device {DEMO_DEVICE!r} with a PyTorch solution to submit")
     return entries

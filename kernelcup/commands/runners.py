@@ -193,7 +193,7 @@ def register(app: typer.Typer) -> None:
         in a row does not, and says why).
 
         Exits 1 when a route's launcher is not ready, its no-op job fails or would be refused, or (--workers) a
-        live worker is unhealthy.
+        live worker is unhealthy or none is live.
         """
         import asyncio
 
@@ -214,7 +214,7 @@ def register(app: typer.Typer) -> None:
             Console().print(render(lines))
             if workers:
                 Console().print(render_workers(live, note))
-        if not all(line.ok for line in lines) or not all(w.healthy for w in live):
+        if not all(line.ok for line in lines) or not all(w.healthy for w in live) or (workers and not live):
             raise typer.Exit(1)
 
     app.add_typer(runners_app, name="runners")

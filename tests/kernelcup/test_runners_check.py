@@ -148,6 +148,8 @@ def test_workers_lists_live_workers_and_fails_on_an_unhealthy_one(env, tmp_path)
     env.delenv("DATABASE_URL", raising=False)
     env.delenv("KERNELCUP_DATABASE_URL", raising=False)
     db = open_database(CoreSettings(_env_file=None, data_dir=tmp_path / "data"))
+    result = invoke("--workers", "--no-job")  # no worker at all: nothing serves the queue (a newcomer's walk)
+    assert result.exit_code == 1 and "no worker heartbeated" in result.output
     queue = JobQueue(db)
     queue.register_worker("gpu-box:1", ["H100"])
     queue.register_worker("cpu-box:2", [])

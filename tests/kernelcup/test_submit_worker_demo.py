@@ -150,6 +150,25 @@ def test_demo_submits_pytorch_solutions_and_prints_rankings(env: Path, fake: Fak
     )
 
 
+def test_the_demo_names_the_problems_it_submits_nothing_to(env: Path, fake: FakeLauncher) -> None:
+    """A newcomer counted 11 problems synced and 10 solutions submitted, with no word of the eleventh."""
+    write_problem(env / "problems", "add")
+    (env / "problems" / "add" / "solutions" / "correct").mkdir(parents=True)
+    (env / "problems" / "add" / "solutions" / "correct" / "pytorch.py").write_text(SOLUTION)
+    write_problem(env / "problems", "gpu_only")
+    write_problem(env / "problems", "no_solution")
+    entries = [
+        {"directory": "add", "deadline": "2099-01-01", "devices": ["cpu"]},
+        {"directory": "gpu_only", "deadline": "2099-01-01", "devices": ["H100"]},
+        {"directory": "no_solution", "deadline": "2099-01-01", "devices": ["cpu"]},
+    ]
+    set_file = write_problem_set(env / "problems", entries, name="starter")
+    result = CliRunner().invoke(build_app(), ["demo", "--set", str(set_file)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "not submitted to: gpu_only (not offered on cpu), no_solution (no PyTorch solution to submit)" in text
+
+
 def test_demo_with_a_mistyped_problem_says_which_it_meant(env: Path, fake: FakeLauncher) -> None:
     sync(env, ["cpu"])
     result = CliRunner().invoke(build_app(), ["demo", "--set", str(env / "problems" / "starter.yaml"), "-p", "ad"])
