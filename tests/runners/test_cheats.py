@@ -1,8 +1,8 @@
 """Every cheat under tests/runners/cheats/ is rejected or scored no better than honest work.
 
 Each cheat declares in its docstring what it must get (``expect:``), the mode it attacks (``mode:``), words the
-message must contain (``words:``) and ``device: cuda`` when it only makes sense on a GPU. What the expectations
-mean:
+message must contain (``words:``) and ``device: cuda`` when it only makes sense on a GPU (``device: cpu cuda``: it
+runs on both). What the expectations mean:
 
 - ``rejected`` / ``wrong_answer`` / ``runtime_error`` / ``out_of_memory`` / ``timeout``: that verdict, and the
   words in the message;
@@ -45,10 +45,13 @@ def _cases() -> list[object]:
     cases = []
     for path in sorted(CHEATS.glob("*.py")):
         header = _header(path)
-        marks = [pytest.mark.gpu] if header.get("device") == "cuda" else []
-        if "xfail" in header:  # an attack that gets through today (docs/redteam-2026-11-23.md); remove when fixed
-            marks.append(pytest.mark.xfail(strict=True, reason=header["xfail"]))
-        cases.append(pytest.param(path, id=path.stem, marks=marks))
+        devices = header.get("device", "cpu").split()
+        for device in devices:
+            marks = [pytest.mark.gpu] if device == "cuda" else []
+            if "xfail" in header:  # an attack that gets through today (docs/redteam-2026-11-23.md); remove when fixed
+                marks.append(pytest.mark.xfail(strict=True, reason=header["xfail"]))
+            name = path.stem if len(devices) == 1 else f"{path.stem}-{device}"
+            cases.append(pytest.param(path, device, id=name, marks=marks))
     return cases
 
 
@@ -71,12 +74,12 @@ def _gain(result: RunResult, baseline: RunResult) -> str:
     return ""
 
 
-@pytest.mark.parametrize("cheat", _cases())
+@pytest.mark.parametrize(("cheat", "device"), _cases())
 def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
-    evaluate: Evaluate, cheat: Path, tmp_path: Path
+    evaluate: Evaluate, cheat: Path, device: str, tmp_path: Path
 ) -> None:
     header = _header(cheat)
-    expect, mode, device = header["expect"], Mode(header["mode"]), header.get("device", "cpu")
+    expect, mode = header["expect"], Mode(header["mode"])
     result = evaluate(cheat, mode, device=device, name="submission.py")
     shown = f"{result.verdict}: {result.message}\n{result.stdout[-500:]}\n{result.stderr[-1500:]}"
     assert result.verdict is not Verdict.INFRASTRUCTURE_ERROR, shown  # never the platform's fault

@@ -7,6 +7,7 @@ max(reading, bound), and the trusted entry's statistics (``runners/stats.py::tim
 platform scores the run as slow (or refuses the reading as the submission's), never as its own failure.
 expect: no_gain
 mode: benchmark
+device: cpu cuda
 """
 import torch
 
