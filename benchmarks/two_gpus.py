@@ -131,16 +131,33 @@ def main() -> int:
             f"one GPU  {spec[0]}: {result.verdict.value} gpu={job.gpu.index if job.gpu else None} wall={wall:.1f}s "
             f"waited for the GPU={waited}"
         )
-    print("\nratio of medians, together / alone (per case, median over rounds):")
+    print("\nratio of medians, together / alone (per case, median over rounds), against the spread of lone runs:")
+    ok = True
     for name, _, _ in JOBS:
-        alone = [statistics.median(c) for c in zip(*report["alone"][name], strict=True)]
-        together = [statistics.median(c) for c in zip(*report["together"][name], strict=True)]
+        alone_runs = list(zip(*report["alone"][name], strict=True))  # per case: that case's median in each round
+        together_runs = list(zip(*report["together"][name], strict=True))
+        alone = [statistics.median(c) for c in alone_runs]
+        together = [statistics.median(c) for c in together_runs]
         ratios = [t / a for t, a in zip(together, alone, strict=True)]
         report.setdefault("ratios", {})[name] = ratios
-        print(f"  {name}: {[f'{r:.4f}' for r in ratios]}")
+        for i, (ratio, lone, at_once) in enumerate(zip(ratios, alone_runs, together_runs, strict=True)):
+            # The repeatability of lone evaluations: the range of the lone medians over their median.
+            lone_spread = (max(lone) - min(lone)) / statistics.median(lone)
+            bound = 0.01 if statistics.median(lone) >= 50_000 else max(0.01, lone_spread)
+            holds = abs(ratio - 1) <= bound
+            ok &= holds
+            print(
+                f"  {name} case {i + 1}: alone {statistics.median(lone) / 1e3:.2f} µs (lone range {lone_spread:.2%}), "
+                f"together {statistics.median(at_once) / 1e3:.2f} µs, ratio {ratio:.4f}, bound ±{bound:.2%}: "
+                f"{'holds' if holds else 'DOES NOT HOLD'}"
+            )
+    waits = [report["one_gpu"][name]["waited"] for name, _, _ in JOBS]
+    print(f"on one GPU the second run waited: {any(waits)} (must be True: never two timed runs on one GPU)")
+    ok &= any(waits)
+    report["holds"] = ok
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
