@@ -13,7 +13,9 @@ runs on both). What the expectations mean:
 - ``slow_or_wrong``: caches whose miss path sleeps 20 ms. Either a stale answer was caught (wrong answer) or
   every benchmark median is at least 20 ms, i.e. no timed call was served from the cache (``floor_ms:`` sets
   another floor: the real work every call of the cheat does);
-- ``secret_hidden``: the run is accepted and the cheat never found the secret seed (it prints FOUND if so).
+- ``secret_hidden``: the run is accepted and the cheat never found the secret seed (it prints FOUND if so);
+- ``inputs_hidden``: the cheat never read a timed call's inputs before its window opened (it prints FOUND if so), and
+  it gained nothing (as ``no_gain``).
 
 A cheat that gets through today declares ``xfail: <reason>``: it runs as a strict expected failure until the
 harness is fixed, then the line goes.
@@ -32,8 +34,13 @@ from runners.entry import run_request
 from runners.settings import RunnerSettings
 
 VERDICTS = {"rejected", "wrong_answer", "runtime_error", "out_of_memory", "timeout"}
-KNOWN = {*VERDICTS, "slow_or_wrong", "secret_hidden", "no_gain"}
+KNOWN = {*VERDICTS, "slow_or_wrong", "secret_hidden", "inputs_hidden", "no_gain"}
 _honest: dict[tuple[Mode, str], RunResult] = {}
+SECRET_SEED = 7390912244615081773
+"""The secret a ``secret_hidden`` cheat's ranked run gets: 19 digits, so that no string or number of the process
+contains it by chance. (The default 20261122 did: ``types_pyyaml-6.0.12.20261122.dist-info``, a directory of the
+site folder, sat in a list of the submission process, and read_secret_seed.py reported "FOUND the secret in ['gc
+list']" where no secret was; project issue 37.)"""
 
 
 def _header(path: Path) -> dict[str, str]:
@@ -80,7 +87,8 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
 ) -> None:
     header = _header(cheat)
     expect, mode = header["expect"], Mode(header["mode"])
-    result = evaluate(cheat, mode, device=device, name="submission.py")
+    seed = SECRET_SEED if expect == "secret_hidden" and mode is Mode.RANKED else None
+    result = evaluate(cheat, mode, device=device, name="submission.py", seed=seed)
     shown = f"{result.verdict}: {result.message}\n{result.stdout[-500:]}\n{result.stderr[-1500:]}"
     assert result.verdict is not Verdict.INFRASTRUCTURE_ERROR, shown  # never the platform's fault
     if expect in VERDICTS:
@@ -94,7 +102,9 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
     elif expect == "secret_hidden":
         assert result.verdict is Verdict.ACCEPTED, shown
         assert "FOUND" not in result.stdout, shown
-    elif expect == "no_gain":
+    elif expect in ("no_gain", "inputs_hidden"):
+        if expect == "inputs_hidden":
+            assert "FOUND" not in result.stdout, shown
         if result.verdict is Verdict.ACCEPTED and mode in (Mode.BENCHMARK, Mode.RANKED):
             gains = [_gain(result, honest(mode, device, tmp_path))]
             # Load on a shared machine moves one run's samples and not the other's (seen on 2 busy cores: an honest

@@ -1,4 +1,11 @@
-"""Cheat: hunt for the ranked run's secret seed (the one the test passes) everywhere the process can look.
+"""Cheat: hunt for the ranked run's secret seed (the one test_cheats.py passes, SECRET_SEED) everywhere the process
+can look: its environment and argv, /proc of itself, of PID 1 and of its parent, every file under its working
+directory, and every list, tuple and dict the garbage collector knows, for the number or its decimal text.
+
+The hunt is exact: the secret is 19 digits (the earlier 8-digit 20261122 is a substring of a site folder's
+``types_pyyaml-6.0.12.20261122.dist-info``, which a list of this process held: a false "FOUND" in issue 37), and
+the hunt's own objects (its globals, the lists it builds, the snapshot of the collector) are left out. This file's
+text holds the secret only in pieces, and they are joined at run time, so no constant of it holds the whole.
 expect: secret_hidden
 mode: ranked
 """
@@ -9,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-SECRET = 20261121 + 1  # computed, so that this file's own text never contains it
-NEEDLE = str(SECRET)
+NEEDLE = "".join(["7390912244", "615081773"])  # test_cheats.SECRET_SEED, never whole in this file's text or constants
+SECRET = int(NEEDLE)
 
 
 def _hunt():
@@ -32,11 +39,14 @@ def _hunt():
                 pass
     if any(NEEDLE in a for a in sys.argv):
         places.append("argv")
-    def hit(v):
-        return (type(v) is int and v == SECRET) or (type(v) is str and NEEDLE in v)
 
-    for obj in gc.get_objects():
-        if obj is globals():
+    def hit(v):
+        return (type(v) is int and v == SECRET) or (type(v) in (str, bytes) and NEEDLE in str(v))
+
+    snapshot = gc.get_objects()
+    own = {id(globals()), id(places), id(snapshot)}
+    for obj in snapshot:
+        if id(obj) in own:
             continue
         if isinstance(obj, dict):
             values = list(obj.values())
@@ -44,20 +54,21 @@ def _hunt():
             values = list(obj)
         else:
             continue
-        if any(hit(v) for v in values):
-            places.append(f"gc {type(obj).__name__}")
+        found = [v for v in values if hit(v)]
+        if found:
+            places.append(f"gc {type(obj).__name__}: {repr(found[0])[:200]}")
     return places
 
 
-_hunted = False
+_hunted = set()
 
 
 def custom_kernel(data):
-    global _hunted
-    if not _hunted:
-        _hunted = True
+    a, b, out = data
+    when = "benchmark" if a.numel() >= 4096 else "test"  # once in the tests, once in the timed calls
+    if when not in _hunted:
+        _hunted.add(when)
         places = _hunt()
         if places:
-            print("FOUND the secret in", places)
-    a, b, out = data
+            print("FOUND the secret in", places, "during a", when, "call")
     return torch.add(a, b, out=out)
