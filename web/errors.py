@@ -12,9 +12,11 @@ import html
 import logging
 import math
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import annotated_types
 from fastapi import FastAPI, Request
 from fastapi import HTTPException as FastAPIHTTPException
 from fastapi.exceptions import RequestValidationError
@@ -131,14 +133,74 @@ async def _on_core(_request: Request, exc: Exception) -> JSONResponse:
     return core_error_response(exc)
 
 
-async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
+INT_ERRORS = frozenset(
+    {
+        "int_type",
+        "int_parsing",
+        "int_parsing_size",
+        "int_from_float",
+        "finite_number",
+        "greater_than",
+        "greater_than_equal",
+        "less_than",
+        "less_than_equal",
+    }
+)
+"""Pydantic's errors of an integer field: their message says the field's range instead."""
+
+
+def _bounds(info: Any) -> tuple[int, int] | None:
+    low = high = None
+    for m in getattr(info, "metadata", ()):
+        if isinstance(m, annotated_types.Ge):
+            low = m.ge
+        elif isinstance(m, annotated_types.Gt):
+            low = m.gt + 1  # type: ignore[operator]
+        elif isinstance(m, annotated_types.Le):
+            high = m.le
+        elif isinstance(m, annotated_types.Lt):
+            high = m.lt - 1  # type: ignore[operator]
+    return (low, high) if isinstance(low, int) and isinstance(high, int) else None
+
+
+def _params(dependant: Any) -> Iterator[tuple[str, Any]]:
+    for kind in ("path", "query", "header", "cookie", "body"):
+        for param in getattr(dependant, f"{kind}_params", ()):
+            yield kind, param
+    for sub in getattr(dependant, "dependencies", ()):
+        yield from _params(sub)
+
+
+def int_range(request: Request, loc: tuple[Any, ...]) -> tuple[int, int] | None:
+    """The range of the integer field at ``loc`` (pydantic's error location) of the request's route, where it has
+    one: every integer a route takes has (``tests/web/test_bounds.py``)."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None or len(loc) < 2:
+        return None
+    kind, name = loc[0], loc[1]
+    for where, param in _params(dependant):
+        if where != kind:
+            continue
+        if param.alias == name:
+            return _bounds(param.field_info)
+        fields = getattr(param.field_info.annotation, "model_fields", None)
+        if kind == "body" and isinstance(fields, dict) and name in fields and len(loc) == 2:
+            return _bounds(fields[name])
+    return None
+
+
+async def _on_validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": ""}
-    field = _field(tuple(first.get("loc", ())))
+    loc = tuple(first.get("loc", ()))
+    field = _field(loc)
     msg = error_message(first) or "invalid"
+    bounds = int_range(request, loc) if first.get("type") in INT_ERRORS else None
     if first.get("type") == "missing":
         message = f"{field} is required."
+    elif bounds is not None:
+        message = f"{field} must be a whole number from {bounds[0]} to {bounds[1]}."
     elif first.get("type") in ("json_invalid", "model_attributes_type", "dict_type"):
         message = "The request body is not valid JSON of the expected shape."
     else:

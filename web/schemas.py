@@ -17,6 +17,9 @@ from leaderboards.results import JobStatus, Scope, SubmissionMode
 from runners.contract import Comparison, RunResult, Verdict
 
 API_PREFIX = "/api/v1"
+RATE_LIMIT_MAX = 1_000_000
+"""The most submissions per user per hour a leaderboard may allow (its column is a 32-bit integer; a larger number
+in a request is an invalid field, not a database overflow)."""
 
 
 class Model(BaseModel):
@@ -330,7 +333,7 @@ class CreateLeaderboardIn(Model):
     name: str | None = None
     description: str | None = None
     visible: bool = True
-    rate_limit_per_hour: int | None = Field(default=None, ge=1)
+    rate_limit_per_hour: int | None = Field(default=None, ge=1, le=RATE_LIMIT_MAX)
     code_public_after_deadline: bool = False
 
 
@@ -351,11 +354,14 @@ class LeaderboardUpdateOut(Model):
 
 
 class RateLimitIn(Model):
-    per_hour: int | None = Field(default=None, ge=1, description="None: the server-wide default.")
+    per_hour: int | None = Field(default=None, ge=1, le=RATE_LIMIT_MAX, description="None: the server-wide default.")
+
+
+BAN_REASON_MAX = 500
 
 
 class BanIn(Model):
-    reason: str = Field(default="", max_length=500)
+    reason: str = Field(default="", max_length=BAN_REASON_MAX)
 
 
 class ProgramIn(Model):

@@ -29,7 +29,9 @@ class WebSettings(BaseSettings):
     sse_max_streams: int = Field(
         default=200, ge=1, description="Event streams open at once in all (per API process); each polls the database."
     )
-    max_rankings_limit: int = Field(default=1000, ge=1, description="Most ranking rows one request may ask for.")
+    max_rankings_limit: int = Field(
+        default=1000, ge=1, le=100_000, description="Most ranking rows one request may ask for."
+    )
     rankings_cache_s: float = Field(
         default=1.0, ge=0, description="How long a ranking page is served from memory (0: never cached)."
     )

@@ -45,7 +45,7 @@ def test_not_found_and_bad_parameters_have_the_one_shape(world: World) -> None:
     r = c.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu", "limit": "many"})
     assert r.status_code == 422 and error_of(r) == {
         "code": "invalid_field",
-        "message": "limit: Input should be a valid integer, unable to parse string as an integer.",
+        "message": "limit must be a whole number from 1 to 100000.",
         "field": "limit",
     }
     r = c.get("/api/v1/leaderboards/add/templates/cobol")

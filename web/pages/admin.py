@@ -1,15 +1,17 @@
-"""``/admin`` for a session with the admin scope: pause/resume, ban/unban, delete a submission, sync the problem
-set, the queue. Each action is the API's admin route function itself (the same service call, audit actor and
-cache clearing), behind the pages' CSRF check."""
+"""``/admin`` for a session with the admin scope: pause/resume, rename or move the deadline of a leaderboard (asking
+to confirm when it is live), ban/unban, delete a submission, sync the problem set, the queue. Each action is the
+API's admin route function itself (the same service call, audit actor and cache clearing), behind the pages' CSRF
+check."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 
-from leaderboards.errors import PermissionDenied, UserError
+from leaderboards.errors import LiveChangeNeedsForce, PermissionDenied, UserError
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
@@ -17,7 +19,7 @@ from web.pages.base import session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
 from web.routes import admin as api_admin
 from web.routes.common import ID_MAX
-from web.schemas import BanIn, StatsOut, SyncIn, SyncReportOut
+from web.schemas import BAN_REASON_MAX, BanIn, StatsOut, SyncIn, SyncReportOut, UpdateLeaderboardIn
 
 router = APIRouter(include_in_schema=False)
 
@@ -52,9 +54,11 @@ def admin_action(
     action: str = Form(...),
     leaderboard: str = Form(""),
     user: str = Form(""),
-    reason: str = Form(""),
+    reason: str = Form("", max_length=BAN_REASON_MAX),
     submission_id: int | None = Form(None, ge=1, le=ID_MAX),
     force: bool = Form(False),
+    new_name: str = Form("", max_length=200),
+    deadline: str = Form("", max_length=100),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
@@ -68,14 +72,48 @@ def admin_action(
         "unban": lambda: f"{api_admin.unban(request, user, who, service).name} is no longer banned.",
         "delete": lambda: _delete(request, submission_id, who, service),
         "sync": lambda: _sync(request, force, who, service),
+        "update": lambda: _update(request, leaderboard, new_name, deadline, force, who, service),
     }
     if action not in actions:
         raise UserError(f"Unknown action {action!r}; use the page's buttons.", code="invalid_field", field="action")
     try:
         message = actions[action]()
+    except LiveChangeNeedsForce as exc:  # asks to confirm: the same change again, forced
+        confirm = {"leaderboard": leaderboard, "new_name": new_name, "deadline": deadline}
+        return _page(request, view, service, status=409, error=exc.message, confirm=confirm)
     except UserError as exc:
         return _page(request, view, service, status=422, error=exc.message)
     return _page(request, view, service, message=message)
+
+
+def _update(
+    request: Request,
+    leaderboard: str,
+    new_name: str,
+    deadline: str,
+    force: bool,
+    who: Principal,
+    service: LeaderboardService,
+) -> str:
+    """Rename a leaderboard or move its deadline (UTC); on a live one the first try asks to confirm (the page shows
+    what it affects and a Confirm button that sends it again with force)."""
+    when = None
+    if deadline.strip():
+        try:
+            when = datetime.fromisoformat(deadline.strip().replace(" ", "T"))
+        except ValueError:
+            raise UserError(
+                f"The deadline {deadline!r} is not a date and time (UTC, like 2026-12-31 18:00).",
+                code="invalid_field",
+                field="deadline",
+            ) from None
+    if when is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)  # the form says UTC
+    body = UpdateLeaderboardIn(name=new_name.strip() or None, deadline=when, force=force)
+    result = api_admin.update_leaderboard(request, leaderboard, body, who, service)
+    if not result.changed:
+        return f"{leaderboard}: nothing to change."
+    return f"{result.leaderboard.name} updated: {', '.join(result.changed)}."
 
 
 def _delete(request: Request, submission_id: int | None, who: Principal, service: LeaderboardService) -> str:

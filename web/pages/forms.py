@@ -131,7 +131,7 @@ def submit(
     devices: list[str] = Form([]),
     mode: str = Form(""),
     against: UploadFile | None = File(None),
-    rounds: int | None = Form(None),
+    rounds: int | None = Form(None, ge=COMPARE_MIN_ROUNDS, le=COMPARE_MAX_ROUNDS),
     force: bool = Form(False),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),

@@ -16,6 +16,11 @@ ID_MAX = 2**63 - 1
 is refused as an invalid field before it reaches the database (which answers it with an overflow, a 500)."""
 SubmissionId = Annotated[int, Path(ge=1, le=ID_MAX, description="The submission's id.")]
 TokenId = Annotated[int, Path(ge=1, le=ID_MAX, description="The token's id.")]
+OFFSET_MAX = 1_000_000_000
+"""The deepest ``offset`` of a ranking page (``tests/web/test_bounds.py`` checks that every integer a route takes has
+a range like this one: past it, a 422 naming the field and the range)."""
+LIMIT_MAX = 100_000
+"""The most rows a ``limit`` may ask for at the schema; the settings may allow fewer (``KERNELCUP_API_MAX_*``)."""
 
 
 def base_url(request: Request) -> str:

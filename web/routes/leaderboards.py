@@ -11,6 +11,7 @@ from leaderboards.errors import UserError
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
 from web.cache import read_key
+from web.routes.common import LIMIT_MAX, OFFSET_MAX
 from web.schemas import (
     API_PREFIX,
     HistoryOut,
@@ -59,8 +60,10 @@ async def get_rankings(
     request: Request,
     name: str,
     device: str | None = Query(None, description="Required when the leaderboard has several devices."),
-    limit: int = Query(100, ge=1, description="Rows per page (at most KERNELCUP_API_MAX_RANKINGS_LIMIT)."),
-    offset: int = Query(0, ge=0),
+    limit: int = Query(
+        100, ge=1, le=LIMIT_MAX, description="Rows per page (at most KERNELCUP_API_MAX_RANKINGS_LIMIT)."
+    ),
+    offset: int = Query(0, ge=0, le=OFFSET_MAX, description="Rows to skip (page with it)."),
     programs: bool | None = Query(None, description="Include program accounts (default: the server's setting)."),
     service: LeaderboardService = Depends(service_of),
 ) -> Response:

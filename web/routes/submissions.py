@@ -73,6 +73,8 @@ async def submit(
     ),
     rounds: int | None = Form(
         None,
+        ge=COMPARE_MIN_ROUNDS,
+        le=COMPARE_MAX_ROUNDS,
         description=f"Mode compare: the most rounds, even, {COMPARE_MIN_ROUNDS} to {COMPARE_MAX_ROUNDS} (default "
         f"{COMPARE_DEFAULT_ROUNDS} on a GPU, {COMPARE_CPU_ROUNDS} on the CPU); each runs "
         "both files once (A B, then B A, …) and counts as 2 runs against your limits. It stops earlier (after 6 or "
