@@ -1,16 +1,18 @@
-"""`kernelcup db`: migrate the database and show where it is."""
+"""`kernelcup db`: migrate the database, show where it is, back it up and restore it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
-from kernelcup.commands.common import core_settings, print_json, user_errors
+from kernelcup.commands.common import core_settings, jsonable, print_json, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    db_app = typer.Typer(help="The database: migrations and status.", no_args_is_help=True)
+    db_app = typer.Typer(help="The database: migrations, status, backup and restore.", no_args_is_help=True)
     app.add_typer(db_app, name="db")
 
     @db_app.command("upgrade")
@@ -68,3 +70,93 @@ def register(app: typer.Typer) -> None:
                 return
             state = "up to date" if current == head else "behind: run `kernelcup db upgrade`"
             typer.echo(f"{info['url']}\nrevision {current or 'none'} (latest {head}): {state}")
+
+    @db_app.command("backup")
+    def backup_cmd(
+        file: Path = typer.Argument(..., help="The backup file to write (made 0600; it holds every secret seed)."),
+        fmt: str = typer.Option(
+            "native",
+            "--format",
+            help="native: SQLite's online backup API, or pg_dump's custom format for PostgreSQL; portable: JSON "
+            "lines that restore into either database (to move between SQLite and PostgreSQL).",
+        ),
+        force: bool = typer.Option(False, "--force", help="Replace FILE if it exists."),
+        json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Back up the database (DATABASE_URL, or the embedded SQLite file) while the service runs.
+
+        The copy is one consistent snapshot: every submission committed before it started, nothing half-written.
+        It is written under a temporary name and renamed to FILE only when complete and checked."""
+        from leaderboards.backup import backup
+        from leaderboards.db import make_engine
+
+        with user_errors():
+            settings = core_settings()
+            engine = make_engine(settings.resolved_database_url())
+            try:
+                with _progress(quiet=json_out) as progress:
+                    result = backup(engine, file, fmt=fmt, force=force, progress=progress)
+            finally:
+                engine.dispose()
+            if json_out:
+                print_json(result)
+                return
+            rows = sum(result.tables.values())
+            typer.echo(
+                f"{result.path}: {result.kind} backup of revision {result.revision}, {rows} rows in "
+                f"{len(result.tables)} tables ({result.tables.get('submissions', 0)} submissions), "
+                f"{result.size / 1e6:.1f} MB in {result.seconds:.1f} s"
+            )
+
+    @db_app.command("restore")
+    def restore_cmd(
+        file: Path = typer.Argument(..., help="A file made by `kernelcup db backup`."),
+        force: bool = typer.Option(False, "--force", help="Replace everything in a database that already holds rows."),
+        json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Restore a backup into the database (DATABASE_URL, or the embedded SQLite file). Stop the service first.
+
+        Refused while another process has the database open (SQLite: it cannot take an exclusive lock; PostgreSQL:
+        pg_stat_activity shows other connections), and, without --force, when the database holds any row. A native
+        backup restores into the same kind of database; a portable one into either. All of it, or nothing."""
+        from leaderboards.backup import restore
+        from leaderboards.db import make_engine, prepare_embedded
+
+        with user_errors():
+            settings = core_settings()
+            prepare_embedded(settings)
+            engine = make_engine(settings.resolved_database_url())
+            try:
+                with _progress(quiet=json_out) as progress:
+                    result = restore(engine, file, force=force, progress=progress)
+            finally:
+                engine.dispose()
+            if json_out:
+                print_json({**jsonable(result), "needs_upgrade": result.needs_upgrade})
+                return
+            rows = sum(n for t, n in result.tables.items() if t != "alembic_version")
+            typer.echo(
+                f"{engine.url.render_as_string(hide_password=True)}: restored {result.path} ({result.kind}), "
+                f"{rows} rows ({result.tables.get('submissions', 0)} submissions) in {result.seconds:.1f} s"
+            )
+            if result.needs_upgrade:
+                typer.echo(f"revision {result.revision}, latest {result.head}: run `kernelcup db upgrade`")
+
+
+@contextmanager
+def _progress(*, quiet: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress line on stderr (Rich) for long backups and restores; nothing with --json or off a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield lambda what, done, total: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), console=console) as bar:
+        task = bar.add_task("backup", total=None)
+
+        def update(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what[:60], completed=done, total=total or None)
+
+        yield update
