@@ -39,6 +39,20 @@ _ETC_RO = (
     "alternatives", "hosts", "os-release", "mime.types", "OpenCL", "vulkan", "nvidia",
 )  # fmt: skip
 _GPU_DEVICE_GLOBS = ("nvidia*", "dri", "kfd")
+# What of /sys a run sees (read-only); never the whole of it: /sys/fs/cgroup holds every other run's cgroup with its
+# live memory and task counters, /sys/kernel and /sys/firmware the host's. docs/sandbox.md gives each entry's reason.
+_SYS_CPU = (
+    "/sys/devices/system/cpu",  # glibc's sysconf (os.cpu_count), OpenMP, PyTorch's cpuinfo: online, possible, present
+    "/sys/devices/system/node",  # NUMA topology: libnuma, OpenMP/MKL affinity, CUDA's and NCCL's placement
+)
+_SYS_GPU = (
+    "/sys/bus/pci",  # CUDA and NVML find the GPU's PCI device here (links into /sys/devices/pci*)
+    "/sys/module/nvidia",  # the driver's version and parameters (NVML, CUDA)
+    "/sys/module/nvidia_uvm",
+    "/sys/class/drm",  # ROCm: the GPUs' drm nodes (links into /sys/devices/pci*)
+    "/sys/class/kfd",  # ROCm: the KFD topology (links into /sys/devices/virtual/kfd)
+    "/sys/devices/virtual/kfd",
+)
 
 
 def scrubbed_env(workdir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -121,6 +135,17 @@ def toolchain_ro_paths(path: str | None = None) -> tuple[Path, ...]:
     )
 
 
+def sys_paths(allow_gpu: bool, sys_root: Path = Path("/sys")) -> list[str]:
+    """The parts of /sys bound (read-only) into a sandbox: the CPUs' and NUMA nodes' for every run; with a GPU also
+    the PCI devices (the targets of ``/sys/bus/pci/devices/*``: ``/sys/devices/pci*``, which NCCL's topology walks up),
+    the NVIDIA modules' and ROCm's KFD and drm. Those that do not exist here are left out."""
+    paths = [*_SYS_CPU]
+    if allow_gpu:
+        paths += _SYS_GPU
+        paths += sorted(str(Path("/sys/devices") / p.name) for p in (sys_root / "devices").glob("pci*"))
+    return [p for p in paths if (sys_root / Path(p).relative_to("/sys")).exists()]
+
+
 def gpu_nodes(dev: Path, only: str | None) -> list[Path]:
     """The GPU device nodes a sandbox binds: the driver's shared ones (nvidiactl, nvidia-uvm, ...) and every GPU's
     ``nvidiaN``, or of those only ``only`` (a run's own GPU: runners/gpus.py; several, comma-separated, for a run of
@@ -158,7 +183,8 @@ def sandbox_argv(
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     # A fresh /dev with the usual nodes; /dev/shm (PyTorch's shared memory) a tmpfs of bounded size.
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
-    args += ["--ro-bind-try", "/sys", "/sys"]
+    for path in sys_paths(allow_gpu):
+        args += ["--ro-bind-try", path, path]
     if allow_gpu:
         for node in gpu_nodes(Path("/dev"), gpu_node):
             args += ["--dev-bind", str(node), str(node)]
