@@ -85,6 +85,11 @@ def _read_key(path: Path, key: str) -> int:
     return 0
 
 
+_CHARGE_SLACK = 1 << 20
+"""How far below its limit a v1 memory cgroup's high-water mark may stop when the limit was what failed a charge
+(charges come in batches of pages)."""
+
+
 @dataclass
 class RunCgroups:
     """The cgroups of one run; every method is safe to call when nothing could be created."""
@@ -126,6 +131,43 @@ class RunCgroups:
     def tasks_limit_hit(self) -> bool:
         """True once a fork in the run's pids cgroup has been refused (the 'max' counter of pids.events)."""
         return self.pids_dir is not None and _read_key(self.pids_dir / "pids.events", "max") > 0
+
+    def zombies(self) -> int | None:
+        """Tasks the run's pids cgroup still charges that no longer run (zombies: exited, not yet reaped), or None
+        without a pids cgroup. ``cgroup.procs`` and ``tasks`` leave them out; ``pids.current`` counts them."""
+        if self.pids_dir is None:
+            return None
+        threads_file = self.pids_dir / ("tasks" if (self.pids_dir / "tasks").exists() else "cgroup.threads")
+        try:
+            current = int((self.pids_dir / "pids.current").read_text())
+            threads = len(threads_file.read_text().split())
+        except (OSError, ValueError):
+            return None
+        return max(0, current - threads)
+
+    def limit_reached(self) -> bool:
+        """Whether the run's memory ever reached its own limit (v2: ``max`` or ``oom`` in ``memory.events``; v1: the
+        high-water mark within a charge batch of the limit, or a failure count, of memory or memory+swap): an OOM kill
+        without it was the host's out-of-memory killer, not the run's limit. (v1's ``memory.failcnt`` alone is not
+        enough: a 6.x kernel left it 0 after an OOM kill at the limit.)"""
+        d = self.memory_dir
+        if d is None:
+            return False
+        if self.memory_version == 2:
+            events = d / "memory.events"
+            return _read_key(events, "max") > 0 or _read_key(events, "oom") > 0
+        try:
+            for prefix in ("memory.", "memory.memsw."):
+                if not (d / f"{prefix}limit_in_bytes").exists():
+                    continue
+                if int((d / f"{prefix}failcnt").read_text()) > 0:
+                    return True
+                peak, limit = (int((d / f"{prefix}{n}").read_text()) for n in ("max_usage_in_bytes", "limit_in_bytes"))
+                if peak + _CHARGE_SLACK >= limit:
+                    return True
+        except (OSError, ValueError):
+            return True  # cannot tell: the limit keeps the blame it always had
+        return False
 
     def pids(self) -> set[int]:
         found: set[int] = set()

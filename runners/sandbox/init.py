@@ -7,8 +7,10 @@ evaluations in threads), and this process can also act as a child subreaper, so 
 double-fork or ``setsid()`` out of the process group are re-parented here and killed when the command ends.
 
 CONFIG_JSON: {"argv": [...], "cgroup_procs": [paths], "rlimits": {"RLIMIT_FSIZE": n, ...}, "parent_pid": pid,
-"ready_fd": fd}; on ready_fd it writes one byte, b"J" when it joined every cgroup, b"N" when not, then closes it.
-Exit status: the command's (a command killed by signal N kills this process with signal N too).
+"ready_fd": fd, "status_fd": fd}; on ready_fd it writes one byte, b"J" when it joined every cgroup, b"N" when not,
+then closes it. On status_fd it writes, as it ends, how its command ended: b"exit N" or b"signal N". Exit status: the
+command's (a command killed by signal N kills this process with signal N too); so a SIGKILL with nothing on status_fd
+is a kill of this process itself, which nothing inside the sandbox can send (it is outside its pid namespace).
 """
 
 from __future__ import annotations
@@ -124,6 +126,12 @@ def main(config_json: str) -> None:
     _kill_leftovers(me)
     if status is None:
         os._exit(125)
+    status_fd = config.get("status_fd")
+    if status_fd is not None:
+        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.waitstatus_to_exitcode(status)}"
+        with contextlib.suppress(OSError):
+            os.write(status_fd, how.encode())
+            os.close(status_fd)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

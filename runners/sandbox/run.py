@@ -26,7 +26,15 @@ from runners.sandbox.view import (
     scrubbed_env,
     toolchain_ro_paths,
 )
-from runners.sandbox.watchdog import Watch, disk_usage, kill_tree, user_task_count, watch_until_done
+from runners.sandbox.watchdog import (
+    LOW_HOST_DISK,
+    Watch,
+    disk_usage,
+    host_free_bytes,
+    kill_tree,
+    user_task_count,
+    watch_until_done,
+)
 
 _INIT = Path(__file__).with_name("init.py")
 
@@ -108,16 +116,21 @@ class _Run:
     state: Watch = field(default_factory=Watch)
     started: float = 0.0
     wall_s: float = 0.0
+    status_r: int = -1
+    oom_kills_before: int | None = None
 
     def start(self, rlimits: dict[str, int], on_start: Callable[[], None] | None) -> None:
         """Start ``init.py`` (it joins the cgroups, sets the rlimits, then runs the command) with its output piped."""
         ready_r, ready_w = os.pipe()
+        self.status_r, status_w = os.pipe()
+        self.oom_kills_before = host_oom_kills()
         config = {
             "argv": self.command.argv,
             "cgroup_procs": self.cgroups.procs_files,
             "rlimits": rlimits,
             "parent_pid": os.getpid(),
             "ready_fd": ready_w,
+            "status_fd": status_w,
         }
         self.pipes["out"], out_w = os.pipe()
         self.pipes["err"], err_w = os.pipe()
@@ -130,14 +143,14 @@ class _Run:
                 stderr=err_w,
                 cwd=self.workdir,
                 env=scrubbed_env(self.workdir, self.spec.env),
-                pass_fds=(*self.spec.pass_fds, ready_w),
+                pass_fds=(*self.spec.pass_fds, ready_w, status_w),
                 start_new_session=True,
             )
         except BaseException:
             os.close(ready_r)
             raise
         finally:
-            for fd in (out_w, err_w, ready_w):
+            for fd in (out_w, err_w, ready_w, status_w):
                 os.close(fd)
         if on_start is not None:
             on_start()
@@ -164,6 +177,7 @@ class _Run:
 
     def abandon(self) -> None:
         """Release everything after an error of our own (the process, if any, is already killed)."""
+        self._init_status()
         for fd in self.pipes.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -176,24 +190,58 @@ class _Run:
         if self.unjoined is not None:
             self.unjoined.remove()
 
+    def _init_status(self) -> str | None:
+        """How init.py said its command ended (``exit N`` / ``signal N``), None if it said nothing (it was killed)."""
+        if self.status_r < 0:
+            return None
+        try:
+            os.set_blocking(self.status_r, False)
+            return os.read(self.status_r, 64).decode(errors="replace") or None
+        except OSError:
+            return None
+        finally:
+            os.close(self.status_r)
+            self.status_r = -1
+
     def outcome(self) -> ProcessOutcome:
         assert self.proc is not None and self.streams is not None
         spec, watch = self.spec, self.state
         killed = bool(watch.reason)
-        fsize_limit = spec.disk_mb * MIB
-        if not killed and self.proc.returncode != 0 and disk_usage(self.workdir, fsize_limit)[1] >= fsize_limit:
+        limit = spec.disk_mb * MIB
+        final = disk_usage(self.workdir, limit)
+        watch.disk_bytes = max(watch.disk_bytes, final.bytes)
+        if not killed and self.proc.returncode != 0 and final.largest >= limit:
             # RLIMIT_FSIZE stopped a write (Python ignores SIGXFSZ, so the process saw EFBIG and failed by itself).
             watch.disk_limit_exceeded = True
             watch.reason = f"wrote a file of {spec.disk_mb} MB, the largest allowed"
-        if self.cgroups.oom_kills() > 0:
+        platform = []
+        oom_kills = self.cgroups.oom_kills()
+        if oom_kills > 0 and self.cgroups.limit_reached():
             watch.out_of_memory = True
             watch.reason = watch.reason or f"memory limit of {spec.memory_mb} MB exceeded"
+        elif oom_kills > 0:
+            platform.append(
+                f"the host's out-of-memory killer killed {oom_kills} of the run's processes while the run was below "
+                f"its memory limit of {spec.memory_mb} MB (the machine ran out of memory)"
+            )
         self._remove_cgroups()
         sandboxed = self.command.sandboxed
         returncode, sig = _exit_status(self.proc.returncode, sandboxed=sandboxed, killed=killed)
-        if sig == signal.SIGKILL and not watch.reason:
-            watch.notes.append(
-                "killed by SIGKILL from outside the sandbox (possibly the system's out-of-memory killer)"
+        status = self._init_status()
+        if sig == signal.SIGKILL and not watch.reason and not platform:
+            outside = _killed_outside(self.proc.returncode, status, sandboxed, self.cgroups.limits_memory,
+                                      self.oom_kills_before, watch.peak_bytes < spec.memory_mb * MIB)  # fmt: skip
+            if outside:
+                platform.append(outside)
+            else:
+                watch.notes.append("killed by SIGKILL inside the sandbox (its own doing, or a kill no one can trace)")
+        free = host_free_bytes(self.workdir)
+        if free is not None:
+            watch.host_free_min = free if watch.host_free_min is None else min(watch.host_free_min, free)
+        if not watch.disk_limit_exceeded and watch.host_free_min is not None and watch.host_free_min < LOW_HOST_DISK:
+            platform.append(
+                f"the runner's disk was full ({watch.host_free_min // MIB} MB free) while the job had used "
+                f"{watch.disk_bytes // MIB} MB of its {spec.disk_mb} MB limit"
             )
         stdout, stderr = self.streams
         return ProcessOutcome(
@@ -216,6 +264,7 @@ class _Run:
             stderr_bytes=stderr.total,
             peak_memory_mb=round(watch.peak_bytes / MIB, 1),
             cancelled=watch.cancelled,
+            infrastructure_failure="; ".join(platform),
         )
 
 
@@ -261,6 +310,40 @@ def _limits_note(cgroups: RunCgroups, rlimits: dict[str, int]) -> str:
     else:
         tasks = "tasks: watchdog"
     return ", ".join([memory, tasks, *cgroups.notes])
+
+
+def host_oom_kills() -> int | None:
+    """The machine's count of processes its out-of-memory killer has killed (``oom_kill`` in /proc/vmstat)."""
+    try:
+        with open("/proc/vmstat", "rb") as f:
+            for line in f:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _killed_outside(
+    rc: int | None, status: str | None, sandboxed: bool, memory_cgroup: bool, oom_before: int | None, below_limit: bool
+) -> str:
+    """Why an unexplained SIGKILL (no limit of ours) was not the submission's doing, or '' when nothing shows it.
+
+    A SIGKILL of a process inside the sandbox cannot be told from one the submission sent itself (``kill``, a timer,
+    ``RLIMIT_CPU``): that stays the submission's. Evidence of the outside: init.py itself died without saying how its
+    command ended, or bubblewrap's outer process (in the host's pid namespace, out of the sandbox's reach) was killed,
+    or, where no memory cgroup counts the run's own OOM kills, the host's out-of-memory killer ran while the run was
+    below its memory limit."""
+    if rc == -signal.SIGKILL and status is None:
+        return "the sandbox's supervisor (init.py, outside the sandbox) was killed by SIGKILL from outside it"
+    if sandboxed and status == f"signal {int(signal.SIGKILL)}":
+        return "bubblewrap (outside the sandbox) was killed by SIGKILL from outside it"
+    if not memory_cgroup and below_limit:
+        after = host_oom_kills()
+        if oom_before is not None and after is not None and after > oom_before:
+            return (f"the host's out-of-memory killer killed {after - oom_before} process(es) during the run, which "
+                    "was below its memory limit (the machine ran out of memory)")  # fmt: skip
+    return ""
 
 
 def _exit_status(rc: int | None, *, sandboxed: bool, killed: bool) -> tuple[int | None, int | None]:

@@ -98,6 +98,10 @@ class ProcessOutcome:
     peak_memory_mb: float = 0.0
     cancelled: bool = False
     """The caller set ``SandboxSpec.cancel``: the tree was killed, nothing the process did is meaningful."""
+    infrastructure_failure: str = ""
+    """What the platform did to the run, in words, where that and not the submission ended or hampered it: a SIGKILL
+    from outside the sandbox (an operator, the host's out-of-memory killer), the runner's disk full while the job was
+    below its disk limit. '' when nothing was seen. Never set for a limit the run itself exceeded."""
 
     @property
     def ok(self) -> bool:

@@ -4,10 +4,13 @@ memory where no cgroup enforces it, disk and file count), and kills the whole pr
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import stat
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +31,10 @@ class Watch:
     disk_limit_exceeded: bool = False
     cancelled: bool = False
     peak_bytes: int = 0
+    disk_bytes: int = 0
+    """The most the job's files took at one count."""
+    host_free_min: int | None = None
+    """The least free space seen on the job directory's filesystem."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -50,6 +57,7 @@ def watch_until_done(
     memory_limit = spec.memory_mb * MIB
     next_disk = start + 0.5
     interval = 0.02
+    last_zombies = 0
     while True:
         try:
             proc.wait(timeout=interval)
@@ -80,11 +88,22 @@ def watch_until_done(
             watch.too_many_processes = True
             watch.reason = f"started more than {spec.max_tasks} processes and threads"
             return
+        pids: set[int] = set()
         if cgroups.dirs:
-            processes = len(cgroups.pids())
+            # cgroup.procs lists live processes only, yet a zombie holds its pid until reaped: count those the pids
+            # cgroup still charges (pids.current less the live threads), where they lasted two polls (a thread that
+            # is exiting shows for microseconds as one), else fall back to the tree (/proc lists zombies).
+            pids = cgroups.pids()
+            zombies = cgroups.zombies()
+            if zombies is None:
+                tree = tree_of(root)
+                processes = max(len(pids), len(tree))
+            else:
+                processes = len(pids) + min(zombies, last_zombies)
+                last_zombies = zombies
         else:
             tree = tree_of(root)
-            processes = len(tree)
+            processes = len(tree)  # (zombies included: they stay in /proc, children of their parent, until reaped)
         # Without a pids cgroup, RLIMIT_NPROC (if any) lets the tree grow a little past max_tasks: trip there too.
         most = spec.max_processes if cgroups.limits_tasks else min(spec.max_processes, spec.max_tasks)
         if processes > most:
@@ -102,10 +121,26 @@ def watch_until_done(
         watch.peak_bytes = max(watch.peak_bytes, used)
         if now >= next_disk:
             next_disk = now + 0.5
-            if disk_usage(workdir, spec.disk_mb * MIB)[0] > spec.disk_mb * MIB:
-                watch.disk_limit_exceeded = True
-                watch.reason = f"wrote more than {spec.disk_mb} MB (or {MAX_FILES:,} files) to the job directory"
+            running = pids or {p.pid for p in (tree if tree is not None else tree_of(root))}  # type: ignore[attr-defined]
+            if check_disk(workdir, spec, watch, running):
                 return
+
+
+def check_disk(workdir: Path, spec: SandboxSpec, watch: Watch, pids: Iterable[int] = ()) -> bool:
+    """Count the job's disk (and the host's free space); True, with the reason recorded, when the job is over its
+    limit."""
+    limit = spec.disk_mb * MIB
+    usage = disk_usage(workdir, limit, pids)
+    watch.disk_bytes = max(watch.disk_bytes, usage.bytes)
+    free = host_free_bytes(workdir)
+    if free is not None:
+        watch.host_free_min = free if watch.host_free_min is None else min(watch.host_free_min, free)
+    if usage.over or usage.bytes > limit:
+        watch.disk_limit_exceeded = True
+        what = usage.over or f"wrote more than {spec.disk_mb} MB"
+        watch.reason = f"{what} in the job directory (disk limit of {spec.disk_mb} MB, {MAX_FILES:,} files)"
+        return True
+    return False
 
 
 def tree_of(root: object) -> list[object]:
@@ -151,26 +186,166 @@ def pss_bytes(pid: int) -> int | None:
 MAX_FILES = 100_000
 """Entries in a job directory past which the disk limit counts as exceeded: the watchdog walks the directory, and a
 limit it could not finish counting would be no limit (many small files would outrun it)."""
+MAX_DEPTH = 256
+"""Folders nested deeper than this in a job directory count as over the disk limit. The walk holds one descriptor per
+level (it never opens a path, so PATH_MAX does not bound it); no honest build nests a tenth as deep."""
+LOW_HOST_DISK = 64 * MIB
+"""Free space on the job directory's filesystem below which the runner's disk counts as full (the platform's lack,
+when the job itself was below its limit)."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+"""Errors of an entry that vanished or was replaced while the walk ran: an honest race, not something hidden."""
 
 
-def disk_usage(root: Path, stop_above: int) -> tuple[int, int]:
-    """(bytes allocated under ``root``, size of the largest file); stops counting past ``stop_above``, and past
-    :data:`MAX_FILES` entries reports more than ``stop_above`` (too many files is over the limit too)."""
-    total, largest, stack, seen = 0, 0, [str(root)], 0
-    while stack and total <= stop_above:
-        if seen >= MAX_FILES:
-            return stop_above + 1, largest
-        with contextlib.suppress(OSError), os.scandir(stack.pop()) as it:
+@dataclass
+class DiskUsage:
+    """What the job's files take on disk: allocated blocks (each inode once), the largest file, and why the walk counts
+    as over the limit whatever the bytes (``over``: too many files, too deep, a folder it cannot read)."""
+
+    bytes: int = 0
+    largest: int = 0
+    over: str = ""
+    files: int = 0
+    inodes: set[tuple[int, int]] = field(default_factory=set)
+
+    def add(self, st: os.stat_result) -> None:
+        if stat.S_ISDIR(st.st_mode):
+            return  # a folder's own blocks are bounded through MAX_FILES, and a file of the largest size stays legal
+        key = (st.st_dev, st.st_ino)
+        if key in self.inodes:
+            return  # a hard link: its blocks were counted with its first name
+        self.inodes.add(key)
+        self.bytes += st.st_blocks * 512  # allocated, not apparent: a sparse file counts what it holds
+        if stat.S_ISREG(st.st_mode):
+            self.largest = max(self.largest, st.st_size)
+
+
+class _Open:
+    """A folder's descriptor, kept open until every subfolder of it has been opened from it."""
+
+    def __init__(self, fd: int, pending: int) -> None:
+        self.fd, self.pending = fd, pending
+
+    def took_one(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            os.close(self.fd)
+
+
+def disk_usage(root: Path, stop_above: int, pids: Iterable[int] = ()) -> DiskUsage:
+    """What the files under ``root`` take on disk, and the files of that filesystem that ``pids`` hold open after
+    unlinking them (a walk never sees those). Stops counting past ``stop_above`` bytes.
+
+    The walk goes from descriptor to descriptor (``openat`` of one name below an open folder), so no path is ever
+    longer than one name: a folder nested deeper than PATH_MAX is counted like any other. It fails closed: past
+    :data:`MAX_FILES` entries, past :data:`MAX_DEPTH` levels, or at a folder it cannot open or read for a reason other
+    than its having just vanished, ``over`` says why and the job counts as over its limit."""
+    usage = DiskUsage()
+    try:
+        top = os.open(root, _DIR_FLAGS)
+    except OSError:
+        return usage
+    dev = os.fstat(top).st_dev
+    stack: list[tuple[_Open, int, str, int]] = []
+    try:
+        subdirs = _scan(top, usage)
+        if subdirs:
+            parent = _Open(top, len(subdirs))
+            stack += [(parent, top, name, 1) for name in subdirs]
+        else:
+            os.close(top)
+        while stack and not usage.over and usage.bytes <= stop_above:
+            parent, parent_fd, name, depth = stack.pop()
+            try:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+            except OSError as exc:
+                fd = -1
+                if exc.errno not in _GONE:
+                    usage.over = f"made a folder the runner cannot read ({exc.strerror})"
+            finally:
+                parent.took_one()
+            if fd < 0:
+                continue
+            if depth > MAX_DEPTH:
+                os.close(fd)
+                usage.over = f"nested folders more than {MAX_DEPTH} deep"
+                break
+            try:
+                subdirs = _scan(fd, usage)
+            except BaseException:
+                os.close(fd)
+                raise
+            if subdirs:
+                holder = _Open(fd, len(subdirs))
+                stack += [(holder, fd, sub, depth + 1) for sub in subdirs]
+            else:
+                os.close(fd)
+    finally:
+        for parent, _fd, _name, _depth in stack:
+            if parent.pending > 0:
+                parent.took_one()
+    if not usage.over and usage.bytes <= stop_above:
+        _add_unlinked(usage, dev, pids)
+    return usage
+
+
+def _scan(fd: int, usage: DiskUsage) -> list[str]:
+    """Count one folder's entries (by its descriptor); return the names of its subfolders."""
+    subdirs: list[str] = []
+    try:
+        with os.scandir(fd) as it:
             for entry in it:
-                seen += 1
-                with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        total += st.st_blocks * 512
-                        largest = max(largest, st.st_size)
-    return total, largest
+                usage.files += 1
+                if usage.files > MAX_FILES:
+                    usage.over = f"made more than {MAX_FILES:,} files and folders"
+                    return []
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    if exc.errno in _GONE:
+                        continue
+                    usage.over = f"made a file the runner cannot examine ({exc.strerror})"
+                    return []
+                usage.add(st)
+                if stat.S_ISDIR(st.st_mode):
+                    subdirs.append(entry.name)
+    except OSError as exc:
+        if exc.errno not in _GONE:
+            usage.over = f"made a folder the runner cannot read ({exc.strerror})"
+        return []
+    return subdirs
+
+
+def _add_unlinked(usage: DiskUsage, dev: int, pids: Iterable[int]) -> None:
+    """Files on the job's filesystem (``dev``) that the run's processes hold open or mapped after unlinking them: their
+    blocks stay allocated, yet no walk finds them."""
+    for pid in pids:
+        for folder in (f"/proc/{pid}/fd", f"/proc/{pid}/map_files"):
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                usage.files += 1
+                if usage.files > MAX_FILES:
+                    usage.over = f"made more than {MAX_FILES:,} files and folders"
+                    return
+                try:
+                    st = os.stat(f"{folder}/{name}")  # follows the magic link to the open file itself
+                except OSError:
+                    continue
+                if st.st_dev == dev and st.st_nlink == 0 and stat.S_ISREG(st.st_mode):
+                    usage.add(st)
+
+
+def host_free_bytes(root: Path) -> int | None:
+    """Space left to unprivileged writers on the filesystem that holds ``root`` (None if it cannot be asked)."""
+    try:
+        st = os.statvfs(root)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def kill_tree(proc: subprocess.Popen[bytes], cgroups: RunCgroups) -> None:
