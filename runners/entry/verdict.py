@@ -105,6 +105,9 @@ def build_result(
     # Loaded once the evaluator said it was about to load the file: what comes before (the calibration, the
     # baselines) ran no user code, so a timeout there is never the submission's.
     loaded = rep.compiled is not None or "compiling" in rep.times
+    platform = platform_failure(out)  # (issue 37: what the platform did to the run is never the submission's)
+    if platform and (rep.fatal is not None or not rep.done or not _passed(tests, benches)):
+        return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message=platform, fault="runner", **base)
     if rep.fatal is not None:
         return _fatal(request, rep.fatal, rep.phase, sub, base)
     if not rep.done:
@@ -133,6 +136,20 @@ def build_result(
     if verdict.passed:
         message = _summary(request, tests, benches, score)
     return RunResult(verdict=verdict, message=message, score_ns=score, **base)
+
+
+def _passed(tests: list[TestResult], benches: list[BenchmarkResult]) -> bool:
+    return worst([t.verdict for t in tests] + [b.verdict for b in benches]).passed
+
+
+def platform_failure(out: Outcomes) -> str:
+    """What the platform did to a process of the run that failed it (the sandbox's ``infrastructure_failure``: a
+    SIGKILL from outside the sandbox, the host's out-of-memory killer, the runner's disk full below the job's limit),
+    in words for the user; '' when nothing. A limit the run itself exceeded is never here: that stays its own."""
+    for name, o in (("submission", out.submission), ("evaluator", out.oracle)):
+        if o is not None and o.infrastructure_failure and not o.cancelled:
+            return f"the runner failed, not the submission: {o.infrastructure_failure} (in the {name}'s sandbox)"
+    return ""
 
 
 def _fatal(request: RunRequest, fatal: Any, phase: str, sub: ProcessOutcome | None, base: dict[str, Any]) -> RunResult:
