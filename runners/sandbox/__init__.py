@@ -16,11 +16,13 @@ Layers, outermost first:
 
 Modules: ``spec`` (what to run, what came of it), ``run`` (:func:`run_sandboxed` in its steps), ``watchdog`` (the
 limits polled while it runs, the tree kill), ``view`` (the bubblewrap command line, the environment allowlist, the
-read-only paths), ``cgroups``, ``output`` (the output pumps) and ``init.py``. Import from this package.
+read-only paths), ``cgroups``, ``output`` (the output pumps), ``remove`` (deleting a job folder, however deep) and
+``init.py``. Import from this package.
 """
 
 from __future__ import annotations
 
+from runners.sandbox.remove import remove_tree
 from runners.sandbox.run import run_sandboxed
 from runners.sandbox.spec import Handover, ProcessOutcome, SandboxSpec, SandboxUnavailable
 from runners.sandbox.view import ALLOW_UNSANDBOXED_SETTING, probe_sandbox, python_ro_paths, scrubbed_env
@@ -35,6 +37,7 @@ __all__ = [
     "SandboxUnavailable",
     "probe_sandbox",
     "python_ro_paths",
+    "remove_tree",
     "run_sandboxed",
     "scrubbed_env",
 ]
