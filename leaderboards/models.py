@@ -344,6 +344,33 @@ class BestScore(Base):
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class ScoreImprovement(Base):
+    """One step of a user's best score over time on a leaderboard and device: an eligible submission that beat
+    every earlier one of the same user there (earlier by submission time, then id; a tie is no improvement).
+
+    A user's best over time is a step function that only changes at these rows, so the history stores and returns
+    them, not every run: a user's rows in time order have strictly falling scores and the last is their current
+    best (``best_scores``). Kept in the same transaction as ``best_scores`` (``ranking.offer``) and rebuilt with it
+    (``ranking.rebuild``); banned users' rows stay and are filtered when read, as in ``best_scores``.
+    """
+
+    __tablename__ = "score_improvements"
+    __table_args__ = (
+        # A user's series in time order (the history's pages, and the write path's "best before this one").
+        Index("ix_score_improvements_user", "leaderboard_id", "device", "user_id", "submitted_at", "submission_id"),
+        # The leaderboard's best over time: every user's steps in time order, the score beside them.
+        Index("ix_score_improvements_time", "leaderboard_id", "device", "submitted_at", "submission_id", "score"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    score: Mapped[float] = mapped_column(Float())
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 class RankChange(Base):
     """A user reaching a top rank (``KERNELCUP_ANNOUNCE_TOP``) on a leaderboard/device; announced at most once.
 

@@ -5,6 +5,11 @@ same transaction that records the run completing an eligible ranked job. ``eligi
 thing from ``runs`` alone; it rebuilds a user's or a whole leaderboard's rows (after a deleted submission or a
 forced problem change) and the tests check that the two always agree.
 
+The score history is the ``score_improvements`` table: each user's best over time is a step function that only
+changes when they improve, so only those steps are stored (kept with ``best_scores`` by :func:`offer`, rebuilt with
+it by :func:`rebuild`) and read back a bounded page at a time, each series cut to a bounded number of points
+(:func:`history_series`, :func:`best_over_time`).
+
 A submission is eligible on a device when it is a ranked, not deleted submission whose job has a passed public
 run and a passed secret-seed run, both with a score and recorded under the leaderboard's current fingerprint; its
 score is the worse (higher) of the two (:func:`ranked_score`).
@@ -15,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, case, delete, func, insert, or_, select
+from sqlalchemy import Integer, Select, and_, case, delete, func, insert, literal, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from leaderboards.models import BestScore, Job, Leaderboard, RankChange, Run, Submission, User
+from leaderboards.models import BestScore, Job, Leaderboard, RankChange, Run, ScoreImprovement, Submission, User
 from runners.contract import Mode
 
 
@@ -107,19 +112,175 @@ def eligible_bests(
     return [Eligible(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
-def eligible_history(session: Session, leaderboard: Leaderboard, device: str) -> list[tuple[datetime, float]]:
-    """(submitted at, score) of every eligible submission on a device by a user who is not banned, oldest first:
-    what a "best score over time" chart draws."""
-    (score, *joins), conditions = _eligible(leaderboard, device, None)
-    stmt = select(Submission.created_at, score)
+@dataclass(frozen=True)
+class Step:
+    """One point of a best-over-time step function: from ``submitted_at`` on, the best is ``score``."""
+
+    submitted_at: datetime
+    score: float
+    submission_id: int
+
+
+def improvements_query(leaderboard: Leaderboard, *, user_id: int | None = None) -> Select:
+    """The ``score_improvements`` rows of a leaderboard (or of one user on it), computed from ``runs``: each eligible
+    submission whose score is below every earlier one (by submission time, then id) of its user on its device."""
+    (score, *joins), conditions = _eligible(leaderboard, None, user_id)
+    order = (Submission.created_at, Submission.id)
+    earlier = func.min(score).over(partition_by=(Submission.user_id, Job.device), order_by=order, rows=(None, -1))
+    stmt = select(
+        Submission.user_id, Job.device, Submission.id.label("submission_id"), score,
+        Submission.created_at.label("submitted_at"), earlier.label("earlier"),
+    )  # fmt: skip
     for target, on in joins:
         stmt = stmt.join(target, on)
-    stmt = stmt.join(User, User.id == Submission.user_id).where(*conditions, User.is_banned.is_(False))
-    return [(when, float(score)) for when, score in session.execute(stmt.order_by(Submission.created_at)).all()]
+    rows = stmt.where(*conditions).subquery()
+    return select(rows.c.user_id, rows.c.device, rows.c.submission_id, rows.c.score, rows.c.submitted_at).where(
+        or_(rows.c.earlier.is_(None), rows.c.score < rows.c.earlier)
+    )
+
+
+def note_improvement(
+    session: Session, leaderboard: Leaderboard, submission: Submission, device: str, score: float
+) -> bool:
+    """Keep the user's steps current for a newly eligible submission: it is a step when it beats every earlier
+    step of theirs (the earlier steps hold the best so far), and then later steps it is not beaten by stop being
+    steps. Submissions may become eligible out of submission order (two workers, a retry), hence the second part.
+    Whether it is a step."""
+    here = (
+        ScoreImprovement.leaderboard_id == leaderboard.id,
+        ScoreImprovement.device == device,
+        ScoreImprovement.user_id == submission.user_id,
+    )
+    if session.scalar(select(ScoreImprovement.id).where(*here, ScoreImprovement.submission_id == submission.id)):
+        return True  # offered again (a re-recorded run): already a step
+    when, sid = submission.created_at, submission.id
+    before = or_(
+        ScoreImprovement.submitted_at < when,
+        and_(ScoreImprovement.submitted_at == when, ScoreImprovement.submission_id < sid),
+    )
+    best_before = session.scalar(select(func.min(ScoreImprovement.score)).where(*here, before))
+    if best_before is not None and score >= best_before:
+        return False
+    session.execute(
+        delete(ScoreImprovement).where(
+            *here,
+            ~before,
+            ScoreImprovement.score >= score,
+        )
+    )
+    session.add(
+        ScoreImprovement(
+            leaderboard_id=leaderboard.id,
+            device=device,
+            user_id=submission.user_id,
+            submission_id=sid,
+            score=score,
+            submitted_at=when,
+        )
+    )
+    return True
+
+
+def shown_users(programs: bool):  # type: ignore[no-untyped-def]
+    """Whose steps a history shows: never a banned user's; a program's only with ``programs``."""
+    return User.is_banned.is_(False) if programs else and_(User.is_banned.is_(False), User.is_program.is_(False))
+
+
+def _thinned(rows, partition: tuple, max_points: int) -> Select:
+    """At most ``max_points`` rows per partition of ``rows`` (a subquery with ``submitted_at``, ``submission_id``,
+    ``score``), in time order: the first, and the last of each of ``max_points - 1`` equal runs of them (``ntile``).
+    Every kept row is a true step, the last one the current best; a partition of at most ``max_points`` rows is
+    kept whole; ``n`` is the partition's size before thinning. Done in SQL: a user who improved 100,000 times
+    costs the database a scan of their steps, not a transfer of them."""
+    order = (rows.c.submitted_at, rows.c.submission_id)
+    parts = [*partition]
+    numbered = select(
+        rows,
+        func.row_number().over(partition_by=parts or None, order_by=order).label("rn"),
+        func.ntile(max(1, max_points - 1)).over(partition_by=parts or None, order_by=order).label("bucket"),
+        func.count().over(partition_by=parts or None).label("n"),
+    ).subquery()
+    last = func.row_number().over(
+        partition_by=[*(numbered.c[c.name] for c in partition), numbered.c.bucket],
+        order_by=(numbered.c.submitted_at.desc(), numbered.c.submission_id.desc()),
+    )
+    ranked = select(numbered, last.label("from_last")).subquery()
+    return select(ranked).where(or_(ranked.c.rn == 1, ranked.c.from_last == 1))
+
+
+def best_over_time(
+    session: Session, leaderboard: Leaderboard, device: str, *, max_points: int, programs: bool = True
+) -> tuple[list[Step], int]:
+    """The leaderboard's best score over time on a device (the record: a step wherever some shown user's step beat
+    everyone's before it), oldest first, at most ``max_points`` steps (see :func:`_thinned`), and how many there are
+    in all. Reads the users' steps, not the runs: a few per user."""
+    order = (ScoreImprovement.submitted_at, ScoreImprovement.submission_id)
+    earlier = func.min(ScoreImprovement.score).over(order_by=order, rows=(None, -1))
+    steps = (
+        select(
+            ScoreImprovement.submitted_at,
+            ScoreImprovement.submission_id,
+            ScoreImprovement.score,
+            earlier.label("earlier"),
+        )
+        .join(User, User.id == ScoreImprovement.user_id)
+        .where(
+            ScoreImprovement.leaderboard_id == leaderboard.id,
+            ScoreImprovement.device == device,
+            shown_users(programs),
+        )
+        .subquery()
+    )
+    records = (
+        select(steps.c.submitted_at, steps.c.submission_id, steps.c.score)
+        .where(or_(steps.c.earlier.is_(None), steps.c.score < steps.c.earlier))
+        .subquery()
+    )
+    kept = _thinned(records, (), max_points).subquery()
+    rows = session.execute(
+        select(kept.c.submitted_at, kept.c.score, kept.c.submission_id, kept.c.n).order_by(
+            kept.c.submitted_at, kept.c.submission_id
+        )
+    ).all()
+    return [Step(when, float(score), sid) for when, score, sid, _ in rows], int(rows[0][3]) if rows else 0
+
+
+def history_series(
+    session: Session, leaderboard: Leaderboard, device: str, user_ids: list[int], *, max_points: int
+) -> dict[int, tuple[list[Step], int]]:
+    """The steps of each of these users on a device, oldest first, at most ``max_points`` each, and how many each
+    has in all."""
+    if not user_ids:
+        return {}
+    rows = (
+        select(
+            ScoreImprovement.user_id,
+            ScoreImprovement.submitted_at,
+            ScoreImprovement.submission_id,
+            ScoreImprovement.score,
+        )
+        .where(
+            ScoreImprovement.leaderboard_id == leaderboard.id,
+            ScoreImprovement.device == device,
+            ScoreImprovement.user_id.in_(user_ids),
+        )
+        .subquery()
+    )
+    kept = _thinned(rows, (rows.c.user_id,), max_points).subquery()
+    out: dict[int, tuple[list[Step], int]] = {uid: ([], 0) for uid in user_ids}
+    for uid, when, score, sid, n in session.execute(
+        select(kept.c.user_id, kept.c.submitted_at, kept.c.score, kept.c.submission_id, kept.c.n).order_by(
+            kept.c.user_id, kept.c.submitted_at, kept.c.submission_id
+        )
+    ):
+        out[uid][0].append(Step(when, float(score), sid))
+        out[uid] = (out[uid][0], int(n))
+    return out
 
 
 def rebuild(session: Session, leaderboard: Leaderboard, *, user_id: int | None = None) -> None:
-    """Replace the ``best_scores`` rows of a leaderboard (or of one user on it) with what ``runs`` say."""
+    """Replace the ``best_scores`` and ``score_improvements`` rows of a leaderboard (or of one user on it) with what
+    ``runs`` say."""
     stmt = delete(BestScore).where(BestScore.leaderboard_id == leaderboard.id)
     if user_id is not None:
         stmt = stmt.where(BestScore.user_id == user_id)
@@ -137,6 +298,20 @@ def rebuild(session: Session, leaderboard: Leaderboard, *, user_id: int | None =
     ]
     if rows:
         session.execute(insert(BestScore), rows)  # one multi-row INSERT, not one ORM object per user
+    steps = delete(ScoreImprovement).where(ScoreImprovement.leaderboard_id == leaderboard.id)
+    if user_id is not None:
+        steps = steps.where(ScoreImprovement.user_id == user_id)
+    session.execute(steps)
+    found = improvements_query(leaderboard, user_id=user_id).subquery()
+    session.execute(
+        insert(ScoreImprovement).from_select(
+            ["leaderboard_id", "device", "user_id", "submission_id", "score", "submitted_at"],
+            select(
+                literal(leaderboard.id, Integer), found.c.device, found.c.user_id, found.c.submission_id,
+                found.c.score, found.c.submitted_at,
+            ),
+        )
+    )  # fmt: skip
 
 
 def _better_than(score: float, submitted_at: datetime, submission_id: int):
@@ -185,6 +360,7 @@ def offer(
     The leaderboard row is locked (PostgreSQL) so that two workers finishing at once compute ranks in turn.
     """
     session.execute(select(Leaderboard.id).where(Leaderboard.id == leaderboard.id).with_for_update())
+    note_improvement(session, leaderboard, submission, device, score)
     best = session.scalar(
         select(BestScore).where(
             BestScore.leaderboard_id == leaderboard.id,

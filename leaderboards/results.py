@@ -266,6 +266,45 @@ class Ranking:
 
 
 @dataclass(frozen=True)
+class HistoryPoint:
+    """From ``submitted_at`` on, the best score was ``score_ns`` (submission ``submission_id`` set it)."""
+
+    submitted_at: datetime
+    score_ns: float
+    submission_id: int
+
+
+@dataclass(frozen=True)
+class HistorySeries:
+    """One user's best over time: the steps where they improved, oldest first; the last is their ranked best."""
+
+    rank: int
+    user_id: int
+    user_name: str
+    is_program: bool
+    points: tuple[HistoryPoint, ...]
+    thinned: bool
+    """Whether steps were left out to keep the series within the answer's ``max_points``."""
+
+
+@dataclass(frozen=True)
+class ScoreHistory:
+    """Best score over time on one leaderboard and device: the leaderboard's (``best``: the record, whoever held
+    it) and a page of the ranked users' own, in ranking order. Every series has at most ``max_points`` points."""
+
+    leaderboard: str
+    device: str
+    best: tuple[HistoryPoint, ...]
+    series: tuple[HistorySeries, ...]
+    total: int
+    """How many users have a series (``series`` is one page of them: ``offset``, ``limit``)."""
+    offset: int
+    limit: int
+    max_points: int
+    best_thinned: bool = False
+
+
+@dataclass(frozen=True)
 class TaskView:
     name: str
     description: str

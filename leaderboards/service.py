@@ -50,7 +50,6 @@ from leaderboards.models import (
     SubmissionComparison,
     User,
 )
-from leaderboards.ranking import eligible_history
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
 from leaderboards.results import (
     COMPARE_CPU_ROUNDS,
@@ -611,14 +610,6 @@ class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, Re
                 .where(Submission.leaderboard_id == lb.id, Submission.deleted.is_(False))
             )
             return self._summary(lb, int(count or 0))
-
-    def score_history(self, leaderboard: str, device: str | None = None) -> tuple[tuple[datetime, float], ...]:
-        """Every eligible ranked score on one device, oldest first (banned users and deleted submissions left
-        out): the data of a "best score over time" chart."""
-        with self.db.transaction() as s:
-            lb = self._leaderboard(s, leaderboard, include_hidden=False)
-            (dev,) = self._check_devices(lb, [device] if device else None)
-            return tuple(eligible_history(s, lb, dev))
 
     def roofline_score_ns(self, leaderboard: str, device: str | None = None) -> float | None:
         """The score a kernel at the device's roofline bound would get (ns): the ranking rule over the roofline bounds

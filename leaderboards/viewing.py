@@ -2,25 +2,110 @@
 except the code of a ranked entry after its leaderboard's deadline when the problem set made code public.
 
 Someone else's submission is answered exactly like a missing one (``SubmissionNotFound``), so ids leak nothing.
+
+And what everyone may see of a leaderboard over time: its score history, bounded (``score_history``).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from leaderboards.errors import InvalidSubmission, SubmissionNotFound
+from leaderboards import ranking
+from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
 from leaderboards.events import Follower, Progress, ProgressUpdate, follow, follow_async
-from leaderboards.models import BestScore, Job, Run, Submission, SubmissionComparison
-from leaderboards.results import PublicResult, SubmissionCodeView, SubmissionDetails, SubmissionStatus, UserRef
+from leaderboards.models import BestScore, Job, Run, Submission, SubmissionComparison, User
+from leaderboards.results import (
+    HistoryPoint,
+    HistorySeries,
+    PublicResult,
+    ScoreHistory,
+    SubmissionCodeView,
+    SubmissionDetails,
+    SubmissionStatus,
+    UserRef,
+)
 from leaderboards.service_base import ServiceBase
 from runners.contract import RunResult
 
+HISTORY_MAX_SERIES = 100
+"""Most users' series in one history answer (page with ``offset``)."""
+HISTORY_MAX_POINTS = 500
+"""Most points in one series of a history answer."""
+HISTORY_CHART_POINTS = 200
+"""Points of the leaderboard's best over time that a chart (the web page, the bot) draws."""
+
+
+def _points(steps: list[ranking.Step]) -> tuple[HistoryPoint, ...]:
+    return tuple(HistoryPoint(s.submitted_at, s.score, s.submission_id) for s in steps)
+
 
 class ViewingMixin(ServiceBase):
-    """Reading one submission: status, details, code, and following its progress."""
+    """Reading one submission: status, details, code, and following its progress; a leaderboard's score history."""
+
+    def score_history_page(
+        self,
+        leaderboard: str,
+        device: str | None = None,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        max_points: int = 100,
+        programs: bool | None = None,
+    ) -> ScoreHistory:
+        """Best score over time on one device: the leaderboard's (the record) and, for a page of the ranked users
+        in ranking order, each one's own; only the steps where a best improved, at most ``max_points`` per series
+        (the first, the current best, and evenly spread steps between). Banned users are left out; programs as in
+        ``ranking``. Bounded whatever is stored: ``limit`` <= HISTORY_MAX_SERIES, ``max_points`` <=
+        HISTORY_MAX_POINTS."""
+        if not 1 <= limit <= HISTORY_MAX_SERIES:
+            raise InvalidChange(f"limit is 1 to {HISTORY_MAX_SERIES} series; page with offset.", field="limit")
+        if not 2 <= max_points <= HISTORY_MAX_POINTS:
+            raise InvalidChange(f"points is 2 to {HISTORY_MAX_POINTS} per series.", field="points")
+        if offset < 0:
+            raise InvalidChange("offset is 0 or more.", field="offset")
+        programs = self.settings.rankings_show_programs if programs is None else programs
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard, include_hidden=False)
+            (dev,) = self._check_devices(lb, [device] if device else None)
+            here = (BestScore.leaderboard_id == lb.id, BestScore.device == dev, ranking.shown_users(programs))
+            total = s.scalar(
+                select(func.count()).select_from(BestScore).join(User, User.id == BestScore.user_id).where(*here)
+            )
+            page = s.execute(
+                select(BestScore.user_id, User.name, User.is_program)
+                .join(User, User.id == BestScore.user_id)
+                .where(*here)
+                .order_by(BestScore.score, BestScore.submitted_at, BestScore.submission_id)
+                .offset(offset or None)
+                .limit(limit)
+            ).all()
+            steps = ranking.history_series(s, lb, dev, [uid for uid, _, _ in page], max_points=max_points)
+            best, records = ranking.best_over_time(s, lb, dev, max_points=max_points, programs=programs)
+            series = tuple(
+                HistorySeries(offset + i, uid, name, is_program, _points(steps[uid][0]), steps[uid][1] > max_points)
+                for i, (uid, name, is_program) in enumerate(page, start=1)
+            )
+            return ScoreHistory(
+                leaderboard=lb.name,
+                device=dev,
+                best=_points(best),
+                series=series,
+                total=int(total or 0),
+                offset=offset,
+                limit=limit,
+                max_points=max_points,
+                best_thinned=records > max_points,
+            )
+
+    def score_history(self, leaderboard: str, device: str | None = None) -> tuple[tuple[datetime, float], ...]:
+        """The leaderboard's best score over time on one device, (when, score) oldest first, at most
+        HISTORY_CHART_POINTS steps (banned users left out): what a "best score over time" chart draws."""
+        history = self.score_history_page(leaderboard, device, limit=1, max_points=HISTORY_CHART_POINTS)
+        return tuple((p.submitted_at, p.score_ns) for p in history.best)
 
     def submission_details(self, submission_id: int, user: UserRef | None, *, admin: bool = False) -> SubmissionDetails:
         """The owner's view of a submission (or an admin's, ``admin=True``): code and public results. Secret runs

@@ -101,14 +101,35 @@ class RankingOut(Model):
 
 
 class HistoryPoint(Model):
-    submitted_at: datetime
+    submitted_at: datetime = Field(description="From this submission's time on, the best was score_ns.")
     score_ns: float
+    submission_id: int
+
+
+class HistorySeriesOut(Model):
+    rank: int
+    user_id: int
+    user_name: str
+    is_program: bool
+    points: tuple[HistoryPoint, ...] = Field(
+        description="The user's best over time: only the steps where it improved, oldest first; the last is their "
+        "ranked best."
+    )
+    thinned: bool = Field(description="Steps were left out to keep the series within max_points.")
 
 
 class HistoryOut(Model):
     leaderboard: str
     device: str
-    points: tuple[HistoryPoint, ...] = Field(description="Every eligible ranked score, oldest first.")
+    best: tuple[HistoryPoint, ...] = Field(
+        description="The leaderboard's best score over time (whoever held it): its steps, oldest first."
+    )
+    best_thinned: bool
+    series: tuple[HistorySeriesOut, ...] = Field(description="A page of the ranked users' own, in ranking order.")
+    total: int = Field(description="How many users have a series (page with offset and limit).")
+    offset: int
+    limit: int
+    max_points: int = Field(description="The most points in any series of this answer (?points=).")
 
 
 # -- submissions -------------------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ def test_public_reads_need_no_token(world: World) -> None:
     assert tpl["file_name"] == "pytorch.py" and "custom_kernel" in tpl["content"]
     ranking = c.get("/api/v1/leaderboards/add/rankings", params={"device": "h100"}).json()
     assert ranking["device"] == "H100" and ranking["entries"] == [] and ranking["total"] == 0
-    assert c.get("/api/v1/leaderboards/add/history", params={"device": "cpu"}).json()["points"] == []
+    history = c.get("/api/v1/leaderboards/add/history", params={"device": "cpu"}).json()
+    assert history["best"] == [] and history["series"] == [] and history["total"] == 0
 
 
 def test_not_found_and_bad_parameters_have_the_one_shape(world: World) -> None:
@@ -82,8 +83,9 @@ def test_submit_follow_and_read_the_results(world: World) -> None:
     assert "code" not in done and done["code_sha256"]
     ranking = world.client.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu"}).json()
     assert [(e["rank"], e["user_name"], e["submission_id"]) for e in ranking["entries"]] == [(1, "ann", sid)]
-    points = world.client.get("/api/v1/leaderboards/add/history", params={"device": "cpu"}).json()["points"]
-    assert [p["score_ns"] for p in points] == [ranking["entries"][0]["score_ns"]]
+    history = world.client.get("/api/v1/leaderboards/add/history", params={"device": "cpu"}).json()
+    assert [p["score_ns"] for p in history["best"]] == [ranking["entries"][0]["score_ns"]]
+    assert [(s["user_name"], [p["submission_id"] for p in s["points"]]) for s in history["series"]] == [("ann", [sid])]
     code = world.client.get(f"/api/v1/submissions/{sid}/code", headers=world.auth(world.ann)).json()
     assert code["code"] == GOOD.decode() and code["public"] is False
 

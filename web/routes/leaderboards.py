@@ -9,13 +9,13 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from leaderboards.errors import UserError
 from leaderboards.service import LeaderboardService
+from leaderboards.viewing import HISTORY_MAX_POINTS, HISTORY_MAX_SERIES
 from web.auth import service_of
 from web.cache import read_key
 from web.routes.common import LIMIT_MAX, OFFSET_MAX
 from web.schemas import (
     API_PREFIX,
     HistoryOut,
-    HistoryPoint,
     LeaderboardDetailOut,
     LeaderboardOut,
     RankingOut,
@@ -86,12 +86,28 @@ async def get_rankings(
 
 
 @router.get("/leaderboards/{name}/history", response_model=HistoryOut, summary="Best score over time")
-def get_history(
-    name: str, device: str | None = Query(None), service: LeaderboardService = Depends(service_of)
-) -> HistoryOut:
-    points = service.score_history(name, device)  # checks the device (and that there is one to default to)
-    devices = service.leaderboard(name).devices
-    dev = next((d for d in devices if device and d.lower() == device.strip().lower()), devices[0])
-    return HistoryOut(
-        leaderboard=name, device=dev, points=tuple(HistoryPoint(submitted_at=t, score_ns=v) for t, v in points)
-    )
+async def get_history(
+    request: Request,
+    name: str,
+    device: str | None = Query(None, description="Required when the leaderboard has several devices."),
+    limit: int = Query(10, ge=1, le=HISTORY_MAX_SERIES, description="Users' series per page, in ranking order."),
+    offset: int = Query(0, ge=0, le=OFFSET_MAX),
+    points: int = Query(100, ge=2, le=HISTORY_MAX_POINTS, description="The most points in one series."),
+    programs: bool | None = Query(None, description="Include program accounts (default: the server's setting)."),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    """Only the steps where a best improved, a bounded page of series with a bounded number of points each, whatever
+    is stored; cached like the rankings (the same answer for KERNELCUP_API_RANKINGS_CACHE_S)."""
+    cache = request.app.state.rankings_cache
+    key = read_key(request.scope)
+    body = cache.fresh(key)
+    if body is None:
+
+        def compute() -> bytes:
+            history = service.score_history_page(
+                name, device, limit=limit, offset=offset, max_points=points, programs=programs
+            )
+            return HistoryOut.model_validate(history).model_dump_json().encode()
+
+        body = await asyncio.to_thread(cache.get, key, compute)
+    return Response(body, media_type="application/json")
