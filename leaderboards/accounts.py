@@ -18,11 +18,11 @@ import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, InvalidToken, MissingScope, NotFound, RateLimited
-from leaderboards.models import ApiToken, User
+from leaderboards.models import ApiToken, User, WebSession
 from leaderboards.results import NewToken, Principal, Scope, TokenView, UserRef, UserView
 from leaderboards.service_base import ServiceBase
 
@@ -180,31 +180,78 @@ class AccountsMixin(ServiceBase):
             row = s.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token.strip())))
             if row is None:
                 raise InvalidToken(f"This API token is not valid (mistyped, or deleted). Get a new one {GET_A_TOKEN}.")
-            if row.revoked_at is not None:
-                raise InvalidToken(
-                    f"This API token was revoked on {row.revoked_at:%Y-%m-%d %H:%M} UTC. Get a new one {GET_A_TOKEN}."
-                )
-            if row.expires_at is not None and row.expires_at <= now:
-                raise InvalidToken(
-                    f"This API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC. Get a new one {GET_A_TOKEN}."
-                )
-            scopes = frozenset(Scope(v) for v in row.scopes if v in Scope._value2member_map_)
-            if scope is not None and scope not in scopes:
-                raise MissingScope(
-                    f"This API token may not do that: it needs the {scope.value!r} scope (it has: "
-                    f"{', '.join(sorted(scopes)) or 'none'})."
-                )
-            if row.last_used_at is None or (now - row.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_S:
-                s.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
-            u = row.user
-            return Principal(
-                user=UserRef(name=u.name, discord_id=u.discord_id) if u.discord_id is not None else _local(u),
-                user_id=u.id,
-                is_program=u.is_program,
-                token_id=row.id,
-                scopes=scopes,
-                expires_at=row.expires_at,
+            return self._principal(s, row, scope, now)
+
+    # -- web sessions (docs/web.md) --------------------------------------------------------------------------------
+
+    def open_session(self, token: str, *, via: str, max_age: timedelta) -> tuple[str, Principal]:
+        """A web session for whoever ``token`` speaks for (``InvalidToken`` as :meth:`authenticate`): its id, for the
+        cookie, and the principal. The id is no API token (only its hash is kept, in its own table); the session
+        lasts ``max_age`` at most and never outlives its token. ``via='discord'``: the token was made for this
+        session and is revoked with it."""
+        who = self.authenticate(token, None)
+        now = self.clock()
+        expires_at = now + max_age if who.expires_at is None else min(now + max_age, who.expires_at)
+        sid = secrets.token_urlsafe(TOKEN_BYTES)
+        with self.db.transaction() as s:
+            s.execute(delete(WebSession).where(WebSession.expires_at < now))  # sessions long over take no room
+            s.add(WebSession(sid_hash=hash_token(sid), token_id=who.token_id, via=via[:16], expires_at=expires_at))
+        return sid, who
+
+    def session_principal(self, sid: str | None) -> Principal:
+        """Whom the web session ``sid`` speaks for; ``InvalidToken`` once it was signed out or expired, or its token
+        was revoked or expired."""
+        now = self.clock()
+        with self.db.transaction() as s:
+            row = s.scalar(select(WebSession).where(WebSession.sid_hash == hash_token(sid or "")))
+            if row is None or row.ended_at is not None or row.expires_at <= now:
+                raise InvalidToken("This sign-in has ended (signed out, or expired); sign in again.")
+            token = s.get(ApiToken, row.token_id)
+            if token is None:  # gone with its row (ON DELETE CASCADE); only a race sees this
+                raise InvalidToken("This sign-in has ended; sign in again.")
+            return self._principal(s, token, None, now)
+
+    def end_session(self, sid: str | None, *, actor: str = "") -> None:
+        """Sign out: the session ``sid`` ends at once (a copy of its cookie is no longer anyone); a Discord
+        sign-in's token, made for it, is revoked with it. Ending an unknown or ended session does nothing."""
+        now = self.clock()
+        with self.db.transaction() as s:
+            row = s.scalar(select(WebSession).where(WebSession.sid_hash == hash_token(sid or "")))
+            if row is None or row.ended_at is not None:
+                return
+            row.ended_at = now
+            token = s.get(ApiToken, row.token_id) if row.via == "discord" else None
+            if token is not None and token.revoked_at is None:
+                token.revoked_at = now
+                self._audit(s, actor or token.user.identity, "revoke_token", token.user.identity, token_id=token.id)
+
+    def _principal(self, s: Session, row: ApiToken, scope: Scope | None, now: datetime) -> Principal:
+        """The principal of a token row, or ``InvalidToken``/``MissingScope`` (see :meth:`authenticate`)."""
+        if row.revoked_at is not None:
+            raise InvalidToken(
+                f"This API token was revoked on {row.revoked_at:%Y-%m-%d %H:%M} UTC. Get a new one {GET_A_TOKEN}."
             )
+        if row.expires_at is not None and row.expires_at <= now:
+            raise InvalidToken(
+                f"This API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC. Get a new one {GET_A_TOKEN}."
+            )
+        scopes = frozenset(Scope(v) for v in row.scopes if v in Scope._value2member_map_)
+        if scope is not None and scope not in scopes:
+            raise MissingScope(
+                f"This API token may not do that: it needs the {scope.value!r} scope (it has: "
+                f"{', '.join(sorted(scopes)) or 'none'})."
+            )
+        if row.last_used_at is None or (now - row.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_S:
+            s.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+        u = row.user
+        return Principal(
+            user=UserRef(name=u.name, discord_id=u.discord_id) if u.discord_id is not None else _local(u),
+            user_id=u.id,
+            is_program=u.is_program,
+            token_id=row.id,
+            scopes=scopes,
+            expires_at=row.expires_at,
+        )
 
     def set_program(self, user: UserRef, program: bool, *, actor: str = "") -> UserView:
         """Mark an account as a program (own limits, can be left out of rankings) or as a person again."""

@@ -415,6 +415,22 @@ class ApiToken(Base):
     user: Mapped[User] = relationship(lazy="joined")
 
 
+class WebSession(Base):
+    """A signed-in web page session (docs/web.md). The cookie carries a random session id that is no API token; only
+    its SHA-256 is stored. It speaks for the token it was opened with: revoking that token ends it, and signing out
+    ends it here (``ended_at``), so a copy of the cookie is dead after sign-out."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    sid_hash: Mapped[str] = mapped_column(String(64), unique=True, comment="sha256 hex of the cookie's session id")
+    token_id: Mapped[int] = mapped_column(Id, ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
+    via: Mapped[str] = mapped_column(String(16), comment="token (pasted) or discord (its token ends with it)")
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), comment="signed out")
+
+
 class AuditLog(Base):
     """Admin actions (create/update/delete leaderboard, ban, pause, ...): who did what, when."""
 

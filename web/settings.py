@@ -23,6 +23,13 @@ class WebSettings(BaseSettings):
     sse_poll_s: float = Field(default=0.5, gt=0, description="How often an event stream looks for progress.")
     sse_keepalive_s: float = Field(default=15.0, gt=0, description="Comment line sent on an idle event stream.")
     sse_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="Longest life of one event stream.")
+    sse_auth_check_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description="How often an open event stream checks its token (or page session) again: a revoked token's, or a "
+        "signed-out session's, streams end within this.",
+    )
     sse_max_per_user: int = Field(
         default=10, ge=1, description="Event streams one account may have open at once (per API process)."
     )

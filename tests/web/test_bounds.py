@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from web_world import GOOD, World
+from web_world import GOOD, World, csrf_of
 
 from leaderboards.results import UserRef
 from web.routes.common import ID_MAX
@@ -206,14 +206,11 @@ def _page_client(world: World, token: str | None) -> tuple[TestClient, str]:
     """A client of the pages: signed in with ``token`` (its session cookie), or anonymous; and its CSRF token."""
     client = TestClient(world.client.app, raise_server_exceptions=False)
     page = client.get("/signin")
-    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert csrf
-    if token is not None:
-        r = client.post("/signin", data={"token": token, "csrf": csrf.group(1)}, follow_redirects=False)
-        assert r.status_code == 303
-        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/submit").text)
-        assert csrf
-    return client, csrf.group(1)
+    if token is None:
+        return client, csrf_of(page.text)
+    r = client.post("/signin", data={"token": token, "csrf": csrf_of(page.text)}, follow_redirects=False)
+    assert r.status_code == 303
+    return client, csrf_of(client.get("/submit").text)
 
 
 def _ids(world: World) -> dict[str, str]:

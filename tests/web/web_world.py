@@ -4,6 +4,7 @@ Imported by the test modules as ``from web_world import ...`` (not from conftest
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,13 @@ from leaderboards.worker import Worker, WorkerSettings
 from runners.launchers.fake import FakeLauncher
 
 GOOD = b"def custom_kernel(data):\n    return data\n"
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token of a page's form."""
+    match = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert match, "no CSRF field on the page"
+    return match.group(1)
 
 
 def error_of(response) -> dict:

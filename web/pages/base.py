@@ -40,19 +40,20 @@ def session_of(request: Request) -> Session | None:
 
 
 def principal_of(request: Request, session: Session | None) -> Principal | None:
-    """Whoever the session's token speaks for; None when signed out or the token was revoked or expired."""
-    if session is None or not session.token:
+    """Whoever the session speaks for; None when signed out (here or from elsewhere), expired, or its token was
+    revoked or expired."""
+    if session is None or not session.signed_in:
         return None
     try:
-        return request.app.state.service.authenticate(session.token, None)
+        return request.app.state.service.session_principal(session.sid)
     except InvalidToken:
         return None
 
 
 def signed_in(request: Request) -> bool:
-    """Whether the request carries a session with a token (read from the cookie alone: no database)."""
+    """Whether the request carries a signed-in session (read from the cookie alone: no database)."""
     session = session_of(request)
-    return session is not None and bool(session.token)
+    return session is not None and session.signed_in
 
 
 def viewer(request: Request) -> Viewer:

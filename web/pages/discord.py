@@ -155,5 +155,6 @@ def discord_callback(
     )
     redirect = RedirectResponse(safe_next(str(kept.get("next", "/"))), status_code=303)
     redirect.delete_cookie(STATE_COOKIE, path="/auth/discord")
-    sessions.store(redirect, request, sessions.new(new.token, "discord"))
+    sid, _ = service.open_session(new.token, via="discord", max_age=timedelta(seconds=sessions.max_age_s))
+    sessions.store(redirect, request, sessions.new(sid))
     return redirect

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 
@@ -63,7 +65,7 @@ def signin(
     sessions.check_csrf(request, session, csrf)
     assert session is not None
     try:
-        service.authenticate(token.strip(), None)
+        sid, _ = service.open_session(token.strip(), via="token", max_age=timedelta(seconds=sessions.max_age_s))
     except InvalidToken as exc:
         view = Viewer(None, sessions.csrf_token(session))
         discord = request.app.state.settings.discord_client_id is not None
@@ -71,7 +73,7 @@ def signin(
             request, "signin.html", view, status=401, error=exc.message, next=safe_next(next), discord=discord
         )
     response = RedirectResponse(safe_next(next), status_code=303)
-    sessions.store(response, request, sessions.new(token.strip(), "token"))
+    sessions.store(response, request, sessions.new(sid))
     return response
 
 
@@ -81,9 +83,8 @@ def signout(request: Request, csrf: str = Form(""), service: LeaderboardService 
     session = session_of(request)
     sessions.check_csrf(request, session, csrf)
     assert session is not None
-    who = principal_of(request, session)
-    if who is not None and session.via == "discord":  # the token made for this sign-in goes with it
-        service.revoke_token(who.token_id, user=who.user, actor=who.actor)
+    if session.signed_in:  # ended on the server: a copy of the cookie is nobody now (a Discord sign-in: its token too)
+        service.end_session(session.sid, actor="web: sign-out")
     response = RedirectResponse("/", status_code=303)
     sessions.clear(response, request)
     return response

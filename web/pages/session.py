@@ -1,7 +1,9 @@
-"""The pages' session: a signed cookie holding the API token a person signed in with, and CSRF tokens.
+"""The pages' session: a signed cookie holding a session id, and CSRF tokens.
 
-The cookie is ``payload.signature``: the payload is base64url JSON (a random session id, the token or nothing,
-how the person signed in, when), the signature an HMAC-SHA256 of it under the server secret. It is HttpOnly,
+The cookie is ``payload.signature``: the payload is base64url JSON (a random session id, whether it is signed in,
+when), the signature an HMAC-SHA256 of it under the server secret. It never holds an API token: a signed-in
+session's id is the key of a session kept on the server (``service.open_session``), which signing out ends and
+which ends with its token, so a copied cookie is dead after either. It is HttpOnly,
 SameSite=Lax and Secure when the site is served over HTTPS. A form that changes something carries a CSRF token,
 an HMAC of the session id, checked on submit (and the Origin header, when the browser sends one, must be this
 site). The secret is ``KERNELCUP_API_SESSION_SECRET`` or, unset, 32 random bytes generated once and kept in the
@@ -18,7 +20,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -33,9 +35,8 @@ SECRET_FILE = "web-secret"
 @dataclass(frozen=True)
 class Session:
     sid: str
-    token: str | None = None
-    via: str = ""
-    """How the person signed in: 'token' (pasted) or 'discord' (its token is revoked at sign-out)."""
+    """Random. Signed out: only what CSRF tokens are made from. Signed in: the server's session id (a secret)."""
+    signed_in: bool = False
     issued: int = 0
 
 
@@ -85,9 +86,10 @@ class Sessions:
     def _sign(self, payload: str) -> str:
         return _b64(hmac.new(self._secret, payload.encode(), hashlib.sha256).digest())
 
-    def new(self, token: str | None = None, via: str = "") -> Session:
-        """A fresh session (a new id: signing in never keeps the id of the session before)."""
-        return Session(secrets.token_urlsafe(16), token, via, int(time.time()))
+    def new(self, server_sid: str | None = None) -> Session:
+        """A fresh session: signed out (a random id), or signed in as the server's session ``server_sid`` (signing in
+        never keeps the id of the session before)."""
+        return Session(server_sid or secrets.token_urlsafe(16), server_sid is not None, int(time.time()))
 
     def seal(self, data: dict[str, object]) -> str:
         """``data`` as JSON in a signed cookie value (readable, not forgeable)."""
@@ -108,16 +110,15 @@ class Sessions:
         return data if isinstance(data, dict) else None
 
     def encode(self, session: Session) -> str:
-        return self.seal({"sid": session.sid, "tok": session.token, "via": session.via, "iat": session.issued})
+        return self.seal({"sid": session.sid, "in": session.signed_in, "iat": session.issued})
 
     def decode(self, cookie: str | None) -> Session | None:
-        """The session of a cookie, or None when it is missing, forged, malformed or expired."""
+        """The session of a cookie, or None when it is missing, forged, malformed or expired. (A cookie from before
+        sessions were kept on the server, which held a token, is a signed-out session.)"""
         data = self.unseal(cookie)
         if data is None or not isinstance(data.get("sid"), str) or not isinstance(data.get("iat"), int):
             return None
-        token = data.get("tok")
-        session = Session(str(data["sid"]), token if isinstance(token, str) else None, str(data.get("via", "")))
-        session = replace(session, issued=int(str(data["iat"])))
+        session = Session(str(data["sid"]), data.get("in") is True, int(str(data["iat"])))
         return session if time.time() - session.issued < self.max_age_s else None
 
     def of(self, request: Request) -> Session | None:
@@ -136,9 +137,6 @@ class Sessions:
 
     def clear(self, response: Response, request: Request) -> None:
         response.delete_cookie(COOKIE, path="/", httponly=True, secure=is_https(request), samesite="lax")
-
-    def signed_out(self, session: Session) -> Session:
-        return replace(session, token=None, via="")
 
     # -- CSRF --------------------------------------------------------------------------------------------------
 

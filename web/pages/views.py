@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from functools import partial
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
@@ -16,7 +17,7 @@ from fastapi.responses import Response
 from leaderboards.errors import NotFound, SubmissionNotFound
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
-from web.pages.base import sign_in_first, viewer
+from web.pages.base import session_of, sign_in_first, viewer
 from web.pages.chart import score_chart
 from web.pages.render import Viewer, cached_page, highlight, render
 from web.routes import leaderboards as api_leaderboards
@@ -172,7 +173,11 @@ def submission_events(
     if view.who is None:
         raise SubmissionNotFound(submission_id, mine=True)
     resume = resume_after(request.headers.get("last-event-id"), after)
-    return event_stream(request, submission_id, view.who, service, resume)
+    session = session_of(request)
+    assert session is not None  # view.who came from it
+    return event_stream(
+        request, submission_id, view.who, service, resume, partial(service.session_principal, session.sid)
+    )
 
 
 @router.get("/me")

@@ -15,19 +15,21 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials
 from starlette.types import Receive, Send
 from starlette.types import Scope as ASGIScope
 
 from leaderboards.db import is_unavailable
 from leaderboards.errors import KernelcupError, RateLimited, UserError
 from leaderboards.events import FollowTimeout
-from leaderboards.results import Principal
+from leaderboards.results import Principal, Scope
 from leaderboards.service import LeaderboardService
-from web.auth import service_of, submitter
+from web.auth import bearer, service_of, submitter
 from web.errors import UNAVAILABLE
 from web.routes.common import ID_MAX, SubmissionId
 from web.routes.submissions import ERRORS
@@ -126,9 +128,12 @@ def events(
     after: int = Query(0, ge=0, le=ID_MAX, description="Resume after this event id (or send Last-Event-ID)."),
     last_event_id: str | None = Header(None, alias="Last-Event-ID"),
     who: Principal = Depends(submitter),
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     service: LeaderboardService = Depends(service_of),
 ) -> StreamingResponse:
-    return event_stream(request, submission_id, who, service, resume_after(last_event_id, after))
+    token = credentials.credentials if credentials is not None else None
+    recheck = partial(service.authenticate, token, Scope.SUBMIT)
+    return event_stream(request, submission_id, who, service, resume_after(last_event_id, after), recheck)
 
 
 def resume_after(last_event_id: str | None, after: int) -> int:
@@ -148,10 +153,19 @@ def resume_after(last_event_id: str | None, after: int) -> int:
 
 
 def event_stream(
-    request: Request, submission_id: int, who: Principal, service: LeaderboardService, resume: int
+    request: Request,
+    submission_id: int,
+    who: Principal,
+    service: LeaderboardService,
+    resume: int,
+    recheck: Callable[[], object],
 ) -> StreamingResponse:
     """The stream of a submission for whoever may see it (the API's route and the pages' share it); a 404 before it
-    opens for anyone else. Blocks on one status read: call it from a thread (a plain route function)."""
+    opens for anyone else. Blocks on one status read: call it from a thread (a plain route function).
+
+    ``recheck`` checks again that the stream's reader is still signed in (the token, or the page's session), every
+    ``KERNELCUP_API_SSE_AUTH_CHECK_S``: once the token is revoked or the session signed out, it raises
+    ``InvalidToken`` and the stream ends with an ``error`` event, so a stolen credential's streams do not outlive it."""
     service.submission_status_of(submission_id, who.user, admin=who.is_admin)  # 404 before the stream opens
     settings = request.app.state.settings
     metrics = request.app.state.metrics
@@ -160,12 +174,15 @@ def event_stream(
     async def stream() -> AsyncIterator[str]:
         metrics.stream_opened()
         loop = asyncio.get_running_loop()
-        quiet_since = loop.time()
+        quiet_since = checked_at = loop.time()
         try:
             yield f"retry: {RETRY_MS}\n\n"
             async for progress in service.follow_async(
                 submission_id, poll_s=settings.sse_poll_s, timeout_s=settings.sse_timeout_s, after_id=resume
             ):
+                if loop.time() - checked_at >= settings.sse_auth_check_s:
+                    await asyncio.to_thread(recheck)  # InvalidToken: the error event below, and the stream ends
+                    checked_at = loop.time()
                 for update in progress.updates:
                     yield sse("progress", ProgressOut.model_validate(update).model_dump_json(), update.event_id)
                     quiet_since = loop.time()
