@@ -17,10 +17,12 @@ from leaderboards import ranking
 from leaderboards.errors import (
     AlreadyExists,
     InvalidChange,
+    LiveChangeNeedsForce,
     NeedsForce,
     SubmissionNotFound,
 )
 from leaderboards.models import (
+    BestScore,
     Job,
     JobStatus,
     Leaderboard,
@@ -36,6 +38,7 @@ from leaderboards.results import (
     ImpossibleRun,
     LeaderboardSummary,
     LeaderboardUpdate,
+    LiveImpact,
     QueueStats,
     SetEntry,
     SyncAction,
@@ -55,6 +58,24 @@ from runners.contract import SPEED_OF_LIGHT, Verdict
 
 IMPOSSIBLE_SHOWN = 5
 """How many of the speed-of-light gate's newest rejections the usage stats list."""
+LIVE_USERS_SHOWN = 10
+"""How many users a change to a live leaderboard names (the rest are counted)."""
+AUDITED_FIELDS = ("name", "deadline", "devices", "description", "visible", "problem", "problem_set")
+"""The leaderboard fields whose old and new values an update's audit entry records."""
+
+
+def _audited(lb: Leaderboard) -> dict[str, Any]:
+    values = {f: getattr(lb, f) for f in AUDITED_FIELDS}
+    values["code_public_after_deadline"] = lb.code_public_after_deadline
+    values["deadline"] = lb.deadline.astimezone(UTC).isoformat() if lb.deadline else None
+    values["devices"] = list(lb.devices)
+    values["fingerprint"] = lb.fingerprint
+    return values
+
+
+def _old_and_new(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    keys = [k for k in after if before.get(k) != after[k]]
+    return {"old": {k: before.get(k) for k in keys}, "new": {k: after[k] for k in keys}}
 
 
 class _NothingApplied(Exception):
@@ -136,11 +157,12 @@ class AdminMixin(ServiceBase):
         self._audit(s, creator or "system", "create_leaderboard", name, fingerprint=lb.fingerprint)
         return lb
 
-    def _check_name_free(self, s: Session, name: str) -> None:
+    def _check_name_free(self, s: Session, name: str, *, renaming: int | None = None) -> None:
         """Refuse a new name that is taken, or that differs from a taken one only in case or look-alike characters
-        (``name_key``): two leaderboards people cannot tell apart."""
+        (``name_key``): two leaderboards people cannot tell apart. ``renaming``: the id of the leaderboard that
+        takes the name (its own name does not count)."""
         key = name_key(name)
-        for existing in s.scalars(select(Leaderboard.name)):
+        for existing in s.scalars(select(Leaderboard.name).where(Leaderboard.id != (renaming or 0))):
             if existing == name:
                 raise AlreadyExists(f"A leaderboard named {name!r} already exists.")
             if name_key(existing) == key:
@@ -178,6 +200,7 @@ class AdminMixin(ServiceBase):
         self,
         name: str,
         *,
+        new_name: str | None = None,
         problem: Problem | None = None,
         deadline: datetime | None = None,
         devices: Sequence[str] | None = None,
@@ -188,15 +211,33 @@ class AdminMixin(ServiceBase):
         code_public_after_deadline: bool | None = None,
     ) -> LeaderboardUpdate:
         """Change a leaderboard. A new problem whose reference, benchmarks, language, ranking rule or world size
-        differ needs ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over."""
-        self._check_admin_values(deadline, devices, None, description=description)
+        differ needs ``force=True`` (raises ``NeedsForce`` naming why otherwise) and starts the ranking over.
+
+        Renaming it (``new_name``) or moving its deadline into the past while it is live (queued or running jobs,
+        ranked entries) also needs ``force=True``: otherwise ``LiveChangeNeedsForce`` says how many jobs and
+        entries it affects and whose, and nothing changes. The audit entry records who, what, the old and the new
+        values, and whether it was forced over a live competition."""
+        renaming = new_name is not None and new_name != name
+        self._check_admin_values(
+            deadline, devices, None, description=description, new_name=new_name if renaming else None
+        )
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
             if problem is not None:
                 reasons = incomparable_changes(lb.task, snapshot(problem))
                 if reasons and not force:
                     raise NeedsForce(name, reasons)
-            changed, reset = self._update(
+            live_changes = self._live_changes(lb, new_name=new_name, deadline=deadline)
+            impact = self._live_impact(s, lb) if live_changes else None
+            if impact is not None and impact.live and not force:
+                raise LiveChangeNeedsForce(name, " and ".join(live_changes), impact)
+            before = _audited(lb)
+            changed: list[str] = []
+            if new_name is not None and new_name != lb.name:
+                self._check_name_free(s, new_name, renaming=lb.id)
+                lb.name = new_name
+                changed.append("name")
+            more, reset = self._update(
                 s,
                 lb,
                 problem=problem,
@@ -206,10 +247,55 @@ class AdminMixin(ServiceBase):
                 visible=visible,
                 code_public_after_deadline=code_public_after_deadline,
             )
+            changed += more
             if changed:
-                self._audit(s, actor or "system", "update_leaderboard", name, changed=changed, reset=reset)
+                lb.updated_at = self.clock()
+                live = {"live_jobs": impact.live_jobs, "ranked_entries": impact.ranked_entries} if impact else None
+                self._audit(
+                    s,
+                    actor or "system",
+                    "update_leaderboard",
+                    name,
+                    changed=changed,
+                    reset=reset,
+                    **_old_and_new(before, _audited(lb)),
+                    forced_while_live=bool(impact and impact.live),
+                    live=live,
+                )
             s.flush()
             return LeaderboardUpdate(self._summary(lb), tuple(changed), reset)
+
+    def _live_changes(self, lb: Leaderboard, *, new_name: str | None, deadline: datetime | None) -> list[str]:
+        """The changes asked of ``lb`` that need force while it is live: a rename, a deadline moved into the past."""
+        out = []
+        if new_name is not None and new_name != lb.name:
+            out.append(f"renaming it to {new_name!r}")
+        now = self.clock()
+        if deadline is not None and deadline <= now < lb.deadline:
+            out.append(f"moving its deadline into the past ({deadline.astimezone(UTC):%Y-%m-%d %H:%M} UTC)")
+        return out
+
+    def _live_impact(self, s: Session, lb: Leaderboard) -> LiveImpact:
+        """The leaderboard's queued and running jobs, its ranked entries (not banned users') and whose they are."""
+        live = (
+            select(Submission.user_id)
+            .join(Job, Job.submission_id == Submission.id)
+            .where(
+                Submission.leaderboard_id == lb.id,
+                Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)),
+            )
+        )
+        ranked = (
+            select(BestScore.user_id)
+            .join(User, User.id == BestScore.user_id)
+            .where(BestScore.leaderboard_id == lb.id, User.is_banned.is_(False))
+        )
+        jobs = s.scalar(select(func.count()).select_from(live.subquery()))
+        entries = s.scalar(select(func.count()).select_from(ranked.subquery()))
+        whose = User.id.in_(live.union(ranked).scalar_subquery())
+        users = s.scalar(select(func.count()).select_from(User).where(whose)) or 0
+        names = tuple(s.scalars(select(User.name).where(whose).order_by(User.name).limit(LIVE_USERS_SHOWN)))
+        return LiveImpact(int(jobs or 0), int(entries or 0), names, max(0, int(users) - len(names)))
 
     def _update(
         self,
@@ -296,8 +382,13 @@ class AdminMixin(ServiceBase):
         reasons = incomparable_changes(lb.task, snapshot(e.problem))
         if lb.problem_set is not None and lb.problem_set != problem_set:
             reasons.insert(0, f"it belongs to problem set {lb.problem_set!r} (--force moves it to {problem_set!r})")
+        live_changes = self._live_changes(lb, new_name=None, deadline=e.deadline)
+        impact = self._live_impact(s, lb) if live_changes else None
+        if impact is not None and impact.live:
+            reasons.append(f"{live_changes[0]} affects {impact.text()}")
         if reasons and not force:
             return SyncItem(e.name, SyncAction.NEEDS_FORCE, reasons=tuple(reasons))
+        before = _audited(lb)
         changed, reset = self._update(
             s,
             lb,
@@ -309,7 +400,18 @@ class AdminMixin(ServiceBase):
         )
         if not changed:
             return SyncItem(e.name, SyncAction.UNCHANGED)
-        self._audit(s, actor or "system", "update_leaderboard", e.name, changed=changed, reset=reset)
+        self._audit(
+            s,
+            actor or "system",
+            "update_leaderboard",
+            e.name,
+            changed=changed,
+            reset=reset,
+            **_old_and_new(before, _audited(lb)),
+            forced_while_live=bool(impact and impact.live),
+            live={"live_jobs": impact.live_jobs, "ranked_entries": impact.ranked_entries} if impact else None,
+            problem_set=problem_set,
+        )
         return SyncItem(e.name, SyncAction.UPDATED, tuple(changed), ranking_reset=reset)
 
     def task_snapshot(self, name: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 
 def close_matches(name: str, known: Iterable[str], n: int = 3) -> list[str]:
@@ -197,6 +198,21 @@ class NeedsForce(InvalidChange):
             "Re-run with --force to apply it and reset the ranking."
         )
         self.reasons = reasons
+
+
+class LiveChangeNeedsForce(NeedsForce):
+    """A rename, or a deadline moved into the past, of a leaderboard with queued or running jobs or ranked entries:
+    the message says what it affects (``impact``, a ``results.LiveImpact``); it applies only when forced."""
+
+    def __init__(self, name: str, what: str, impact: Any) -> None:
+        InvalidChange.__init__(
+            self,
+            f"Not applied: {what} of leaderboard {name!r} while it is live would affect {impact.text()}. "
+            "Apply it with force to go ahead (the CLI's --force, the API's \"force\": true, the confirmation on "
+            "the admin page, or force: True in Discord).",
+        )
+        self.reasons = [f"{what} affects {impact.text()}"]
+        self.impact = impact
 
 
 class DatabaseNotReady(KernelcupError):

@@ -266,6 +266,28 @@ class Ranking:
 
 
 @dataclass(frozen=True)
+class LiveImpact:
+    """What a change to a live leaderboard touches: its queued and running jobs, its ranked entries, and whose."""
+
+    live_jobs: int
+    ranked_entries: int
+    users: tuple[str, ...]
+    """The names of the users with a live job or a ranked entry, at most ``LIVE_USERS_SHOWN`` of them."""
+    more_users: int = 0
+    """How many more users there are beyond ``users``."""
+
+    @property
+    def live(self) -> bool:
+        return bool(self.live_jobs or self.ranked_entries)
+
+    def text(self) -> str:
+        jobs = f"{self.live_jobs} queued or running job{'' if self.live_jobs == 1 else 's'}"
+        entries = f"{self.ranked_entries} ranked entr{'y' if self.ranked_entries == 1 else 'ies'}"
+        who = ", ".join(self.users) + (f" and {self.more_users} more" if self.more_users else "")
+        return f"{jobs} and {entries}" + (f" (of {who})" if who else "")
+
+
+@dataclass(frozen=True)
 class HistoryPoint:
     """From ``submitted_at`` on, the best score was ``score_ns`` (submission ``submission_id`` set it)."""
 

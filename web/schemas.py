@@ -359,6 +359,11 @@ class CreateLeaderboardIn(Model):
 
 
 class UpdateLeaderboardIn(Model):
+    name: str | None = Field(
+        None,
+        description="A new name. Renaming a live leaderboard (queued or running jobs, ranked entries), or moving its "
+        "deadline into the past, needs force: without it the answer is 409 needs_force saying what it affects.",
+    )
     problem: str | None = None
     deadline: datetime | None = None
     devices: tuple[str, ...] | None = None

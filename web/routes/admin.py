@@ -107,6 +107,7 @@ def update_leaderboard(
     problem = load_problem(inside(request.app.state.settings.problems_dir, body.problem)) if body.problem else None
     result = service.update_leaderboard(
         name,
+        new_name=body.name,
         problem=problem,
         deadline=_utc(body.deadline) if body.deadline else None,
         devices=body.devices,
