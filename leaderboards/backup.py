@@ -447,12 +447,11 @@ def _sqlite_restore(source: Path, target: Path, force: bool, progress: Progress)
         _known_revision(_sqlite_revision(src), source)
     except sqlite3.Error as exc:
         raise UserError(f"{source} cannot be read as an SQLite backup: {exc}") from None
-    fresh = not target.exists()
-    if fresh:
-        if not target.parent.is_dir():
-            src.close()
-            raise UserError(f"The folder {target.parent} does not exist; create it first (mkdir -p {target.parent})")
-        os.close(os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))  # 0600 before SQLite writes
+    try:
+        _sqlite_target(target)
+    except UserError:
+        src.close()
+        raise
     dst = _sqlite_connect(target, timeout=2)
     try:
         # How "the service is stopped" is checked: an exclusive lock on the database, which SQLite (in WAL mode)
@@ -486,6 +485,15 @@ def _sqlite_restore(source: Path, target: Path, force: bool, progress: Progress)
             with suppress(OSError):
                 if file.exists() and file.stat().st_mode & 0o077:
                     file.chmod(PRIVATE_FILE)
+
+
+def _sqlite_target(target: Path) -> None:
+    """A missing SQLite database to restore into is made here, 0600 before SQLite writes to it."""
+    if target.exists():
+        return
+    if not target.parent.is_dir():
+        raise UserError(f"The folder {target.parent} does not exist; create it first (mkdir -p {target.parent})")
+    os.close(os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
 
 
 def _not_empty(target: str, held: dict[str, int]) -> UserError:
@@ -583,7 +591,7 @@ def _portable_backup(engine: Engine, staged: Path, progress: Progress) -> tuple[
             counts = {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in tables}
             total = sum(counts.values())
             done = 0
-            with gzip.open(staged, "wt", encoding="utf-8") as out:
+            with gzip.open(staged, "wt", encoding="utf-8", compresslevel=5) as out:
                 _write_line(
                     out,
                     {
@@ -636,9 +644,7 @@ def _portable_restore(engine: Engine, path: Path, force: bool, progress: Progres
             "upgrade`, and take a new portable backup"
         )
     if engine.dialect.name == "sqlite":
-        target = _sqlite_path(engine)
-        if not target.exists() and target.parent.is_dir():
-            os.close(os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        _sqlite_target(_sqlite_path(engine))
     engine.dispose()
     _portable_check_alone(engine)
     with engine.connect() as conn:

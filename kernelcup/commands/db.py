@@ -71,7 +71,12 @@ def register(app: typer.Typer) -> None:
             state = "up to date" if current == head else "behind: run `kernelcup db upgrade`"
             typer.echo(f"{info['url']}\nrevision {current or 'none'} (latest {head}): {state}")
 
-    @db_app.command("backup")
+    @db_app.command(
+        "backup",
+        help="Back up the database (DATABASE_URL, or the embedded SQLite file) while the service runs.\n\n"
+        "One consistent snapshot: every submission committed before it began, nothing half-written. Written under "
+        "a temporary name, checked, then renamed to FILE; restore it with `kernelcup db restore FILE`.",
+    )
     def backup_cmd(
         file: Path = typer.Argument(..., help="The backup file to write (made 0600; it holds every secret seed)."),
         fmt: str = typer.Option(
@@ -83,10 +88,6 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Replace FILE if it exists."),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """Back up the database (DATABASE_URL, or the embedded SQLite file) while the service runs.
-
-        The copy is one consistent snapshot: every submission committed before it started, nothing half-written.
-        It is written under a temporary name and renamed to FILE only when complete and checked."""
         from leaderboards.backup import backup
         from leaderboards.db import make_engine
 
@@ -101,24 +102,24 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 print_json(result)
                 return
-            rows = sum(result.tables.values())
+            tables = {t: n for t, n in result.tables.items() if t != "alembic_version"}
             typer.echo(
-                f"{result.path}: {result.kind} backup of revision {result.revision}, {rows} rows in "
-                f"{len(result.tables)} tables ({result.tables.get('submissions', 0)} submissions), "
+                f"{result.path}: {result.kind} backup of revision {result.revision}, {sum(tables.values())} rows in "
+                f"{len(tables)} tables ({tables.get('submissions', 0)} submissions), "
                 f"{result.size / 1e6:.1f} MB in {result.seconds:.1f} s"
             )
 
-    @db_app.command("restore")
+    @db_app.command(
+        "restore",
+        help="Restore a backup into the database (DATABASE_URL, or the embedded SQLite file). Stop the service "
+        "first.\n\nRefused while another process has the database open, and (without --force) when it holds any "
+        "row. A native backup goes into the same kind of database; a portable one into either. All of it, or nothing.",
+    )
     def restore_cmd(
         file: Path = typer.Argument(..., help="A file made by `kernelcup db backup`."),
         force: bool = typer.Option(False, "--force", help="Replace everything in a database that already holds rows."),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
-        """Restore a backup into the database (DATABASE_URL, or the embedded SQLite file). Stop the service first.
-
-        Refused while another process has the database open (SQLite: it cannot take an exclusive lock; PostgreSQL:
-        pg_stat_activity shows other connections), and, without --force, when the database holds any row. A native
-        backup restores into the same kind of database; a portable one into either. All of it, or nothing."""
         from leaderboards.backup import restore
         from leaderboards.db import make_engine, prepare_embedded
 
