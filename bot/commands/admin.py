@@ -170,19 +170,23 @@ class AdminCommands(app_commands.Group):
             ),
         )
 
-    @app_commands.command(name="update", description="Change a leaderboard's deadline, devices, visibility or problem")
+    @app_commands.command(
+        name="update", description="Rename a leaderboard, or change its deadline, devices, visibility or problem"
+    )
     @app_commands.describe(
+        name="A new name for it",
         problem="Reload the problem from this folder (inside the problems folder)",
         deadline="UTC, like 2026-12-31 18:00",
         devices="Device names, separated by commas",
         visible="Show it in /leaderboard list",
-        force="Apply a problem change that makes old scores incomparable (the ranking starts over)",
+        force="Confirm a change to a live leaderboard (rename, deadline in the past) or one that resets its ranking",
     )
     @app_commands.autocomplete(leaderboard=_leaderboards)
     async def update(
         self,
         interaction: discord.Interaction,
         leaderboard: str,
+        name: str | None = None,
         problem: str | None = None,
         deadline: str | None = None,
         devices: str | None = None,
@@ -192,9 +196,12 @@ class AdminCommands(app_commands.Group):
         await defer(interaction)
         bot = self.ctx
         loaded = await call(_load, bot.settings.problems_dir, problem) if problem else None
+        # On a live leaderboard a rename or a deadline in the past is refused with what it affects (the error's
+        # message, shown as it is); running the command again with force: True confirms it.
         result = await call(
             bot.service.update_leaderboard,
             leaderboard,
+            new_name=name,
             problem=loaded,
             deadline=parse_deadline(deadline) if deadline else None,
             devices=parse_devices(devices),
@@ -205,7 +212,8 @@ class AdminCommands(app_commands.Group):
         if not result.changed:
             text = f"**{leaderboard}**: nothing to change."
         else:
-            text = f"**{leaderboard}** updated: {', '.join(result.changed)}."
+            renamed = f" (now **{result.leaderboard.name}**)" if result.leaderboard.name != leaderboard else ""
+            text = f"**{leaderboard}**{renamed} updated: {', '.join(result.changed)}."
             if result.ranking_reset:
                 text += " Its ranking started over (old scores are not comparable)."
         await send(interaction, Reply(content=text))

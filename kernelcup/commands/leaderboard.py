@@ -1,9 +1,13 @@
 """`kernelcup leaderboard list|show`: the leaderboards and their rankings per device (local, or through a server's
-API: see ``kernelcup.remote``)."""
+API: see ``kernelcup.remote``); `kernelcup leaderboard update`: rename one or move its deadline, on the server's own
+database (an admin's command, like `kernelcup tokens`)."""
 
 from __future__ import annotations
 
+import getpass
+import os
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import typer
@@ -78,6 +82,24 @@ def print_rankings(
         )
 
 
+def _deadline(text: str) -> datetime:
+    """A deadline as typed: ISO 8601, ``2026-12-31 18:00`` meaning UTC when it names no zone."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a date and time (UTC, like 2026-12-31 18:00)") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _actor() -> str:
+    """Who runs an admin command on the server's own database, for the audit log."""
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        who = f"uid {os.getuid()}"
+    return f"shell:{who} (kernelcup leaderboard update)"
+
+
 def register(app: typer.Typer) -> None:
     lb_app = typer.Typer(help="Leaderboards and rankings.", no_args_is_help=True)
     app.add_typer(lb_app, name="leaderboard")
@@ -145,3 +167,28 @@ def register(app: typer.Typer) -> None:
             print_json({"leaderboard": lb, "rankings": rankings})
             return
         print_rankings(Console(), lb, rankings)
+
+    @lb_app.command("update")
+    def update_cmd(
+        name: str = typer.Argument(..., help="The leaderboard."),
+        rename: str | None = typer.Option(None, "--rename", help="A new name for it."),
+        deadline: str | None = typer.Option(None, "--deadline", help="A new deadline (UTC, like 2026-12-31 18:00)."),
+        force: bool = typer.Option(
+            False, "--force", help="Apply it even while it is live (queued or running jobs, ranked entries)."
+        ),
+        json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    ) -> None:
+        """Rename a leaderboard or move its deadline (the server's own database). While it is live, renaming it or
+        moving its deadline into the past says what it would affect and needs --force; the audit log records it."""
+        when = _deadline(deadline) if deadline else None
+        with user_errors():
+            result = open_service().update_leaderboard(
+                name, new_name=rename, deadline=when, force=force, actor=_actor()
+            )
+        if json_out:
+            print_json(result)
+        elif not result.changed:
+            typer.echo(f"{safe(name)}: nothing to change.")
+        else:
+            lb = result.leaderboard
+            typer.echo(f"{safe(lb.name)} updated: {', '.join(result.changed)} (deadline {format_time(lb.deadline)}).")
