@@ -16,6 +16,13 @@ class WebSettings(BaseSettings):
         description="The URL people reach the API at (behind a proxy); unset: taken from each request.",
     )
     workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes of `kernelcup serve`.")
+    worker_hang_s: float = Field(
+        default=60.0,
+        ge=5,
+        le=3600,
+        description="With several worker processes: how long one may leave its health checks unanswered before it "
+        "is replaced (a slow answer on a busy machine is not a dead process; an exited one is replaced at once).",
+    )
     problems_dir: Path = Field(
         default=Path("problems"), description="The problems folder; admin sync and create only read paths inside it."
     )

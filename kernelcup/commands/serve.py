@@ -7,15 +7,33 @@ import os
 import shutil
 import signal
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from kernelcup.choices import LauncherChoice
 
+if TYPE_CHECKING:
+    from web.settings import WebSettings
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MAX_REQUEST_HEAD_BYTES = 16 * 1024
 """Request line and headers together; a longer head is refused with 400 before the app sees it."""
+
+
+def serve_processes(settings: WebSettings, common: dict[str, Any]) -> None:
+    """``settings.workers`` uvicorn processes of ``kernelcup.asgi:create`` on one socket, under a supervisor that
+    replaces a process that exited or hung, not one that answers its health check late on a busy machine."""
+    import uvicorn
+
+    from kernelcup.commands.serve_supervisor import PatientMultiprocess
+
+    config = uvicorn.Config("kernelcup.asgi:create", factory=True, workers=settings.workers, **common)
+    sock = config.bind_socket()  # a port in use: SystemExit, as uvicorn.run
+    try:
+        PatientMultiprocess(config, [sock], hang_s=settings.worker_hang_s).run()
+    finally:
+        sock.close()
 
 
 def register(app: typer.Typer) -> None:
@@ -99,7 +117,7 @@ def register(app: typer.Typer) -> None:
                         if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # one /metrics over every process
                             metrics_dir = tempfile.mkdtemp(prefix="kernelcup-metrics-")
                             os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-                        uvicorn.run("kernelcup.asgi:create", factory=True, workers=settings.workers, **common)
+                        serve_processes(settings, common)
                 except SystemExit as exc:  # uvicorn logs why it could not start (a port in use), then exits
                     if exc.code in (0, None):
                         raise
