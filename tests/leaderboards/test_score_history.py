@@ -4,6 +4,7 @@ over time equals the running minimum of their eligible scores, recorded in any o
 
 from __future__ import annotations
 
+import importlib.util
 import random
 from collections.abc import Iterable
 from datetime import datetime
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import future, make_problem, run_result
-from sqlalchemy import select
+from sqlalchemy import delete, select, text
 
 from leaderboards import ranking
 from leaderboards.errors import InvalidChange
@@ -22,6 +23,7 @@ from leaderboards.viewing import HISTORY_MAX_POINTS, HISTORY_MAX_SERIES
 from runners.contract import Mode, Verdict
 
 CODE = b"def custom_kernel(data):\n    return data\n"
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
 
 
 @pytest.fixture
@@ -161,3 +163,26 @@ def test_pages_of_series_are_capped(service: LeaderboardService, board: str) -> 
         service.score_history_page(board, "cpu", max_points=HISTORY_MAX_POINTS + 1)
     with pytest.raises(InvalidChange):
         service.score_history_page(board, "cpu", max_points=1)
+
+
+def test_the_migration_fills_the_steps_from_the_runs_already_stored(service: LeaderboardService, board: str) -> None:
+    # Migration 0007 computes the steps of every stored ranking in SQL of its own (it must not change with the
+    # code): on the same runs it must give what the write path kept.
+    spec = importlib.util.spec_from_file_location("m0007", MIGRATIONS / "0007_score_improvements.py")
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    rng = random.Random(7)
+    for _ in range(25):
+        user = rng.choice(["ada", "bo", "cy"])
+        _, job = submit(service, user, device=rng.choice(["cpu", "H100"]))
+        record(service, job, rng.choice([10.0, 20.0, 30.0, 40.0]), secret_passes=rng.random() > 0.2)
+    submit(service, "queued")  # a job without runs: no step
+    kept = stored_steps(service)
+    assert kept and {d for d, *_ in kept} == {"cpu", "H100"}
+    with service.db.engine.begin() as conn:
+        conn.execute(delete(ScoreImprovement))
+        conn.execute(text(migration.BACKFILL))
+    assert {(d, u, sid, round(score, 6)) for d, u, sid, score in stored_steps(service)} == {
+        (d, u, sid, round(score, 6)) for d, u, sid, score in kept
+    }
