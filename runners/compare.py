@@ -15,6 +15,12 @@ What does move between two runs of one file is an offset each fresh process pair
 comparison runs: it stops early, after an even number of at least ``SETTLE_MIN_ROUNDS`` rounds, once the overall
 ratio's interval lies within ``PRECISION`` of the ratio. Stopping on the interval's width, not on whether it holds
 1, does not make a difference easier to claim.
+
+On a GPU no interval is narrower than that offset allows (issue 28): a case's spread over the rounds counts as at
+least the spread two fresh processes of one file are known to have (``process_offset_sd``), so a few rounds in
+which the processes happened to agree can neither stop a comparison early nor call a difference; and the overall
+interval is at least the combination of the cases' intervals, weighted as the problem's rule weighs the cases in the
+score (docs/measurement.md, "Comparing two kernels").
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import math
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 
-from runners.contract import CaseComparison, Comparison, Mode, RunRequest, RunResult, Verdict
+from runners.contract import CaseComparison, Comparison, Mode, RankingRule, RunRequest, RunResult, TimingStats, Verdict
 
 MIN_ROUNDS = 2
 MAX_ROUNDS = 50
@@ -39,6 +45,15 @@ PRECISION = 0.004
 """A comparison stops once its overall interval lies within ±0.4% of its ratio. On the lent H100 vectoradd's 9 µs
 case keeps its comparisons from that until the 20th round or so, and identical files then come out within ±0.5%
 more than 19 times in 20; a problem of larger cases stops at the 6th (docs/measurement.md)."""
+
+OFFSET_NS = 250.0
+"""The sd of the offset a fresh process pair's median of a GPU case carries, in absolute terms: about 0.25 µs whatever
+the case's size (lent H100: sd 1.9-2.2% of vectoradd's 9 µs case, 0.2% of its 127 µs case, 0.05-0.07% of 520 µs;
+lent H200, 16 evaluations of its Triton solution: 243 ns of 7.4 µs, 235 ns of 102 µs, 466 ns of 415 µs; issue 28: an
+8 µs case read 7.6-8.1 µs across evaluations). Only more evaluations average it away."""
+OFFSET_REL = 0.001
+"""And a relative part, so a large case's interval never claims more than about 0.1% per evaluation (the H200's
+415 µs case: 0.11%)."""
 
 # Student's t, two-sided 95% (the 0.975 quantile), by degrees of freedom; beyond the table, linear in 1/df.
 _T975 = {
@@ -64,18 +79,122 @@ def t975(df: int) -> float:
     return hi_t + (lo_t - hi_t) * (x - hi_x) / (lo_x - hi_x)
 
 
-def paired_ratio(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
-    """(ratio, low, high): the geometric mean of a_i / b_i and its 95% paired t interval (all positive)."""
+def process_offset_sd(median_ns: float) -> float:
+    """The relative sd of the offset one fresh process pair's median of a GPU case of about ``median_ns`` carries
+    (``OFFSET_NS``, ``OFFSET_REL``): 3.1% of an 8 µs case, 0.22% of 127 µs, 0.11% of 520 µs."""
+    return math.hypot(OFFSET_NS / median_ns, OFFSET_REL)
+
+
+def _log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
     if len(a) != len(b) or len(a) < MIN_ROUNDS:
         raise ValueError(f"a paired ratio needs the same number of rounds for both, at least {MIN_ROUNDS}")
     if any(not (x > 0 and math.isfinite(x)) for x in (*a, *b)):
         raise ValueError("times must be positive and finite")
-    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
+    return [math.log(x / y) for x, y in zip(a, b, strict=True)]
+
+
+def _spread(logs: Sequence[float]) -> tuple[float, float]:
+    """(mean, sample sd) of the rounds' log ratios."""
     n = len(logs)
     mean = math.fsum(logs) / n
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in logs) / (n - 1))
+    return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in logs) / (n - 1))
+
+
+def _interval(mean: float, sd: float, n: int, logs: Sequence[float] = ()) -> tuple[float, float, float]:
+    """(ratio, low, high) from the rounds' mean log ratio and sd (a t interval); with ``logs``, widened to hold the
+    rank-based interval of those rounds too (``signed_rank_interval``), so one outlier run cannot carry the mean
+    past 1 on its own."""
     half = t975(n - 1) * sd / math.sqrt(n)
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    low, high = mean - half, mean + half
+    if logs:
+        rank_low, rank_high = signed_rank_interval(logs)
+        low, high = min(low, rank_low), max(high, rank_high)
+    return math.exp(mean), math.exp(low), math.exp(high)
+
+
+def signed_rank_interval(logs: Sequence[float]) -> tuple[float, float]:
+    """The 95% interval of the centre of the rounds' log ratios from Wilcoxon's signed-rank test (Hodges-Lehmann's:
+    order statistics of the Walsh averages (d_i + d_j) / 2, i <= j, the cut from the test's exact null distribution).
+    It assumes only a symmetric spread, so an outlier run (a skewed, heavy tail) moves it by one rank, not by its
+    size. With 5 rounds or fewer no interval reaches 95%: it is then the whole range of the Walsh averages."""
+    n = len(logs)
+    walsh = sorted((logs[i] + logs[j]) / 2 for i in range(n) for j in range(i, n))
+    total = n * (n + 1) // 2
+    counts = [1] + [0] * total  # the number of sign patterns whose positive ranks sum to each value
+    for rank in range(1, n + 1):
+        for s in range(total, rank - 1, -1):
+            counts[s] += counts[s - rank]
+    patterns, below, k = 2**n, 0, 0
+    while below + counts[k] <= 0.025 * patterns:  # the largest k with P(T < k) <= 2.5%
+        below += counts[k]
+        k += 1
+    k = max(k, 1)
+    return walsh[k - 1], walsh[len(walsh) - k]
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float], *, floor_sd: float = 0.0) -> tuple[float, float, float]:
+    """(ratio, low, high): the geometric mean of a_i / b_i and its 95% paired t interval (all positive). The sd of
+    the rounds' log ratios counts as at least ``floor_sd`` (what two fresh processes of one file differ by)."""
+    logs = _log_ratios(a, b)
+    mean, sd = _spread(logs)
+    return _interval(mean, max(sd, floor_sd), len(a), logs if floor_sd > 0 else ())
+
+
+def score_weights(medians_ns: Sequence[float], rule: RankingRule) -> list[float]:
+    """How much a relative change of each case's median moves the score, relatively (d log score / d log median):
+    1/k each under the geometric mean, the case's share of the sum under the mean, all on the last case under 'last'."""
+    k = len(medians_ns)
+    if rule is RankingRule.LAST:
+        return [0.0] * (k - 1) + [1.0]
+    if rule is RankingRule.MEAN:
+        total = math.fsum(medians_ns)
+        return [m / total for m in medians_ns]
+    return [1.0 / k] * k
+
+
+def median_se(stats: TimingStats) -> float:
+    """The relative standard error of a run's median from what the run keeps (the raw samples are not kept): 0.93 x
+    the interquartile range / sqrt(n) (1.2533 sigma / sqrt(n) with sigma = IQR / 1.349, robust to the slow tail), or
+    1.2533 x the sd / sqrt(n) for results stored before the quartiles were."""
+    if stats.median_ns <= 0 or stats.samples < 1:
+        return 0.0
+    if stats.p25_ns is not None and stats.p75_ns is not None:
+        spread = 0.9291 * (stats.p75_ns - stats.p25_ns)
+    else:
+        spread = 1.2533 * stats.std_ns
+    return spread / (stats.median_ns * math.sqrt(stats.samples))
+
+
+def _round_floors(ra: Sequence[RunResult], rb: Sequence[RunResult]) -> list[float]:
+    """Per case, the least sd of a round's log ratio on a GPU: two fresh processes' offsets (``process_offset_sd``
+    of the case's median) and the two medians' own standard errors (``median_se``, the median over the runs)."""
+    floors = []
+    for i in range(len(ra[0].benchmarks)):
+        stats = [r.benchmarks[i].stats for r in (*ra, *rb)]
+        medians = [s.median_ns for s in stats if s is not None]
+        se = _median([median_se(s) for s in stats if s is not None])
+        floors.append(math.sqrt(2.0) * math.hypot(process_offset_sd(_median(medians)), se))
+    return floors
+
+
+def overall_ratio(ra: Sequence[RunResult], rb: Sequence[RunResult], rule: RankingRule,
+                  gpu: bool) -> tuple[float, float, float]:  # fmt: skip
+    """The ratio of the runs' scores, A over B, with its 95% interval: the paired t interval of the rounds' score
+    ratios, widened on a GPU to at least the cases' own intervals (each at least the process offset) combined with the
+    weights the rule gives the cases in the score, as if the cases' errors were independent."""
+    scores = _log_ratios([r.score_ns or 0.0 for r in ra], [r.score_ns or 0.0 for r in rb])
+    mean, sd = _spread(scores)
+    if gpu:
+        medians = [_median([r.benchmarks[i].stats.median_ns for r in (*ra, *rb)])  # type: ignore[union-attr]
+                   for i in range(len(ra[0].benchmarks))]  # fmt: skip
+        combined = 0.0
+        weights, floors = score_weights(medians, rule), _round_floors(ra, rb)
+        for i, (w, floor) in enumerate(zip(weights, floors, strict=True)):
+            ma = [r.benchmarks[i].stats.median_ns for r in ra]  # type: ignore[union-attr]
+            mb = [r.benchmarks[i].stats.median_ns for r in rb]  # type: ignore[union-attr]
+            combined += (w * max(_spread(_log_ratios(ma, mb))[1], floor)) ** 2
+        sd = max(sd, math.sqrt(combined))
+    return _interval(mean, sd, len(ra), scores if gpu else ())
 
 
 Run = Callable[[RunRequest], RunResult]
@@ -125,6 +244,7 @@ class Tally:
         seed = secrets.randbelow(2**63)
         self.requests = tuple(r.model_copy(update={"seed": seed}) for r in (a, b))
         self.results: tuple[list[RunResult], list[RunResult]] = ([], [])
+        self.rule = a.ranking_by
 
     def add(self, rnd: int, side: int, result: RunResult) -> Comparison | None:
         if not result.passed:
@@ -136,7 +256,7 @@ class Tally:
         return None
 
     def result(self) -> Comparison:
-        return _summarise(self.names, self.results[0], self.results[1])
+        return _summarise(self.names, self.results[0], self.results[1], self.rule)
 
     def settled(self, precision: float | None = PRECISION) -> bool:
         """Whether the rounds so far say enough: an even number of at least ``SETTLE_MIN_ROUNDS`` complete rounds
@@ -145,10 +265,9 @@ class Tally:
         n = len(ra)
         if precision is None or n != len(rb) or n < SETTLE_MIN_ROUNDS or n % 2:
             return False
-        try:
-            ratio, low, high = paired_ratio([r.score_ns or 0.0 for r in ra], [r.score_ns or 0.0 for r in rb])
-        except ValueError:  # a score of 0: no ratio, so nothing to settle on
+        if _zero(ra, rb):  # a score or median of 0: no ratio, so nothing to settle on
             return False
+        ratio, low, high = overall_ratio(ra, rb, self.rule, on_gpu(ra, rb))
         return high / ratio <= 1 + precision and ratio / low <= 1 + precision
 
 
@@ -172,24 +291,37 @@ def compare(a: RunRequest, b: RunRequest, run: Run, *, rounds: int = DEFAULT_ROU
     return tally.result()
 
 
-def _summarise(names: tuple[str, str], ra: list[RunResult], rb: list[RunResult]) -> Comparison:
+def _zero(ra: Sequence[RunResult], rb: Sequence[RunResult]) -> bool:
+    """Whether a run has a median or a score of 0 (or none), so that no ratio can be formed."""
     times = [b.stats.median_ns if b.stats else 0.0 for r in (*ra, *rb) for b in r.benchmarks]
-    if any(t <= 0 for t in times) or any(not r.score_ns for r in (*ra, *rb)):
+    return any(not (t > 0) for t in times) or any(not r.score_ns for r in (*ra, *rb))
+
+
+def on_gpu(ra: Sequence[RunResult], rb: Sequence[RunResult]) -> bool:
+    """Whether every run was timed on a GPU (its system names one): the process offset was measured there; a CPU's
+    own spread is far larger and a fake runner's numbers are no device's."""
+    return all(r.system.gpu_name for r in (*ra, *rb))
+
+
+def _summarise(names: tuple[str, str], ra: list[RunResult], rb: list[RunResult], rule: RankingRule) -> Comparison:
+    gpu = on_gpu(ra, rb)
+    if _zero(ra, rb):
         message = "a run has a median of 0 ns (too little work to time), so no ratio can be formed"
         return Comparison(a=names[0], b=names[1], rounds=len(ra), verdict=Verdict.ACCEPTED, message=message)
     cases = []
+    floors = _round_floors(ra, rb) if gpu else [0.0] * len(ra[0].benchmarks)
     for i, bench in enumerate(ra[0].benchmarks):
         ma = [r.benchmarks[i].stats.median_ns for r in ra]  # type: ignore[union-attr]
         mb = [r.benchmarks[i].stats.median_ns for r in rb]  # type: ignore[union-attr]
-        ratio, low, high = paired_ratio(ma, mb)
+        ratio, low, high = paired_ratio(ma, mb, floor_sd=floors[i])
         cases.append(CaseComparison(index=i, case=bench.case, median_a_ns=_median(ma), median_b_ns=_median(mb),
                                     ratio=ratio, ci_low=low, ci_high=high))  # fmt: skip
-    ratio, low, high = paired_ratio([r.score_ns or 0.0 for r in ra], [r.score_ns or 0.0 for r in rb])
+    ratio, low, high = overall_ratio(ra, rb, rule, gpu)
     return Comparison(a=names[0], b=names[1], rounds=len(ra), verdict=Verdict.ACCEPTED, message=_verdict_text(
         names, ratio, low, high), cases=cases, ratio=ratio, ci_low=low, ci_high=high)  # fmt: skip
 
 
-def _median(xs: list[float]) -> float:
+def _median(xs: Sequence[float]) -> float:
     s = sorted(xs)
     mid = len(s) // 2
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
