@@ -15,47 +15,53 @@ backup holds every board's secret seed and all submitted code), and renamed into
 checked: a failure leaves no partial file. A restore refuses a database that holds rows unless ``force`` is given,
 and refuses while another connection has the database open (the service must be stopped). It restores everything
 or nothing.
+
+The portable format is in ``leaderboards.portable``; what both share in ``leaderboards.backup_common``.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
 
-from sqlalchemy import Engine, LargeBinary, MetaData, Table, func, inspect, select, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import URL
 
-from leaderboards.db import PRIVATE_FILE, head_revision, upgrade
-from leaderboards.errors import KernelcupError, UserError
-from leaderboards.models import Base, UTCDateTime
-
-Progress = Callable[[str, int, int], None]
-"""``progress(what, done, total)``: called as long work advances (pages, tables or rows; ``total`` 0 when unknown)."""
+from leaderboards.backup_common import (
+    SERVICE_TABLES_SKIPPED,
+    BackupError,
+    Progress,
+    counts_in,
+    in_use,
+    known_revision,
+    no_progress,
+    not_empty,
+    pg_other_sessions,
+    redact,
+    revision_in,
+    sqlite_connect,
+    sqlite_path,
+    sqlite_target,
+    where,
+)
+from leaderboards.db import PRIVATE_FILE, head_revision
+from leaderboards.errors import UserError
+from leaderboards.portable import portable_backup, portable_restore
 
 FORMATS = ("native", "portable")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PGDUMP_MAGIC = b"PGDMP"
 GZIP_MAGIC = b"\x1f\x8b"
-PORTABLE_FORMAT = "kernelcup-portable"
-PORTABLE_VERSION = 1
 SQLITE_STEP_PAGES = 1024
 """Pages per step of SQLite's backup (4 MiB at the default page size): one progress report per step."""
-PORTABLE_BATCH = 500
-SERVICE_TABLES_SKIPPED = ("alembic_version",)
-"""Not counted as content: a database the service migrated but never used is empty."""
 
 LIBPQ_ENV = {
     "host": "PGHOST",
@@ -77,12 +83,6 @@ LIBPQ_ENV = {
     "channel_binding": "PGCHANNELBINDING",
 }
 """libpq connection parameters a DATABASE_URL's query may carry, and the environment variable that passes each."""
-
-
-class BackupError(KernelcupError):
-    """A backup or restore that could not be done; the message names the problem and the fix."""
-
-    code = "backup_failed"
 
 
 @dataclass(frozen=True)
@@ -112,21 +112,6 @@ class RestoreResult:
     @property
     def needs_upgrade(self) -> bool:
         return self.revision != self.head
-
-
-def where(engine: Engine) -> str:
-    """The database's URL without its password: the only form of it a message or a log line may carry."""
-    return engine.url.render_as_string(hide_password=True)
-
-
-def _redact(message: str, url: URL) -> str:
-    if url.password:
-        message = message.replace(str(url.password), "***")
-    return " ".join(message.split())
-
-
-def _no_progress(what: str, done: int, total: int) -> None:
-    return None
 
 
 # --- files ---------------------------------------------------------------------------------------------------------
@@ -198,7 +183,7 @@ def detect_kind(path: Path) -> str:
 
 
 def backup(
-    engine: Engine, path: Path, *, fmt: str = "native", force: bool = False, progress: Progress = _no_progress
+    engine: Engine, path: Path, *, fmt: str = "native", force: bool = False, progress: Progress = no_progress
 ) -> BackupResult:
     """A consistent copy of the database behind ``engine`` in ``path`` (0600), taken while the service writes."""
     if fmt not in FORMATS:
@@ -207,22 +192,15 @@ def backup(
     backend = engine.url.get_backend_name()
     with staged_file(path, force=force) as staged:
         if fmt == "portable":
-            kind, revision, tables = "portable", *_portable_backup(engine, staged, progress)
+            kind, revision, tables = "portable", *portable_backup(engine, staged, progress)
         elif backend == "sqlite":
-            kind, revision, tables = "sqlite", *_sqlite_backup(_sqlite_path(engine), staged, progress)
+            kind, revision, tables = "sqlite", *_sqlite_backup(sqlite_path(engine), staged, progress)
         elif backend == "postgresql":
             kind, revision, tables = "postgresql", *_pg_backup(engine, staged, progress)
         else:
             raise BackupError(f"Backups of {backend} databases are not supported; use --format portable")
         size = staged.stat().st_size
     return BackupResult(path.expanduser(), kind, revision, tables, size, time.monotonic() - started)
-
-
-def _sqlite_path(engine: Engine) -> Path:
-    name = engine.url.database
-    if not name or name == ":memory:":
-        raise BackupError("An in-memory SQLite database has nothing to back up or restore into; set DATABASE_URL")
-    return Path(name).expanduser()
 
 
 def _sqlite_tables(conn: sqlite3.Connection) -> list[str]:
@@ -243,16 +221,10 @@ def _sqlite_revision(conn: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
-def _sqlite_connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)  # transactions are begun here, explicitly
-    conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-    return conn
-
-
 def _sqlite_backup(source: Path, staged: Path, progress: Progress) -> tuple[str | None, dict[str, int]]:
     if not source.is_file():
         raise BackupError(f"No database at {source}: nothing to back up (is KERNELCUP_DATA_DIR or DATABASE_URL right?)")
-    src = _sqlite_connect(source)
+    src = sqlite_connect(source)
     dst = sqlite3.connect(staged, isolation_level=None)
     try:
         # One read transaction held across every step: each step copies pages of the same snapshot (WAL lets the
@@ -334,7 +306,7 @@ def _run_pg_tool(args: list[str], url: URL, progress: Progress, doing: str) -> N
     errors: list[str] = []
     done = 0
     for line in proc.stderr:
-        line = _redact(line, url)
+        line = redact(line, url)
         if ": error:" in line or "FATAL" in line or ": fatal:" in line:
             errors.append(line)
         elif "table" in line:
@@ -353,10 +325,10 @@ def _pg_backup(engine: Engine, staged: Path, progress: Progress) -> tuple[str | 
         conn = conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():
             snapshot = conn.execute(text("SELECT pg_export_snapshot()")).scalar_one()
-            revision = _revision_in(conn)
+            revision = revision_in(conn)
             if revision is None:
                 raise BackupError(f"{where(engine)} has no kernelcup tables: nothing to back up")
-            counts = _counts_in(conn)
+            counts = counts_in(conn)
             args = [pg_dump, "--format=custom", "--verbose", f"--snapshot={snapshot}", f"--file={staged}"]
             _run_pg_tool(args, engine.url, progress, f"pg_dump of {where(engine)}")
     _pg_list(staged, progress)
@@ -373,22 +345,10 @@ def _pg_list(archive: Path, progress: Progress) -> None:
     progress("checked", 1, 1)
 
 
-def _revision_in(conn: Any) -> str | None:
-    if "alembic_version" not in inspect(conn).get_table_names():
-        return None
-    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-
-
-def _counts_in(conn: Any) -> dict[str, int]:
-    meta = MetaData()
-    meta.reflect(conn)
-    return {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in meta.sorted_tables}
-
-
 # --- restore -------------------------------------------------------------------------------------------------------
 
 
-def restore(engine: Engine, path: Path, *, force: bool = False, progress: Progress = _no_progress) -> RestoreResult:
+def restore(engine: Engine, path: Path, *, force: bool = False, progress: Progress = no_progress) -> RestoreResult:
     """Put the backup in ``path`` into the database behind ``engine``: refused while another connection uses it (stop
     the service first) and, unless ``force``, when it holds any row. All of it or, on failure, nothing."""
     path = path.expanduser()
@@ -397,9 +357,9 @@ def restore(engine: Engine, path: Path, *, force: bool = False, progress: Progre
     started = time.monotonic()
     engine.dispose()  # the pool's idle connections are this process's own, not the service's
     if kind == "portable":
-        replaced = _portable_restore(engine, path, force, progress)
+        replaced = portable_restore(engine, path, force, progress)
     elif kind == "sqlite" and backend == "sqlite":
-        replaced = _sqlite_restore(path, _sqlite_path(engine), force, progress)
+        replaced = _sqlite_restore(path, sqlite_path(engine), force, progress)
     elif kind == "postgresql" and backend == "postgresql":
         replaced = _pg_restore(engine, path, force, progress)
     else:
@@ -409,50 +369,25 @@ def restore(engine: Engine, path: Path, *, force: bool = False, progress: Progre
             "old database (`kernelcup db backup FILE --format portable`) and restore that."
         )
     with engine.connect() as conn:
-        revision = _revision_in(conn)
-        counts = _counts_in(conn)
+        revision = revision_in(conn)
+        counts = counts_in(conn)
     engine.dispose()
     return RestoreResult(path, kind, revision, head_revision(), counts, replaced, time.monotonic() - started)
 
 
-def _known_revision(revision: str | None, path: Path) -> None:
-    """Refuse a backup whose schema this kernelcup does not know (made by a newer one)."""
-    from alembic.script import ScriptDirectory
-    from alembic.util import CommandError
-
-    from leaderboards.db import alembic_config
-
-    if revision is None:
-        raise UserError(f"{path} is not a kernelcup backup (it has no migration record)")
-    try:
-        ScriptDirectory.from_config(alembic_config(None)).get_revision(revision)  # type: ignore[arg-type]
-    except CommandError:
-        raise UserError(
-            f"{path} is at schema revision {revision}, which this kernelcup does not know (it was made by a newer "
-            "one): upgrade kernelcup, then restore"
-        ) from None
-
-
-def _in_use(target: str) -> BackupError:
-    return BackupError(
-        f"{target} is in use by another process (a worker, the bot, the web server or a shell): stop the service "
-        "first, then restore"
-    )
-
-
 def _sqlite_restore(source: Path, target: Path, force: bool, progress: Progress) -> bool:
-    src = _sqlite_connect(source, timeout=5)
+    src = sqlite_connect(source, timeout=5)
     try:
         _sqlite_check(src, source)
-        _known_revision(_sqlite_revision(src), source)
+        known_revision(_sqlite_revision(src), source)
     except sqlite3.Error as exc:
         raise UserError(f"{source} cannot be read as an SQLite backup: {exc}") from None
     try:
-        _sqlite_target(target)
+        sqlite_target(target)
     except UserError:
         src.close()
         raise
-    dst = _sqlite_connect(target, timeout=2)
+    dst = sqlite_connect(target, timeout=2)
     try:
         # How "the service is stopped" is checked: an exclusive lock on the database, which SQLite (in WAL mode)
         # grants only when no other connection of any process has the file open. It is held until the end, so no
@@ -462,12 +397,12 @@ def _sqlite_restore(source: Path, target: Path, force: bool, progress: Progress)
             dst.execute("BEGIN EXCLUSIVE")
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
-                raise _in_use(str(target)) from None
+                raise in_use(str(target)) from None
             raise
         held = {t: n for t, n in _sqlite_counts(dst).items() if n and t not in SERVICE_TABLES_SKIPPED}
         dst.execute("COMMIT")  # the exclusive lock stays (locking_mode); the backup API needs no open transaction
         if held and not force:
-            raise _not_empty(str(target), held)
+            raise not_empty(str(target), held)
 
         def step(_status: int, remaining: int, total: int) -> None:
             progress("pages", total - remaining, total)
@@ -487,49 +422,21 @@ def _sqlite_restore(source: Path, target: Path, force: bool, progress: Progress)
                     file.chmod(PRIVATE_FILE)
 
 
-def _sqlite_target(target: Path) -> None:
-    """A missing SQLite database to restore into is made here, 0600 before SQLite writes to it."""
-    if target.exists():
-        return
-    if not target.parent.is_dir():
-        raise UserError(f"The folder {target.parent} does not exist; create it first (mkdir -p {target.parent})")
-    os.close(os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-
-
-def _not_empty(target: str, held: dict[str, int]) -> UserError:
-    rows = ", ".join(f"{t}: {n}" for t, n in sorted(held.items()))
-    return UserError(
-        f"{target} is not empty ({rows}); restore into a new or empty database, or pass --force to replace "
-        "everything in it with the backup"
-    )
-
-
-def _pg_other_sessions(conn: Any) -> list[str]:
-    rows = conn.execute(
-        text(
-            "SELECT coalesce(nullif(application_name, ''), 'unnamed') || ' from ' || "
-            "coalesce(host(client_addr), 'local socket') FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
-        )
-    ).scalars()
-    return sorted(set(rows))
-
-
 def _pg_restore(engine: Engine, archive: Path, force: bool, progress: Progress) -> bool:
     pg_restore = _pg_tool("pg_restore")
-    _pg_list(archive, _no_progress)
+    _pg_list(archive, no_progress)
     engine.dispose()  # the pool's idle connections are ours, not the service's
     with engine.connect() as conn:
-        others = _pg_other_sessions(conn)
+        others = pg_other_sessions(conn)
         if others:
             raise BackupError(
                 f"{where(engine)} has {len(others)} other connection(s) ({', '.join(others)[:300]}): stop the service "
                 "(workers, the bot, the web server) first, then restore"
             )
-        held = {t: n for t, n in _counts_in(conn).items() if n and t not in SERVICE_TABLES_SKIPPED}
+        held = {t: n for t, n in counts_in(conn).items() if n and t not in SERVICE_TABLES_SKIPPED}
     engine.dispose()
     if held and not force:
-        raise _not_empty(where(engine), held)
+        raise not_empty(where(engine), held)
     # --clean --if-exists drops what the archive recreates (a migrated, empty database has those tables);
     # --single-transaction makes it all or nothing; --no-owner/--no-acl: the target's user owns what it restores.
     args = [
@@ -549,195 +456,3 @@ def _pg_restore(engine: Engine, archive: Path, force: bool, progress: Progress) 
 
 
 # --- the portable format -------------------------------------------------------------------------------------------
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"$b64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
-
-
-def _decoder(table: Table) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    binary = {c.name for c in table.columns if isinstance(c.type, LargeBinary)}
-    stamps = {c.name for c in table.columns if isinstance(c.type, UTCDateTime)}
-
-    def decode(row: dict[str, Any]) -> dict[str, Any]:
-        for name in binary:
-            if row.get(name) is not None:
-                row[name] = base64.b64decode(row[name]["$b64"])
-        for name in stamps:
-            if row.get(name) is not None:
-                row[name] = datetime.fromisoformat(row[name])
-        return row
-
-    return decode
-
-
-def _portable_backup(engine: Engine, staged: Path, progress: Progress) -> tuple[str | None, dict[str, int]]:
-    head = head_revision()
-    tables = Base.metadata.sorted_tables
-    with engine.connect() as conn:
-        if engine.dialect.name == "postgresql":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        with conn.begin():  # one snapshot (SQLite: one read transaction; PostgreSQL: repeatable read)
-            revision = _revision_in(conn)
-            if revision != head:
-                raise BackupError(
-                    f"{where(engine)} is at revision {revision or 'none'}, not the latest ({head}); a portable backup "
-                    "is taken of a current schema: run `kernelcup db upgrade` first"
-                )
-            counts = {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in tables}
-            total = sum(counts.values())
-            done = 0
-            with gzip.open(staged, "wt", encoding="utf-8", compresslevel=5) as out:
-                _write_line(
-                    out,
-                    {
-                        "format": PORTABLE_FORMAT,
-                        "version": PORTABLE_VERSION,
-                        "revision": revision,
-                        "dialect": engine.dialect.name,
-                        "tables": counts,
-                    },
-                )
-                for table in tables:
-                    order = list(table.primary_key.columns)
-                    for row in conn.execute(select(table).order_by(*order)).mappings():
-                        _write_line(out, {"t": table.name, "r": {k: _encode(v) for k, v in row.items()}})
-                        done += 1
-                        if done % PORTABLE_BATCH == 0:
-                            progress("rows", done, total)
-                _write_line(out, {"end": True, "rows": done})
-            progress("rows", done, total)
-    return revision, counts
-
-
-def _write_line(out: IO[str], obj: dict[str, Any]) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
-    out.write("\n")
-
-
-def _portable_header(path: Path) -> dict[str, Any]:
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            header = json.loads(f.readline())
-    except (OSError, ValueError, EOFError):
-        header = None
-    if not isinstance(header, dict) or header.get("format") != PORTABLE_FORMAT:
-        raise UserError(f"{path} is a gzip file but not a kernelcup portable backup")
-    if header.get("version") != PORTABLE_VERSION:
-        raise UserError(f"{path} is a portable backup of version {header.get('version')}; this kernelcup reads 1")
-    return header
-
-
-def _portable_restore(engine: Engine, path: Path, force: bool, progress: Progress) -> bool:
-    header = _portable_header(path)
-    head = head_revision()
-    revision = header.get("revision")
-    _known_revision(revision, path)
-    if revision != head:
-        raise UserError(
-            f"{path} holds schema revision {revision}, and this kernelcup restores portable backups of revision "
-            f"{head} only: restore it with the kernelcup that made it (or a native backup), run `kernelcup db "
-            "upgrade`, and take a new portable backup"
-        )
-    if engine.dialect.name == "sqlite":
-        _sqlite_target(_sqlite_path(engine))
-    engine.dispose()
-    _portable_check_alone(engine)
-    with engine.connect() as conn:
-        current = _revision_in(conn)
-        held = {t: n for t, n in _counts_in(conn).items() if n and t not in SERVICE_TABLES_SKIPPED} if current else {}
-    if held and not force:
-        raise _not_empty(where(engine), held)
-    if current != head:
-        if current is not None and not force:
-            raise UserError(
-                f"{where(engine)} is at revision {current}, not {head}: run `kernelcup db upgrade` first (or pass "
-                "--force)"
-            )
-        upgrade(engine)
-    tables = {t.name: t for t in Base.metadata.sorted_tables}
-    expected: dict[str, int] = header.get("tables", {})
-    total = sum(expected.values())
-    seen: dict[str, int] = dict.fromkeys(expected, 0)
-    done = 0
-    ended = False
-    with engine.begin() as conn:  # all of it, or nothing
-        for table in reversed(Base.metadata.sorted_tables):
-            conn.execute(table.delete())
-        batch: list[dict[str, Any]] = []
-        batch_table: Table | None = None
-        decode: Callable[[dict[str, Any]], dict[str, Any]] = dict
-
-        def flush() -> None:
-            if batch_table is not None and batch:
-                conn.execute(batch_table.insert(), batch)
-                batch.clear()
-
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            f.readline()
-            for line in f:
-                item = json.loads(line)
-                if item.get("end"):
-                    ended = True
-                    break
-                table = tables.get(item["t"])
-                if table is None:
-                    raise UserError(f"{path} has rows of an unknown table {item['t']!r}; nothing was restored")
-                if table is not batch_table:
-                    flush()
-                    batch_table, decode = table, _decoder(table)
-                batch.append(decode(item["r"]))
-                seen[table.name] = seen.get(table.name, 0) + 1
-                done += 1
-                if len(batch) >= PORTABLE_BATCH:
-                    flush()
-                    progress("rows", done, total)
-            flush()
-        if not ended or seen != expected:
-            raise UserError(
-                f"{path} is incomplete (rows {seen}, its header promised {expected}): it was cut short; nothing was "
-                "restored"
-            )
-        if engine.dialect.name == "postgresql":
-            _pg_reset_sequences(conn)
-    progress("rows", done, total)
-    return bool(held)
-
-
-def _portable_check_alone(engine: Engine) -> None:
-    """Refuse while another connection uses the database (checked as the native restores check it)."""
-    if engine.dialect.name == "postgresql":
-        with engine.connect() as conn:
-            others = _pg_other_sessions(conn)
-        engine.dispose()
-        if others:
-            raise BackupError(
-                f"{where(engine)} has {len(others)} other connection(s) ({', '.join(others)[:300]}): stop the service "
-                "first, then restore"
-            )
-        return
-    probe = _sqlite_connect(_sqlite_path(engine), timeout=2)
-    try:
-        probe.execute("PRAGMA locking_mode=EXCLUSIVE")
-        probe.execute("BEGIN EXCLUSIVE")
-        probe.execute("ROLLBACK")
-    except sqlite3.OperationalError:
-        raise _in_use(str(_sqlite_path(engine))) from None
-    finally:
-        probe.close()
-
-
-def _pg_reset_sequences(conn: Any) -> None:
-    """Restored ids came from the export; each id sequence continues after the largest one."""
-    for table in Base.metadata.sorted_tables:
-        for column in table.primary_key.columns:
-            if column.autoincrement is True or (column.autoincrement == "auto" and column.type.python_type is int):
-                seq = conn.execute(text("SELECT pg_get_serial_sequence(:t, :c)"), {"t": table.name, "c": column.name})
-                name = seq.scalar()
-                if name:
-                    largest = f'SELECT coalesce(max("{column.name}"), 0) + 1 FROM "{table.name}"'
-                    conn.execute(text(f"SELECT setval(:s, ({largest}), false)"), {"s": name})
