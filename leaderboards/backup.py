@@ -237,7 +237,7 @@ def _sqlite_backup(source: Path, staged: Path, progress: Progress) -> tuple[str 
         counts = _sqlite_counts(src)
 
         def step(_status: int, remaining: int, total: int) -> None:
-            progress("pages", total - remaining, total)
+            progress("copying pages", total - remaining, total)
 
         src.backup(dst, pages=SQLITE_STEP_PAGES, progress=step)
         src.execute("COMMIT")
@@ -405,7 +405,7 @@ def _sqlite_restore(source: Path, target: Path, force: bool, progress: Progress)
             raise not_empty(str(target), held)
 
         def step(_status: int, remaining: int, total: int) -> None:
-            progress("pages", total - remaining, total)
+            progress("restoring pages", total - remaining, total)
 
         # The backup API writes the destination in one transaction: a failure halfway leaves it as it was.
         src.backup(dst, pages=SQLITE_STEP_PAGES, progress=step)
