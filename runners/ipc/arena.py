@@ -10,6 +10,7 @@ checking every reference against the arena's bounds.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import mmap
 import os
@@ -56,8 +57,10 @@ class Arena:
         return cls._map_host(torch, name, size, fd, keep_fd=True)
 
     @classmethod
-    def open(cls, torch: Any, name: str, kind: str, size: int, fd: int, driver: Any = None, device: int = 0) -> Arena:
-        """Map an arena the other process made; ``fd`` is consumed."""
+    def open(cls, torch: Any, name: str, kind: str, size: int, fd: int, driver: Any = None, device: int = 0,
+             *, populate: bool = False) -> Arena:  # fmt: skip
+        """Map an arena the other process made; ``fd`` is consumed. ``populate``: a host arena's pages are mapped at
+        once (``MAP_POPULATE``), in one system call, rather than one fault at a time as they are first touched."""
         if kind == "cuda":
             from runners.ipc.cuda import SharedMemory
 
@@ -68,16 +71,15 @@ class Arena:
         if os.fstat(fd).st_size < size:
             os.close(fd)
             raise ArenaError(f"the {name} arena is smaller than announced")
-        return cls._map_host(torch, name, size, fd, keep_fd=False)
+        return cls._map_host(torch, name, size, fd, keep_fd=False, populate=populate)
 
     @classmethod
-    def _map_host(cls, torch: Any, name: str, size: int, fd: int, keep_fd: bool) -> Arena:
-        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    def _map_host(cls, torch: Any, name: str, size: int, fd: int, keep_fd: bool, populate: bool = False) -> Arena:
+        flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+        mm = mmap.mmap(fd, size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
         if not keep_fd:
             os.close(fd)
             fd = -1
-        import ctypes
-
         base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
         return cls(name, "host", size, torch, base, mm, fd, "cpu")
 
@@ -130,6 +132,24 @@ class Arena:
         """Offset of ``[ptr, ptr + nbytes)`` in this arena, or None if it is not all inside."""
         offset = ptr - self.base
         return offset if offset >= 0 and offset + nbytes <= self.size else None
+
+
+_FALLOC_PUNCH = 0x02 | 0x01
+"""``FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE``."""
+
+
+def release(arena: Arena) -> None:
+    """Give a host arena's memory back now and close its descriptor, whoever else still maps it: its pages are
+    freed (a hole punched over all of it: a mapping elsewhere then reads zeros, and the size, sealed, stays, so no
+    one meets SIGBUS) and its mapping here goes when the last tensor over it does."""
+    if arena.kind != "host":
+        return
+    if arena.fd >= 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+        libc.fallocate(arena.fd, _FALLOC_PUNCH, 0, arena.size)  # (a failure leaves them to the last unmap)
+        os.close(arena.fd)
+        arena.fd = -1
 
 
 def span_elements(shape: tuple[int, ...] | list[int], stride: tuple[int, ...] | list[int]) -> int:

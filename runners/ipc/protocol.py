@@ -142,8 +142,12 @@ class Call(_Msg):
 
 
 class Go(_Msg):
+    """CPU: run call ``k`` now. ``arena``: the call's inputs, in a memfd made for this call alone, whose descriptor
+    comes with this message: the submission process holds no byte of a call's inputs before its window opens."""
+
     t: Literal["go"] = "go"
     k: int = Field(ge=1, lt=2**31)
+    arena: ArenaSpec | None = None
 
 
 class Fetch(_Msg):
@@ -229,7 +233,7 @@ trusted statistics overflow, the submission's doing reported as the runner's fai
 
 
 class Done(_Msg):
-    """CPU only: the calls returned; their outputs were copied to the host output arena."""
+    """CPU only: the calls returned; their outputs lie in the host output arena or in the call's own input arena."""
 
     t: Literal["done"] = "done"
     k: int

@@ -17,8 +17,9 @@ snapshot is incomplete, which the check catches). So ``t1 - t0`` is an upper bou
 that the submission cannot make smaller; it includes a context switch each way, which the evaluator calibrates
 with a process of its own running a known kernel through the same protocol (:func:`calibrate`).
 
-On the CPU the window is our clock from sending "go" to receiving "done"; the output is copied out of the host
-output arena at once.
+On the CPU the window is our clock from sending "go" to receiving "done"; the output is copied out of shared memory
+at once. Each call's inputs are written into a memfd made for that call alone, handed to the submission process with
+"go" (:class:`CpuWindow`): before the window opens it holds no byte of them, so no work on them can precede it.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runners.ipc.arena import Arena, ArenaError, Placement, place
+from runners.ipc.arena import Arena, ArenaError, Placement, place, release, span_elements
 from runners.ipc.protocol import (
+    ArenaSpec,
     Call,
     CallError,
     Check,
@@ -47,7 +49,7 @@ from runners.ipc.protocol import (
 )
 from runners.ipc.protocol import Value as ValueTree
 from runners.oracle.peer import Peer, PeerFailed
-from runners.submission.serve import DONE_OFFSET, GO_OFFSET
+from runners.submission.serve import CALL_ARENA, DONE_OFFSET, GO_OFFSET
 
 
 @dataclass
@@ -60,7 +62,9 @@ class CallOutcome:
     degraded: bool = False
     """The submission did not queue its call in time (it synchronised inside custom_kernel): its host time counts."""
     allowance_ns: float = 0.0
-    """Time inside the window that is ours, not the submission's (CPU: copying the output out)."""
+    """Time inside the window that is ours, not the submission's: none today. (The CPU allowed for the submission
+    process's copy of its output into shared memory until issue 37: a copy the trusted side never sees happen, which
+    a submission that wrote its answer there directly was paid for all the same.)"""
     reading_ns: float | None = None
     """The submission process's own reading of the call (CPU: with the answer; CUDA: fetched on demand)."""
 
@@ -101,9 +105,10 @@ def snapshot(torch: Any, value: ValueTree, arenas: dict[str, Arena], named: dict
             arena = arenas.get(v.arena)
             if arena is None:
                 raise ArenaError(f"the output names an unknown arena {v.arena!r}")
-            if arena.kind == "host" and arena.name != "host_out":
-                # A CPU tensor is always copied into host_out on its way back (``_tensor_ref``): naming the input
-                # arena only makes us read (and keep) its untouched pages (red team, 2026-11-25).
+            if arena.kind == "host" and arena.name not in ("host_out", CALL_ARENA):
+                # A CPU output lies in host_out or in the call's own input arena (an ``out`` it was given), both no
+                # larger than the call needs; naming the large sparse input arena only makes us read (and keep) its
+                # untouched pages (red team, 2026-11-25).
                 raise ArenaError(f"the output names the {arena.name} arena; return a tensor of your own")
             view = arena.view(torch, v)  # checks bounds and alignment
             if view.numel() == 0:
@@ -159,8 +164,6 @@ evaluator's memory (at least 16 GiB) beside its own inputs, and a CPU run's outp
 MAX_OUTPUT_DEPTH = 8
 """How deep an output may nest tuples, lists and dicts: as deep as the submission process's own ``describe`` lets an
 honest output be (the problem's check walks it recursively; a deeper one is no answer)."""
-COPY_PROBE_BYTES = 256 << 20
-"""The largest copy the CPU window times for its copy allowance (larger ones are scaled from it)."""
 MAX_OUTPUT_ELEMENTS = 1 << 36
 """Elements an output tensor may name (a stride-0 output can name far more than its memory holds)."""
 SPREAD_SLACK = 1 << 20
@@ -176,17 +179,6 @@ def _snapshots(torch: Any, values: list[ValueTree], expected: int, arenas: dict[
     for v in values:  # every output checked before anything is copied: a refused batch costs no memory
         snapshot(torch, v, arenas, named, copy=False)
     return [snapshot(torch, v, arenas) for v in values]
-
-
-def _tensor_bytes(torch: Any, value: Any) -> list[int]:
-    """The element bytes of each tensor in an output (a tensor, or tuples, lists and dicts of them)."""
-    if isinstance(value, torch.Tensor):  # (never more than its storage: a stride-0 output names more than it holds)
-        return [int(min(value.numel() * value.element_size(), value.untyped_storage().nbytes()))]
-    if isinstance(value, tuple | list):
-        return [n for x in value for n in _tensor_bytes(torch, x)]
-    if isinstance(value, dict):
-        return [n for x in value.values() for n in _tensor_bytes(torch, x)]
-    return []
 
 
 class GpuWindow:
@@ -302,49 +294,59 @@ class GpuWindow:
 
 
 class CpuWindow:
-    """Calls on the CPU: our clock from "go" to "done"; the output copied out of the host output arena at once."""
+    """Calls on the CPU: our clock from "go" to "done"; the output copied out of shared memory at once.
+
+    Each call's inputs go into a memfd of their own (:meth:`_fresh`), written before "call" is sent and handed over
+    with "go": the submission process holds no byte of them before its window opens, so it cannot compute on them
+    beforehand (project issue 37: a thread that watched the evaluator copy the inputs into the long-lived input arena
+    computed the answer behind the copy, before "go", and scored a fraction of honest time). Mapping them is inside
+    the window, as it is in the calibration echo's. After the call the memfd's pages are freed (a hole punched) and
+    its descriptor closed: a mapping the submission keeps holds none of our memory."""
 
     before_inputs: Callable[[], None] | None = None
-    """Run just before the call's inputs are copied, which "go" follows (a run of several ranks: their barrier)."""
+    """Run just before "go" (a run of several ranks: their barrier)."""
 
     def __init__(self, torch: Any, arenas: dict[str, Arena]) -> None:
         self.torch = torch
         self.arenas = arenas
-        self._copy_ns: dict[int, float] = {}
-
-    def copy_ns(self, nbytes: int) -> float:
-        """The fastest this machine copies ``nbytes`` with PyTorch (best of 7, warm; measured once per size): a lower
-        bound on what the submission process's copy of an output of that size into shared memory costs. Beyond
-        ``COPY_PROBE_BYTES`` (far past any cache) the rate of that size is scaled: two buffers of an output's size
-        would double what an output costs the evaluator's memory."""
-        if nbytes > COPY_PROBE_BYTES:
-            return self.copy_ns(COPY_PROBE_BYTES) * nbytes / COPY_PROBE_BYTES
-        if nbytes not in self._copy_ns:
-            src = self.torch.ones(max(nbytes, 1), dtype=self.torch.uint8)
-            dst = self.torch.empty_like(src)
-            best = float("inf")
-            for _ in range(8):
-                t0 = time.perf_counter_ns()
-                dst.copy_(src)
-                best = min(best, time.perf_counter_ns() - t0)
-            self._copy_ns[nbytes] = float(best)
-        return self._copy_ns[nbytes]
 
     def call(
         self, peer: Peer, k: int, batch: list[Placement], *, timed: bool, enqueue_timeout: float, deadline: float
     ) -> CallOutcome:
-        peer.send(Call(k=k, data=[p.value for p in batch], timed=timed))
+        arena, values = self._fresh(batch)
+        try:
+            return self._call(peer, k, arena, values, timed, deadline)
+        finally:
+            self.arenas.pop(CALL_ARENA, None)
+            release(arena)
+
+    def _fresh(self, batch: list[Placement]) -> tuple[Arena, list[ValueTree]]:
+        """The batch's inputs, laid out in the long-lived host input arena (``place``), written instead into a new
+        memfd of the same layout, and the value trees naming it."""
+        torch = self.torch
+        host = self.arenas["host_in"]
+        arena = Arena.create(torch, CALL_ARENA, "host", max(host.used, 1))
+        self.arenas[CALL_ARENA] = arena
+        for placement in batch:
+            for dst, src in placement.copies:
+                if dst.numel() == 0:
+                    continue
+                offset = dst.data_ptr() - host.base
+                nbytes = span_elements(list(dst.shape), list(dst.stride())) * dst.element_size()
+                view = arena.span(torch, offset, nbytes).view(dst.dtype).as_strided(dst.shape, dst.stride())
+                view.copy_(src)
+        return arena, [_rename(p.value, host.name, CALL_ARENA) for p in batch]
+
+    def _call(self, peer: Peer, k: int, arena: Arena, values: list[ValueTree], timed: bool,
+              deadline: float) -> CallOutcome:  # fmt: skip
+        peer.send(Call(k=k, data=values, timed=timed))
         peer.expect(Prepared, max(deadline - time.monotonic(), 0.0), k)
         if self.before_inputs is not None:
             self.before_inputs()
-        # The inputs reach the shared memory only now, after "prepared": a submission that computed on "call" would
-        # find last call's data. An answer that is already waiting was computed before "go" and is refused.
-        for placement in batch:
-            for dst, src in placement.copies:
-                dst.copy_(src)
-        peer.quiet(k)
+        peer.quiet(k)  # an answer already waiting was made before "go": refused
+        spec = ArenaSpec(name=CALL_ARENA, kind="host", size=arena.size)
         t0 = time.perf_counter_ns()
-        peer.send(Go(k=k))
+        peer.send(Go(k=k, arena=spec), [arena.fd])
         done = peer.poll(Done, max(deadline - time.monotonic(), 0.0), k)
         t1 = time.perf_counter_ns()
         if done is None:
@@ -352,21 +354,28 @@ class CpuWindow:
         if done.error is not None:
             return CallOutcome(error=done.error)
         try:
-            outputs = _snapshots(self.torch, done.outputs, len(batch), self.arenas)
+            outputs = _snapshots(self.torch, done.outputs, len(values), self.arenas)
         except _UNREADABLE as exc:
             return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
-        # The window holds the submission process's copy of each output tensor into shared memory: allow for it by
-        # the fastest this machine copies that many bytes, a lower bound, so the allowance never exceeds the real
-        # copy and a rewritten reading gains nothing from it (a 1.5x allowance at an 8 MB copy's rate did: CI saw a
-        # zeroed reading score 4.8 us against 23 us of honest work). Not by the time our own copy of the span took:
-        # an output spread thinly over a large span would make that as large as the submission liked.
-        allowance = sum(self.copy_ns(n) for n in _tensor_bytes(self.torch, outputs))
-        return CallOutcome(
-            outputs=outputs, window_ns=float(t1 - t0), allowance_ns=allowance, reading_ns=float(done.r_ns)
-        )
+        # No allowance: everything inside the window (mapping the inputs, the call, a copy of the output into shared
+        # memory where it was made elsewhere) is the submission process's, and we see none of it happen. Allowing
+        # for an output copy paid a submission that wrote its answer into shared memory directly for a copy it never
+        # made (project issue 37: 0.40x the time of the same kernel).
+        return CallOutcome(outputs=outputs, window_ns=float(t1 - t0), reading_ns=float(done.r_ns))
 
     def reading(self, peer: Peer, k: int, timeout: float) -> float:  # pragma: no cover - CPU readings come with Done
         raise NotImplementedError
+
+
+def _rename(value: ValueTree, old: str, new: str) -> ValueTree:
+    """``value`` with every tensor reference to arena ``old`` naming ``new`` instead (same offsets)."""
+    if isinstance(value, TensorRef):
+        return value.model_copy(update={"arena": new}) if value.arena == old else value
+    if isinstance(value, Seq):
+        return Seq(t=value.t, items=[_rename(x, old, new) for x in value.items])
+    if isinstance(value, Mapping):
+        return Mapping(items={key: _rename(x, old, new) for key, x in value.items.items()})
+    return value
 
 
 Window = GpuWindow | CpuWindow

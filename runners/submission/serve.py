@@ -54,6 +54,8 @@ from runners.ipc.wire import PeerGone, Wire
 SOCKET_FD_ENV = "KERNELCUP_SUBMISSION_FD"
 WARM_ENV = "KERNELCUP_WARM_TOOLCHAIN"
 """Set (to 1) for a GPU run's submission process: it prepares what Triton does once per process before its job."""
+CALL_ARENA = "call_in"
+"""CPU: the name of the arena that holds one call's inputs, a memfd made for that call and handed over with "go"."""
 GO_OFFSET, DONE_OFFSET = 0, 128
 """Where the two control words live in the control arena (separate cache lines)."""
 NVTX_RANGE = "kernelcup_profile"
@@ -235,11 +237,19 @@ class SubmissionProcess:
         return Enqueued(k=msg.k, outputs=outputs, error=error, host_ns=time.perf_counter_ns() - h0)
 
     def call_cpu(self, msg: Call) -> Done:
-        inputs = [materialize(self.torch, d, self.arenas) for d in msg.data]
+        # The inputs arrive with "go", in a memfd of their own (the evaluator's CpuWindow): nothing to prepare.
         self.wire.send(Prepared(k=msg.k))
         got = self.wire.recv()
         if got is None or not isinstance(got[0], Go) or got[0].k != msg.k:
             raise PeerGone
+        go, fds = got
+        if go.arena is not None:
+            if len(fds) != 1:
+                raise ArenaError("'go' did not carry the call's input arena")
+            spec = go.arena
+            self.arenas.pop(spec.name, None)  # the last call's: unmapped once nothing refers to it
+            self.arenas[spec.name] = Arena.open(self.torch, spec.name, spec.kind, spec.size, fds[0], populate=True)
+        inputs = [materialize(self.torch, d, self.arenas) for d in msg.data]
         t0 = time.perf_counter_ns()
         try:
             outs = [self.fn(data) for data in inputs]
@@ -297,7 +307,8 @@ class SubmissionProcess:
     # ---- outputs --------------------------------------------------------------------------------------------
     def describe(self, out: Any, depth: int = 0) -> Value:
         """Where the output lies: its CUDA tensors in a shared arena (copied into the heap if the submission made
-        them some other way), its CPU tensors copied to the host output arena."""
+        them some other way), its CPU tensors where they lie if that is shared memory (an ``out`` it was given),
+        else copied to the host output arena."""
         torch = self.torch
         if depth > 8:
             raise ArenaError("the output is nested more than 8 levels deep")
@@ -326,6 +337,14 @@ class SubmissionProcess:
             return self._tensor_ref(t.clone(memory_format=torch.contiguous_format))  # made outside the heap
         if self.host_out is None:
             raise ArenaError("custom_kernel returned a CPU tensor where the device is CUDA; return device tensors")
+        if t.is_contiguous():
+            # Already in memory the evaluator reads (an ``out`` it was given, or the output arena): no copy, so that
+            # an honest kernel writing into its ``out`` pays no more than one that writes into the output arena.
+            for shared in (self.arenas.get(CALL_ARENA), self.host_out):
+                at = shared.contains(t.data_ptr(), t.numel() * t.element_size()) if shared is not None else None
+                if shared is not None and at is not None and t.numel() > 0:
+                    return TensorRef(arena=shared.name, offset=at, dtype=_dtype(t), shape=list(t.shape),
+                                     stride=list(t.stride()))  # fmt: skip
         t = t.contiguous()
         ref = TensorRef(arena=self.host_out.name, offset=self.host_out.take(t.numel() * t.element_size()),
                         dtype=_dtype(t), shape=list(t.shape), stride=list(t.stride()))  # fmt: skip

@@ -3,7 +3,8 @@ are already in shared memory when "call" arrives, so do that work then, before a
 "done" right behind it, before "go" was ever sent. The evaluator's window (from sending "go" to reading "done")
 then spans only a socket round trip, and the 20 ms of every call fall outside every clock. An honest clock gives
 every benchmark a median of at least 20 ms. Defence: the inputs reach shared memory only after "prepared" (work done
-on "call" finds the last call's data), and an answer already waiting when "go" is due is refused.
+on "call" finds the last call's data; since issue 37 they come with "go" only, in memory of their own), and an answer
+already waiting when "go" is due is refused.
 expect: rejected
 words: before it was started
 mode: ranked
@@ -21,7 +22,10 @@ _SKIP = object()
 
 
 def _call_cpu(self, msg):
-    inputs = [materialize(self.torch, d, self.arenas) for d in msg.data]
+    try:
+        inputs = [materialize(self.torch, d, self.arenas) for d in msg.data]
+    except Exception:  # (since issue 37 the inputs come with "go" only: answer on nothing, all the same)
+        inputs = []
     outs = [self.fn(data) for data in inputs]  # the work, before anyone started a clock
     described = [self.describe(out) for out in outs]
     self.wire.send(Prepared(k=msg.k))
