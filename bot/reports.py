@@ -91,7 +91,8 @@ def job_line(job: JobView, *, public: bool = False) -> str:
     if job.accepted:
         parts = [f"{PASS} **{job.device}**: accepted"]
         if job.score_ns is not None:
-            parts.append(f"score **{score_text(job.score_ns, job.ranked_score_ns)}**")
+            note = None if public else job.ranked_note  # why the ranked score did not pool: the author's only
+            parts.append(f"score **{score_text(job.score_ns, job.ranked_score_ns, note)}**")
         if job.secret_passed is False:
             parts.append("secret-seed run failed: not ranked")
         if job.rank is not None:

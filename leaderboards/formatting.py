@@ -47,13 +47,16 @@ def format_timing(stats: TimingStats) -> str:
     return f"{format_ns(stats.median_ns)} ({format_spread(stats)})"
 
 
-def score_text(score_ns: float, ranked_score_ns: float | None) -> str:
-    """A job's score as every surface shows it: the public run's, and where the ranking uses another (the worse of
-    the public and the secret-seed run: docs/anti-cheat.md) that one beside it, so the rankings' figure is no
-    surprise."""
+def score_text(score_ns: float, ranked_score_ns: float | None, note: str | None = None) -> str:
+    """A job's score as every surface shows it: the public run's, and where the ranking uses another (this run and
+    the secret-seed run pooled case by case, or a case's secret-seed time where the two clearly differ:
+    docs/measurement.md) that one beside it, so the rankings' figure is no surprise. ``note``, for the author only:
+    why a case did not pool (``JobView.ranked_note``)."""
     text = format_ns(score_ns)
     if ranked_score_ns is not None and format_ns(ranked_score_ns) != text:
-        text += f" (ranked by {format_ns(ranked_score_ns)}: the slower of this run and the secret-seed run)"
+        text += f" (ranked by {format_ns(ranked_score_ns)}, from this run and the secret-seed run)"
+    if note:
+        text += f" [{printable(note)}]"
     return text
 
 

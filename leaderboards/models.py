@@ -260,6 +260,13 @@ class Job(Base):
     created_at: Mapped[datetime] = _created()
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    ranked_score: Mapped[float | None] = mapped_column(
+        Float(), comment="ns: a ranked job's score from both its runs (leaderboards.pooling); None: the slower run's"
+    )
+    ranked_flagged: Mapped[bool] = mapped_column(
+        Boolean(), default=False, server_default=false(), comment="a case ran clearly slower on the secret inputs"
+    )
+    ranked_note: Mapped[str | None] = mapped_column(StoredText(), comment="user-readable: why not a plain pooling")
 
     submission: Mapped[Submission] = relationship(back_populates="jobs")
     runs: Mapped[list[Run]] = relationship(back_populates="job", order_by="Run.id", passive_deletes=True)
@@ -358,8 +365,16 @@ class ScoreImprovement(Base):
     __table_args__ = (
         # A user's series in time order (the history's pages, and the write path's "best before this one").
         Index("ix_score_improvements_user", "leaderboard_id", "device", "user_id", "submitted_at", "submission_id"),
-        # The leaderboard's best over time: every user's steps in time order, the score beside them.
-        Index("ix_score_improvements_time", "leaderboard_id", "device", "submitted_at", "submission_id", "score"),
+        # The leaderboard's best over time: every user's steps in time order, read from the index alone.
+        Index(
+            "ix_score_improvements_time",
+            "leaderboard_id",
+            "device",
+            "submitted_at",
+            "submission_id",
+            "score",
+            "user_id",
+        ),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)

@@ -12,7 +12,8 @@ it by :func:`rebuild`) and read back a bounded page at a time, each series cut t
 
 A submission is eligible on a device when it is a ranked, not deleted submission whose job has a passed public
 run and a passed secret-seed run, both with a score and recorded under the leaderboard's current fingerprint; its
-score is the worse (higher) of the two (:func:`ranked_score`).
+score is the job's ``ranked_score``, both runs pooled (``leaderboards.pooling``), or for a job recorded before
+pooling the worse (higher) of the two (:func:`ranked_score`).
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ class Eligible:
 
 
 def ranked_score(public: float, secret: float) -> float:
-    """A ranked submission's score: the worse of its public and its secret-seed run. The public run's inputs come
-    from seeds anyone can read in the problem, the secret run's from a secret; ranking the worse one means
-    precomputing public answers can only hurt."""
+    """The ranked score of a job recorded before pooling (``Job.ranked_score`` is NULL): the worse of its public and
+    its secret-seed run. A job recorded since ranks by ``Job.ranked_score``, both runs pooled case by case where they
+    agree and the secret run's time where it is clearly slower (``leaderboards.pooling``), so precomputing public
+    answers still can only hurt."""
     return max(public, secret)
 
 
@@ -79,7 +81,8 @@ def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None)
             ),
         ),
     ]
-    score = case((pub.score >= sec.score, pub.score), else_=sec.score).label("score")
+    slower = case((pub.score >= sec.score, pub.score), else_=sec.score)
+    score = func.coalesce(Job.ranked_score, slower).label("score")
     return [score, *joins], conditions
 
 
@@ -223,11 +226,11 @@ def best_over_time(
             ScoreImprovement.score,
             earlier.label("earlier"),
         )
-        .join(User, User.id == ScoreImprovement.user_id)
         .where(
             ScoreImprovement.leaderboard_id == leaderboard.id,
             ScoreImprovement.device == device,
-            shown_users(programs),
+            # Hidden users are few (banned ones have a partial index): one hashed set, not a join per step.
+            ScoreImprovement.user_id.not_in(select(User.id).where(~shown_users(programs))),
         )
         .subquery()
     )

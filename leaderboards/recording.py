@@ -9,7 +9,7 @@ from dataclasses import replace
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from leaderboards import ranking
+from leaderboards import pooling, ranking
 from leaderboards.errors import (
     LeaseLost,
     NotFound,
@@ -269,7 +269,10 @@ class RecordingMixin(ServiceBase):
                 or secret_run.fingerprint != lb.fingerprint
             ):
                 return recorded
-            score_ranked = ranking.ranked_score(public.score, secret_run.score)
+            pooled = self._pooled(public, secret_run, RankingRule(lb.ranking_by))
+            score_ranked = ranking.ranked_score(public.score, secret_run.score) if pooled is None else pooled.score_ns
+            if pooled is not None:
+                job.ranked_score, job.ranked_flagged, job.ranked_note = pooled.score_ns, pooled.flagged, pooled.note
             best = ranking.offer(s, lb, sub, job.device, score_ranked, announce_top=self.settings.announce_top)
             change = None
             if best.change is not None:
@@ -291,6 +294,17 @@ class RecordingMixin(ServiceBase):
             return replace(
                 recorded, eligible=True, rank=best.rank, personal_best=best.personal_best, rank_change=change
             )
+
+    @staticmethod
+    def _pooled(public: Run, secret: Run, rule: RankingRule) -> pooling.RankedScore | None:
+        """The job's ranked score from both stored runs (``leaderboards.pooling``); None when a stored result cannot
+        be read back (the slower run's score then counts, as before pooling)."""
+        try:
+            return pooling.ranked_score(
+                RunResult.model_validate(public.result), RunResult.model_validate(secret.result), rule
+            )
+        except ValueError:
+            return None
 
     def rebuild_rankings(self, name: str) -> int:
         """Recompute a leaderboard's ranking from its runs (repairs; also what the tests compare against)."""

@@ -133,8 +133,8 @@ class JobView:
     score_ns: float | None
     """The public run's score (timed modes), or None."""
     ranked_score_ns: float | None
-    """Ranked jobs whose two runs passed: the score the job ranks by, the worse (higher) of the public run's and the
-    secret-seed run's (``ranking.ranked_score``), or None."""
+    """Ranked jobs whose two runs passed: the score the job ranks by, from both runs (``leaderboards.pooling``: the
+    two runs pooled case by case where they agree; jobs recorded before pooling, the slower of the two), or None."""
     public_passed: bool | None
     secret_passed: bool | None
     """Only for ranked jobs: whether the secret-seed run passed (its results are never shown)."""
@@ -144,6 +144,11 @@ class JobView:
     runner_online: bool | None = None
     """For a queued job: whether a live worker (heartbeat within ``leaderboards.queue.WORKER_ALIVE_S``) serves its
     device; None when the job is not waiting."""
+    ranked_note: str | None = None
+    """For the author: why the ranked score is not a plain pooling of the two runs (a case that ran clearly slower on
+    the secret-seed inputs, flagged for an admin, or in the public run), else None."""
+    ranked_flagged: bool = False
+    """A case ran clearly slower on the secret-seed inputs than on the public ones: for an admin to look at."""
 
     @property
     def finished(self) -> bool:

@@ -170,7 +170,7 @@ class ServiceBase:
             finished_at=job.finished_at,
             score_ns=public.score if public is not None else None,
             ranked_score_ns=(
-                ranking.ranked_score(public.score, secret.score)
+                (job.ranked_score if job.ranked_score is not None else ranking.ranked_score(public.score, secret.score))
                 if public is not None and secret is not None and public.score is not None and secret.score is not None
                 and public.passed and secret.passed
                 else None
@@ -180,6 +180,8 @@ class ServiceBase:
             rank=rank,
             events=event_views,
             runner_online=online(job.device) if online is not None and job.status == JobStatus.QUEUED else None,
+            ranked_note=job.ranked_note,
+            ranked_flagged=job.ranked_flagged,
         )
 
     def _status(self, s: Session, sub: Submission, *, events: bool = True) -> SubmissionStatus:

@@ -69,7 +69,8 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
         if job.verdict:
             line += f", {job.verdict.value}"
         if job.score_ns is not None:
-            line += f", score {safe(score_text(job.score_ns, job.ranked_score_ns))}"
+            note = getattr(job, "ranked_note", None)  # the author's own view (a remote JobOut has none)
+            line += f", score {safe(score_text(job.score_ns, job.ranked_score_ns, note))}"
         if status.mode == Mode.RANKED and job.secret_passed is not None:
             line += f", secret-seed run {'passed' if job.secret_passed else 'failed'}"
         if job.rank is not None:

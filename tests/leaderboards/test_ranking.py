@@ -132,8 +132,9 @@ def test_the_worse_of_the_public_and_the_secret_run_is_the_score(service: Leader
     job = service.submission_status(r.submission_id).jobs[0]
     assert job.score_ns == pytest.approx(1.0) and job.ranked_score_ns == pytest.approx(400.0)
     assert score_text(job.score_ns, job.ranked_score_ns) == (
-        "1.00 ns (ranked by 400 ns: the slower of this run and the secret-seed run)"
+        "1.00 ns (ranked by 400 ns, from this run and the secret-seed run)"
     )
+    assert job.ranked_flagged and job.ranked_note is not None and "flagged for an admin" in job.ranked_note
     assert score_text(100.0, 100.0) == "100 ns"  # the same figure is not repeated
     assert_consistent(service)
 
