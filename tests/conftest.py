@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import socket
 import tempfile
 
@@ -50,17 +51,31 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+_GPU_LOCK_DIR = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Long-lived runners pre-start the next run's processes (KERNELCUP_PRESTART, default on): in the suite every
     # local launcher would leave a set of interpreters importing PyTorch behind each run, on CI's two cores, and
     # tests that count a run's processes would count them. Off here; tests/runners/test_prestart.py turns it on.
     os.environ.setdefault("KERNELCUP_PRESTART", "false")
     # Every GPU's machine-wide lock (runners/gpus.py): the suite's fake GPUs share UUIDs across xdist's processes, so
-    # each test process gets a folder of its own.
-    os.environ["KERNELCUP_GPU_LOCK_DIR"] = tempfile.mkdtemp(prefix="kernelcup-gpu-locks-")
+    # each test process (the controller and every worker: each runs this hook) gets a folder of its own, removed at
+    # the end. Assigned, not setdefault: a worker inherits the controller's environment.
+    lock_dir = tempfile.mkdtemp(prefix="kernelcup-gpu-locks-")
+    os.environ["KERNELCUP_GPU_LOCK_DIR"] = lock_dir
+    config.stash[_GPU_LOCK_DIR] = lock_dir
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    lock_dir = config.stash.get(_GPU_LOCK_DIR, None)
+    if lock_dir is not None:
+        shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook, which tries the same and fails under pytest 9.2
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _keep_xdist_groups(config, items)
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
@@ -68,6 +83,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "gpu" in item.keywords:
             item.add_marker(skip)
 
+
+def _keep_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Make ``--dist loadgroup`` keep each ``xdist_group``'s tests on one worker under pytest 9.2.
+
+    pytest-xdist (3.8.0, the newest) marks a grouped test by appending ``@<group>`` to its node id in each worker
+    (``item._nodeid = ...``), and its scheduler hands the tests of one suffix to one worker. pytest 9.2 keeps the
+    node id in ``Node._id`` (a ``NodeId``), so that assignment changes nothing and every grouped test was spread
+    over the workers like any other (seen: test_next_run_works on gw1, its module's cases on gw0). Here the suffix
+    is set where pytest 9.2 reads it; with an xdist that manages by itself this finds the suffix there and does
+    nothing."""
+    if not getattr(config.option, "loadgroup", False):  # set in xdist's workers under --dist loadgroup only
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        groups = {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")
+        }
+        if not groups or "@" in item.nodeid:
+            continue
+        item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")
 
 
 @pytest.fixture
