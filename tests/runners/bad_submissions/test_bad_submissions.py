@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,9 @@ from runners.contract import Limits, Mode, RunRequest, RunResult, SubmissionFile
 from runners.entry import run_request
 from runners.sandbox.cgroups import kernel_caps_tasks
 
-pytestmark = pytest.mark.slow  # each case starts an evaluation process that imports PyTorch
+# Each case starts an evaluation process that imports PyTorch. The module's tests share one xdist worker (`make test`
+# runs `--dist loadgroup`), in file order: test_next_run_works comes after every CPU case's run, as on one runner.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bad_submissions")]
 
 HERE = Path(__file__).parent
 PROBLEM = HERE.parents[1] / "fixtures" / "problems" / "vectoradd"
@@ -61,13 +63,22 @@ def _may_run(case: dict[str, Any]) -> bool:
     return case["file"] != "fork_bomb.py" or kernel_caps_tasks()
 
 
+Outcome = tuple[RunResult, float, RunRequest]
+Evaluated = Callable[[dict[str, Any]], Outcome]
+
+
 @pytest.fixture(scope="module")
-def cpu_results() -> dict[str, tuple[RunResult, float, RunRequest]]:
-    """All CPU cases at once (each starts its own evaluation process; running them side by side keeps this fast)."""
-    cases = [c for c in CASES if not c.get("gpu") and _may_run(c)]
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        futures = {c["file"]: pool.submit(_run_case, c, "cpu") for c in cases}
-        return {name: f.result() for name, f in futures.items()}
+def cpu_evaluated() -> Evaluated:
+    """``cpu_evaluated(case)`` -> (its result, seconds taken, its request) on the CPU: each case runs once in this
+    test process, when a test first asks for it (test_next_run_works reuses the cases' runs)."""
+    done: dict[str, Outcome] = {}
+
+    def run(case: dict[str, Any]) -> Outcome:
+        if case["file"] not in done:
+            done[case["file"]] = _run_case(case, "cpu")
+        return done[case["file"]]
+
+    return run
 
 
 def _check(case: dict[str, Any], result: RunResult, elapsed: float, request: RunRequest) -> None:
@@ -77,7 +88,10 @@ def _check(case: dict[str, Any], result: RunResult, elapsed: float, request: Run
     assert re.search(case["message"], result.message, re.IGNORECASE | re.DOTALL), detail
     assert not result.passed
     limit = request.limits.compile_timeout_s + request.limits.run_timeout_s
-    assert elapsed < limit + SLACK_S, f"{case['file']} took {elapsed:.1f} s (limit {limit} s)"
+    # The limit counts from the file's load: the platform's start-up before it (slow on a loaded machine) is not the
+    # submission's time (issue 37; runners/entry/clock.py).
+    used = elapsed - result.phase_times.get("compiling", 0.0)
+    assert used < limit + SLACK_S, f"{case['file']} took {used:.1f} s after its load (limit {limit} s)"
     if "within_s" in case:
         assert elapsed < case["within_s"], f"{case['file']} took {elapsed:.1f} s to be told"
     assert result.stdout_truncated or len(result.stdout.encode()) <= request.limits.output_cap_bytes
@@ -85,10 +99,10 @@ def _check(case: dict[str, Any], result: RunResult, elapsed: float, request: Run
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.get("gpu")], ids=lambda c: c["file"])
-def test_bad_submission_cpu(case: dict[str, Any], cpu_results: dict[str, tuple[RunResult, float, RunRequest]]) -> None:
+def test_bad_submission_cpu(case: dict[str, Any], cpu_evaluated: Evaluated) -> None:
     if not _may_run(case):
         pytest.skip("as root without a pids cgroup only a polling watchdog would stop a fork bomb; not tried here")
-    _check(case, *cpu_results[case["file"]])
+    _check(case, *cpu_evaluated(case))
 
 
 @pytest.mark.gpu
@@ -100,9 +114,10 @@ def test_bad_submission_gpu(case: dict[str, Any]) -> None:
     assert after.verdict is Verdict.ACCEPTED, after.message
 
 
-def test_next_run_works(cpu_results: dict[str, tuple[RunResult, float, RunRequest]]) -> None:
-    """After every bad submission above has run (the fixture), a correct one on the same machine is accepted."""
-    assert cpu_results
+def test_next_run_works(cpu_evaluated: Evaluated) -> None:
+    """After every bad submission above has run, a correct one on the same machine is accepted."""
+    ran = [cpu_evaluated(c) for c in CASES if not c.get("gpu") and _may_run(c)]  # (runs any case not run yet)
+    assert ran
     result = run_request(_request("correct.py", (HERE / "correct.py").read_bytes(), "cpu"))
     assert result.verdict is Verdict.ACCEPTED, f"{result.message}\n{result.stderr[-2000:]}"
 

@@ -5,7 +5,7 @@ after a forged report, closing the channel, signalling the runner. Each must be 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,9 @@ from runners.contract import Limits, Mode, RunRequest, RunResult, SubmissionFile
 from runners.entry import run_request
 from runners.sandbox import probe_sandbox
 
-pytestmark = pytest.mark.slow  # each case starts an evaluation process that imports PyTorch
+# Each case starts an evaluation process that imports PyTorch. The module's tests share one xdist worker (`make test`
+# runs `--dist loadgroup`), in file order: the checks after the cases read the cases' runs instead of repeating them.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cheats_process")]
 
 HERE = Path(__file__).parent
 PROBLEM = HERE.parents[1] / "fixtures" / "problems" / "vectoradd"
@@ -44,24 +46,35 @@ def _request(path: Path) -> RunRequest:
     )
 
 
-@pytest.fixture(scope="module")
-def results() -> dict[str, tuple[RunResult, float]]:
-    def run(path: Path) -> tuple[RunResult, float]:
-        start = time.monotonic()
-        return run_request(_request(path)), time.monotonic() - start
+def _needs_missing_sandbox(path: Path) -> bool:
+    return _expectation(path)[1] and probe_sandbox()[0] is None
 
-    runnable = [p for p in CHEATS if not (_expectation(p)[1] and probe_sandbox()[0] is None)]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {p.name: pool.submit(run, p) for p in runnable}
-        return {name: f.result() for name, f in futures.items()}
+
+Evaluated = Callable[[Path], tuple[RunResult, float]]
+
+
+@pytest.fixture(scope="module")
+def evaluated() -> Evaluated:
+    """``evaluated(cheat)`` -> (its result, seconds taken): each cheat runs once in this test process, when a test
+    first asks for it; the tests that look closer at one cheat's run, or run after all of them, reuse it."""
+    done: dict[str, tuple[RunResult, float]] = {}
+
+    def run(path: Path) -> tuple[RunResult, float]:
+        if path.name not in done:
+            start = time.monotonic()
+            result = run_request(_request(path))
+            done[path.name] = result, time.monotonic() - start
+        return done[path.name]
+
+    return run
 
 
 @pytest.mark.parametrize("cheat", CHEATS, ids=lambda p: p.name)
-def test_cheat_is_rejected_or_scored_honestly(cheat: Path, results: dict[str, tuple[RunResult, float]]) -> None:
+def test_cheat_is_rejected_or_scored_honestly(cheat: Path, evaluated: Evaluated) -> None:
     allowed, _ = _expectation(cheat)
-    if cheat.name not in results:
+    if _needs_missing_sandbox(cheat):
         pytest.skip(f"{cheat.name} needs the sandbox: {probe_sandbox()[2]}")
-    result, elapsed = results[cheat.name]
+    result, elapsed = evaluated(cheat)
     detail = f"{cheat.name}: {result.verdict.value}: {result.message!r}\nstderr: {result.stderr[-1500:]}"
     assert not result.passed, detail
     assert result.verdict in allowed, detail
@@ -70,22 +83,25 @@ def test_cheat_is_rejected_or_scored_honestly(cheat: Path, results: dict[str, tu
     assert elapsed < 90 + 30, f"{cheat.name} took {elapsed:.0f} s"
 
 
-def test_forged_files_do_not_leave_the_job_dir(results: dict[str, tuple[RunResult, float]]) -> None:
+def test_forged_files_do_not_leave_the_job_dir(evaluated: Evaluated) -> None:
     if probe_sandbox()[0] is None:
         pytest.skip("without the sandbox a submission can write wherever the runner's user can")
-    assert "forge_files.py" in results
+    forge_files = HERE / "cheats" / "forge_files.py"
+    assert forge_files in CHEATS
+    evaluated(forge_files)
     assert not Path("/tmp/kernelcup-forged-result.json").exists()
 
 
-def test_forged_stdout_is_shown_not_believed(results: dict[str, tuple[RunResult, float]]) -> None:
-    result, _ = results["forge_stdout.py"]
+def test_forged_stdout_is_shown_not_believed(evaluated: Evaluated) -> None:
+    result, _ = evaluated(HERE / "cheats" / "forge_stdout.py")
     assert '"verdict": "accepted"' in result.stdout  # the user sees what their code printed...
     assert result.verdict is Verdict.WRONG_ANSWER  # ...and the checker decides
     assert "differ" in result.message or "expected" in result.message
 
 
-def test_next_run_after_the_cheats_is_accepted(results: dict[str, tuple[RunResult, float]]) -> None:
-    assert results
+def test_next_run_after_the_cheats_is_accepted(evaluated: Evaluated) -> None:
+    ran = [evaluated(cheat) for cheat in CHEATS if not _needs_missing_sandbox(cheat)]  # every cheat has run first
+    assert ran
     honest = HERE.parent / "bad_submissions" / "correct.py"
     result = run_request(_request(honest))
     assert result.verdict is Verdict.ACCEPTED, result.message
