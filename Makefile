@@ -1,6 +1,9 @@
 # The two commands of the README:
 #   make demo   set everything up, run the platform on its embedded defaults (SQLite, this machine, local runner)
-#   make test   set everything up and run the linters and the tests
+#   make test   set everything up and run the linters and the tests (CI's command, through .ci/run)
+# And for developers:
+#   make test-fast  the inner loop: no linters, no sandboxed evaluations, SQLite only (see the target)
+#   make coverage   the whole suite under pytest-cov (slower than `make test`; the figure is in the README)
 # Everything the project needs is installed from here; nothing relies on what a machine happens to have.
 
 PYTHON ?= python3
@@ -16,7 +19,7 @@ TORCH_PIP_ARGS := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 TRITON_SPEC ?= triton==3.7.1
 STAMP := $(VENV)/.kernelcup-installed
 
-.PHONY: setup system-deps demo test lint schemas lock clean
+.PHONY: setup system-deps demo test test-fast coverage lint schemas lock clean
 
 setup: system-deps $(STAMP)
 
@@ -63,10 +66,35 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The suite runs on pytest-xdist's workers: most tests wait on evaluation subprocesses (each imports PyTorch), so
+# a worker per core keeps CI's two cores busy (serial it took 16 minutes there). `--dist loadgroup` keeps the tests
+# of one `xdist_group` marker on one worker, in file order (the bad-submission and cheat modules, whose last test
+# checks the runner after all their cases). `--durations=25` prints the 25 slowest tests. PYTEST_WORKERS=0 runs it
+# in one process; PYTEST_ARGS adds options (e.g. PYTEST_ARGS='-k ranking').
+PYTEST_WORKERS ?= auto
+PYTEST_ARGS ?=
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(PYTEST) -q --durations=25 $(PYTEST_ARGS)
+
+# The inner loop, not CI's command: no ruff or mypy, and only the tests that need neither the sandbox nor a service.
+# It leaves out the tests marked slow (end-to-end evaluations in sandboxed processes), the sandbox's own tests
+# (tests/runners/sandbox), the PostgreSQL half of the database tests (SQLite only) and the browser tests.
+# Run `make test` before pushing: it is the full suite, and what CI runs.
+test-fast: setup
+	$(PYTEST) -q -m 'not slow and not postgres and not browser' --ignore=tests/runners/sandbox $(PYTEST_ARGS)
+
+# Line coverage of the five packages by the whole suite, in the test processes (the sandboxed evaluation processes
+# are not measured: coverage could not write its data from inside the sandbox). The figure is in the README.
+COV_PACKAGES := kernelcup leaderboards runners bot web
+# Its data and HTML report go to out/ (ignored by git).
+coverage: setup
+	mkdir -p out
+	COVERAGE_FILE=out/.coverage $(PYTEST) -q $(addprefix --cov=,$(COV_PACKAGES)) --cov-report=term:skip-covered \
+	  --cov-report=html:out/htmlcov $(PYTEST_ARGS)
 
 # The JSON Schemas under docs/schemas/ are generated from the models; regenerate after changing Task or RunResult.
 schemas: setup
@@ -83,4 +111,4 @@ lock:
 	mv requirements.lock.new requirements.lock && rm requirements.lock.body
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache out/.coverage out/htmlcov
