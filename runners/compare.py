@@ -16,11 +16,13 @@ comparison runs: it stops early, after an even number of at least ``SETTLE_MIN_R
 ratio's interval lies within ``PRECISION`` of the ratio. Stopping on the interval's width, not on whether it holds
 1, does not make a difference easier to claim.
 
-On a GPU no interval is narrower than that offset allows (issue 28): a case's spread over the rounds counts as at
-least the spread two fresh processes of one file are known to have (``process_offset_sd``), so a few rounds in
-which the processes happened to agree can neither stop a comparison early nor call a difference; and the overall
-interval is at least the combination of the cases' intervals, weighted as the problem's rule weighs the cases in the
-score (docs/measurement.md, "Comparing two kernels").
+On runs timed on a GPU no interval is narrower than that offset allows (issue 28): a case's spread over the rounds
+counts as at least the spread two fresh processes of one file are known to have (``process_offset_sd``, with each
+median's standard error), so a few rounds in which the processes happened to agree can neither stop a comparison
+early nor call a difference; the overall interval is at least the cases' floored spreads combined with the weights
+the problem's rule gives the cases in the score (``score_weights``); and both hold Wilcoxon's signed-rank interval
+of the same rounds (``signed_rank_interval``), so one outlier run cannot carry a mean past 1. The estimate is still
+the geometric mean of the rounds' ratios (docs/measurement.md, "Comparing two kernels").
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ settle, and its timings are for trying things out, so it runs the fewest rounds 
 SETTLE_MIN_ROUNDS = 6
 """Rounds before a comparison may stop early: fewer say too little about the spread (the t interval is wide)."""
 PRECISION = 0.004
-"""A comparison stops once its overall interval lies within ±0.4% of its ratio. On the lent H100 vectoradd's 9 µs
-case keeps its comparisons from that until the 20th round or so, and identical files then come out within ±0.5%
-more than 19 times in 20; a problem of larger cases stops at the 6th (docs/measurement.md)."""
+"""A comparison stops once its overall interval lies within ±0.4% of its ratio. A case of a few µs keeps a GPU
+comparison from that to the last round (its process offset alone is 2-3% a run: vectoradd's 8 µs case leaves the
+overall interval above ±0.5% at 20 rounds); a problem whose cases are all large stops at the 6th
+(docs/measurement.md)."""
 
 OFFSET_NS = 250.0
 """The sd of the offset a fresh process pair's median of a GPU case carries, in absolute terms: about 0.25 µs whatever
