@@ -81,7 +81,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_score_improvements_time",
         "score_improvements",
-        ["leaderboard_id", "device", "submitted_at", "submission_id", "score"],
+        ["leaderboard_id", "device", "submitted_at", "submission_id", "score", "user_id"],
         unique=False,
     )
     op.create_index(op.f("ix_score_improvements_submission_id"), "score_improvements", ["submission_id"], unique=False)
