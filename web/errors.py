@@ -77,6 +77,18 @@ HTTP_CODES = {
 }
 
 UNAVAILABLE = "The database cannot be reached right now; please try again in a minute."
+NUL_MESSAGE = "The request holds a NUL character (U+0000) in a name or a text field; leave it out."
+
+
+def holds_nul(exc: BaseException) -> bool:
+    """Whether PostgreSQL's driver refused a NUL character of the request's text (a name in the path, a query, a form
+    or JSON field): the request's fault, a 422, wherever the text went (SQLite takes it; PostgreSQL text cannot)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ValueError) and "NUL (0x00)" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 API_PATHS = ("/api/", "/healthz", "/readyz", "/metrics")
 """What is not a web page (docs/web.md): the JSON API and the operations routes."""
@@ -250,7 +262,13 @@ class ErrorMiddleware:
             await self.app(scope, receive, tracking_send)
         except Exception as exc:
             response: Response
-            if is_unavailable(exc):
+            if holds_nul(exc):
+                log.info("%s %s: a NUL character in the request", scope["method"], scope["path"][:200])
+                if is_page(scope["path"]):
+                    response = page_error(422, NUL_MESSAGE)
+                else:
+                    response = error_response(422, "invalid_field", NUL_MESSAGE)
+            elif is_unavailable(exc):
                 log.warning("%s %s: database unavailable (%s)", scope["method"], scope["path"], type(exc).__name__)
                 if is_page(scope["path"]):
                     response = page_error(503, UNAVAILABLE, headers={"Retry-After": "5"})

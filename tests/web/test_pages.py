@@ -247,7 +247,11 @@ def test_someone_elses_submission_page_is_a_404(world: World) -> None:
 def test_public_code_after_the_deadline(world: World) -> None:
     sub_id = ranked(world, world.bob, 700.0)
     world.service.update_leaderboard(
-        "add", deadline=datetime.now(UTC) - timedelta(minutes=1), code_public_after_deadline=True, actor="test"
+        "add",
+        deadline=datetime.now(UTC) - timedelta(minutes=1),
+        code_public_after_deadline=True,
+        force=True,  # ending a live board early is a change that needs force
+        actor="test",
     )
     page = world.client.get("/leaderboards/add", params={"device": "cpu"}).text
     assert f'href="/submissions/{sub_id}"' in page

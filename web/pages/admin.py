@@ -18,7 +18,7 @@ from web.auth import service_of
 from web.pages.base import session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
 from web.routes import admin as api_admin
-from web.routes.common import ID_MAX
+from web.routes.common import ID_MAX, USER_MAX
 from web.schemas import BAN_REASON_MAX, BanIn, StatsOut, SyncIn, SyncReportOut, UpdateLeaderboardIn
 
 router = APIRouter(include_in_schema=False)
@@ -53,7 +53,7 @@ def admin_action(
     request: Request,
     action: str = Form(...),
     leaderboard: str = Form(""),
-    user: str = Form(""),
+    user: str = Form("", max_length=USER_MAX),
     reason: str = Form("", max_length=BAN_REASON_MAX),
     submission_id: int | None = Form(None, ge=1, le=ID_MAX),
     force: bool = Form(False),

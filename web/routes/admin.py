@@ -10,11 +10,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from leaderboards.errors import InvalidChange
 from leaderboards.paths import inside
 from leaderboards.problems import load_problem
-from leaderboards.results import Principal, UserRef
+from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
 from leaderboards.sync import sync_problem_set
 from web.auth import admin, service_of
-from web.routes.common import SubmissionId, TokenId
+from web.routes.common import SubmissionId, TokenId, UserName, parse_user
 from web.schemas import (
     API_PREFIX,
     BanIn,
@@ -164,21 +164,21 @@ def rate_limit(
 @router.put("/users/{user}/ban", response_model=UserOut, summary="Ban a user (discord:ID or a local name)")
 def ban(
     request: Request,
-    user: str,
+    user: UserName,
     body: BanIn,
     who: Principal = Depends(admin),
     service: LeaderboardService = Depends(service_of),
 ) -> UserOut:
-    view = service.ban_user(UserRef.parse(user), reason=body.reason, actor=who.actor)
+    view = service.ban_user(parse_user(user), reason=body.reason, actor=who.actor)
     forget_cached_reads(request)
     return UserOut.model_validate(view)
 
 
 @router.delete("/users/{user}/ban", response_model=UserOut, summary="Lift a ban")
 def unban(
-    request: Request, user: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+    request: Request, user: UserName, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
 ) -> UserOut:
-    view = service.unban_user(UserRef.parse(user), actor=who.actor)
+    view = service.unban_user(parse_user(user), actor=who.actor)
     forget_cached_reads(request)
     return UserOut.model_validate(view)
 
@@ -186,12 +186,12 @@ def unban(
 @router.put("/users/{user}/program", response_model=UserOut, summary="Mark an account as a program, or not")
 def program(
     request: Request,
-    user: str,
+    user: UserName,
     body: ProgramIn,
     who: Principal = Depends(admin),
     service: LeaderboardService = Depends(service_of),
 ) -> UserOut:
-    view = service.set_program(UserRef.parse(user), body.program, actor=who.actor)
+    view = service.set_program(parse_user(user), body.program, actor=who.actor)
     forget_cached_reads(request)
     return UserOut.model_validate(view)
 

@@ -7,8 +7,8 @@ from urllib.parse import quote
 
 from fastapi import Path, Request, Response
 
-from leaderboards.errors import NotFound
-from leaderboards.results import PublicResult, SubmissionDetails
+from leaderboards.errors import NotFound, UserError
+from leaderboards.results import PublicResult, SubmissionDetails, UserRef
 from web.schemas import API_PREFIX, PublicResultOut, SubmissionLinks, SubmissionOut, SubmissionStatusOut
 
 ID_MAX = 2**63 - 1
@@ -21,6 +21,32 @@ OFFSET_MAX = 1_000_000_000
 a range like this one: past it, a 422 naming the field and the range)."""
 LIMIT_MAX = 100_000
 """The most rows a ``limit`` may ask for at the schema; the settings may allow fewer (``KERNELCUP_API_MAX_*``)."""
+
+
+USER_MAX = 106
+"""The longest user an admin may name: ``local:`` and a name of at most 100 characters (the column's)."""
+UserName = Annotated[
+    str, Path(min_length=1, max_length=USER_MAX, description="`discord:ID` or a local name (`local:NAME` or `NAME`).")
+]
+
+
+def parse_user(text: str, field: str = "user") -> UserRef:
+    """A user as an admin names one (``UserRef.parse``), with its bounds: a name of at most 100 characters, a Discord
+    id that is a 64-bit integer. Else an invalid field, not a database overflow (a 500)."""
+    ref = UserRef.parse(text.strip())
+    if ref.discord_id is not None and not 0 < ref.discord_id <= ID_MAX:
+        raise UserError(
+            f"{text[:40]!r} is no Discord id: ids are whole numbers from 1 to {ID_MAX}.",
+            code="invalid_field",
+            field=field,
+        )
+    if not ref.name or len(ref.name) > 100:
+        raise UserError(
+            f"A user's name is 1 to 100 characters ({len(ref.name)} given); a Discord user is discord:ID.",
+            code="invalid_field",
+            field=field,
+        )
+    return ref
 
 
 def base_url(request: Request) -> str:
