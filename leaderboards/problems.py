@@ -180,6 +180,13 @@ class Task(_Strict):
     benchmarks: list[BenchmarkCase] = Field(
         min_length=1, max_length=MAX_CASES, description="Timed cases; each needs a seed (fresh inputs per call)."
     )
+    holdout: list[TestCase] = Field(
+        default_factory=list,
+        max_length=MAX_CASES,
+        description="Held-out system-test cases, typed like tests: checked only in the system tests of the best "
+        "entries (docs/competitions.md), never shown by any surface nor sent with a competitor's own run.",
+        exclude_if=lambda cases: not cases,  # a problem without them keeps the snapshot (and fingerprint) it had
+    )
     ranking_by: RankingRule = RankingRule.GEOMEAN
     baselines: list[BaselineSpec] = Field(
         default_factory=list,
@@ -209,7 +216,7 @@ class Task(_Strict):
 
     @model_validator(mode="after")
     def _ranks(self) -> Task:
-        cases = [*self.tests, *self.benchmarks]
+        cases = [*self.tests, *self.benchmarks, *self.holdout]
         for case in cases:
             size = case.get("world_size", 1)
             if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_WORLD_SIZE:
@@ -226,10 +233,18 @@ class Task(_Strict):
     @property
     def multi_rank(self) -> bool:
         """Whether the problem runs as several ranks (docs/multigpu.md): its reference takes rank and world_size."""
-        return self.world_size > 1 or any("world_size" in c for c in [*self.tests, *self.benchmarks])
+        return self.world_size > 1 or any("world_size" in c for c in [*self.tests, *self.benchmarks, *self.holdout])
+
+    @model_validator(mode="after")
+    def _holdout_stays_in(self) -> Task:
+        if self.holdout and "task.yml" in self.files:
+            raise ValueError("a problem with holdout cases cannot list task.yml in files: the files travel with every "
+                             "run and are shown with the task, so the held-out cases would be too")  # fmt: skip
+        return self
 
     def cases(self, kind: str, world_size: int) -> list[dict[str, Any]]:
-        """The ``tests`` or ``benchmarks`` that run at ``world_size``, without their ``world_size`` key."""
+        """The ``tests``, ``benchmarks`` or ``holdout`` cases that run at ``world_size``, without their ``world_size``
+        key."""
         cases: list[dict[str, Any]] = getattr(self, kind)
         if not self.multi_rank:
             return list(cases)
@@ -467,6 +482,26 @@ class Problem:
             world_size=world_size,
         )
 
+    def system_test_request(
+        self,
+        submission_name: str,
+        submission: bytes,
+        *,
+        device: str,
+        device_name: str = "",
+        limits: Limits | None = None,
+    ) -> RunRequest:
+        """The run request of a system test (``leaderboards.holdout``): test mode, the held-out cases as its tests and
+        nothing else. The only request that carries them: ``request`` (a competitor's own run) never does. Raises
+        ``ProblemFormatError`` when no held-out case runs on ``device_name``'s ranks."""
+        made = self.request(submission_name, submission, Mode.TEST, device=device, device_name=device_name,
+                            limits=limits)  # fmt: skip
+        holdout = self.task.cases("holdout", made.world_size)
+        if not holdout:
+            what = f"no held-out case runs at world_size {made.world_size}"
+            raise ProblemFormatError([FormatIssue(str(self.path / "task.yml"), "holdout", what)])
+        return made.model_copy(update={"tests": holdout, "benchmarks": [], "baselines": []})
+
 
 def _pydantic_issues(file: Path, exc: ValidationError, prefix: str = "") -> list[FormatIssue]:
     issues = []
@@ -541,7 +576,7 @@ def _check_case_keys(file: Path, tree: ast.Module, task: Task) -> list[FormatIss
     if given and not args.kwarg and not given <= takes:
         what = f"a problem of several ranks needs generate_input(rank, world_size, ...); reference.py has {signature}"
         issues.append(FormatIssue(str(file), "generate_input", what))
-    for kind in ("tests", "benchmarks"):
+    for kind in ("tests", "benchmarks", "holdout"):
         for i, case in enumerate(getattr(task, kind)):
             unknown = [] if args.kwarg else sorted(set(case) - takes)
             missing = sorted(required - set(case) - given)

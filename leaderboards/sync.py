@@ -69,16 +69,18 @@ REFERENCE_CHECK_MAX_S = 600.0
 
 def reference_request(problem: Problem) -> RunRequest:
     """The request a reference check runs: test mode on the CPU, every test case (the smallest first, so a broken
-    reference fails fast), and every benchmark case, whose inputs are generated once (never timed: a case that
-    cannot be generated is refused here instead of failing every timed run); ``runners.oracle.evaluate``'s
-    ``run_reference_check`` says what is checked. Its time limit covers a test run and a benchmark run of the
-    problem, at most ``REFERENCE_CHECK_MAX_S``, with no compile allowance: no submission is compiled."""
+    reference fails fast) then every held-out case, and every benchmark case, whose inputs are generated once (never
+    timed: a case that cannot be generated is refused here instead of failing every timed run);
+    ``runners.oracle.evaluate``'s ``run_reference_check`` says what is checked. Its time limit covers a test run and
+    a benchmark run of the problem, at most ``REFERENCE_CHECK_MAX_S``, with no compile allowance: no submission is
+    compiled."""
     name = "reference-check" + LANGUAGES[problem.task.lang].suffixes[0]
     request = problem.request(name, PLACEHOLDER_CONTENT, Mode.TEST, device="cpu", device_name="cpu")
     run_s = min(problem.task.test_timeout_s + problem.task.benchmark_timeout_s, REFERENCE_CHECK_MAX_S)
     limits = request.limits.model_copy(update={"run_timeout_s": run_s, "compile_timeout_s": 0.0})
     smallest = problem.smallest_test()
     tests = [smallest, *(c for c in problem.task.cases("tests", problem.task.world_size) if c != smallest)]
+    tests += problem.task.cases("holdout", problem.task.world_size)  # checked like any case (only admins read this)
     return request.model_copy(update={"tests": tests, "limits": limits})
 
 

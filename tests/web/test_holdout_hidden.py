@@ -1,0 +1,86 @@
+"""No surface shows a held-out case (issue 29): a walk over every API route and every page, as nobody, a competitor
+and an admin, after ranked and test runs, finds none of the held-out shapes; nor does the task view the bot's and the
+CLI's ``task`` render, nor the request of any of the competitor's own runs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from helpers import future, write_problem
+from starlette.routing import Route
+from web_world import World
+
+from leaderboards.problems import load_problem
+
+SHAPES = ("918273", "645127")  # the held-out sizes: no other number of the world has these digits
+HELD_OUT = [{"size": int(SHAPES[0]), "seed": 4242}, {"size": int(SHAPES[1]), "seed": 4343}]
+
+
+@pytest.fixture
+def held_world(world: World) -> World:
+    """The API world with a second leaderboard, ``held``, whose problem has held-out cases."""
+    path = write_problem(world.problems, "held")
+    task = yaml.safe_load((path / "task.yml").read_text())
+    task["holdout"] = HELD_OUT
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    world.service.create_leaderboard(load_problem(path), deadline=future(), devices=["cpu", "H100"])
+    return world
+
+
+def fill(path: str, ids: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: ids.get(m.group(1), "1"), path)
+
+
+def _routes(routes: list) -> Iterator[Route]:
+    """Every route of the app, through the routers it included (FastAPI keeps those as one entry each)."""
+    for route in routes:
+        if isinstance(route, Route):
+            yield route
+        inner = getattr(route, "original_router", None) or getattr(route, "router", None)
+        if inner is not None and hasattr(inner, "routes"):
+            yield from _routes(inner.routes)
+
+
+def assert_hidden(text: str, where: object) -> None:
+    for shape in SHAPES:
+        assert shape not in text, where
+
+
+def test_no_route_or_page_shows_a_held_out_case(held_world: World) -> None:
+    w, c = held_world, held_world.client
+    sid = w.submit(w.ann, mode="ranked", leaderboard="held").json()["submission_id"]
+    w.submit(w.bob, mode="benchmark", leaderboard="held")
+    w.serve()
+    ids = {"name": "held", "language": "pytorch", "device": "cpu", "submission_id": str(sid), "user": "local:ann",
+           "token_id": "1"}  # fmt: skip
+    walked = 0
+    api = c.get("/api/openapi.json").json()["paths"]
+    pages = [r.path for r in _routes(c.app.routes) if "GET" in (r.methods or ()) and r.path not in api]
+    assert {"/leaderboards/{name}", "/", "/me", "/submissions/{submission_id}"} <= {*api, *pages}  # pages too
+    for path, methods in [*((p, {m.upper() for m in ops}) for p, ops in api.items()), *((p, {"GET"}) for p in pages)]:
+        if "events" in path:
+            continue  # event streams: the run's events are checked through the submission's own routes below
+        for method in sorted(methods & {"GET", "POST", "PATCH", "PUT"}):
+            for token in (None, w.ann, w.admin):
+                headers = w.auth(token) if token else {}
+                url = fill(path, ids)
+                r = c.request(method, url, headers=headers, json={}, params={"device": "cpu", "confirm": "no"})
+                assert_hidden(r.text, (method, url, r.status_code))
+                walked += 1
+    assert walked > 60
+    shown = c.get("/api/v1/leaderboards/held").json()  # the walk reads where cases are shown: the public ones are
+    assert shown["benchmarks"] == [{"size": 100, "seed": 2}, {"size": 1000, "seed": 3}] and "holdout" not in shown
+    # What the bot's and the CLI's `task` render, and every run the competitors' jobs were sent.
+    assert_hidden(repr(w.service.task("held")), "task view")
+    for planned in (p for job in range(1, 5) for p in _plans(w, job)):
+        assert_hidden(planned.request.model_dump_json(), planned.job_id)
+
+
+def _plans(w: World, job: int) -> tuple:
+    try:
+        return w.service.run_requests(job)
+    except Exception:  # a job id that does not exist (fewer jobs than the loop's range)
+        return ()
