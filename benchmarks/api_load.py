@@ -12,7 +12,13 @@ and its ranking built; then
   0.5x–1.5x), until the submissions are done;
 - a process of --submitters clients posting --submissions ranked submissions in all (multipart, each with its own
   account and token), each pausing --submit-think seconds on average before each one (0: as fast as the answers
-  come, which saturates the machine: then the latency measures the queue in front of two cores, not the API).
+  come, which saturates the machine: then the latency measures the queue in front of two cores, not the API);
+- (issue 37) --history-readers clients reading the score history (``GET …/history?device=H100``, the route's
+  defaults) back to back, with no pause, for as long as the others run: what two outside testers did to a board of
+  a million runs. Their answers' size (bytes, points) and latency are reported, and the other clients' latency is
+  what it costs them (compare a run with ``--history-readers 0``);
+- before any of that, the leaderboard page's first render (``GET /leaderboards/bench``, once per uvicorn worker:
+  nothing of it cached yet), timed.
 
 Reported: the latency of each request as its client saw it (p50, p90, p99, max), throughput, and the checks that
 every submission was stored once and run exactly once (one launcher call per run kind, one stored run each, every
@@ -21,6 +27,7 @@ submit p99 <= 150 ms) are met.
 
     .venv/bin/python benchmarks/api_load.py                          # the issue's sizes against 127.0.0.1:5432/test
     .venv/bin/python benchmarks/api_load.py --runs 10000 --submissions 100 --readers 50
+    .venv/bin/python benchmarks/api_load.py --runs 400000 --history-readers 2     # issue 37's case, scaled down
 """
 
 from __future__ import annotations
@@ -86,6 +93,12 @@ def p99(ms: list[float]) -> float:
 async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, path: str) -> int:
     """One keep-alive HTTP/1.1 GET on an open connection; the status. A minimal client on purpose: 200 httpx
     clients in one Python process cost more CPU than the server they measure, on a 2-core machine."""
+    return (await _get_body(reader, writer, host, path))[0]
+
+
+async def _get_body(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, path: str
+) -> tuple[int, bytes]:
     writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
@@ -93,8 +106,44 @@ async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host:
     for line in head.split(b"\r\n")[1:]:
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":", 1)[1])
-    await reader.readexactly(length)
-    return status
+    return status, await reader.readexactly(length)
+
+
+def history_readers(base: str, n: int, stop, out: str) -> None:  # type: ignore[no-untyped-def]
+    """``n`` clients reading the score history back to back (no think time) until ``stop``: latency, answer bytes
+    and points (``score_ns`` fields) of each read."""
+    latencies: list[float] = []
+    sizes: list[int] = []
+    points: list[int] = []
+    errors: Counter[str] = Counter()
+    host = base.removeprefix("http://")
+    address, port = host.rsplit(":", 1)
+    path = f"/api/v1/leaderboards/{BOARD}/history?device={DEVICE}"
+
+    async def client() -> None:
+        reader, writer = await asyncio.open_connection(address, int(port), limit=2**26)
+        while not stop.is_set():
+            t = time.perf_counter()
+            try:
+                status, body = await asyncio.wait_for(_get_body(reader, writer, host, path), 120)
+                if status != 200:
+                    errors[str(status)] += 1
+                    await asyncio.sleep(0.1)
+                else:
+                    latencies.append((time.perf_counter() - t) * 1000)
+                    sizes.append(len(body))
+                    points.append(body.count(b'"score_ns"'))
+            except (OSError, asyncio.IncompleteReadError, TimeoutError, asyncio.LimitOverrunError) as exc:
+                errors[type(exc).__name__] += 1
+                writer.close()
+                reader, writer = await asyncio.open_connection(address, int(port), limit=2**26)
+        writer.close()
+
+    async def main() -> None:
+        await asyncio.gather(*(client() for _ in range(n)))
+
+    asyncio.run(main())
+    Path(out).write_text(json.dumps({"latencies": latencies, "sizes": sizes, "points": points, "errors": dict(errors)}))
 
 
 def readers(base: str, n: int, think_s: float, stop, out: str) -> None:  # type: ignore[no-untyped-def]
@@ -233,6 +282,9 @@ def main() -> int:
     ap.add_argument("--min-seconds", type=float, default=30.0, help="read for at least this long")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rankings-cache", type=float, default=None, help="KERNELCUP_API_RANKINGS_CACHE_S for the API")
+    ap.add_argument(
+        "--history-readers", type=int, default=2, help="clients reading the score history back to back (0: none)"
+    )
     args = ap.parse_args()
 
     schema = f"kc_bench_{os.getpid()}_{secrets.token_hex(3)}"
@@ -261,6 +313,8 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
     env.update(
         DATABASE_URL=url,
         KERNELCUP_MAX_PENDING_JOBS_PER_USER="10000",
+        KERNELCUP_RANKED_RATE_LIMIT_PER_HOUR="none",  # each submitter sends 25 ranked ones (the default allows 10)
+        KERNELCUP_MAX_NEW_FILES_PER_DAY="none",
         **({} if args.rankings_cache is None else {"KERNELCUP_API_RANKINGS_CACHE_S": str(args.rankings_cache)}),
         PYTHONPATH=os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")]),
     )
@@ -293,6 +347,13 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
         else:
             print((tmp / "serve.log").read_text())
             return 1
+        first_renders = []
+        for _ in range(args.api_workers):  # the page's first render, before anything of it is cached
+            t = time.perf_counter()
+            page = httpx.get(f"{base}/leaderboards/{BOARD}", timeout=120)
+            first_renders.append((time.perf_counter() - t) * 1000)
+            if page.status_code != 200:
+                print(f"the leaderboard page answered {page.status_code}: {page.text[:300]}")
         for _ in range(args.api_workers * 4):  # every uvicorn process warm (pool, imports) before measuring
             httpx.get(f"{base}/api/v1/leaderboards/bench/rankings", params={"device": DEVICE})
         worker = ctx.Process(
@@ -302,8 +363,13 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
         submitting = ctx.Process(
             target=submitters, args=(base, tokens, args.submissions, args.submit_think, str(tmp / "s.json"))
         )
+        history = ctx.Process(
+            target=history_readers, args=(base, args.history_readers, stop_readers, str(tmp / "h.json"))
+        )
         worker.start()
         reading.start()
+        if args.history_readers:
+            history.start()
         time.sleep(min(args.think, 2.0))  # the readers are all reading before the submissions start
         t0 = time.perf_counter()
         submitting.start()
@@ -323,6 +389,8 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
         t_done = time.perf_counter() - t0
         stop_readers.set()
         reading.join(60)
+        if args.history_readers:
+            history.join(180)
         stop_worker.set()
         worker.join(60)
     finally:
@@ -330,6 +398,11 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
         server.wait(30)
 
     r = json.loads((tmp / "r.json").read_text())
+    h = (
+        json.loads((tmp / "h.json").read_text())
+        if args.history_readers
+        else {"latencies": [], "sizes": [], "points": [], "errors": {}}
+    )
     s_out = json.loads((tmp / "s.json").read_text())
     w = json.loads((tmp / "worker.json").read_text())
     with db.transaction() as s:
@@ -350,6 +423,7 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
         "exactly one stored run per job and kind": len(runs) == 2 * n and set(runs.values()) == {1},
         "run exactly once (launcher calls == runs)": w["calls"] == 2 * n,
         "no reader error": not r["errors"],
+        "no history reader error": not h["errors"],
     }
     reads = r["latencies"]
     print(
@@ -366,6 +440,13 @@ def run(db: Database, url: str, schema: str, args: argparse.Namespace) -> int:
         f"({n / t_submitted:.0f}/s): {percentiles(s_out['latencies'])}"
     )
     print(f"all {n} submissions run and ranked after {t_done:.1f} s ({w['calls']} launcher calls)")
+    print(f"leaderboard page, first render per uvicorn worker: {', '.join(f'{ms:.0f} ms' for ms in first_renders)}")
+    if args.history_readers:
+        sizes, pts = h["sizes"] or [0], h["points"] or [0]
+        print(
+            f"history: {args.history_readers} readers back to back read {len(h['latencies'])} times: "
+            f"{percentiles(h['latencies'])}; answer {max(sizes):,} bytes, {max(pts):,} points at most"
+        )
     targets = {
         "rankings p99 <= 50 ms": p99(reads) <= 50.0,
         "submit accepted p99 <= 150 ms": p99(s_out["latencies"]) <= 150.0,

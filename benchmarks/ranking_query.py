@@ -9,7 +9,10 @@ What it does, in a schema of its own (dropped at the end unless --keep):
    secret-seed: RUNS runs in all; about 10% of the secret runs fail, as do about 5% of the public ones);
 3. builds the kept ranking from the runs (``ranking.rebuild``: the from-scratch query, timed once);
 4. times ``service.ranking(name, device, limit)`` --repeat times and prints min / median / p95, and the same for
-   the from-runs computation of one device (``ranking.eligible_bests``) for comparison.
+   the from-runs computation of one device (``ranking.eligible_bests``) for comparison;
+5. (issue 37) times the score history as the API answers it by default (``service.score_history_page``: the best
+   over time and the top 10 users' series, 100 points each at most) and the page's chart data
+   (``service.score_history``), and prints each of their SQL statements' ``EXPLAIN (ANALYZE, BUFFERS)`` plan.
 
     .venv/bin/python benchmarks/ranking_query.py                 # the issue's sizes against 127.0.0.1:5432/test
     .venv/bin/python benchmarks/ranking_query.py --users 1000 --runs 100000 --url postgresql+psycopg2://...
@@ -26,6 +29,7 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import create_engine, select, text
@@ -61,6 +65,7 @@ def bulk_insert(db: Database, users: io.StringIO, submissions: io.StringIO, jobs
     raw = db.engine.raw_connection()
     try:
         dbapi = raw.driver_connection
+        assert dbapi is not None
         _copy(dbapi, "users", user_columns, users)
         _copy(dbapi, "submissions", "id, user_id, leaderboard_id, code_id, file_name, mode, created_at, deleted",
               submissions)  # fmt: skip
@@ -136,6 +141,42 @@ def record_times(service: LeaderboardService, n: int = 20) -> list[float]:
     return out
 
 
+def history_report(service: LeaderboardService, db: Database, repeat: int) -> None:
+    """The history reads' times and the plans of their statements (captured as they run, then explained)."""
+    from sqlalchemy import event
+
+    with db.engine.connect() as conn:
+        steps = conn.execute(text("SELECT count(*) FROM score_improvements")).scalar()
+    page = timed(lambda: service.score_history_page("bench", DEVICE), repeat)
+    chart = timed(lambda: service.score_history("bench", DEVICE), repeat)
+    history = service.score_history_page("bench", DEVICE)
+    points = len(history.best) + sum(len(s.points) for s in history.series)
+    print(f"score_improvements: {steps:,} steps stored for the runs above")
+    print(f"service.score_history_page (the API's default answer, {points} points): {summary(page)}")
+    print(f"service.score_history (the page's chart, {len(service.score_history('bench', DEVICE))} points): "
+          f"{summary(chart)}")  # fmt: skip
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        if "score_improvements" in statement or "best_scores" in statement:
+            captured.append((statement, parameters))
+
+    event.listen(db.engine, "before_cursor_execute", capture)
+    try:
+        service.score_history_page("bench", DEVICE)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", capture)
+    raw = db.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        for statement, parameters in captured:
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement, parameters)
+            print("\n" + "\n".join(row[0] for row in cur.fetchall()))
+        cur.close()
+    finally:
+        raw.close()
+
+
 def summary(ms: list[float]) -> str:
     ms = sorted(ms)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
@@ -202,6 +243,7 @@ def main() -> int:
         print(f"service.ranking(limit={args.limit}): {summary(shown)}; total ranked {top.total:,}")
         print(f"service.ranking(limit=None, all {top.total:,} places): {summary(full)}")
         print(f"from runs (eligible_bests, one device): {summary(scratch)}")
+        history_report(service, db, args.repeat)
         writes = summary(record_times(service))
         print(f"record_run of a newly ranked submission (public + secret, rank computed): {writes}")
         ok = statistics.median(shown) <= args.target_ms
