@@ -29,11 +29,21 @@ class RunnerSettings(BaseSettings):
     python: str | None = Field(default=None, description="The interpreter of the evaluation process (default: ours).")
     ncu: bool = Field(default=True, description="Use Nsight Compute for profile mode where `ncu` is on PATH.")
     ncu_report_max_mb: int = Field(
-        default=16,
+        default=4,
         ge=0,
-        le=256,
-        description="Largest Nsight Compute report (.ncu-rep) a profile run's result carries, in MiB; a larger one "
-        "is left out (its metrics still come back) with a note saying so. 0: never attach it.",
+        le=4,
+        description="Largest Nsight Compute report (.ncu-rep) a profile run's result carries, in MiB (a normal one "
+        "is about 0.3 MiB); a larger one is left out (its metrics still come back) with a note saying so. 0: never "
+        "attach it. docs/profiling.md lists every bound on a profile result.",
+    )
+    startup_timeout_s: float = Field(
+        default=90.0,
+        ge=5,
+        le=600,
+        description="The platform's own start-up limit for one run (the sandboxes, the interpreters, PyTorch's import, "
+        "the clock's calibration), before the submission's code starts; the submission's time limit counts from "
+        "then. A start that does not finish within it is the runner being overloaded: an infrastructure error, "
+        "retried, never the submission's timeout. Keep it below KERNELCUP_WORKER_LAUNCH_MARGIN_S (120).",
     )
     ncu_max_kernels: int = Field(
         default=64, ge=1, le=1000, description="Kernel launches Nsight Compute profiles at most in one profile run."

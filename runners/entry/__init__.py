@@ -38,6 +38,7 @@ from runners.contract import (
     RunResult,
     SystemInfo,
     TestResult,
+    Verdict,
 )
 from runners.devices import peaks_for
 from runners.entry.admission import (
@@ -49,18 +50,20 @@ from runners.entry.admission import (
     new_job_root,
     write_job,
 )
+from runners.entry.clock import OVERLOADED, bounds_for
 from runners.entry.prestart import Prestarter
 from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
 from runners.entry.ranks import RankSession, rank_gpus
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session, make_shape
 from runners.entry.verdict import blame_the_floor, build_result
 from runners.gpus import Gpu
-from runners.ipc.protocol import Job, RBaseline
+from runners.ipc.protocol import Job, RBaseline, RProfile
 from runners.oracle.base import derive_seed
 from runners.settings import RunnerSettings
 from runners.submission.languages import HEADERS_ENV
+from runners.validation import bound_profile
 
-__all__ = ["REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
+__all__ = ["OVERLOADED", "REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
 
 
 def run_request(
@@ -107,6 +110,8 @@ def _timed(request: RunRequest, on_progress: ProgressCallback | None, body: obje
     result.started_at = started
     result.finished_at = datetime.now(UTC)
     result.wall_time_s = time.monotonic() - t0
+    with contextlib.suppress(Exception):  # (a result that cannot be bounded is returned as it is)
+        result = bound_profile(result)  # what any result, a profile run's most of all, may carry
     result.request_sha256 = request.digest()
     result.nonce = request.nonce
     if on_progress is not None:
@@ -175,6 +180,8 @@ def _run(
         profiler = choose_profiler(settings, request, dirs.submission) if not ranks else ProfilerChoice()
         # Several ranks: no baselines (the reference runs on one device; docs/multigpu.md).
         plan = _BaselinePlan(request, system, settings, active=not reference_only and request.world_size == 1)
+        bounds = bounds_for(request, settings.startup_timeout_s,
+                            None if reference_only else _reference_seconds(request, system, settings))  # fmt: skip
         job = Job(
             mode="reference" if reference_only else request.mode.value,
             device="cpu" if request.device == "cpu" else "cuda",
@@ -187,7 +194,7 @@ def _run(
             secret=request.seed if request.seed is not None or not ranks else secrets.token_hex(16),
             profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
-            time_limit_s=request.time_limit_s(),
+            time_limit_s=bounds.total_s,  # (never before the entry's own deadlines: runners.entry.clock)
             max_batch_calls=settings.max_batch_calls,
             allocator=str(allocator) if allocator else None,
             heap_bytes=settings.gpu_heap_mb * 1024 * 1024 if settings.gpu_heap_mb else None,
@@ -219,6 +226,7 @@ def _run(
             gpu=gpu,
             prestarted=launch,
             after_handover=(lambda: prestart.prepare(shape, helpers)) if warm and prestart is not None else None,
+            bounds=bounds,
         )
         launch = None  # the session's now: it stops it whatever happens
         try:
@@ -230,25 +238,69 @@ def _run(
             return RunResult.infrastructure_error(request.mode, outcomes.unavailable, system=system)
         if outcomes.cancelled:
             return RunResult.infrastructure_error(request.mode, "the run was cancelled", system=system)
+        if outcomes.expired in ("overloaded", "problem"):  # the platform's start-up; a reference check's hang
+            return RunResult.infrastructure_error(
+                request.mode,
+                outcomes.expired_message
+                if outcomes.expired == "overloaded"
+                else f"the problem {request.problem!r} failed: {outcomes.expired_message}",
+                system=system,
+                phase_times=dict(outcomes.report.times),
+                fault="runner" if outcomes.expired == "overloaded" else "problem",
+            )
         if on_gpu:
             system.sm_clock_end_mhz = sysinfo.sm_clock_mhz(gpu_index)
         if reuse is not None:
             system.calibration_age_s = round(reuse[1], 3)
         elif prestart is not None and timed and outcomes.report.calibration is not None:
             prestart.remember_calibration(shape, outcomes.report.calibration)
+        if outcomes.report.profile is not None:
+            outcomes.report.profile = submissions_own(outcomes.report.profile, ncu=profiler.ncu is not None)
         result = build_result(request, outcomes, system, profiler.note or None, settings.peaks_table())
+        if outcomes.expired == "timeout":  # the submission's own limit (from its load), or one test's bound
+            result = result.model_copy(update={"verdict": Verdict.TIMEOUT, "message": outcomes.expired_message,
+                                               "fault": None, "score_ns": None})  # fmt: skip
         result = plan.finish(result, outcomes.report.baselines)
         result = blame_the_floor(request, result, plan.medians.get(REFERENCE_BASELINE.label, []),
                                  peaks_for(system.gpu_name, settings.peaks_table()))  # fmt: skip
         if profiler.ncu:
             _add_ncu(result, profiler, dirs.submission, root / "ncu-import", settings, require_sandbox,
                      profiled="profiling" in outcomes.report.times)  # fmt: skip
+            result = bound_profile(result, settings.ncu_report_max_mb * 1024 * 1024)
         return _strip_paths(result, root)
     finally:
         if launch is not None:  # taken, but the run failed before its session began: never used for another job
             launch.stop()
         if not settings.keep_job_dirs:
             shutil.rmtree(root, ignore_errors=True)
+
+
+SUBMISSIONS_OWN = (
+    "The table below is the submission's own: the torch profiler ran inside the submission's process, which can "
+    "write anything here. It is not a measurement the platform vouches for."
+)
+
+
+def submissions_own(profile: RProfile, *, ncu: bool) -> RProfile | None:
+    """What the result shows of the profile text the submission process sent (through the evaluator): under
+    Nsight Compute nothing (the trusted side's metrics and report are the profile; the submission process has
+    nothing to add, and whatever it says could pass for ncu's), else its torch profiler table under a line that
+    says plainly whose it is."""
+    if ncu or not profile.text.strip():
+        return None
+    return profile.model_copy(update={"text": f"{SUBMISSIONS_OWN}\n\n{profile.text}"})
+
+
+def _reference_seconds(request: RunRequest, system: SystemInfo, settings: RunnerSettings) -> float | None:
+    """The reference's slowest benchmark median on this runner, in seconds, where its baseline cache has it (a
+    benchmark run of the problem timed it here): what a test's own bound derives from. None where it has not."""
+    try:
+        key = baselines.cache_key(request, system, REFERENCE_BASELINE, settings.max_batch_calls, settings.python or "")
+        hit = baselines.BaselineCache(settings.baseline_cache_path(), settings.baseline_cache_max_age_s).get(key)
+    except Exception:  # a cache that cannot be read only means no per-test bound
+        return None
+    medians = [m for m in (hit[0] if hit else []) if m and m > 0]
+    return max(medians) / 1e9 if medians else None
 
 
 class _BaselinePlan:

@@ -110,7 +110,8 @@ def collect(
     if size is None:
         if profiled:
             errors = [line for line in log.splitlines() if line.startswith("==ERROR==")][-5:]
-            why = ("; ncu said: " + " ".join(errors)) if errors else ""
+            # (ncu's log lies in the submission's folder, which the submission can write: quoted as such)
+            why = ("; the log in the submission's folder says: " + " ".join(errors)[:1000]) if errors else ""
             out.notes.append(f"Nsight Compute wrote no report{why}.")
         return out
     if size <= max_report_bytes:

@@ -78,7 +78,7 @@ class RankSession(Session):
 
     def run(self) -> Outcomes:
         limits, world = self.request.limits, self.world_size
-        time_limit = self.request.time_limit_s()
+        time_limit = self.bounds.total_s
         on_gpu = self.request.device != "cpu"
         ro = tuple(dict.fromkeys([*_ro_python(), *self.extra_ro]))
         report_r, report_w = os.pipe()
@@ -185,6 +185,7 @@ class RankSession(Session):
         threads = [threading.Thread(target=start, args=(n, s), daemon=True, name=f"kernelcup-{n}")
                    for n, s in specs.items()]  # fmt: skip
         try:
+            self.started = time.monotonic()  # (the phases, and the start-up's limit, count from here)
             for t in threads:
                 t.start()
             for r, job_w in enumerate(jobs):
@@ -193,9 +194,9 @@ class RankSession(Session):
                     os.write(job_w, (job.model_dump_json() + "\n").encode())
                 os.close(job_w)
                 fds_to_close.remove(job_w)
-            deadline = time.monotonic() + time_limit + 20
-            self._read(report_r, deadline, *cancels.values())
-            if not self.report.done:
+            deadline = self.started + time_limit + 20
+            self._read(report_r, *cancels.values())
+            if not self.report.done and not self.expired[0]:
                 threads[0].join(timeout=max(deadline - time.monotonic(), 1.0))
             for c in cancels.values():
                 c.set()
@@ -212,6 +213,7 @@ class RankSession(Session):
                     s.close()
         cancelled = self.cancel is not None and self.cancel.is_set()
         result = Outcomes(self.report, outcomes["rank0"], outcomes["submission"], cancelled)
+        result.expired, result.expired_message = self.expired
         result.unavailable = errors.get("unavailable", "")
         failed = next((v for k, v in errors.items() if k != "unavailable"), "")
         if failed:

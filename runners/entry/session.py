@@ -9,8 +9,10 @@ happens, both process trees are gone when :meth:`Session.run` returns.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
+import signal
 import sys
 import threading
 import time
@@ -23,6 +25,17 @@ from pydantic import ValidationError
 
 from runners.contract import Mode, Phase, ProgressEvent, RunRequest
 from runners.entry.admission import shared_files
+from runners.entry.clock import (
+    HEARTBEAT_S,
+    Bounds,
+    RunClock,
+    Step,
+    bounds_for,
+    hung_call,
+    overloaded_message,
+    reference_hang_message,
+    user_timeout_message,
+)
 from runners.gpus import Gpu
 from runners.ipc.protocol import (
     REPORT,
@@ -55,6 +68,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 MAX_REPORT_LINE = 4 * 1024 * 1024
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 MAX_REPORTS = 20_000
+DEFAULT_STARTUP_S = 90.0
+"""The platform's start-up limit where no settings say otherwise (``RunnerSettings.startup_timeout_s``)."""
+SUBMISSION_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+"""Output the submission process may print in all before it is stopped (only ``output_cap_bytes`` of each stream is
+kept): reading more only costs time, and on a loaded machine 64 MiB took longer than a test's own timeout."""
+log = logging.getLogger("runners.entry")
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
@@ -89,6 +108,10 @@ class Outcomes:
     submission: ProcessOutcome | None
     cancelled: bool = False
     unavailable: str = ""
+    expired: str = ""
+    """A deadline of the entry's own ran out (``runners.entry.clock``): 'overloaded' (the platform's start-up),
+    'timeout' (the submission's limit or a test's bound) or 'problem' (a reference check's case); '' otherwise."""
+    expired_message: str = ""
 
 
 def _import_roots() -> list[Path]:
@@ -133,6 +156,27 @@ def _env(extra: dict[str, str], device: str, gpu: Gpu | None = None) -> dict[str
     elif gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu.uuid  # by UUID: whatever order CUDA lists devices in
     return env
+
+
+def _holder_of(fd: int, module: str) -> int | None:
+    """The process (host pid) that holds the other end of the pipe ``fd`` and runs ``python -m module``: the
+    sandboxed evaluator (bubblewrap and the sandbox's init hold the end too, but run other commands). None if none
+    is found."""
+    try:
+        link = f"pipe:[{os.fstat(fd).st_ino}]"
+    except OSError:
+        return None
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if (proc / "cmdline").read_bytes().split(b"\0")[1:3] != [b"-m", module.encode()]:
+                continue
+            if any(os.readlink(f) == link for f in (proc / "fd").iterdir()):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
 
 
 @dataclass(frozen=True)
@@ -208,6 +252,8 @@ class Launch:
         oracle_env = {REPORT_FD_ENV: str(report_w), JOB_FD_ENV: str(job_r)}
         if self.handover is not None:
             oracle_env[PRESTART_ENV] = ",".join(helpers)
+        # A hang of the problem's code is named from the evaluator's stack (SIGABRT: faulthandler prints it).
+        oracle_env["PYTHONFAULTHANDLER"] = "1"
         if not gpu:
             # The evaluator's checks must not leave OpenMP threads spinning on the cores the submission is timed on.
             oracle_env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
@@ -245,6 +291,7 @@ class Launch:
             env=_env(sub_env, shape.device, shape.gpu),
             timeout_s=timeout,
             output_cap_bytes=shape.output_cap_bytes,
+            max_output_bytes=max(SUBMISSION_MAX_OUTPUT_BYTES, 2 * shape.output_cap_bytes),
             memory_mb=shape.host_memory_mb,
             pass_fds=(sock_sub.fileno(),),
             ro_paths=(*ro, *(Path(dirs.submission) / rel for rel in shape.shared_ro)),
@@ -348,6 +395,7 @@ class Session:
         gpu: Gpu | None = None,
         prestarted: Launch | None = None,
         after_handover: Callable[[], None] | None = None,
+        bounds: Bounds | None = None,
     ) -> None:
         self.request = request
         self.job = job
@@ -367,6 +415,10 @@ class Session:
         """Called once the job is handed over (a long-lived runner pre-starts the next run's set there)."""
         self.report = Report()
         self.started = time.monotonic()
+        self.bounds = bounds or bounds_for(request, DEFAULT_STARTUP_S)
+        """The run's limits (``runners.entry.clock``): the platform's start-up, then the submission's own."""
+        self.clock: RunClock | None = None
+        self.expired = ("", "")
 
     def emit(self, phase: str, detail: str = "") -> None:
         if self.on_progress is None:
@@ -377,7 +429,7 @@ class Session:
             self.on_progress(ProgressEvent(phase=Phase(phase), detail=detail))
 
     def run(self) -> Outcomes:
-        time_limit = self.request.time_limit_s()
+        time_limit = self.bounds.total_s
         launch = self.prestarted
         if launch is None:
             shape = make_shape(
@@ -400,49 +452,111 @@ class Session:
             if self.after_handover is not None:
                 with contextlib.suppress(Exception):
                     self.after_handover()
-            deadline = time.monotonic() + time_limit + 20
-            self._read(launch.report_r, deadline, launch.oracle_cancel, launch.sub_cancel)
+            deadline = self.started + time_limit + 20
+            self._read(launch.report_r, launch.oracle_cancel, launch.sub_cancel, launch=launch)
             # The evaluator has reported everything (or is gone): nothing either process does from here on counts,
             # so both trees are killed at once rather than waited for (tearing down two CUDA contexts takes seconds).
-            if not self.report.done:
+            if not self.report.done and not self.expired[0]:
                 launch.threads[0].join(timeout=max(deadline - time.monotonic(), 1.0))
         finally:
             launch.stop()
         cancelled = self.cancel is not None and self.cancel.is_set()
         result = Outcomes(self.report, launch.outcomes["oracle"], launch.outcomes["submission"], cancelled)
+        result.expired, result.expired_message = self.expired
         result.unavailable = launch.errors.get("unavailable", "")
         if launch.errors.get("oracle") or launch.errors.get("submission"):
             raise RuntimeError(launch.errors.get("oracle") or launch.errors.get("submission"))
         return result
 
-    def _read(self, fd: int, deadline: float, *cancels: threading.Event) -> None:
-        buf = b""
+    def _read(self, fd: int, *cancels: threading.Event, launch: Launch | None = None) -> None:
+        """Read the evaluator's report until it is done, ends, or the step it is in runs out of time
+        (``runners.entry.clock``: then every process of the run is stopped and ``self.expired`` says why)."""
+        self.clock = clock = RunClock(self.request, self.bounds, self.started,
+                                      reference_only=not self.start_submission)  # fmt: skip
+        hard_end = self.started + self.bounds.total_s + 20
+        buf = bytearray()
         total = 0
+        heard = beat = time.monotonic()
         while True:
             if self.cancel is not None and self.cancel.is_set():
                 for c in cancels:
                     c.set()
                 return
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            step = clock.step()
+            if now > step.deadline or now > hard_end:
+                self._expire(step, now, cancels, launch)
                 return
+            if now - max(heard, beat) >= HEARTBEAT_S:  # a line every 10 s while nothing else is said
+                beat = now
+                self._heartbeat(step, now)
             ready, _, _ = select.select([fd], [], [], 0.1)
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 return
+            heard = time.monotonic()
             total += len(chunk)
-            buf += chunk
-            if total > MAX_REPORT_BYTES or len(buf) > MAX_REPORT_LINE:
+            if total > MAX_REPORT_BYTES:
                 raise ReportError("the evaluator's report was larger than the limit")
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
+            start = len(buf)
+            buf += chunk
+            # Lines are cut where a newline is found in the new chunk only (never a rescan of the whole buffer).
+            cut = buf.rfind(b"\n", start)
+            if cut < 0:
+                if len(buf) > MAX_REPORT_LINE:
+                    raise ReportError("the evaluator's report was larger than the limit")
+                continue
+            lines, buf = bytes(buf[:cut]).split(b"\n"), buf[cut + 1 :]
+            for line in lines:
                 self._handle(line)
                 if self.report.done:
                     return
+            if len(buf) > MAX_REPORT_LINE:
+                raise ReportError("the evaluator's report was larger than the limit")
+
+    def _heartbeat(self, step: Step, now: float) -> None:
+        phase = self.report.phase if self.report.phase in {p.value for p in Phase} else Phase.STARTING.value
+        if step.kind == "startup":
+            phase = Phase.STARTING.value
+        self.emit(phase, f"{step.what}: {now - step.since:.0f} s so far (limit {step.limit_s:.0f} s)")
+
+    def _expire(self, step: Step, now: float, cancels: tuple[threading.Event, ...], launch: Launch | None) -> None:
+        """A step ran out of its time: say whose fault it is and stop every process of the run."""
+        rep = self.report
+        if step.kind == "startup":
+            message = overloaded_message(step, now, rep.phase, "")
+            log.warning("%s (problem %s, %s run, %.0f s after the hand-over)", message, self.request.problem,
+                        self.request.mode.value, now - self.started)  # fmt: skip
+            self.expired = ("overloaded", message)
+        elif step.kind == "reference":
+            call = ""
+            if launch is not None:
+                call = hung_call(self._evaluator_stack(launch), str(Path(self.dirs.problem)))
+            self.expired = ("problem", reference_hang_message(step, call))
+        else:
+            assert self.clock is not None
+            self.expired = ("timeout", user_timeout_message(self.clock, step, now))
+        for c in cancels:
+            c.set()
+
+    def _evaluator_stack(self, launch: Launch) -> str:
+        """The evaluator's Python stack: SIGABRT makes its faulthandler print it to its stderr, which the sandbox
+        captures ('' where the process cannot be found or says nothing within a few seconds)."""
+        pid = _holder_of(launch.report_r, "runners.oracle")
+        if pid is None:
+            return ""
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGABRT)
+        launch.threads[0].join(timeout=5.0)
+        outcome = launch.outcomes.get("oracle")
+        return outcome.stderr if outcome is not None else ""
 
     def _mark(self, name: str) -> None:
         self.report.times.setdefault(name, round(time.monotonic() - self.started, 3))
+        if self.clock is not None:
+            self.clock.saw(name, time.monotonic())
 
     def _handle(self, line: bytes) -> None:
         rep = self.report

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
 from runners.devices import device_gpus, device_mismatch
 from runners.entry.admission import NotOffered, language_headers
+from runners.entry.clock import OVERLOADED
 from runners.entry.prestart import Prestarter
 from runners.gpus import Gpu, GpuPool, list_gpus, usable
 from runners.launchers.base import DeviceUnavailable, JobHandle, LauncherError
@@ -48,6 +50,9 @@ class LocalLauncher:
         self._pool_lock = threading.Lock()
         # The next run's processes, pre-started per GPU (runners/entry/prestart.py; KERNELCUP_PRESTART).
         self.prestart: Prestarter | None = Prestarter(settings) if settings.prestart else None
+        self.overloaded = 0
+        """Runs whose platform start-up ran out of KERNELCUP_STARTUP_TIMEOUT_S here (the self-check reports them)."""
+        self._last_overload: tuple[float, str] | None = None
 
     def close(self) -> None:
         """Kill the pre-started processes (the worker stops); runs after this start cold."""
@@ -214,7 +219,21 @@ class LocalLauncher:
         await asyncio.sleep(0)  # let the last scheduled progress callbacks start
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        if result.fault == "runner" and result.message.startswith(OVERLOADED):
+            self.overloaded += 1
+            self._last_overload = (time.monotonic(), result.message)
+            log.warning("this machine is overloaded (%d run(s) so far): %s", self.overloaded, result.message)
         return result
+
+    def overload_report(self) -> str:
+        """What the self-check says of overloaded starts since this launcher began ('' when there were none)."""
+        if self._last_overload is None:
+            return ""
+        ago = time.monotonic() - self._last_overload[0]
+        runs = "1 run" if self.overloaded == 1 else f"{self.overloaded} runs"
+        return (f"; {runs} found this machine overloaded (the platform's start-up ran past KERNELCUP_STARTUP_TIMEOUT_S="
+                f"{self.settings.startup_timeout_s:g} s; the last {ago:.0f} s ago): give it fewer worker slots or "
+                "more cores")  # fmt: skip
 
     async def check(self) -> str:
         from runners import sysinfo
@@ -240,7 +259,7 @@ class LocalLauncher:
             if any(g.minor is None for g in pool.gpus):
                 device += " (the driver did not say which /dev/nvidiaN is which: each run's sandbox sees all of them)"
         sandbox = "sandboxed" if bwrap else "NOT sandboxed (allowed by KERNELCUP_ALLOW_UNSANDBOXED)"
-        return f"local: {device}; {language_report(self.settings)}; {sandbox}: {note}"
+        return f"local: {device}; {language_report(self.settings)}; {sandbox}: {note}{self.overload_report()}"
 
     def _probe_host(self) -> str:
         """What would make every run fail here, whatever the submission: a job folder that cannot be written

@@ -10,9 +10,16 @@ from pathlib import Path
 import pytest
 from harness_helpers import build_request
 
-from runners.contract import Mode, RunRequest
+from runners.contract import KernelMetrics, Mode, RunRequest, RunResult, Verdict
 from runners.entry.profiling import NCU_LOG, NCU_REPORT, choose_profiler, collect, counters_denied
 from runners.settings import RunnerSettings
+from runners.validation import (
+    NCU_REPORT_MAX_BYTES,
+    PROFILE_MAX_KERNELS,
+    PROFILE_RESULT_MAX_BYTES,
+    PROFILE_TEXT_MAX_CHARS,
+    bound_profile,
+)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "raw_page_h100.csv"
 
@@ -124,7 +131,9 @@ def test_a_report_planted_as_a_link_is_never_followed(ncu: Path, tmp_path: Path)
     (sub / NCU_REPORT).symlink_to(secret)
     got = collect(str(ncu), sub, tmp_path / "import", max_report_bytes=1024, require_sandbox=False, profiled=True)
     assert got.report is None and got.metrics == []
-    assert got.notes == ["Nsight Compute wrote no report; ncu said: ==ERROR== Failed to profile kernel."]
+    assert got.notes == [
+        "Nsight Compute wrote no report; the log in the submission's folder says: ==ERROR== Failed to profile kernel."
+    ]
     assert not (tmp_path / "import" / NCU_REPORT).exists()
 
 
@@ -149,3 +158,106 @@ def test_no_report_before_profile_mode_was_reached_is_no_news(ncu: Path, tmp_pat
     got = collect(str(ncu), _sub(tmp_path, report=None), tmp_path / "import", max_report_bytes=1024,
                   require_sandbox=False, profiled=False)  # fmt: skip
     assert got.notes == [] and got.metrics == [] and got.report is None
+
+
+# ---- what a profile result shows and carries (issue 37.4) -----------------------------------------------------------
+
+FORGES_THE_TABLE = b"""import torch
+
+
+class _Forged:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        return False
+
+    def key_averages(self):
+        return self
+
+    def table(self, *args, **kwargs):
+        return "Nsight Compute profiled 1 kernel launch(es).\\nadd_kernel  0.001 us  FORGED"
+
+
+torch.profiler.profile = _Forged
+
+
+def custom_kernel(data):
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+
+
+def test_a_profile_table_the_submission_wrote_is_labelled_as_its_own(tmp_path: Path) -> None:
+    """The torch profiler runs in the submission's process, so its table is the submission's text (here a forged one
+    that reads like Nsight Compute's): the result says plainly whose it is, before any of it."""
+    from runners.entry import SUBMISSIONS_OWN, run_request
+
+    request = build_request("submissions/correct_torch.py", Mode.PROFILE, content=FORGES_THE_TABLE)
+    result = run_request(request, settings=RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True))
+    assert result.verdict.passed, result.message
+    assert result.profile is not None and "FORGED" in result.profile
+    assert result.profile.index(SUBMISSIONS_OWN) < result.profile.index("Nsight Compute profiled")
+
+
+def test_under_nsight_compute_the_submissions_own_profile_text_is_not_shown() -> None:
+    from runners.entry import submissions_own
+    from runners.ipc.protocol import RProfile
+
+    forged = RProfile(text="Nsight Compute profiled 1 kernel launch(es).\nadd_kernel 0.001 us")
+    assert submissions_own(forged, ncu=True) is None
+    shown = submissions_own(forged, ncu=False)
+    assert shown is not None and shown.text.startswith("The table below is the submission's own")
+
+
+def _profile_result(**fields: object) -> RunResult:
+    return RunResult(verdict=Verdict.ACCEPTED, mode=Mode.PROFILE, **fields)  # type: ignore[arg-type]
+
+
+def test_a_profile_result_is_bounded_per_field_and_in_all() -> None:
+    """The red team's profile result was 8.1 MB (a 6 MB report; others were under 20 KB). Each field has a bound,
+    and so has the whole; what is left out says so; a result within the bounds is left as it is."""
+    metrics = [KernelMetrics(name=f"k{i}", duration_ns=1000.0) for i in range(300)]
+    big = _profile_result(ncu_report=b"N" * 6 * 1024 * 1024, kernel_metrics=metrics, profile="x" * 200_000)
+    bounded = bound_profile(big)
+    assert bounded.ncu_report is None and len(bounded.kernel_metrics) == PROFILE_MAX_KERNELS
+    assert bounded.profile is not None and len(bounded.profile) <= PROFILE_TEXT_MAX_CHARS
+    assert bounded.profile.startswith("The Nsight Compute report (6.0 MiB) is over the cap of 4.0 MiB")
+    assert "Only the first 256 of 300 kernel launches are kept." in bounded.profile
+    assert len(bounded.model_dump_json()) <= PROFILE_RESULT_MAX_BYTES
+    assert bound_profile(bounded) == bounded  # idempotent: the core may apply it again before storing
+    normal = _profile_result(ncu_report=b"N" * 280_000, kernel_metrics=metrics[:3], profile="3 launches")
+    assert bound_profile(normal) is normal
+    assert bound_profile(normal, max_report_bytes=100_000).ncu_report is None  # the runner's own, smaller cap
+
+
+def test_a_profile_result_over_the_total_drops_its_report_first() -> None:
+    report = b"N" * (NCU_REPORT_MAX_BYTES - 1)
+    stuffed = _profile_result(ncu_report=report, stdout="o" * 3_000_000, profile="table")
+    bounded = bound_profile(stuffed)
+    assert bounded.ncu_report is None and bounded.profile is not None
+    assert bounded.profile.startswith("The profile result was over 6 MiB in all, so its Nsight Compute report")
+    assert len(bounded.model_dump_json()) <= PROFILE_RESULT_MAX_BYTES
+
+
+@pytest.mark.gpu
+def test_under_nsight_compute_a_forged_table_never_shows_and_the_result_is_bounded(tmp_path: Path) -> None:
+    """On a GPU with ncu: the profile is Nsight Compute's (read back by the entry), the submission's forged table is
+    not in it, and the whole result is within the bounds (a normal report is about 0.3 MiB)."""
+    import shutil
+
+    from runners.entry import run_request
+    from runners.entry.profiling import counters_denied
+
+    if shutil.which("ncu") is None or counters_denied():
+        pytest.skip("Nsight Compute cannot run here")
+    request = build_request("submissions/correct_torch.py", Mode.PROFILE, device="cuda", content=FORGES_THE_TABLE)
+    result = run_request(request, settings=RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True))
+    assert result.verdict.passed, result.message
+    assert result.kernel_metrics and result.profile is not None, result.profile
+    assert result.profile.startswith("Nsight Compute profiled") and "FORGED" not in result.profile
+    assert result.ncu_report is not None and len(result.ncu_report) <= NCU_REPORT_MAX_BYTES
+    assert len(result.model_dump_json()) <= PROFILE_RESULT_MAX_BYTES

@@ -126,3 +126,70 @@ def test_a_broken_problem_is_refused_by_its_reference_check_as_the_problems_faul
     assert result.message.startswith("the problem 'problem' failed: "), result.message
     assert words in result.message, result.message
     assert result.fault == "problem"
+
+
+HANGS = {
+    # name: (what is added to reference.py, the start of the refusal's reason)
+    "generate_input on test 2": (
+        "import time\n"
+        "_gen = generate_input\n"
+        "def generate_input(size, seed):\n"
+        "    if size == 7:\n"
+        "        time.sleep(3600)\n"
+        "    return _gen(size, seed)\n",
+        "test 2 ({size: 7, seed: 2}): generate_input (reference.py line",
+    ),
+    "ref_kernel on test 3": (
+        "import time\n"
+        "_ref = ref_kernel\n"
+        "def ref_kernel(data):\n"
+        "    while data[0].numel() == 1000:\n"
+        "        time.sleep(1)\n"
+        "    return _ref(data)\n",
+        "test 3 ({size: 1000, seed: 3}): ref_kernel (reference.py line",
+    ),
+    "check_implementation on test 2": (
+        "import time\n"
+        "_check = check_implementation\n"
+        "def check_implementation(data, output):\n"
+        "    if data[0].numel() == 7:\n"
+        "        time.sleep(3600)\n"
+        "    return _check(data, output)\n",
+        "test 2 ({size: 7, seed: 2}): check_implementation (reference.py line",
+    ),
+    "generate_input on a benchmark case": (
+        "import time\n"
+        "_gen = generate_input\n"
+        "def generate_input(size, seed):\n"
+        "    if size == 65536:\n"
+        "        time.sleep(3600)\n"
+        "    return _gen(size, seed)\n",
+        "the baselines and the benchmark cases' inputs: generate_input (reference.py line",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HANGS))
+def test_a_reference_that_hangs_is_refused_in_seconds_naming_the_case_and_the_function(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37.3: a reference whose generate_input slept took 8 minutes to be refused by `problems sync` (the
+    check's whole limit). Each case now has a bound derived from it (20 s + 20 ns per unit of its size; here the
+    floor is made 3 s), and the refusal names the case and the function, read from the evaluator's stack."""
+    from runners.entry import clock
+
+    monkeypatch.setattr(clock, "CASE_FLOOR_S", 3.0)
+    folder = tmp_path / "problem"
+    shutil.copytree(FIXTURE, folder)
+    extra, words = HANGS[name]
+    with (folder / "reference.py").open("a") as f:
+        f.write("\n\n" + extra)
+    request = reference_request(load_problem(folder))
+    assert request.limits.run_timeout_s >= 120  # what it used to wait for
+    result = check_reference(request, settings=RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True))
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR and result.fault == "problem", result.message
+    # Told within seconds of the problem's code starting (the platform's start-up before it, up to
+    # KERNELCUP_STARTUP_TIMEOUT_S on a loaded machine, is not the problem's).
+    assert result.wall_time_s - result.phase_times["hello"] < 60, result.phase_times
+    assert result.message.startswith(f"the problem 'problem' failed: {words}"), result.message
+    assert "did not return within" in result.message

@@ -1,0 +1,199 @@
+"""Whose time a run spends (issue 37): the platform's start-up has its own limit and, run out, is the runner being
+overloaded (never the user's timeout); the submission's limit counts from its load, without a compile allowance
+where its language has no compile step; a hang names the test, a later test is bounded by the reference's time
+where the runner has it, and a waiting run says how long it has waited every 10 s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness_helpers import build_request
+
+from runners import baselines, sysinfo
+from runners.contract import REFERENCE_BASELINE, Language, Mode, ProgressEvent, Verdict
+from runners.entry import OVERLOADED, run_request
+from runners.entry import clock as clock_mod
+from runners.entry import session as session_mod
+from runners.entry.clock import bounds_for, case_bound_s, hung_call
+from runners.settings import RunnerSettings
+
+HANGS_ON_THE_SECOND_CALL = b"""import torch
+
+calls = 0
+
+
+def custom_kernel(data):
+    global calls
+    calls += 1
+    while calls == 2:
+        pass
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+
+
+def _slow_start(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """The submission process starts ``seconds`` late (a loaded machine's interpreter): the platform's start-up."""
+    real_init = session_mod.Session.__init__
+
+    def slow_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        if self.start_submission:
+            self.prefix = ["/bin/sh", "-c", f'sleep {seconds}; exec "$@"', "sh"]
+
+    monkeypatch.setattr(session_mod.Session, "__init__", slow_init)
+
+
+def test_a_start_slower_than_the_run_limit_is_not_charged_to_the_submission(
+    monkeypatch: pytest.MonkeyPatch, runner_settings: RunnerSettings
+) -> None:
+    """Issue 37.2: a correct file whose run limit (6 s) is shorter than the platform's start-up (the submission
+    process starts 10 s late) is accepted: its limit counts from its load. Before, the limit counted from the start
+    and this was a timeout."""
+    _slow_start(monkeypatch, 10)
+    request = build_request("submissions/correct_torch.py", run_timeout_s=6.0, compile_timeout_s=0.0)
+    result = run_request(request, settings=runner_settings)
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    assert result.phase_times["compiling"] >= 10
+
+
+def test_a_start_that_cannot_finish_is_the_runner_overloaded_and_never_the_users(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 37.1: a start-up past KERNELCUP_STARTUP_TIMEOUT_S is an infrastructure error of the runner (retried)
+    that says the runner is overloaded, logged for the operator; the user's infinite loop never ran. Before, the
+    start-up ran under the user's (long) limit and the run went on."""
+    _slow_start(monkeypatch, 60)
+    settings = RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True, startup_timeout_s=5)
+    start = time.monotonic()
+    with caplog.at_level("WARNING", logger="runners.entry"):
+        result = run_request(build_request("submissions/hang.py", run_timeout_s=60.0), settings=settings)
+    assert time.monotonic() - start < 60
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR and result.fault == "runner", result.message
+    assert result.message.startswith(OVERLOADED), result.message
+    assert "did not finish within 5 s (KERNELCUP_STARTUP_TIMEOUT_S" in result.message
+    assert any(OVERLOADED in r.getMessage() for r in caplog.records)
+
+
+def test_the_local_launcher_counts_overloaded_starts_in_its_check(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What the worker and `runners check` show of it: the launcher's self-check counts the overloaded starts."""
+    from runners.launchers.base import DetachedJob
+    from runners.launchers.local import LocalLauncher
+
+    _slow_start(monkeypatch, 60)
+    settings = RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True, startup_timeout_s=5,
+                              prestart=False)  # fmt: skip
+    launcher = LocalLauncher(settings)
+    request = build_request("submissions/correct_torch.py")
+    result = asyncio.run(launcher.run(request, DetachedJob()))
+    assert result.message.startswith(OVERLOADED)
+    said = asyncio.run(launcher.check())
+    assert "1 run found this machine overloaded" in said, said
+
+
+def test_a_python_hang_is_told_within_its_run_limit_naming_the_test(runner_settings: RunnerSettings) -> None:
+    """Issue 37.3: a Python file gets no compile allowance (it has no compile step), so a hang costs the run limit
+    and not 300 s more; the message names the test, and progress says every 10 s how long it has waited."""
+    events: list[ProgressEvent] = []
+    request = build_request("submissions/hang.py", run_timeout_s=12.0, compile_timeout_s=300.0)
+    result = run_request(request, events.append, settings=runner_settings)
+    assert result.wall_time_s - result.phase_times["compiling"] < 40  # 12 s and the stop, not 312 s
+    assert result.verdict is Verdict.TIMEOUT, result.message
+    assert result.message.startswith("the run did not finish within 12 s (12 s for this mode's run;"), result.message
+    assert "it was test 1 of 3 ({size: 1, seed: 1})" in result.message
+    assert "compiling" not in result.message.split(";")[0]
+    waits = [e.detail for e in events if "s so far (limit 12 s)" in e.detail]
+    assert waits and waits[0].startswith("test 1 of 3"), [e.detail for e in events]
+
+
+def test_a_later_test_is_bounded_by_the_references_time_where_the_runner_has_it(
+    monkeypatch: pytest.MonkeyPatch, runner_settings: RunnerSettings
+) -> None:
+    """Issue 37.3: with the reference's benchmark medians in this runner's baseline cache, a test after the first
+    has a bound of its own (here the floor, made 3 s): a hang in test 2 is told then, naming test 2, long before the
+    run's limit (120 s)."""
+    monkeypatch.setattr(clock_mod, "TEST_FLOOR_S", 3.0)
+    request = build_request("submissions/correct_torch.py", content=HANGS_ON_THE_SECOND_CALL, run_timeout_s=120.0)
+    system = sysinfo.collect(request.device, 0)
+    key = baselines.cache_key(request, system, REFERENCE_BASELINE, runner_settings.max_batch_calls, "")
+    cache = baselines.BaselineCache(runner_settings.baseline_cache_path())
+    cache.put(key, [2_000.0, 5_000.0], datetime.now(UTC) - timedelta(minutes=1))  # the reference: 5 us at most
+    result = run_request(request, settings=runner_settings)
+    assert result.wall_time_s - result.phase_times["compiling"] < 60  # (from the load: the start-up is not its)
+    assert result.verdict is Verdict.TIMEOUT, result.message
+    assert result.message.startswith("test 2 of 3 ({size: 7, seed: 2}) did not finish within 3 s, the bound on one")
+    assert "the reference's slowest benchmark, 0.005 ms on this runner" in result.message
+    assert [t.verdict for t in result.tests] == [Verdict.ACCEPTED]
+
+
+def test_bounds_give_a_compile_allowance_only_to_languages_with_a_compile_step() -> None:
+    python = build_request("submissions/correct_torch.py", compile_timeout_s=300.0, run_timeout_s=60.0)
+    assert bounds_for(python, 90.0).user_s == 60.0
+    cuda = python.model_copy(update={"lang": Language.CUDA})
+    assert bounds_for(cuda, 90.0).user_s == 360.0
+    timed = build_request("submissions/correct_torch.py", Mode.BENCHMARK, compile_timeout_s=0.0, run_timeout_s=60.0)
+    b = bounds_for(timed, 90.0)
+    assert b.startup_s == 90.0 + timed.baselines_allowance_s() and b.total_s == b.startup_s + 60.0
+    assert bounds_for(timed, 90.0, reference_s=None).test_bound_s(1) is None
+    assert bounds_for(timed, 90.0, reference_s=1.0).test_bound_s(0) is None  # the first test may JIT compile
+    assert bounds_for(timed, 90.0, reference_s=1.0).test_bound_s(1) == 200.0
+
+
+def test_a_cases_bound_grows_with_its_size() -> None:
+    assert case_bound_s({"size": 1, "seed": 3}) == pytest.approx(20.0)
+    assert case_bound_s({"m": 4096, "n": 4096, "k": 4096, "seed": 1}) == pytest.approx(20 + 4096**3 * 20e-9)
+    assert case_bound_s({"shape": [1000, 1000], "flag": True}) == pytest.approx(20.02)
+
+
+def test_the_hung_function_is_read_from_the_evaluators_stack() -> None:
+    dump = (
+        "Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n"
+        '  File "/job/oracle/problem/_lib.py", line 3 in _slow\n'
+        '  File "/job/oracle/problem/reference.py", line 12 in generate_input\n'
+        '  File "/repo/runners/oracle/evaluate.py", line 274 in <lambda>\n'
+    )
+    assert hung_call(dump, "/job/oracle/problem") == "generate_input (_lib.py line 3, in _slow)"
+    assert hung_call(dump.replace("_lib.py", "reference.py"), "/job/oracle/problem/") == (
+        "generate_input (reference.py line 3, in _slow)"
+    )
+    assert hung_call("nothing useful", "/job/oracle/problem") == ""
+
+
+def test_a_flood_of_output_is_stopped_after_a_few_mebibytes(runner_settings: RunnerSettings) -> None:
+    """Issue 37.1 (huge output): only 16 KiB of each stream is kept, so the submission may print 8 MiB in all before
+    it is stopped (it was 64 MiB: on a loaded machine reading it outlasted the test's own timeout)."""
+    flood = b"import sys\n\ndef custom_kernel(data):\n    while True:\n        sys.stdout.write('x' * (1 << 20))\n"
+    result = run_request(build_request("submissions/correct_torch.py", content=flood), settings=runner_settings)
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.message
+    assert "printed more than 8 MiB of output" in result.message
+    assert result.stdout_truncated and len(result.stdout.encode()) <= 16 * 1024
+
+
+def test_the_clock_names_the_step_and_whose_time_it_is() -> None:
+    """The deadlines as reports arrive: the platform's until the load, then the submission's, step by step."""
+    from runners.entry.clock import RunClock
+
+    request = build_request("submissions/correct_torch.py", Mode.RANKED, compile_timeout_s=0.0, run_timeout_s=60.0)
+    clock = RunClock(request, bounds_for(request, 90.0, reference_s=1e-3), started=100.0)
+    first = clock.step()
+    assert (first.kind, first.what, first.deadline) == ("startup", "starting", 100.0 + 90.0 + 90.0)  # + baselines
+    clock.saw("compiling", 150.0)  # a slow start: none of its 50 s is the submission's
+    assert (clock.step().kind, clock.step().deadline) == ("submission", 210.0)
+    clock.saw("testing", 151.0)
+    assert clock.step().what == "test 1 of 3 ({size: 1, seed: 1})" and clock.step().deadline == 210.0
+    clock.saw("test", 152.0)
+    second = clock.step()
+    assert second.what.startswith("test 2 of 3") and second.deadline == 152.0 + 30.0  # the floor: 200 x 1 ms < 30 s
+    clock.saw("test", 153.0)
+    clock.saw("test", 154.0)
+    clock.saw("benchmarking", 155.0)
+    assert clock.step().what == "benchmark 1 of 2 ({size: 4096, seed: 10})"
+    clock.saw("bench", 156.0)
+    assert clock.step().what.startswith("benchmark 2 of 2") and clock.step().deadline == 210.0
