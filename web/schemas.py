@@ -8,10 +8,10 @@ here: links to follow a submission, the speed-of-light share of each benchmark, 
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from leaderboards.results import JobStatus, Scope, SubmissionMode
 from runners.contract import Comparison, RunResult, Verdict
@@ -20,6 +20,26 @@ API_PREFIX = "/api/v1"
 RATE_LIMIT_MAX = 1_000_000
 """The most submissions per user per hour a leaderboard may allow (its column is a 32-bit integer; a larger number
 in a request is an invalid field, not a database overflow)."""
+
+
+DATE_MIN = datetime(1970, 1, 1, tzinfo=UTC)
+DATE_MAX = datetime(9000, 1, 1, tzinfo=UTC)
+"""The range of a date a request gives (a deadline): its ends keep clear of Python's, where converting to UTC or adding
+a day overflows (a 500); a time without a zone is UTC."""
+
+
+def _in_date_range(value: datetime) -> datetime:
+    outside = f"must be a date from {DATE_MIN:%Y-%m-%d} to {DATE_MAX:%Y-%m-%d}"
+    try:
+        when = (value.replace(tzinfo=UTC) if value.tzinfo is None else value).astimezone(UTC)
+    except OverflowError:  # past year 1 or 9999 in UTC
+        raise ValueError(outside) from None
+    if not DATE_MIN <= when <= DATE_MAX:
+        raise ValueError(outside)
+    return when
+
+
+RequestDate = Annotated[datetime, AfterValidator(_in_date_range)]
 
 
 class Model(BaseModel):
@@ -349,7 +369,7 @@ class SyncReportOut(Model):
 
 class CreateLeaderboardIn(Model):
     problem: str = Field(description="A problem folder inside the server's problems folder.")
-    deadline: datetime
+    deadline: RequestDate
     devices: tuple[str, ...] = Field(min_length=1)
     name: str | None = None
     description: str | None = None
@@ -365,7 +385,7 @@ class UpdateLeaderboardIn(Model):
         "deadline into the past, needs force: without it the answer is 409 needs_force saying what it affects.",
     )
     problem: str | None = None
-    deadline: datetime | None = None
+    deadline: RequestDate | None = None
     devices: tuple[str, ...] | None = None
     description: str | None = None
     visible: bool | None = None

@@ -66,12 +66,18 @@ class IntField:
         return low, high
 
 
-def _is_int(annotation: Any) -> bool:
-    if annotation is int:
+def _is(annotation: Any, kind: type) -> bool:
+    """Whether ``annotation`` is ``kind``, optional or annotated (``int | None``, ``Annotated[int, ...] | None``)."""
+    if annotation is kind:
         return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return any(_is_int(a) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):
+        args = typing.get_args(annotation)
+        return any(_is(a, kind) for a in (args[:1] if typing.get_origin(annotation) is typing.Annotated else args))
     return False
+
+
+def _is_int(annotation: Any) -> bool:
+    return _is(annotation, int)
 
 
 def _model(annotation: Any) -> type[BaseModel] | None:
@@ -309,3 +315,33 @@ def test_huge_and_odd_strings_in_every_field_are_no_500(world: World, caplog: py
             assert r.status_code < 500, f"{at}: {r.status_code} {r.text[:300]}"
             _no_traceback(caplog, at)
     assert sent > 100
+
+
+DATETIMES = ("0001-01-01T00:00:00+14:00", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59-14:00", "9999-12-31T23:59:59Z")
+"""The ends of Python's datetime range, where converting to UTC (or adding a day) overflows."""
+
+
+def test_extreme_dates_in_every_json_field_are_a_422(world: World, caplog: pytest.LogCaptureFixture) -> None:
+    """A deadline at the ends of Python's date range overflowed converting to UTC (a 500 on leaderboard changes)."""
+    app = world.client.app
+    assert isinstance(app, FastAPI)
+    caplog.set_level(logging.INFO)
+    ids = _ids(world)
+    sent = 0
+    for method, path, route in routes(app):
+        for kind, param in _params(route.dependant):
+            model = _model(param.field_info.annotation)
+            if kind != "body" or model is None:
+                continue
+            for name, info in model.model_fields.items():
+                if not _is(info.annotation, datetime):
+                    continue
+                for value in DATETIMES:
+                    body = _body(IntField(method, path, "json", name, info), app, value)
+                    r = world.client.request(method, _url(path, ids, {}), headers=world.auth(world.admin), json=body)
+                    sent += 1
+                    at = f"{method} {path} {name}={value}"
+                    assert r.status_code == 422, f"{at}: {r.status_code} {r.text[:300]}"
+                    assert r.json()["error"]["field"] == name and "from 1970-01-01" in r.json()["error"]["message"]
+                    _no_traceback(caplog, at)
+    assert sent >= 8
