@@ -1,0 +1,144 @@
+"""Standings from stored timing statistics (issue 29): each entry's score and the 95% interval of its logarithm, and a
+ranking in which entries that cannot be told apart share a rank.
+
+Pure functions of what is stored: per benchmark case, the ``TimingStats`` of each run of the entry's ranked job (the
+public run and the secret-seed run). The raw per-call samples are not kept by any run (docs/measurement.md, "The
+ranked score"), so these statistics are the samples a final standing is frozen with; computing from them again gives
+the same floats bit for bit (``math.fsum``, fixed order, no randomness).
+
+- **One case's figure** is what ``leaderboards.pooling`` ranks a case by: the two runs' medians pooled when they agree
+  within what two evaluations of one file differ by, else the secret run's. Its variance (of the log) is what that
+  figure carries: the process offset of a fresh evaluation (``runners.compare.process_offset_sd``, 0.25 µs and 0.1% in
+  quadrature) and each median's standard error (``runners.compare.median_se``); pooling two readings halves it; where
+  the two readings disagree (the secret run's taken), the square of their log ratio is added.
+- **An entry's score** is the problem's rule over the figures (geometric mean, mean or last) and the variance of its
+  log the figures' variances weighted as the rule weighs them (``runners.compare.score_weights``).
+- **Two entries are told apart** when the 95% interval of the log of their scores' ratio, ``±1.96 sqrt(va + vb)``,
+  excludes 0. An entry's rank is 1 + the number of entries told apart from it and faster: entries none of which is
+  clearly faster than the other share a rank (tied).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from leaderboards.pooling import Outcome, pool_case
+from runners.compare import median_se, process_offset_sd, score_weights
+from runners.contract import RankingRule, TimingStats
+
+Z95 = 1.959963984540054
+"""The two-sided 95% quantile of the normal distribution."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ranked entry as the standings see it: who, which submission, and per benchmark case the statistics of each
+    run (public first, then the secret-seed run) as the run stored them (``TimingStats`` dumps)."""
+
+    user_id: int
+    user_name: str
+    submission_id: int
+    file_name: str
+    cases: tuple[tuple[Mapping[str, Any], ...], ...]
+    coverage: tuple[int, int] | None = None
+    """(held-out cases passed, held-out cases run) once its system test ran, else None."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "user_name": self.user_name,
+            "submission_id": self.submission_id,
+            "file_name": self.file_name,
+            "cases": [[dict(run) for run in case] for case in self.cases],
+            "coverage": list(self.coverage) if self.coverage is not None else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Entry:
+        coverage = data.get("coverage")
+        return cls(
+            user_id=int(data["user_id"]),
+            user_name=str(data["user_name"]),
+            submission_id=int(data["submission_id"]),
+            file_name=str(data["file_name"]),
+            cases=tuple(tuple(dict(run) for run in case) for case in data["cases"]),
+            coverage=(int(coverage[0]), int(coverage[1])) if coverage is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Standing:
+    rank: int
+    tied: bool
+    """Whether another entry shares the rank (their scores cannot be told apart)."""
+    entry: Entry
+    score_ns: float
+    log_sd: float
+    """The sd of the log of the score: the score's 95% interval is score x exp(±1.96 log_sd)."""
+
+    @property
+    def interval_ns(self) -> tuple[float, float]:
+        return self.score_ns * math.exp(-Z95 * self.log_sd), self.score_ns * math.exp(Z95 * self.log_sd)
+
+
+def _reading_var(stats: TimingStats) -> float:
+    return process_offset_sd(stats.median_ns) ** 2 + median_se(stats) ** 2
+
+
+def case_figure(index: int, runs: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+    """One case's figure (ns) and the variance of its log, from the case's stored statistics of one or two runs."""
+    readings = [TimingStats.model_validate(run) for run in runs]
+    if not readings or any(r.median_ns <= 0 for r in readings):
+        raise ValueError(f"case {index + 1} has no timing to rank by")
+    if len(readings) == 1:
+        return readings[0].median_ns, _reading_var(readings[0])
+    public, secret = readings[0], readings[-1]
+    pooled = pool_case(index, public, secret)
+    if pooled.outcome != Outcome.POOLED:
+        # The secret run's reading, as the ranking takes it; but two evaluations of this file disagreed by more than
+        # their noise (an outlier run, or inputs it is slower on), so how far apart they were counts in its variance:
+        # without it one slow run of one case told an account apart from its own file under another name.
+        gap = math.log(secret.median_ns / public.median_ns)
+        return pooled.ranked_ns, _reading_var(secret) + gap * gap
+    offset = process_offset_sd(max(public.median_ns, secret.median_ns)) ** 2
+    wp, ws = 1.0 / (offset + median_se(public) ** 2), 1.0 / (offset + median_se(secret) ** 2)
+    return pooled.ranked_ns, 1.0 / (wp + ws)
+
+
+def entry_score(entry: Entry, rule: RankingRule) -> tuple[float, float]:
+    """The entry's score (ns) under ``rule`` and the sd of its log."""
+    figures = [case_figure(i, runs) for i, runs in enumerate(entry.cases)]
+    if not figures:
+        raise ValueError(f"submission #{entry.submission_id} has no benchmark case to rank by")
+    medians = [f for f, _ in figures]
+    if rule is RankingRule.LAST:
+        score = medians[-1]
+    elif rule is RankingRule.MEAN:
+        score = math.fsum(medians) / len(medians)
+    else:
+        score = math.exp(math.fsum(math.log(m) for m in medians) / len(medians))
+    weights = score_weights(medians, rule)
+    var = math.fsum(w * w * v for w, (_, v) in zip(weights, figures, strict=True))
+    return score, math.sqrt(var)
+
+
+def told_apart(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether scores ``a`` and ``b`` (score, sd of its log) differ beyond their 95% interval."""
+    return abs(math.log(b[0] / a[0])) > Z95 * math.hypot(a[1], b[1])
+
+
+def rank(entries: Iterable[Entry], rule: RankingRule) -> tuple[Standing, ...]:
+    """The standings of ``entries``: fastest first (equal scores: the earlier submission), each entry's rank 1 + the
+    number told apart from it and faster, ``tied`` where another entry shares that rank."""
+    scored = sorted(((entry_score(e, rule), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
+    ranks = [
+        1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])
+        for i, (mine, _) in enumerate(scored)
+    ]
+    return tuple(
+        Standing(rank=r, tied=ranks.count(r) > 1, entry=e, score_ns=score, log_sd=sd)
+        for r, ((score, sd), e) in zip(ranks, scored, strict=True)
+    )

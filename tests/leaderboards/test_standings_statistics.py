@@ -1,0 +1,100 @@
+"""Final standings' statistics (issue 29): two accounts with one file share a rank, a kernel 3% faster on large cases
+ranks alone, and standings recompute bit-identically from the statistics they were frozen with. Each trial gives each
+account a public and a secret-seed run drawn from ``tests/timing_noise.py`` (the H100/H200 harness's measured process
+offset, per-call noise with a slow tail, and with ``OUTLIERS`` one run in 50 reading a case 1-2 µs slow)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+
+import pytest
+from timing_noise import OUTLIERS, QUIET, Noise, case_stats
+
+from leaderboards.standings import Entry, Standing, entry_score, rank, told_apart
+from runners.contract import RankingRule, TimingStats
+
+TRIALS = 200
+VECTORADD = (8_000.0, 127_000.0, 520_000.0)
+LARGE = (30_000.0, 200_000.0, 500_000.0)
+MIXED = (3_000.0, 8_000.0, 30_000.0, 200_000.0, 500_000.0)
+
+
+def entry(rng: random.Random, user: int, true_ns: Sequence[float], noise: Noise) -> Entry:
+    """One account's ranked job: per case its public and secret run's statistics, as the runs store them."""
+    cases = tuple(
+        tuple(case_stats(rng, t, noise).model_dump(mode="json") for _ in ("public", "secret")) for t in true_ns
+    )
+    return Entry(user_id=user, user_name=f"u{user}", submission_id=user, file_name="k.py", cases=cases)
+
+
+def tied_share(true_a: Sequence[float], true_b: Sequence[float], noise: Noise, seed: int) -> float:
+    rng = random.Random(seed)
+    tied = 0
+    for _ in range(TRIALS):
+        standings = rank([entry(rng, 1, true_a, noise), entry(rng, 2, true_b, noise)], RankingRule.GEOMEAN)
+        tied += standings[0].rank == standings[1].rank == 1
+    return tied / TRIALS
+
+
+@pytest.mark.parametrize("cases", [VECTORADD, LARGE, MIXED], ids=["vectoradd", "large", "mixed"])
+@pytest.mark.parametrize("noise", [QUIET, OUTLIERS], ids=["offsets", "outliers"])
+def test_identical_files_under_two_accounts_are_tied(cases: Sequence[float], noise: Noise) -> None:
+    assert tied_share(cases, cases, noise, seed=29) >= 0.95  # at least 19 trials in 20
+
+
+@pytest.mark.parametrize("noise", [QUIET, OUTLIERS], ids=["offsets", "outliers"])
+def test_a_kernel_3_percent_faster_on_large_cases_ranks_alone(noise: Noise) -> None:
+    faster = [t * 0.97 for t in LARGE]
+    assert tied_share(faster, LARGE, noise, seed=30) <= 0.05  # told apart at least 19 trials in 20
+
+
+def test_the_faster_entry_ranks_first_and_the_interval_holds_its_score() -> None:
+    rng = random.Random(5)
+    slow, fast = entry(rng, 1, LARGE, QUIET), entry(rng, 2, [t * 0.9 for t in LARGE], QUIET)
+    first, second = rank([slow, fast], RankingRule.GEOMEAN)
+    assert (first.entry.user_id, first.rank, first.tied) == (2, 1, False)
+    assert (second.entry.user_id, second.rank, second.tied) == (1, 2, False)
+    low, high = first.interval_ns
+    assert low < first.score_ns < high and high / low < 1.02  # large cases: the interval is tight
+
+
+def steady(user: int, true_ns: Sequence[float]) -> Entry:
+    """An entry whose two runs read every case at exactly ``true_ns`` (no spread: only the process offset counts)."""
+    cases = tuple(
+        tuple(
+            TimingStats(
+                samples=31, median_ns=t, mean_ns=t, std_ns=0.0, stderr_ns=0.0, min_ns=t, max_ns=t, p25_ns=t, p75_ns=t
+            ).model_dump(mode="json")
+            for _ in ("public", "secret")
+        )
+        for t in true_ns
+    )
+    return Entry(user_id=user, user_name=f"u{user}", submission_id=user, file_name="k.py", cases=cases)
+
+
+def test_a_chain_of_close_entries_shares_ranks_only_with_those_it_cannot_be_told_from() -> None:
+    # vectoradd's cases: the score's log sd is 0.74% (its 8 µs case's offset), two entries apart beyond 2.05%.
+    # a ~ b (1.2% apart) and b ~ c (1.3%), but a is clearly faster than c (2.5%): a and b rank 1, c ranks 2.
+    a, b, c = (steady(i, [t * f for t in VECTORADD]) for i, f in ((1, 1.0), (2, 1.012), (3, 1.025)))
+    scores = [entry_score(e, RankingRule.GEOMEAN) for e in (a, b, c)]
+    assert 0.0073 < scores[0][1] < 0.0075
+    assert not told_apart(scores[0], scores[1]) and not told_apart(scores[1], scores[2])
+    assert told_apart(scores[0], scores[2])
+    standings = {s.entry.user_id: s for s in rank([c, b, a], RankingRule.GEOMEAN)}
+    assert [(standings[u].rank, standings[u].tied) for u in (1, 2, 3)] == [(1, True), (1, True), (2, False)]
+
+
+def snapshot(standings: Sequence[Standing]) -> str:
+    return json.dumps([[s.rank, s.tied, s.score_ns, s.log_sd, s.entry.to_json()] for s in standings])
+
+
+def test_standings_recompute_bit_identically_from_the_stored_statistics() -> None:
+    rng = random.Random(17)
+    entries = [entry(rng, u, [t * (1 + 0.004 * u) for t in MIXED], OUTLIERS) for u in range(1, 8)]
+    first = rank(entries, RankingRule.GEOMEAN)
+    stored = json.loads(json.dumps([e.to_json() for e in entries]))  # what a database's JSON column gives back
+    again = rank(reversed([Entry.from_json(e) for e in stored]), RankingRule.GEOMEAN)
+    assert snapshot(again) == snapshot(first)
+    assert [s.score_ns.hex() for s in again] == [s.score_ns.hex() for s in first]
