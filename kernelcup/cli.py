@@ -18,6 +18,7 @@ from kernelcup.commands import (
     bot,
     db,
     demo,
+    kernelbench,
     leaderboard,
     login,
     problems,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 COMMAND_MODULES = (
     run,
     problems,
+    kernelbench,  # adds `problems import-kernelbench` to the group problems made
     db,
     submit,
     submissions,
