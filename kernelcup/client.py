@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from kernelcup.client_env import KernelEnv as KernelEnv  # re-exported: kernelcup.client.KernelEnv (RL loops)
 from runners.contract import Mode
 from web.schemas import (
     API_PREFIX,
