@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kernelcup.commands import (
+    agent,
     bot,
     db,
     demo,
     kernelbench,
     leaderboard,
     login,
+    mcpserve,
     problems,
     run,
     runners,
@@ -51,6 +53,8 @@ COMMAND_MODULES = (
     runners,
     schema,
     demo,
+    mcpserve,
+    agent,
 )
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
