@@ -142,19 +142,28 @@ def build_worker(
 
     It keeps finished results in the spool folder until they are stored, and sweeps stale job folders and cgroups
     of this machine's runner at start and every ``KERNELCUP_WORKER_SWEEP_S``."""
+    from leaderboards.holdout import SystemTestRunner
     from leaderboards.spool import ResultSpool
     from runners.cleanup import sweep
 
     settings = settings or load(WorkerSettings)
     runner = load(RunnerSettings)
+    service = platform.service
+    launchers = launcher_for(launcher, local=local, runner=runner)
+
+    def housekeeping() -> None:
+        sweep(runner)
+        service.competition_tick()  # the deadline's system tests, then the final standings (issue 29)
+
     return Worker(
-        platform.service,
-        launcher_for(launcher, local=local, runner=runner),
+        service,
+        launchers,
         settings,
         devices=devices,
         submission_id=submission_id,
         spool=ResultSpool(settings.resolved_spool_dir(platform.core.resolved_data_dir())),
-        housekeeping=lambda: sweep(runner),
+        housekeeping=housekeeping,
+        system_tests=SystemTestRunner(service, launchers, settings.launch_margin_s),
     )
 
 

@@ -457,3 +457,48 @@ class AuditLog(Base):
     target: Mapped[str] = mapped_column(String(200))
     detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = _created()
+
+
+class SystemTest(Base):
+    """One entry's system test (issue 29, ``leaderboards/holdout.py``): its submission run on the problem's held-out
+    cases on one device. A queue of its own, claimed by a worker only when no job is runnable (below every person's
+    submission). Only counts are kept: never a held-out case, input, output or message."""
+
+    __tablename__ = "system_tests"
+    __table_args__ = (
+        UniqueConstraint("leaderboard_id", "device", "submission_id"),
+        Index(None, "status", "device"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(16), comment="queued, running, done, failed (not the entry's fault)")
+    trigger: Mapped[str] = mapped_column(String(16), comment="admin or deadline")
+    cases: Mapped[int] = mapped_column(Integer(), comment="held-out cases run")
+    passed: Mapped[int | None] = mapped_column(Integer(), comment="held-out cases passed; None until done")
+    attempts: Mapped[int] = mapped_column(Integer(), default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    note: Mapped[str | None] = mapped_column(StoredText(), comment="admins only: why a test could not run")
+    created_at: Mapped[datetime] = _created()
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class FinalStanding(Base):
+    """A leaderboard's frozen final standings on one device (issue 29, ``leaderboards/standings.py``): the ranked
+    entries with the per-case timing statistics each score and interval were computed from, so they recompute
+    bit-identically, and the entries left out (failed a system test)."""
+
+    __tablename__ = "final_standings"
+    __table_args__ = (UniqueConstraint("leaderboard_id", "device"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    ranking_by: Mapped[str] = mapped_column(String(8))
+    entries: Mapped[list[Any]] = mapped_column(JSONType, comment="each: user, submission, coverage, per-case stats")
+    excluded: Mapped[list[Any]] = mapped_column(JSONType, comment="entries that failed a held-out case: counts only")
+    frozen_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created()

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from leaderboards.accounts import AccountsMixin
 from leaderboards.admin import AdminMixin
+from leaderboards.competition import StandingsMixin
 from leaderboards.directives import parse_directives
 from leaderboards.errors import (
     AlreadyFinished,
@@ -116,7 +117,9 @@ def language_text(lang: str) -> str:
     return f"{info.display}: {', '.join(info.suffixes)} files" if info else lang
 
 
-class LeaderboardService(ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, RecordingMixin, ServiceBase):
+class LeaderboardService(
+    ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, StandingsMixin, RecordingMixin, ServiceBase
+):
     """The one API of the core. Build with an open ``Database`` (``leaderboards.db.open_database``) and settings.
 
     Competitor functions are here; the parts: what a submission's viewers may see (``ViewingMixin``,

@@ -40,6 +40,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from leaderboards.errors import LeaseLost
+from leaderboards.holdout import SystemTestRunner
 from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
 from leaderboards.results import PlannedRun, RecordedRun
@@ -226,8 +227,11 @@ class Worker:
         queue: JobQueue | None = None,
         housekeeping: Callable[[], object] | None = None,
         spool: ResultSpool | None = None,
+        system_tests: SystemTestRunner | None = None,
     ) -> None:
         self.service = service
+        self.system_tests = system_tests
+        """Run when no job is runnable (issue 29): system tests wait below everyone's submissions."""
         self.launcher_for = launcher_for
         self.settings = settings
         self.devices = tuple(devices)
@@ -344,6 +348,8 @@ class Worker:
                 log.warning("claiming a job failed (%s); trying again shortly", _why(exc))
                 claim = None
             if claim is None:
+                if await self._system_test():
+                    continue
                 if once:
                     return
                 await self._idle(stop)
@@ -359,6 +365,16 @@ class Worker:
                 raise
             finally:
                 self._held.pop(claim.job_id, None)
+
+    async def _system_test(self) -> bool:
+        """Run one system test if there is one (never on a worker that serves one submission); False otherwise."""
+        if self.system_tests is None or self.submission_id is not None:
+            return False
+        try:
+            return await self.system_tests.run_one(self.worker_id, self.devices, self._db)
+        except Exception as exc:
+            log.warning("a system test could not be claimed or stored (%s)", _why(exc))
+            return False
 
     async def _idle(self, stop: asyncio.Event, timeout_s: float | None = None) -> None:
         self._wake.clear()

@@ -1,0 +1,259 @@
+"""Standings of a competition (issue 29): live (the ranking with each entry's system-test coverage) and final (frozen
+after the deadline's system tests: only entries that passed every held-out case, ranked with ties from their stored
+statistics, ``leaderboards/standings.py``).
+
+``competition_tick`` (the workers' housekeeping) drives a competition's end: once a leaderboard's deadline has passed
+it queues the system tests of each device's top entries (a problem with held-out cases), and once none is left to run
+it freezes each device's final standings. An admin may queue system tests earlier (``queue_system_tests``) and freeze
+by hand (``freeze_standings``), never before the deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from leaderboards.errors import InvalidChange, NotFound
+from leaderboards.holdout import SYSTEM_TEST_TOP, SystemTestsMixin, SystemTestStatus, top_entries
+from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
+from leaderboards.snapshot import problem_from_snapshot
+from leaderboards.standings import Entry, rank
+from runners.contract import Mode, RankingRule
+
+log = logging.getLogger(__name__)
+
+DEADLINE_ACTOR = "deadline"
+
+
+@dataclass(frozen=True)
+class StandingRow:
+    rank: int
+    tied: bool
+    user_name: str
+    submission_id: int
+    file_name: str
+    score_ns: float
+    low_ns: float | None
+    """The 95% interval of the score (final standings; None in live ones)."""
+    high_ns: float | None
+    coverage: str | None
+    """"5 of 5 held-out cases" once the entry's system test ran, else None."""
+
+
+@dataclass(frozen=True)
+class ExcludedRow:
+    user_name: str
+    submission_id: int
+    coverage: str
+
+
+@dataclass(frozen=True)
+class StandingsView:
+    leaderboard: str
+    device: str
+    final: bool
+    frozen_at: datetime | None
+    rows: tuple[StandingRow, ...]
+    excluded: tuple[ExcludedRow, ...] = ()
+
+
+def _coverage_text(passed: int | None, cases: int) -> str | None:
+    return None if passed is None else f"{passed} of {cases} held-out cases"
+
+
+def entry_cases(s: Session, submission_id: int, device: str) -> tuple[tuple[dict[str, Any], ...], ...]:
+    """Per benchmark case, the timing statistics of the entry's ranked runs on ``device`` (public first, then the
+    secret-seed run), as the runs stored them."""
+    runs = s.scalars(
+        select(Run)
+        .where(Run.submission_id == submission_id, Run.device == device, Run.mode == Mode.RANKED.value)
+        .where(Run.passed.is_(True))
+        .order_by(Run.job_id.desc(), Run.secret)
+    ).all()
+    if not runs:
+        return ()
+    latest = [r for r in runs if r.job_id == runs[0].job_id]
+    per_run = [[b.get("stats") for b in r.result.get("benchmarks", [])] for r in latest]
+    count = min(len(stats) for stats in per_run)
+    return tuple(tuple(dict(stats[i]) for stats in per_run if stats[i]) for i in range(count))
+
+
+class StandingsMixin(SystemTestsMixin):
+    """Live and final standings, and the competition's end (``competition_tick``)."""
+
+    def standings(self, name: str, device: str | None = None, *, final: bool = False) -> StandingsView:
+        """A device's standings: ``final`` the frozen ones (``NotFound`` until frozen), else the live ranking's top
+        entries with their system-test coverage where it ran."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, include_hidden=False)
+            (dev,) = self._check_devices(lb, [device] if device else None)
+            if final:
+                frozen = s.scalar(
+                    select(FinalStanding).where(FinalStanding.leaderboard_id == lb.id, FinalStanding.device == dev)
+                )
+                if frozen is None:
+                    raise NotFound(
+                        f"Leaderboard {lb.name!r} has no final standings on {dev} yet: they are made after "
+                        "its deadline, once its system tests have run."
+                    )
+                return _final_view(lb.name, frozen)
+            tests = {
+                t.submission_id: t
+                for t in s.scalars(
+                    select(SystemTest).where(SystemTest.leaderboard_id == lb.id, SystemTest.device == dev)
+                )
+            }
+            rows = []
+            for i, (best, user) in enumerate(top_entries(s, lb, dev, 100)):
+                sub = s.get(Submission, best.submission_id)
+                test = tests.get(best.submission_id)
+                coverage = _coverage_text(test.passed, test.cases) if test is not None else None
+                rows.append(
+                    StandingRow(
+                        i + 1,
+                        False,
+                        user.name,
+                        best.submission_id,
+                        sub.file_name if sub else "",
+                        best.score,
+                        None,
+                        None,
+                        coverage,
+                    )
+                )
+            return StandingsView(lb.name, dev, False, None, tuple(rows))
+
+    def freeze_standings(self, name: str, device: str, *, actor: str) -> StandingsView:
+        """Freeze a device's final standings: after the deadline, once no system test of it is left to run. Ranks
+        the top entries that passed every held-out case (all top entries, for a problem without held-out cases) from
+        their runs' stored statistics; an entry that failed one is listed as excluded (counts only)."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            (dev,) = self._check_devices(lb, [device])
+            if self.clock() < lb.deadline:
+                raise InvalidChange(
+                    f"Leaderboard {lb.name!r} is open until {lb.deadline:%Y-%m-%d %H:%M} UTC: final "
+                    "standings are made after its deadline."
+                )
+            if (
+                s.scalar(
+                    select(FinalStanding.id).where(FinalStanding.leaderboard_id == lb.id, FinalStanding.device == dev)
+                )
+                is not None
+            ):
+                raise InvalidChange(f"The final standings of {lb.name!r} on {dev} are frozen already.")
+            frozen = self._freeze(s, lb, dev, actor)
+            self._audit(s, actor, "freeze_standings", lb.name, device=dev, entries=len(frozen.entries))
+            return _final_view(lb.name, frozen)
+
+    def _freeze(self, s: Session, lb: Leaderboard, dev: str, actor: str) -> FinalStanding:
+        holdout = bool(problem_from_snapshot(lb.task).task.holdout)
+        tests = s.scalars(select(SystemTest).where(SystemTest.leaderboard_id == lb.id, SystemTest.device == dev)).all()
+        pending = [t for t in tests if t.status in (SystemTestStatus.QUEUED, SystemTestStatus.RUNNING)]
+        if pending:
+            raise InvalidChange(f"{len(pending)} system tests of {lb.name!r} on {dev} have not run yet.")
+        entries, excluded = [], []
+        candidates: list[tuple[SystemTest | None, Submission | None]]
+        if holdout:
+            if not tests:
+                raise InvalidChange(f"Run the system tests of {lb.name!r} first (kernelcup leaderboard system-test).")
+            candidates = [(t, s.get(Submission, t.submission_id)) for t in tests]
+        else:
+            candidates = [
+                (None, s.get(Submission, b.submission_id)) for b, _ in top_entries(s, lb, dev, SYSTEM_TEST_TOP)
+            ]
+        for test, sub in candidates:
+            if sub is None or sub.deleted:
+                continue
+            user = s.get(User, sub.user_id)
+            assert user is not None
+            if user.is_banned:
+                continue
+            coverage = (test.passed, test.cases) if test is not None and test.passed is not None else None
+            if test is not None and (coverage is None or coverage[0] != coverage[1]):
+                text = _coverage_text(test.passed, test.cases) or f"system test {test.status}"
+                excluded.append({"user_name": user.name, "submission_id": sub.id, "coverage": text})
+                continue
+            cases = entry_cases(s, sub.id, dev)
+            if not cases:
+                continue  # no ranked run with timings on this device (deleted, or ranked before runs were kept)
+            entries.append(Entry(user.id, user.name, sub.id, sub.file_name, cases, coverage).to_json())
+        frozen = FinalStanding(
+            leaderboard_id=lb.id,
+            device=dev,
+            ranking_by=lb.ranking_by,
+            entries=entries,
+            excluded=excluded,
+            frozen_by=actor,
+            created_at=self.clock(),
+        )
+        s.add(frozen)
+        s.flush()
+        return frozen
+
+    def competition_tick(self) -> list[str]:
+        """What the deadline does, for every leaderboard whose deadline has passed: queue its system tests (once,
+        for a problem with held-out cases), then freeze each device's final standings once none is left to run.
+        Returns what it did, one line each."""
+        now = self.clock()
+        done: list[str] = []
+        with self.db.transaction() as s:
+            boards = s.execute(select(Leaderboard.id, Leaderboard.name).where(Leaderboard.deadline < now)).all()
+            frozen = {(b, d) for b, d in s.execute(select(FinalStanding.leaderboard_id, FinalStanding.device))}
+            triggered = set(s.scalars(select(SystemTest.leaderboard_id).where(SystemTest.trigger == DEADLINE_ACTOR)))
+        for board_id, name in boards:
+            try:
+                done.extend(self._tick_board(board_id, name, frozen, board_id in triggered))
+            except InvalidChange:
+                continue  # not ready yet (system tests still running)
+            except Exception:
+                log.exception("the end of competition %r could not proceed", name)
+        return done
+
+    def _tick_board(self, board_id: int, name: str, frozen: set[tuple[int, str]], triggered: bool) -> list[str]:
+        with self.db.transaction() as s:
+            lb = s.get(Leaderboard, board_id)
+            if lb is None:
+                return []
+            devices = [d for d in lb.devices if (board_id, d) not in frozen]
+            holdout = bool(devices) and bool(problem_from_snapshot(lb.task).task.holdout)
+        if not devices:
+            return []
+        if holdout and not triggered:
+            queued = self.queue_system_tests(name, actor=DEADLINE_ACTOR, trigger=DEADLINE_ACTOR)
+            return [f"{name}: queued {len(queued.entries)} system tests at the deadline"]
+        return [f"{name}: froze the final standings on {d}" for d in devices if self._try_freeze(name, d)]
+
+    def _try_freeze(self, name: str, device: str) -> bool:
+        try:
+            self.freeze_standings(name, device, actor=DEADLINE_ACTOR)
+        except InvalidChange:
+            return False
+        return True
+
+
+def _final_view(name: str, frozen: FinalStanding) -> StandingsView:
+    standings = rank((Entry.from_json(e) for e in frozen.entries), RankingRule(frozen.ranking_by))
+    rows = tuple(
+        StandingRow(
+            rank=st.rank,
+            tied=st.tied,
+            user_name=st.entry.user_name,
+            submission_id=st.entry.submission_id,
+            file_name=st.entry.file_name,
+            score_ns=st.score_ns,
+            low_ns=st.interval_ns[0],
+            high_ns=st.interval_ns[1],
+            coverage=_coverage_text(*st.entry.coverage) if st.entry.coverage else None,
+        )
+        for st in standings
+    )
+    excluded = tuple(
+        ExcludedRow(str(e["user_name"]), int(e["submission_id"]), str(e["coverage"])) for e in frozen.excluded
+    )
+    return StandingsView(name, frozen.device, True, frozen.created_at, rows, excluded)

@@ -1,0 +1,286 @@
+"""System tests (issue 29): the best entries run on the problem's held-out cases.
+
+An admin (``kernelcup leaderboard system-test NAME``, the admin API) or the deadline (``StandingsMixin.
+competition_tick``) queues one ``system_tests`` row per entry: the top K of each device's ranking (K per leaderboard,
+``SYSTEM_TEST_TOP`` by default). Workers take them only when no job of anyone's is runnable (``Worker`` asks
+``SystemTestRunner.run_one`` after an empty claim), so they always wait below people's submissions. Each runs the
+entry's ranked file in test mode on the held-out cases (``Problem.system_test_request``, the only request that carries
+them) and stores two numbers: how many held-out cases ran and how many passed. Nothing else of the run is kept: no
+case, input, output, message or log, so nothing an author or anyone else can read says what the held-out cases are.
+Correctness only: held-out cases are never timed (docs/competitions.md says what is not built).
+
+A system test that could not run (the runner failed, not the entry) goes back to the queue, up to
+``SYSTEM_TEST_ATTEMPTS`` claims, then is ``failed`` with an admin-only note; a worker that died holding one leaves it
+to its lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from leaderboards.errors import InvalidChange
+from leaderboards.models import BestScore, Leaderboard, Submission, SystemTest, User
+from leaderboards.recording import RecordingMixin, harness_device
+from leaderboards.snapshot import problem_from_snapshot
+from runners.contract import Limits, RunRequest, RunResult, Verdict
+from runners.launchers.base import Launcher, ProgressEvent
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SYSTEM_TEST_TOP = 10
+"""How many entries per device a system test runs when not told otherwise."""
+SYSTEM_TEST_ATTEMPTS = 3
+LEASE_MARGIN_S = 120.0
+"""What a system test's lease adds to its run's time limit (launch, transfer, storing)."""
+
+
+class SystemTestStatus:
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    """Could not run, not the entry's fault (the runner failed on every attempt): an admin reads the note."""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """An entry's system test as anyone may see it: counts only."""
+
+    device: str
+    submission_id: int
+    user_name: str
+    status: str
+    cases: int
+    passed: int | None
+
+    @property
+    def complete(self) -> bool:
+        return self.passed is not None and self.passed == self.cases
+
+    @property
+    def text(self) -> str:
+        if self.passed is None:
+            return f"system test {self.status}"
+        return f"{self.passed} of {self.cases} held-out cases"
+
+
+@dataclass(frozen=True)
+class SystemTestsQueued:
+    leaderboard: str
+    top: int
+    cases: int
+    entries: tuple[Coverage, ...]
+
+
+@dataclass(frozen=True)
+class SystemTestClaim:
+    test_id: int
+    token: str
+    device: str
+    request: RunRequest
+
+
+def top_entries(s: Session, lb: Leaderboard, device: str, top: int) -> list[tuple[BestScore, User]]:
+    """The ``top`` best entries of a device's ranking (banned users left out), best first."""
+    rows = s.execute(
+        select(BestScore, User)
+        .join(User, User.id == BestScore.user_id)
+        .where(BestScore.leaderboard_id == lb.id, BestScore.device == device, User.is_banned.is_(False))
+        .order_by(BestScore.score, BestScore.submitted_at, BestScore.submission_id)
+        .limit(top)
+    ).all()
+    return [(b, u) for b, u in rows]
+
+
+def _coverage(test: SystemTest, user_name: str) -> Coverage:
+    return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed)
+
+
+class SystemTestsMixin(RecordingMixin):
+    """Queue, claim and record system tests; read their coverage."""
+
+    def queue_system_tests(
+        self, name: str, *, actor: str, top: int = SYSTEM_TEST_TOP, trigger: str = "admin"
+    ) -> SystemTestsQueued:
+        """Queue a system test of each device's ``top`` entries (again for an entry tested before: its counts are
+        cleared until it has run). Raises ``InvalidChange`` when the problem has no held-out cases."""
+        if not 1 <= top <= 1000:
+            raise InvalidChange(f"--top must be from 1 to 1000, not {top}.")
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            problem = problem_from_snapshot(lb.task)
+            if not problem.task.holdout:
+                raise InvalidChange(f"Leaderboard {lb.name!r} has no held-out cases (holdout: in its task.yml).")
+            queued = []
+            for device in lb.devices:
+                try:
+                    cases = len(
+                        problem.system_test_request("x", b"", device=harness_device(device), device_name=device).tests
+                    )
+                except Exception:  # no held-out case runs at this device's world size
+                    continue
+                for best, user in top_entries(s, lb, device, top):
+                    test = s.scalar(
+                        select(SystemTest).where(
+                            SystemTest.leaderboard_id == lb.id,
+                            SystemTest.device == device,
+                            SystemTest.submission_id == best.submission_id,
+                        )
+                    )
+                    if test is None:
+                        test = SystemTest(leaderboard_id=lb.id, device=device, submission_id=best.submission_id)
+                        s.add(test)
+                    test.status, test.trigger, test.cases, test.passed = SystemTestStatus.QUEUED, trigger, cases, None
+                    test.attempts, test.lease_owner, test.lease_expires_at, test.note = 0, None, None, None
+                    test.finished_at = None
+                    s.flush()
+                    queued.append(_coverage(test, user.name))
+            self._audit(s, actor, "system_test", lb.name, top=top, trigger=trigger, entries=len(queued))
+            total = len(problem.task.holdout)
+            return SystemTestsQueued(lb.name, top, total, tuple(queued))
+
+    def system_test_coverage(self, name: str, device: str | None = None) -> tuple[Coverage, ...]:
+        """Every system test of a leaderboard (one device's, given one), in ranking order of their queueing."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, include_hidden=False)
+            stmt = (
+                select(SystemTest, User.name)
+                .join(Submission, Submission.id == SystemTest.submission_id)
+                .join(User, User.id == Submission.user_id)
+                .where(SystemTest.leaderboard_id == lb.id)
+            )
+            if device is not None:
+                stmt = stmt.where(SystemTest.device == device)
+            return tuple(_coverage(t, n) for t, n in s.execute(stmt.order_by(SystemTest.device, SystemTest.id)))
+
+    def claim_system_test(
+        self, worker_id: str, devices: Sequence[str] = (), *, max_submission_bytes: int | None = None
+    ) -> SystemTestClaim | None:
+        """Take the oldest runnable system test for ``devices`` (all when empty): queued, or running with its lease
+        run out. Its lease covers its whole run (no heartbeat)."""
+        now = self.clock()
+        with self.db.transaction() as s:
+            runnable = or_(
+                SystemTest.status == SystemTestStatus.QUEUED,
+                and_(SystemTest.status == SystemTestStatus.RUNNING, SystemTest.lease_expires_at < now),
+            )
+            stmt = select(SystemTest).where(runnable)
+            if devices:
+                stmt = stmt.where(SystemTest.device.in_(list(devices)))
+            test = s.scalar(stmt.order_by(SystemTest.id).limit(1).with_for_update(skip_locked=True))
+            if test is None:
+                return None
+            if test.attempts >= SYSTEM_TEST_ATTEMPTS:  # its last holder died: not the entry's fault
+                test.status, test.note, test.finished_at = SystemTestStatus.FAILED, "the lease ran out", now
+                return None
+            sub = s.get(Submission, test.submission_id)
+            lb = s.get(Leaderboard, test.leaderboard_id)
+            assert sub is not None and lb is not None  # (foreign keys, cascading deletes)
+            limits = Limits(max_submission_bytes=max_submission_bytes or self.settings.max_submission_bytes)
+            problem = problem_from_snapshot(lb.task)
+            request = self._within_board_limit(
+                problem.system_test_request(
+                    sub.file_name,
+                    sub.code.content,
+                    device=harness_device(test.device),
+                    device_name=test.device,
+                    limits=limits,
+                )
+            ).model_copy(update={"nonce": secrets.token_hex(16)})
+            token = f"{worker_id}#{secrets.token_hex(8)}"
+            test.status, test.lease_owner, test.attempts = SystemTestStatus.RUNNING, token, test.attempts + 1
+            test.lease_expires_at = now + timedelta(seconds=request.time_limit_s() + LEASE_MARGIN_S)
+            return SystemTestClaim(test.id, token, test.device, request)
+
+    def record_system_test(self, claim: SystemTestClaim, result: RunResult | None, *, error: str = "") -> bool:
+        """Store a system test's counts (``result``), or that it could not run (``error``: queued again until its
+        attempts are spent). Fenced by the claim's lease: False when another holder took it over."""
+        now = self.clock()
+        with self.db.transaction() as s:
+            test = s.scalar(
+                select(SystemTest)
+                .where(
+                    SystemTest.id == claim.test_id,
+                    SystemTest.lease_owner == claim.token,
+                    SystemTest.status == SystemTestStatus.RUNNING,
+                )
+                .with_for_update()
+            )
+            if test is None:
+                return False
+            test.lease_owner, test.lease_expires_at = None, None
+            if result is None:
+                done = test.attempts >= SYSTEM_TEST_ATTEMPTS
+                test.status = SystemTestStatus.FAILED if done else SystemTestStatus.QUEUED
+                test.note = error[:2000] or "the runner failed"
+                test.finished_at = now if done else None
+                return True
+            ran = len(claim.request.tests)
+            passed = sum(1 for t in result.tests if t.verdict is Verdict.ACCEPTED)
+            if not result.passed:  # a run that failed after its checks (a limit, a crash) did not pass them all
+                passed = min(passed, ran - 1)
+            test.status, test.cases, test.passed, test.finished_at = SystemTestStatus.DONE, ran, min(passed, ran), now
+            test.note = None
+            return True
+
+
+class _Handle:
+    """The job handle of a system test: nothing to re-attach to, and no progress anyone follows."""
+
+    @property
+    def remote_ref(self) -> str | None:
+        return None
+
+    async def set_remote_ref(self, ref: str) -> None:
+        return None
+
+    async def progress(self, event: ProgressEvent) -> None:
+        return None
+
+
+class SystemTestRunner:
+    """Runs one system test when a worker has nothing else to do (``Worker`` calls ``run_one`` after an empty
+    claim)."""
+
+    def __init__(self, service: SystemTestsMixin, launcher_for: Callable[[str], Launcher], margin_s: float) -> None:
+        self.service = service
+        self.launcher_for = launcher_for
+        self.margin_s = margin_s
+
+    async def run_one(self, worker_id: str, devices: Sequence[str], db: Callable[..., Awaitable[Any]]) -> bool:
+        """Claim and run one system test; False when none was runnable."""
+        claim: SystemTestClaim | None = await db(self.service.claim_system_test, worker_id, devices)
+        if claim is None:
+            return False
+        result, error = await self._launch(claim)
+        await db(self.service.record_system_test, claim, result, error=error)
+        return True
+
+    async def _launch(self, claim: SystemTestClaim) -> tuple[RunResult | None, str]:
+        try:
+            launcher = self.launcher_for(claim.device)
+            bound = claim.request.time_limit_s() + self.margin_s
+            result = await asyncio.wait_for(launcher.run(claim.request, _Handle()), bound)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a launcher error, a timeout, an unrouted device: the runner's, never the entry's
+            log.warning("system test %s could not run: %s", claim.test_id, type(exc).__name__)
+            return None, f"{type(exc).__name__}: {exc}"
+        if not isinstance(result, RunResult) or result.verdict is Verdict.INFRASTRUCTURE_ERROR:
+            return None, getattr(result, "message", "") or "the runner reported an infrastructure error"
+        mismatch = result.mismatch(
+            claim.request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False))
+        )
+        if mismatch is not None:
+            return None, mismatch
+        return result, ""
