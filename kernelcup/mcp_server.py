@@ -77,6 +77,13 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
             out["note"] = f"not done yet: call get_result with submission_id {sub.id} (wait: true) to follow it"
         return out
 
+    def run_file(
+        leaderboard: str, mode: str, file: tuple[str, bytes], device: str | None, wait: bool
+    ) -> dict[str, Any]:
+        """Submit ``file`` in ``mode`` and answer its summary (evaluate and submit)."""
+        sub = _api(lambda: client.submit(file, leaderboard, [device] if device else None, mode))
+        return finish(sub, wait)
+
     @server.tool()
     def list_problems() -> list[dict[str, Any]]:
         """Every open or visible leaderboard: its name, devices, language, deadline and whether it takes submissions."""
@@ -134,9 +141,7 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
         """Run a file (its text as code, or a path) on a leaderboard's device without ranking it: "test" checks
         every test case, "benchmark" also times the benchmarks beside the reference, "profile" adds a profile.
         Answers per device the verdict, failed tests, medians and speedups (waits for them unless wait is false)."""
-        name, content = _file(code, path, file_name)
-        sub = _api(lambda: client.submit((name, content), leaderboard, [device] if device else None, mode))
-        return finish(sub, wait)
+        return run_file(leaderboard, mode, _file(code, path, file_name), device, wait)
 
     @server.tool()
     def submit(
@@ -149,9 +154,7 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
     ) -> dict[str, Any]:
         """Submit a file for the ranking (ranked mode: the public run and a secret-seed run must pass). Answers its
         score and rank per device (waits for them unless wait is false)."""
-        name, content = _file(code, path, file_name)
-        sub = _api(lambda: client.submit((name, content), leaderboard, [device] if device else None, "ranked"))
-        return finish(sub, wait)
+        return run_file(leaderboard, "ranked", _file(code, path, file_name), device, wait)
 
     @server.tool()
     def compare(

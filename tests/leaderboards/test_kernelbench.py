@@ -31,10 +31,12 @@ ALL = sorted(TASKS.glob("*.py"))
 
 def module(folder: Path, file: str) -> types.ModuleType:
     """A problem file loaded as the evaluator loads it (``_lib`` importable beside it)."""
-    if str(REPO / "problems") not in sys.path:
-        sys.path.insert(0, str(REPO / "problems"))
     mod = types.ModuleType(f"kb_{folder.name}_{file.replace('/', '_').removesuffix('.py')}")
-    exec(compile((folder / file).read_text(), str(folder / file), "exec"), mod.__dict__)
+    sys.path.insert(0, str(REPO / "problems"))
+    try:
+        exec(compile((folder / file).read_text(), str(folder / file), "exec"), mod.__dict__)
+    finally:
+        sys.path.remove(str(REPO / "problems"))
     return mod
 
 
