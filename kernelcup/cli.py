@@ -28,6 +28,7 @@ from kernelcup.commands import (
     runners,
     schema,
     serve,
+    standings,
     submissions,
     submit,
     tokens,
@@ -45,6 +46,7 @@ COMMAND_MODULES = (
     submit,
     submissions,
     leaderboard,
+    standings,  # adds `leaderboard standings` and `leaderboard system-test` to the group leaderboard made
     login,
     worker,
     bot,
