@@ -107,8 +107,8 @@ def problem_name(path: Path) -> str:
 def _literal(node: ast.expr) -> tuple[ConstValue, bool] | None:
     """The value of a literal constant (and whether it was a tuple), or None for anything computed."""
     try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = _arithmetic(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, ZeroDivisionError, OverflowError):
         return None
 
     def plain(v: Any) -> Any:
@@ -123,6 +123,34 @@ def _literal(node: ast.expr) -> tuple[ConstValue, bool] | None:
 
     out = plain(value)
     return None if out is None else (out, isinstance(value, tuple))
+
+
+_OPERATORS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: a**b if abs(b) <= 64 else None,
+    ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None,
+}
+
+
+def _arithmetic(node: ast.expr) -> Any:
+    """A literal (``ast.literal_eval``), or arithmetic on number literals such as ``1024 * 2`` or ``2**20``, which
+    KernelBench's files write for sizes; a name or a call raises ``ValueError`` (the constant is computed)."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right)):
+            raise ValueError("arithmetic on something other than numbers")
+        value = _OPERATORS[type(node.op)](left, right)
+        if value is None:
+            raise ValueError("an exponent or shift too large")
+        return value
+    if isinstance(node, ast.Tuple | ast.List):
+        items = [_arithmetic(e) for e in node.elts]
+        return tuple(items) if isinstance(node, ast.Tuple) else items
+    return ast.literal_eval(node)
 
 
 def _constant_targets(node: ast.stmt) -> list[tuple[str, ast.expr]]:

@@ -65,6 +65,7 @@ def test_shapes_become_case_keys_and_computed_constants_follow(imported: dict[st
     task = parse_task(TASKS / "level2_conv_bias_relu.py")
     # `height, width = 64, 64` are two constants; bias_shape = (out_channels, 1, 1) is computed, not a key
     assert list(task.constants) == ["batch_size", "in_channels", "out_channels", "height", "width", "kernel_size"]
+    assert parse_task(TASKS / "level1_relu.py").constants == {"batch_size": 16, "dim": 16384}  # dim = 1024 * 16
     ref = module(imported["level2_conv_bias_relu"], "reference.py")
     data = ref.generate_input(seed=5, batch_size=2, in_channels=3, out_channels=4, height=9, width=7, kernel_size=3)
     assert data["init_inputs"] == (3, 4, 3, (4, 1, 1))  # bias_shape follows out_channels
