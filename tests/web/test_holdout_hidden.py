@@ -4,6 +4,7 @@ CLI's ``task`` render, nor the request of any of the competitor's own runs."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 
@@ -13,7 +14,10 @@ from helpers import future, write_problem
 from starlette.routing import Route
 from web_world import World
 
+from leaderboards.holdout import SystemTestRunner
 from leaderboards.problems import load_problem
+from leaderboards.worker import Worker, WorkerSettings
+from runners.launchers.fake import FakeLauncher
 
 SHAPES = ("918273", "645127")  # the held-out sizes: no other number of the world has these digits
 HELD_OUT = [{"size": int(SHAPES[0]), "seed": 4242}, {"size": int(SHAPES[1]), "seed": 4343}]
@@ -54,6 +58,7 @@ def test_no_route_or_page_shows_a_held_out_case(held_world: World) -> None:
     sid = w.submit(w.ann, mode="ranked", leaderboard="held").json()["submission_id"]
     w.submit(w.bob, mode="benchmark", leaderboard="held")
     w.serve()
+    system_tests(w)  # their results are walked too
     ids = {"name": "held", "language": "pytorch", "device": "cpu", "submission_id": str(sid), "user": "local:ann",
            "token_id": "1"}  # fmt: skip
     walked = 0
@@ -77,6 +82,38 @@ def test_no_route_or_page_shows_a_held_out_case(held_world: World) -> None:
     assert_hidden(repr(w.service.task("held")), "task view")
     for planned in (p for job in range(1, 5) for p in _plans(w, job)):
         assert_hidden(planned.request.model_dump_json(), planned.job_id)
+
+
+def system_tests(w: World) -> FakeLauncher:
+    """Queue the held leaderboard's system tests through the admin API and run them with a worker."""
+    queued = w.client.post("/api/v1/admin/leaderboards/held/system-tests", headers=w.auth(w.admin), json={"top": 5})
+    assert queued.status_code == 200, queued.text
+    launcher = FakeLauncher()
+    settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0)
+    runner = SystemTestRunner(w.service, lambda _d: launcher, 10.0)
+    asyncio.run(Worker(w.service, lambda _d: launcher, settings, system_tests=runner).run(once=True))
+    w.client.app.state.rankings_cache.clear()  # type: ignore[attr-defined]
+    assert [r.tests for r in launcher.requests] == [HELD_OUT]
+    return launcher
+
+
+def test_standings_show_held_out_coverage_only(held_world: World) -> None:
+    w, c = held_world, held_world.client
+    refused = c.post("/api/v1/admin/leaderboards/held/system-tests", headers=w.auth(w.ann), json={})
+    assert refused.status_code == 403
+    w.submit(w.ann, mode="ranked", leaderboard="held")
+    w.serve()
+    system_tests(w)
+    live = c.get("/api/v1/leaderboards/held/standings", params={"device": "cpu"})
+    assert live.status_code == 200, live.text
+    body = live.json()
+    assert (body["final"], [(r["rank"], r["coverage"]) for r in body["rows"]]) == (
+        False,
+        [(1, "2 of 2 held-out cases")],
+    )
+    final = c.get("/api/v1/leaderboards/held/standings", params={"device": "cpu", "final": "true"})
+    assert final.status_code == 404 and "no final standings on cpu yet" in final.json()["error"]["message"]
+    assert_hidden(live.text + final.text, "standings")
 
 
 def _plans(w: World, job: int) -> tuple:
