@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound
-from leaderboards.holdout import SYSTEM_TEST_TOP, SystemTestsMixin, SystemTestStatus, top_entries
+from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, top_entries
 from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, rank
@@ -152,7 +152,8 @@ class StandingsMixin(SystemTestsMixin):
             return _final_view(lb.name, frozen)
 
     def _freeze(self, s: Session, lb: Leaderboard, dev: str, actor: str) -> FinalStanding:
-        holdout = bool(problem_from_snapshot(lb.task).task.holdout)
+        task = problem_from_snapshot(lb.task).task
+        holdout = bool(task.holdout)
         tests = s.scalars(select(SystemTest).where(SystemTest.leaderboard_id == lb.id, SystemTest.device == dev)).all()
         pending = [t for t in tests if t.status in (SystemTestStatus.QUEUED, SystemTestStatus.RUNNING)]
         if pending:
@@ -164,9 +165,8 @@ class StandingsMixin(SystemTestsMixin):
                 raise InvalidChange(f"Run the system tests of {lb.name!r} first (kernelcup leaderboard system-test).")
             candidates = [(t, s.get(Submission, t.submission_id)) for t in tests]
         else:
-            candidates = [
-                (None, s.get(Submission, b.submission_id)) for b, _ in top_entries(s, lb, dev, SYSTEM_TEST_TOP)
-            ]
+            top = top_entries(s, lb, dev, task.system_test_top)  # the finalists, as system tests would take them
+            candidates = [(None, s.get(Submission, b.submission_id)) for b, _ in top]
         for test, sub in candidates:
             if sub is None or sub.deleted:
                 continue
@@ -221,11 +221,12 @@ class StandingsMixin(SystemTestsMixin):
             if lb is None:
                 return []
             devices = [d for d in lb.devices if (board_id, d) not in frozen]
-            holdout = bool(devices) and bool(problem_from_snapshot(lb.task).task.holdout)
-        if not devices:
+            task = problem_from_snapshot(lb.task).task if devices else None
+        if task is None:
             return []
-        if holdout and not triggered:
-            queued = self.queue_system_tests(name, actor=DEADLINE_ACTOR, trigger=DEADLINE_ACTOR)
+        if task.holdout and not triggered:
+            top = task.system_test_top
+            queued = self.queue_system_tests(name, actor=DEADLINE_ACTOR, trigger=DEADLINE_ACTOR, top=top)
             return [f"{name}: queued {len(queued.entries)} system tests at the deadline"]
         return [f"{name}: froze the final standings on {d}" for d in devices if self._try_freeze(name, d)]
 

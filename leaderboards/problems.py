@@ -187,6 +187,14 @@ class Task(_Strict):
         "entries (docs/competitions.md), never shown by any surface nor sent with a competitor's own run.",
         exclude_if=lambda cases: not cases,  # a problem without them keeps the snapshot (and fingerprint) it had
     )
+    system_test_top: int = Field(
+        default=10,
+        strict=True,
+        ge=1,
+        le=1000,
+        description="How many of each device's best entries the deadline's system tests run on the holdout cases.",
+        exclude_if=lambda top: top == 10,
+    )
     ranking_by: RankingRule = RankingRule.GEOMEAN
     baselines: list[BaselineSpec] = Field(
         default_factory=list,

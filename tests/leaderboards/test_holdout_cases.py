@@ -99,3 +99,10 @@ def test_validate_run_checks_the_reference_on_every_holdout_case(tmp_path: Path)
     result = check_reference(reference_request(load_problem(folder)), settings=settings)
     assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
     assert "no such held-out input" in result.message
+
+
+@pytest.mark.parametrize("top", [0, True, "10", 1001])
+def test_system_test_top_is_a_whole_number_from_1_to_1000(tmp_path: Path, top: object) -> None:
+    with pytest.raises(ProblemFormatError, match="system_test_top"):
+        load_problem(with_holdout(tmp_path, HELD_OUT, system_test_top=top))
+    assert "system_test_top" not in load_problem(with_holdout(tmp_path / "b", HELD_OUT)).snapshot()["task"]

@@ -195,3 +195,23 @@ def test_a_problem_without_held_out_cases_has_no_system_test_and_final_standings
     final = service.standings("add", final=True)
     assert [(r.rank, r.user_name, r.coverage) for r in final.rows] == [
         (1, "cheat", None), (2, "honest", None), (3, "third", None)]  # fmt: skip
+
+
+def test_the_deadline_tests_as_many_entries_as_the_problem_says(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
+) -> None:
+    service = LeaderboardService(database, settings, clock=clock)
+    path = write_problem(tmp_path / "problems")
+    task = yaml.safe_load((path / "task.yml").read_text())
+    task.update(holdout=HELD_OUT, system_test_top=1)
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    service.create_leaderboard(load_problem(path), deadline=clock.now + timedelta(hours=1), devices=["cpu"])
+    submit_all(service)
+    launcher = FakeLauncher(respond)
+    serve(service, launcher)
+    clock.now += timedelta(hours=2)
+    assert service.competition_tick() == ["add: queued 1 system tests at the deadline"]
+    serve(service, launcher)
+    service.competition_tick()
+    final = service.standings("add", final=True)  # the only finalist failed: nobody stands
+    assert (final.rows, [e.user_name for e in final.excluded]) == ((), ["cheat"])
