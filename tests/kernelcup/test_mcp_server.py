@@ -64,10 +64,11 @@ def test_read_problems_and_templates(served: Served) -> None:
 def test_evaluate_test_and_benchmark_from_text_and_path(served: Served, tmp_path: Path) -> None:
     kernel = tmp_path / "mine.py"
     kernel.write_text("# median 500\n" + TEMPLATE)
-    wrong, timed = calls(
+    wrong, timed, profiled = calls(
         served,
         ("evaluate", {"leaderboard": "add", "code": "# wrong 2\n" + TEMPLATE, "device": "cpu"}),
         ("evaluate", {"leaderboard": "add", "path": str(kernel), "mode": "benchmark", "device": "H100"}),
+        ("evaluate", {"leaderboard": "add", "path": str(kernel), "mode": "profile", "device": "H100"}),
     )
     out = payload(wrong)
     assert out["done"] and not out["accepted"] and out["mode"] == "test" and out["file_name"] == "submission.py"
@@ -81,6 +82,8 @@ def test_evaluate_test_and_benchmark_from_text_and_path(served: Served, tmp_path
     (job,) = out["devices"]
     assert job["verdict"] == "accepted" and job["score_ns"] == pytest.approx(500, rel=0.02)
     assert job["speedups"] == {"reference": 4.0} and job["benchmarks"][0]["median_ns"] == pytest.approx(500)
+    out = payload(profiled)
+    assert out["mode"] == "profile" and out["devices"][0]["profile"] == "fake profile"
 
 
 def test_submit_ranks_and_results_submissions_rankings_code(served: Served) -> None:

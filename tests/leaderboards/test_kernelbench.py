@@ -197,3 +197,27 @@ def test_imported_problems_pass_validate_run(imported: dict[str, Path]) -> None:
         r = CliRunner().invoke(build_app(), ["problems", "validate", "--run", str(imported[name])])
         assert r.exit_code == 0, r.output
         assert "1 reference(s) passed their own check" in r.output
+
+
+@pytest.mark.slow
+def test_the_template_and_a_wrong_model_new_through_the_sandboxed_harness(
+    imported: dict[str, Path], tmp_path: Path
+) -> None:
+    """``kernelcup run`` on the CPU: the data dict (inputs, init args, state dict) crosses into the submission's
+    process, the template's ModelNew passes, and one whose forward leaves out the ReLU is a wrong answer."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from kernelcup.cli import build_app
+
+    folder = imported["level2_conv_bias_relu"]
+    template = (folder / "templates" / "pytorch.py").read_text()
+    wrong = tmp_path / "no_relu.py"
+    wrong.write_text(template.replace("        return super().forward(*args)",
+                                      "        x = self.conv(args[0])\n        return x + self.bias"))  # fmt: skip
+    verdicts = {}
+    for file in (folder / "templates" / "pytorch.py", wrong):
+        r = CliRunner().invoke(build_app(), ["run", str(folder), str(file), "-d", "cpu", "--json"])
+        verdicts[file.name] = json.loads(r.stdout)["verdict"]
+    assert verdicts == {"pytorch.py": "accepted", "no_relu.py": "wrong_answer"}
