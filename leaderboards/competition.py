@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound
@@ -158,6 +159,10 @@ class StandingsMixin(SystemTestsMixin):
         pending = [t for t in tests if t.status in (SystemTestStatus.QUEUED, SystemTestStatus.RUNNING)]
         if pending:
             raise InvalidChange(f"{len(pending)} system tests of {lb.name!r} on {dev} have not run yet.")
+        unrun = [t for t in tests if t.status == SystemTestStatus.FAILED]
+        if unrun:  # the runner's failure, not the entries': they wait for a run rather than fall out
+            raise InvalidChange(f"{len(unrun)} system tests of {lb.name!r} on {dev} could not run (the runner failed); "
+                                "queue them again: kernelcup leaderboard system-test")  # fmt: skip
         entries, excluded = [], []
         candidates: list[tuple[SystemTest | None, Submission | None]]
         if holdout:
@@ -227,13 +232,15 @@ class StandingsMixin(SystemTestsMixin):
         if task.holdout and not triggered:
             top = task.system_test_top
             queued = self.queue_system_tests(name, actor=DEADLINE_ACTOR, trigger=DEADLINE_ACTOR, top=top)
+            if queued.already:
+                return []
             return [f"{name}: queued {len(queued.entries)} system tests at the deadline"]
         return [f"{name}: froze the final standings on {d}" for d in devices if self._try_freeze(name, d)]
 
     def _try_freeze(self, name: str, device: str) -> bool:
         try:
             self.freeze_standings(name, device, actor=DEADLINE_ACTOR)
-        except InvalidChange:
+        except (InvalidChange, IntegrityError):  # not ready, or another worker froze it first
             return False
         return True
 

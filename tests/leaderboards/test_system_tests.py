@@ -103,6 +103,8 @@ def test_the_cheat_is_first_live_and_absent_from_the_final_standings(svc: Leader
     assert svc.competition_tick() == ["add: queued 3 system tests at the deadline"]
     with pytest.raises(InvalidChange, match="have not run yet"):
         svc.freeze_standings("add", "cpu", actor="admin")
+    assert svc.competition_tick() == []  # queued once; nothing to freeze yet
+    assert [c.status for c in svc.system_test_coverage("add")] == ["queued"] * 3
     serve(svc, launcher)
     system = [r for r in launcher.requests if r.tests == HELD_OUT]
     assert sorted(r.submission.content for r in system) == sorted([CHEAT, HONEST, THIRD])
@@ -162,7 +164,9 @@ def test_admin_system_tests_take_the_top_k_and_wait_below_submissions(svc: Leade
         assert all(j.status == "succeeded" for j in s.scalars(select(Job)))
 
 
-def test_a_system_test_the_runner_fails_is_retried_then_marked_not_the_entrys(svc: LeaderboardService) -> None:
+def test_a_system_test_the_runner_fails_is_retried_then_marked_not_the_entrys(
+    svc: LeaderboardService, clock: Clock
+) -> None:
     launcher = FakeLauncher(respond)
     submit_all(svc)
     serve(svc, launcher)
@@ -174,6 +178,14 @@ def test_a_system_test_the_runner_fails_is_retried_then_marked_not_the_entrys(sv
     (coverage,) = svc.system_test_coverage("add")
     assert (coverage.status, coverage.passed) == ("failed", None)
     assert sum(r.tests == HELD_OUT for r in launcher.requests) == 3  # three attempts
+    clock.now += timedelta(days=2)
+    with pytest.raises(InvalidChange, match="could not run"):  # the entry waits for a run rather than fall out
+        svc.freeze_standings("add", "cpu", actor="admin")
+    svc.queue_system_tests("add", actor="admin", top=1)
+    launcher.respond = respond
+    serve(svc, launcher)
+    assert [(r.user_name, r.coverage) for r in svc.freeze_standings("add", "cpu", actor="admin").rows] == []
+    assert [e.coverage for e in svc.standings("add", final=True).excluded] == ["2 of 3 held-out cases"]
 
 
 def test_a_problem_without_held_out_cases_has_no_system_test_and_final_standings_rank_all(
