@@ -5,6 +5,8 @@ CLI's ``task`` render, nor the request of any of the competitor's own runs."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import re
 from collections.abc import Iterator
 
@@ -14,6 +16,7 @@ from helpers import future, write_problem
 from starlette.routing import Route
 from web_world import World
 
+from bot.reports import task_reply
 from leaderboards.holdout import SystemTestRunner
 from leaderboards.problems import load_problem
 from leaderboards.worker import Worker, WorkerSettings
@@ -53,7 +56,8 @@ def assert_hidden(text: str, where: object) -> None:
         assert shape not in text, where
 
 
-def test_no_route_or_page_shows_a_held_out_case(held_world: World) -> None:
+def test_no_route_or_page_shows_a_held_out_case(held_world: World, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
     w, c = held_world, held_world.client
     sid = w.submit(w.ann, mode="ranked", leaderboard="held").json()["submission_id"]
     w.submit(w.bob, mode="benchmark", leaderboard="held")
@@ -79,7 +83,14 @@ def test_no_route_or_page_shows_a_held_out_case(held_world: World) -> None:
     shown = c.get("/api/v1/leaderboards/held").json()  # the walk reads where cases are shown: the public ones are
     assert shown["benchmarks"] == [{"size": 100, "seed": 2}, {"size": 1000, "seed": 3}] and "holdout" not in shown
     # What the bot's and the CLI's `task` render, and every run the competitors' jobs were sent.
-    assert_hidden(repr(w.service.task("held")), "task view")
+    view = w.service.task("held")
+    assert_hidden(repr(view), "task view")
+    reply = task_reply(view)  # the bot's /leaderboard task, its files included
+    shown = reply.content + json.dumps([e.to_dict() for e in reply.embeds]) + "".join(repr(f.data) for f in reply.files)
+    assert "Add two vectors." in shown and reply.files
+    assert_hidden(shown, "/leaderboard task")
+    assert caplog.records  # the worker and the app logged while all this ran, and no line names a held-out shape
+    assert_hidden("\n".join(r.getMessage() for r in caplog.records) + caplog.text, "log lines")
     for planned in (p for job in range(1, 5) for p in _plans(w, job)):
         assert_hidden(planned.request.model_dump_json(), planned.job_id)
 
