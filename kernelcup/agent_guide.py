@@ -88,33 +88,46 @@ def _cases(cases: tuple[dict[str, Any], ...], limit: int = 8) -> str:
     return "\n".join(lines)
 
 
+def _block(rows: list[tuple[str, str]]) -> str:
+    """Commands with their comments in one column."""
+    width = max(len(command) for command, _ in rows) + 2
+    return "\n".join(f"{command:<{width}}# {comment}" for command, comment in rows)
+
+
 def _commands(spec: GuideSpec) -> str:
     f = spec.starter
     if spec.folder is not None:
-        p = spec.folder
-        return f"""This guide is for the problem folder `{p}`; everything runs on this machine (`-d cpu` without a GPU):
+        run = f"kernelcup run {spec.folder}"
+        rows = [
+            (f"{run} {f}", "test: every test case checked against the reference"),
+            (f"{run} {f} -m benchmark", "also timed: median per benchmark case, speedup over the reference"),
+            (f"{run} {f} -m ranked", "as a ranked run: fresh inputs from a secret seed at every timed call"),
+            (f"{run} {f} -m profile", "a profile of your kernel (Nsight Compute on a GPU)"),
+            (f"{run} new.py old.py --compare", "which of two files is faster, with a 95% interval"),
+            (f"{run} {f} --json", "the full result as JSON"),
+        ]
+        return f"""This guide is for the problem folder `{spec.folder}`; everything runs on this machine
+(`-d cpu` without a GPU):
 
 ```sh
-kernelcup run {p} {f}                      # test: every test case checked against the reference
-kernelcup run {p} {f} -m benchmark         # also timed: median per benchmark case, speedup over the reference
-kernelcup run {p} {f} -m ranked            # as a ranked run: fresh inputs from a secret seed at every timed call
-kernelcup run {p} {f} -m profile           # a profile of your kernel (Nsight Compute on a GPU)
-kernelcup run {p} new.py old.py --compare  # which of two files is faster, with a 95% interval
-kernelcup run {p} {f} --json               # the full result as JSON
+{_block(rows)}
 ```"""
-    d = spec.devices[0]
+    submit = f"kernelcup submit {f} -l {spec.name} -d {spec.devices[0]}"
+    rows = [
+        (f"{submit} -m test", "every test case checked against the reference"),
+        (f"{submit} -m benchmark", "also timed: medians, speedup over the reference"),
+        (f"{submit} -m profile", "a profile of your kernel (Nsight Compute on a GPU)"),
+        (f"{submit} -m ranked", "enter the ranking (a secret-seed run must pass too)"),
+        (f"kernelcup submit new.py old.py --compare -l {spec.name} -d {spec.devices[0]}", "which of two is faster"),
+        ("kernelcup submissions show ID --follow --json", "a submission's result, later"),
+        (f"kernelcup leaderboard show {spec.name}", "the ranking"),
+    ]
     server = f" (the server: {spec.server})" if spec.server else ""
     return f"""Through the kernelcup server{server}, with the login `kernelcup login` stored (or `KERNELCUP_SERVER`
 and `KERNELCUP_TOKEN`):
 
 ```sh
-kernelcup submit {f} -l {spec.name} -d {d} -m test        # every test case checked against the reference
-kernelcup submit {f} -l {spec.name} -d {d} -m benchmark   # also timed: medians, speedup over the reference
-kernelcup submit {f} -l {spec.name} -d {d} -m profile     # a profile of your kernel (Nsight Compute on a GPU)
-kernelcup submit {f} -l {spec.name} -d {d} -m ranked      # enter the ranking (a secret-seed run must pass too)
-kernelcup submit new.py old.py --compare -l {spec.name} -d {d}   # which of two files is faster (95% interval)
-kernelcup submissions show ID --follow --json            # a submission's result, later
-kernelcup leaderboard show {spec.name}                   # the ranking
+{_block(rows)}
 ```
 
 Add `--json` for the result as JSON. `kernelcup mcp` serves the same as tools to an agent over MCP (stdio)."""
