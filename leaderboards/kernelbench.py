@@ -294,7 +294,7 @@ from typing import Any
 import torch
 from _lib import compare, device
 
-TASK = {task!r}
+TASK = {task}
 
 SHAPES = {shapes!r}
 """The task's own shape constants (its benchmark); the cases give their own values."""
@@ -464,6 +464,14 @@ for fp16, 3e-2 for bf16; integer outputs exactly.
 """
 
 
+def _python_text(text: str) -> str:
+    """``text`` as a Python string literal: a raw triple-quoted block that reads like the file, where it can be one
+    (no triple quote inside, no backslash or quote at its end, no carriage return), else ``repr``."""
+    if "'''" in text or text.endswith(("\\", "'")) or "\r" in text:
+        return repr(text)
+    return f"r'''{text}'''"
+
+
 class _BlockDumper(yaml.SafeDumper):
     """Writes text of several lines as a YAML block (``|``), as a person would."""
 
@@ -500,7 +508,7 @@ def problem_files(task: KernelBenchTask, *, seed: int = 1000) -> dict[str, str]:
     reference = REFERENCE.format(
         name=task.name,
         file=task.path.name,
-        task=task.rewritten,
+        task=_python_text(task.rewritten),
         shapes=task.constants,
         tuples=sorted(task.tuples),
         keys=", ".join(keys) or "none",

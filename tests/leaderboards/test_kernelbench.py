@@ -72,6 +72,21 @@ def test_shapes_become_case_keys_and_computed_constants_follow(imported: dict[st
     assert data["state_dict"]["bias"].shape == (4, 1, 1) and data["inputs"][0].shape == (2, 3, 9, 7)
 
 
+def test_the_reference_carries_the_task_readably_and_exactly(imported: dict[str, Path], tmp_path: Path) -> None:
+    reference = (imported["level3_mlp"] / "reference.py").read_text()
+    assert "TASK = r'''# ruff: noqa" in reference and "        return self.network(x)\n" in reference
+    assert 'batch_size = __case__["batch_size"]' not in reference  # the rewrite keeps the file's own quotes
+    assert "batch_size = __case__['batch_size']" in reference
+    quoted = tmp_path / "quoted.py"  # a triple quote and backslashes in the task: written with repr instead
+    quoted.write_text((TASKS / "level1_relu.py").read_text().replace('"""ReLU', "'''ReLU\\n").replace(
+        'vectors."""', "vectors.'''"))  # fmt: skip
+    (folder,) = [i.folder for i in import_tasks([quoted], tmp_path / "out")]
+    ref = module(folder, "reference.py")
+    assert parse_task(quoted).rewritten == ref.TASK
+    data = ref.generate_input(seed=1, batch_size=2, dim=8)
+    assert ref.check_implementation(data, ref.ref_kernel(data)) == (True, "")
+
+
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
