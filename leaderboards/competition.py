@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound
-from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, top_entries
+from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, holdout_cases_on, top_entries
 from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, rank
@@ -153,8 +153,9 @@ class StandingsMixin(SystemTestsMixin):
             return _final_view(lb.name, frozen)
 
     def _freeze(self, s: Session, lb: Leaderboard, dev: str, actor: str) -> FinalStanding:
-        task = problem_from_snapshot(lb.task).task
-        holdout = bool(task.holdout)
+        problem = problem_from_snapshot(lb.task)
+        task = problem.task
+        holdout = holdout_cases_on(problem, dev) > 0  # (none may run at this device's world size)
         tests = s.scalars(select(SystemTest).where(SystemTest.leaderboard_id == lb.id, SystemTest.device == dev)).all()
         pending = [t for t in tests if t.status in (SystemTestStatus.QUEUED, SystemTestStatus.RUNNING)]
         if pending:

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange
 from leaderboards.models import BestScore, Leaderboard, Submission, SystemTest, User
+from leaderboards.problems import Problem, ProblemFormatError
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.snapshot import problem_from_snapshot
 from runners.contract import Limits, RunRequest, RunResult, Verdict
@@ -104,6 +105,16 @@ def top_entries(s: Session, lb: Leaderboard, device: str, top: int) -> list[tupl
     return [(b, u) for b, u in rows]
 
 
+def holdout_cases_on(problem: Problem, device: str) -> int:
+    """How many held-out cases run on ``device`` (a problem of several ranks runs only those of its world size)."""
+    if not problem.task.holdout:
+        return 0
+    try:
+        return len(problem.system_test_request("x", b"", device=harness_device(device), device_name=device).tests)
+    except ProblemFormatError:  # none at this device's world size (or no case at all runs there)
+        return 0
+
+
 def _coverage(test: SystemTest, user_name: str) -> Coverage:
     return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed)
 
@@ -128,11 +139,8 @@ class SystemTestsMixin(RecordingMixin):
                 return SystemTestsQueued(lb.name, top, len(problem.task.holdout), (), already=True)
             queued = []
             for device in lb.devices:
-                try:
-                    cases = len(
-                        problem.system_test_request("x", b"", device=harness_device(device), device_name=device).tests
-                    )
-                except Exception:  # no held-out case runs at this device's world size
+                cases = holdout_cases_on(problem, device)
+                if not cases:
                     continue
                 for best, user in top_entries(s, lb, device, top):
                     test = s.scalar(

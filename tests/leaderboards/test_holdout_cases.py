@@ -106,3 +106,18 @@ def test_system_test_top_is_a_whole_number_from_1_to_1000(tmp_path: Path, top: o
     with pytest.raises(ProblemFormatError, match="system_test_top"):
         load_problem(with_holdout(tmp_path, HELD_OUT, system_test_top=top))
     assert "system_test_top" not in load_problem(with_holdout(tmp_path / "b", HELD_OUT)).snapshot()["task"]
+
+
+def test_held_out_cases_run_only_at_their_world_size(tmp_path: Path) -> None:
+    from leaderboards.holdout import holdout_cases_on
+
+    path = with_holdout(tmp_path, [{"size": 5, "seed": 1, "world_size": 2}, {"size": 6, "seed": 2, "world_size": 2}])
+    reference = (path / "reference.py").read_text()
+    (path / "reference.py").write_text(
+        reference.replace("def generate_input(size, seed):", "def generate_input(size, seed, **_):")
+    )
+    problem = load_problem(path)
+    assert problem.task.multi_rank
+    assert [holdout_cases_on(problem, d) for d in ("H100x2", "H100x4", "cpu")] == [2, 0, 0]  # none: no system test
+    request = problem.system_test_request("s.py", b"x", device="cuda", device_name="H100x2")
+    assert request.tests == [{"size": 5, "seed": 1}, {"size": 6, "seed": 2}] and request.world_size == 2
