@@ -109,6 +109,8 @@ class KernelEnv:
             raise ValueError(f"{self.leaderboard} runs on {', '.join(board.devices)}, not {self.device}")
         device = self.device or board.devices[0]
         languages = list(board.languages)
+        if not languages:
+            raise ValueError(f"{self.leaderboard} has no template to start from")
         if self.language is not None and self.language not in languages:
             raise ValueError(f"{self.leaderboard} has templates for {', '.join(languages)}, not {self.language}")
         language = self.language or ("pytorch" if "pytorch" in languages else languages[0])
