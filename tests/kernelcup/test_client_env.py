@@ -4,8 +4,10 @@ reward record, against a kernelcup served in-process (``served.py``, the fake la
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from helpers import future, make_problem
 from served import TEMPLATE, TESTS, Served, served_kernelcup
 
 from kernelcup.client import KernelEnv
@@ -28,6 +30,12 @@ def test_reset_shows_the_problem_and_its_template(served: Served) -> None:
         KernelEnv(served.client, "add", device="B200").reset()
     with pytest.raises(ValueError, match="has templates for pytorch, not triton"):
         KernelEnv(served.client, "add", language="triton").reset()
+
+
+def test_a_leaderboard_without_templates_says_so(served: Served, tmp_path: Path) -> None:
+    served.service.create_leaderboard(make_problem(tmp_path, "bare", templates={}), deadline=future(), devices=["cpu"])
+    with pytest.raises(ValueError, match="bare has no template to start from"):
+        KernelEnv(served.client, "bare").reset()
 
 
 def test_step_rewards_the_speedup_of_an_accepted_kernel(served: Served) -> None:
