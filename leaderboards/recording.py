@@ -35,6 +35,7 @@ from leaderboards.snapshot import (
     problem_from_snapshot,
 )
 from runners.contract import LANGUAGES, Comparison, Limits, Mode, RankingRule, RunRequest, RunResult, Verdict, worst
+from runners.validation import bound_profile
 
 SUPERSEDED = "superseded"
 """The fingerprint a run is stored under when it answered an earlier version of its job's request (the problem
@@ -227,6 +228,7 @@ class RecordingMixin(ServiceBase):
                     None if secret else existing.score,
                     created=False,
                 )
+            result = bound_profile(result)  # a profile run's text, metrics and report, bounded as they are stored
             sub = job.submission
             lb = sub.leaderboard
             score = run_score(result, RankingRule(lb.ranking_by))

@@ -20,7 +20,6 @@ import contextlib
 import logging
 import os
 import re
-import shutil
 import stat
 import tempfile
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runners.sandbox.cgroups import _dir_for, _mounts, _own_paths
+from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,10 @@ def sweep_job_dirs(root: Path, *, grace_s: float = GRACE_S, report: SweepReport 
                 report.kept_alive += 1
                 continue
             _make_removable(folder)
-            shutil.rmtree(folder)
+            remove_tree(folder)  # by descriptor: a run may nest its folders past PATH_MAX or Python's recursion limit
+            if folder.exists():
+                report.errors.append(f"{folder}: could not be removed entirely")
+                continue
             report.job_dirs.append(folder)
         except OSError as exc:
             report.errors.append(f"{folder}: {exc.strerror or exc}")

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import sys
 import threading
 import time
@@ -59,6 +58,7 @@ from runners.entry.verdict import blame_the_floor, build_result
 from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline, RProfile
 from runners.oracle.base import derive_seed
+from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
 from runners.submission.languages import HEADERS_ENV
 from runners.validation import bound_profile
@@ -272,7 +272,7 @@ def _run(
         if launch is not None:  # taken, but the run failed before its session began: never used for another job
             launch.stop()
         if not settings.keep_job_dirs:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
 
 
 SUBMISSIONS_OWN = (

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import shutil
 import threading
 import time
 
 from runners.entry.admission import job_dirs, new_job_root
 from runners.entry.session import Launch, Shape
 from runners.ipc.protocol import ClockCalibration
+from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
 
 HANDOVER_MARGIN_S = 5.0
@@ -97,7 +97,7 @@ class Prestarter:
         try:
             launch = Launch(shape, job_dirs(root, shape.shared_ro), idle_s=self.idle_s, helpers=helpers)
         except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
             raise
         launch.start()
         with self._lock:
@@ -138,4 +138,4 @@ def discard(launch: Launch) -> None:
     """Kill a set that will never get a job, and remove its folder."""
     launch.stop(join_s=10.0)
     with contextlib.suppress(Exception):
-        shutil.rmtree(launch.dirs.root, ignore_errors=True)
+        remove_tree(launch.dirs.root)

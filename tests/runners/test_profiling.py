@@ -259,5 +259,5 @@ def test_under_nsight_compute_a_forged_table_never_shows_and_the_result_is_bound
     assert result.verdict.passed, result.message
     assert result.kernel_metrics and result.profile is not None, result.profile
     assert result.profile.startswith("Nsight Compute profiled") and "FORGED" not in result.profile
-    assert result.ncu_report is not None and len(result.ncu_report) <= NCU_REPORT_MAX_BYTES
+    assert result.ncu_report is not None and len(result.ncu_report) <= NCU_REPORT_MAX_BYTES, result.profile
     assert len(result.model_dump_json()) <= PROFILE_RESULT_MAX_BYTES
