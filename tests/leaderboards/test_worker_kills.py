@@ -55,11 +55,16 @@ def runs_under(root: Path) -> list[psutil.Process]:
     return found
 
 
-async def run_until_spinning(worker: Worker, root: Path, stop: asyncio.Event) -> asyncio.Task[object]:
+async def run_until_spinning(
+    worker: Worker, root: Path, stop: asyncio.Event, svc: LeaderboardService, job_id: int
+) -> asyncio.Task[object]:
+    """Start the worker and wait until its run is testing the spinning file: its processes exist AND the job's
+    events say it reached its tests (on a loaded machine the sandbox's processes exist seconds before the run has
+    started its tests, and a job let go while still starting was not yet the case under test)."""
     task = asyncio.create_task(worker.run(stop))
     deadline = time.monotonic() + 60
-    while not runs_under(root):
-        assert time.monotonic() < deadline, "the run never started"
+    while not runs_under(root) or not any(p == "testing" for p, _ in events(svc, job_id)):
+        assert time.monotonic() < deadline, f"the run never started its tests: {events(svc, job_id)}"
         assert not task.done(), task
         await asyncio.sleep(0.05)
     await asyncio.sleep(1.0)  # let the harness get into custom_kernel
@@ -96,7 +101,7 @@ def case(
 
     async def main() -> float:
         stop = asyncio.Event()
-        task = await run_until_spinning(worker, root, stop)
+        task = await run_until_spinning(worker, root, stop, svc, job_id)
         let_go(svc, job_id, stop, task)
         t0 = time.monotonic()
         while runs_under(root):
