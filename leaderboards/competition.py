@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound
-from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, holdout_cases_on, top_entries
+from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, coverage_text, holdout_cases_on, top_entries
 from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, rank
@@ -61,10 +61,6 @@ class StandingsView:
     frozen_at: datetime | None
     rows: tuple[StandingRow, ...]
     excluded: tuple[ExcludedRow, ...] = ()
-
-
-def _coverage_text(passed: int | None, cases: int) -> str | None:
-    return None if passed is None else f"{passed} of {cases} held-out cases"
 
 
 def entry_cases(s: Session, submission_id: int, device: str) -> tuple[tuple[dict[str, Any], ...], ...]:
@@ -113,7 +109,7 @@ class StandingsMixin(SystemTestsMixin):
             for i, (best, user) in enumerate(top_entries(s, lb, dev, 100)):
                 sub = s.get(Submission, best.submission_id)
                 test = tests.get(best.submission_id)
-                coverage = _coverage_text(test.passed, test.cases) if test is not None else None
+                coverage = coverage_text(test.passed, test.cases) if test is not None else None
                 rows.append(
                     StandingRow(
                         i + 1,
@@ -182,7 +178,7 @@ class StandingsMixin(SystemTestsMixin):
                 continue
             coverage = (test.passed, test.cases) if test is not None and test.passed is not None else None
             if test is not None and (coverage is None or coverage[0] != coverage[1]):
-                text = _coverage_text(test.passed, test.cases) or f"system test {test.status}"
+                text = coverage_text(test.passed, test.cases) or f"system test {test.status}"
                 excluded.append({"user_name": user.name, "submission_id": sub.id, "coverage": text})
                 continue
             cases = entry_cases(s, sub.id, dev)
@@ -258,7 +254,7 @@ def _final_view(name: str, frozen: FinalStanding) -> StandingsView:
             score_ns=st.score_ns,
             low_ns=st.interval_ns[0],
             high_ns=st.interval_ns[1],
-            coverage=_coverage_text(*st.entry.coverage) if st.entry.coverage else None,
+            coverage=coverage_text(*st.entry.coverage) if st.entry.coverage else None,
         )
         for st in standings
     )

@@ -132,8 +132,3 @@ def ranked_score(public: RunResult, secret: RunResult, rule: RankingRule) -> Ran
     if flagged:
         notes.append("flagged for an admin to look at")
     return RankedScore(score, flagged, "; ".join(notes) if notes else None, cases)
-
-
-def slower_of(public: float, secret: float) -> float:
-    """The ranked score of a pair recorded before pooling (no stored figure): the slower run's score."""
-    return max(public, secret)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboards.pooling import Outcome, pool_case
+from leaderboards.scoring import aggregate
 from runners.compare import median_se, process_offset_sd, score_weights
 from runners.contract import RankingRule, TimingStats
 
@@ -114,12 +115,7 @@ def entry_score(entry: Entry, rule: RankingRule) -> tuple[float, float]:
     if not figures:
         raise ValueError(f"submission #{entry.submission_id} has no benchmark case to rank by")
     medians = [f for f, _ in figures]
-    if rule is RankingRule.LAST:
-        score = medians[-1]
-    elif rule is RankingRule.MEAN:
-        score = math.fsum(medians) / len(medians)
-    else:
-        score = math.exp(math.fsum(math.log(m) for m in medians) / len(medians))
+    score = aggregate(medians, rule)  # the live ranking's own rule
     weights = score_weights(medians, rule)
     var = math.fsum(w * w * v for w, (_, v) in zip(weights, figures, strict=True))
     return score, math.sqrt(var)

@@ -42,6 +42,14 @@ def register(app: typer.Typer) -> None:
 
         from leaderboards.kernelbench import import_tasks
 
+        if set_file and deadline:
+            try:
+                datetime.fromisoformat(deadline)
+            except ValueError:
+                raise typer.BadParameter(
+                    f"{deadline!r} is not a date; give one like 2027-01-31 or 2027-01-31T18:00Z",
+                    param_hint="--deadline",
+                ) from None
         with user_errors():
             done = import_tasks(files, out, force=force)
         for item in done:
@@ -54,7 +62,14 @@ def register(app: typer.Typer) -> None:
             entries = [{"directory": i.folder.name, "deadline": when, "devices": names} for i in done]
             path = out / set_file
             problem_set = {"name": Path(set_file).stem, "problems": entries}
-            path.write_text(yaml.safe_dump(problem_set, sort_keys=False, default_flow_style=None), encoding="utf-8")
+            try:
+                path.write_text(yaml.safe_dump(problem_set, sort_keys=False, default_flow_style=None), encoding="utf-8")
+            except OSError as exc:
+                raise typer.BadParameter(
+                    f"cannot write the problem set {safe(str(path))}: {exc.strerror or exc}; the problem folders are "
+                    f"written, give --set a name that can be written in {safe(str(out))}",
+                    param_hint="--set",
+                ) from None
             target = str(path)
             typer.echo(f"wrote the problem set {safe(target)}")
         typer.echo(f"imported {len(done)} task(s); check them with: kernelcup problems validate --run {safe(target)}")

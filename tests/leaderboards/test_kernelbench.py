@@ -236,3 +236,20 @@ def test_the_template_and_a_wrong_model_new_through_the_sandboxed_harness(
         r = CliRunner().invoke(build_app(), ["run", str(folder), str(file), "-d", "cpu", "--json"])
         verdicts[file.name] = json.loads(r.stdout)["verdict"]
     assert verdicts == {"pytorch.py": "accepted", "no_relu.py": "wrong_answer"}
+
+
+def test_the_cli_names_a_bad_deadline_and_an_unwritable_set_before_losing_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from kernelcup.cli import build_app
+
+    monkeypatch.chdir(tmp_path)
+    base = ["problems", "import-kernelbench", str(ALL[0]), "--out", "kb", "--set", "kb.yaml"]
+    r = CliRunner().invoke(build_app(), [*base, "--deadline", "next friday"])
+    assert r.exit_code == 2 and "next friday" in r.output and "2027-01-31" in r.output
+    assert not (tmp_path / "kb").exists()  # refused before anything was written
+    r = CliRunner().invoke(build_app(), [*base[:-1], "missing/kb.yaml"])
+    assert r.exit_code == 2 and "cannot write the problem set" in r.output
+    assert (tmp_path / "kb" / ALL[0].stem / "task.yml").is_file()  # the problem folders it wrote are kept
