@@ -106,7 +106,7 @@ def build_result(
     # baselines) ran no user code, so a timeout there is never the submission's.
     loaded = rep.compiled is not None or "compiling" in rep.times
     platform = platform_failure(out)  # (issue 37: what the platform did to the run is never the submission's)
-    if platform and (rep.fatal is not None or not rep.done or not _passed(tests, benches)):
+    if platform and (rep.fatal is not None or not rep.done):  # a run that finished and was judged stays judged
         return RunResult(verdict=Verdict.INFRASTRUCTURE_ERROR, message=platform, fault="runner", **base)
     if rep.fatal is not None:
         return _fatal(request, rep.fatal, rep.phase, sub, base)
@@ -136,10 +136,6 @@ def build_result(
     if verdict.passed:
         message = _summary(request, tests, benches, score)
     return RunResult(verdict=verdict, message=message, score_ns=score, **base)
-
-
-def _passed(tests: list[TestResult], benches: list[BenchmarkResult]) -> bool:
-    return worst([t.verdict for t in tests] + [b.verdict for b in benches]).passed
 
 
 def platform_failure(out: Outcomes) -> str:

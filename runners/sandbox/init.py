@@ -103,6 +103,8 @@ def main(config_json: str) -> None:
         os.close(ready_fd)
 
     argv = config["argv"]
+    if config.get("status_fd") is not None:
+        os.set_inheritable(config["status_fd"], False)  # ours alone: never bubblewrap's nor the submission's to write
     child = os.fork()
     if child == 0:
         # The command dies with us too (bubblewrap's --die-with-parent does the same for the sandbox inside).

@@ -117,13 +117,16 @@ class _Run:
     started: float = 0.0
     wall_s: float = 0.0
     status_r: int = -1
-    oom_kills_before: int | None = None
+    host_free_start: int | None = None
+    """Free bytes on the job folder's disk when the run started: a disk that had room for the job's whole limit and
+    filled during the run was filled by the run itself, by paths no count sees (held descriptors, renames), not the
+    platform's failure."""
 
     def start(self, rlimits: dict[str, int], on_start: Callable[[], None] | None) -> None:
         """Start ``init.py`` (it joins the cgroups, sets the rlimits, then runs the command) with its output piped."""
         ready_r, ready_w = os.pipe()
         self.status_r, status_w = os.pipe()
-        self.oom_kills_before = host_oom_kills()
+        self.host_free_start = host_free_bytes(self.workdir)
         config = {
             "argv": self.command.argv,
             "cgroup_procs": self.cgroups.procs_files,
@@ -229,8 +232,7 @@ class _Run:
         returncode, sig = _exit_status(self.proc.returncode, sandboxed=sandboxed, killed=killed)
         status = self._init_status()
         if sig == signal.SIGKILL and not watch.reason and not platform:
-            outside = _killed_outside(self.proc.returncode, status, sandboxed, self.cgroups.limits_memory,
-                                      self.oom_kills_before, watch.peak_bytes < spec.memory_mb * MIB)  # fmt: skip
+            outside = _killed_outside(self.proc.returncode, status, sandboxed)
             if outside:
                 platform.append(outside)
             else:
@@ -238,7 +240,14 @@ class _Run:
         free = host_free_bytes(self.workdir)
         if free is not None:
             watch.host_free_min = free if watch.host_free_min is None else min(watch.host_free_min, free)
-        if not watch.disk_limit_exceeded and watch.host_free_min is not None and watch.host_free_min < LOW_HOST_DISK:
+        short_from_the_start = self.host_free_start is None or self.host_free_start < limit + LOW_HOST_DISK
+        if (
+            not watch.disk_limit_exceeded
+            and watch.disk_bytes <= limit
+            and short_from_the_start
+            and watch.host_free_min is not None
+            and watch.host_free_min < LOW_HOST_DISK
+        ):
             platform.append(
                 f"the runner's disk was full ({watch.host_free_min // MIB} MB free) while the job had used "
                 f"{watch.disk_bytes // MIB} MB of its {spec.disk_mb} MB limit"
@@ -312,37 +321,19 @@ def _limits_note(cgroups: RunCgroups, rlimits: dict[str, int]) -> str:
     return ", ".join([memory, tasks, *cgroups.notes])
 
 
-def host_oom_kills() -> int | None:
-    """The machine's count of processes its out-of-memory killer has killed (``oom_kill`` in /proc/vmstat)."""
-    try:
-        with open("/proc/vmstat", "rb") as f:
-            for line in f:
-                if line.startswith(b"oom_kill "):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _killed_outside(
-    rc: int | None, status: str | None, sandboxed: bool, memory_cgroup: bool, oom_before: int | None, below_limit: bool
-) -> str:
+def _killed_outside(rc: int | None, status: str | None, sandboxed: bool) -> str:
     """Why an unexplained SIGKILL (no limit of ours) was not the submission's doing, or '' when nothing shows it.
 
     A SIGKILL of a process inside the sandbox cannot be told from one the submission sent itself (``kill``, a timer,
-    ``RLIMIT_CPU``): that stays the submission's. Evidence of the outside: init.py itself died without saying how its
-    command ended, or bubblewrap's outer process (in the host's pid namespace, out of the sandbox's reach) was killed,
-    or, where no memory cgroup counts the run's own OOM kills, the host's out-of-memory killer ran while the run was
-    below its memory limit."""
-    if rc == -signal.SIGKILL and status is None:
+    ``RLIMIT_CPU``): that stays the submission's. Evidence of the outside, in a sandbox only (unsandboxed, the
+    submission runs as init.py's own child and user and can kill it): init.py itself died without saying how its
+    command ended, or bubblewrap's outer process (in the host's pid namespace, out of the sandbox's reach) was killed.
+    Without a memory cgroup an out-of-memory kill stays the submission's: memory no sample sees (a memfd, pipe
+    buffers) could exhaust the host while the run read "below its limit"."""
+    if sandboxed and rc == -signal.SIGKILL and status is None:
         return "the sandbox's supervisor (init.py, outside the sandbox) was killed by SIGKILL from outside it"
     if sandboxed and status == f"signal {int(signal.SIGKILL)}":
         return "bubblewrap (outside the sandbox) was killed by SIGKILL from outside it"
-    if not memory_cgroup and below_limit:
-        after = host_oom_kills()
-        if oom_before is not None and after is not None and after > oom_before:
-            return (f"the host's out-of-memory killer killed {after - oom_before} process(es) during the run, which "
-                    "was below its memory limit (the machine ran out of memory)")  # fmt: skip
     return ""
 
 

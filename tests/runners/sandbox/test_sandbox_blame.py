@@ -54,7 +54,7 @@ def _kill_when_started(spec_for: Callable[..., SandboxSpec], jobdir: Path, pick:
     return out, killed.is_set()
 
 
-def test_a_sigkill_of_the_supervisor_is_the_platforms(spec_for, jobdir: Path) -> None:
+def test_a_sigkill_of_the_supervisor_is_the_platforms(spec_for, jobdir: Path, sandboxed: None) -> None:
     out, killed = _kill_when_started(spec_for, jobdir, "init")
     assert killed, "the test never found the sandbox's init.py"
     assert out.signal == signal.SIGKILL and not out.killed_reason and not out.timed_out
@@ -157,3 +157,26 @@ def test_the_verdict_of_a_limit_stays_the_users_naming_the_limit() -> None:
     assert verdict is Verdict.RUNTIME_ERROR and fault is None and "16 processes" in message
     verdict, message, _ = _verdict(_ended())  # a SIGKILL nothing shows came from outside: its own
     assert verdict is Verdict.RUNTIME_ERROR and "signal 9" in message
+
+
+def test_a_run_that_finished_and_was_judged_keeps_its_verdict_whatever_the_platform_noted() -> None:
+    """A platform note (say, a disk the run itself filled by paths no count sees) is no free retry for a run whose
+    processes finished and whose output the check rejected: only a run that died or never reported is the platform's
+    (red team of this change)."""
+    from runners.ipc.protocol import RTest
+
+    request = RunRequest(problem="p", lang="py", mode=Mode.TEST, files={}, tests=[{"n": 1}],
+                         submission=SubmissionFile(name="s.py", content=b"x"))  # fmt: skip
+    report = Report(phase="testing", done=True)
+    report.tests.append(RTest(index=0, verdict=Verdict.WRONG_ANSWER, message="1 of 1 elements differ"))
+    sub = _ended(signal=None, returncode=0, infrastructure_failure="the runner's disk was full (3 MB free)")
+    result = build_result(request, Outcomes(report, None, sub), SystemInfo(), None)
+    assert result.verdict is Verdict.WRONG_ANSWER and result.fault is None
+
+
+def test_unsandboxed_a_dead_supervisor_is_no_evidence_of_the_outside() -> None:
+    """Unsandboxed, the submission is init.py's own child and user and can kill it: that is no kill from outside."""
+    from runners.sandbox.run import _killed_outside
+
+    assert _killed_outside(-signal.SIGKILL, None, sandboxed=False) == ""
+    assert "init.py" in _killed_outside(-signal.SIGKILL, None, sandboxed=True)
