@@ -327,15 +327,20 @@ class CpuWindow:
         host = self.arenas["host_in"]
         arena = Arena.create(torch, CALL_ARENA, "host", max(host.used, 1))
         self.arenas[CALL_ARENA] = arena
-        for placement in batch:
-            for dst, src in placement.copies:
-                if dst.numel() == 0:
-                    continue
-                offset = dst.data_ptr() - host.base
-                nbytes = span_elements(list(dst.shape), list(dst.stride())) * dst.element_size()
-                view = arena.span(torch, offset, nbytes).view(dst.dtype).as_strided(dst.shape, dst.stride())
-                view.copy_(src)
-        return arena, [_rename(p.value, host.name, CALL_ARENA) for p in batch]
+        try:
+            for placement in batch:
+                for dst, src in placement.copies:
+                    if dst.numel() == 0:
+                        continue
+                    offset = dst.data_ptr() - host.base
+                    nbytes = span_elements(list(dst.shape), list(dst.stride())) * dst.element_size()
+                    view = arena.span(torch, offset, nbytes).view(dst.dtype).as_strided(dst.shape, dst.stride())
+                    view.copy_(src)
+            return arena, [_rename(p.value, host.name, CALL_ARENA) for p in batch]
+        except BaseException:  # the memfd is freed however the copy failed (it would outlive the call otherwise)
+            self.arenas.pop(CALL_ARENA, None)
+            release(arena)
+            raise
 
     def _call(self, peer: Peer, k: int, arena: Arena, values: list[ValueTree], timed: bool,
               deadline: float) -> CallOutcome:  # fmt: skip
