@@ -193,14 +193,34 @@ class RunCgroups:
         self.kill_all()
         for d in self.dirs:
             for _ in range(100):
-                try:
-                    d.rmdir()
+                if _rmdir(d):
                     break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
+                time.sleep(0.01)
+            else:
+                # Killed processes still tearing down (a fork bomb's thousand exits) keep it busy past a second:
+                # the next run's creation tries again rather than leave one empty cgroup per such run behind.
+                _LEFT_BEHIND.add(d)
         self.dirs.clear()
+
+
+_LEFT_BEHIND: set[Path] = set()
+"""Cgroups of this process's finished runs that were still busy when removed."""
+
+
+def _rmdir(d: Path) -> bool:
+    try:
+        d.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _sweep_left_behind() -> None:
+    for d in list(_LEFT_BEHIND):
+        if _rmdir(d):
+            _LEFT_BEHIND.discard(d)
 
 
 def _controllers(path: Path) -> set[str]:
@@ -255,6 +275,7 @@ def _create_v2(run: RunCgroups, mount: _Mount, own: str | None, name: str, memor
 
 def create_run_cgroups(memory_bytes: int, max_tasks: int) -> RunCgroups:
     """Create a memory and a pids cgroup for one run where possible; never raises."""
+    _sweep_left_behind()
     run = RunCgroups()
     mounts, own = _mounts(), _own_paths()
     name = f"kernelcup-{uuid.uuid4().hex[:12]}"

@@ -79,3 +79,21 @@ def test_real_cgroups_are_made_and_removed() -> None:
         dirs = list(run.dirs)
         run.remove()
     assert not any(d.exists() for d in dirs)
+
+
+def test_a_cgroup_still_busy_when_removed_is_removed_by_the_next_creation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runners.sandbox.cgroups as cgroups
+
+    busy = tmp_path / "kernelcup-busy"
+    (busy / "inner").mkdir(parents=True)  # rmdir fails (not empty), as on a cgroup whose tasks are still exiting
+    monkeypatch.setattr(cgroups.time, "sleep", lambda s: None)
+    monkeypatch.setattr(cgroups, "_LEFT_BEHIND", set())
+    RunCgroups(dirs=[busy]).remove()
+    assert busy.exists()
+    left_behind = cgroups._LEFT_BEHIND
+    assert left_behind == {busy}
+    (busy / "inner").rmdir()  # the tasks are gone
+    create_run_cgroups(64 << 20, 16).remove()
+    assert not busy.exists() and not cgroups._LEFT_BEHIND

@@ -140,3 +140,40 @@ def test_tmp_is_read_only_and_dev_shm_bounded(run_py, sandboxed: None) -> None:
         disk_mb=1024,
     )
     assert "tmp EROFS" in out.stdout and "shm ENOSPC" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_deleted_mapping_is_found_from_the_maps_listing(tmp_path: Path) -> None:
+    import mmap
+
+    with open(tmp_path / "mapped", "w+b") as f:
+        f.write(b"x" * (3 * MIB))
+        f.flush()
+        view = mmap.mmap(f.fileno(), 3 * MIB)
+    os.unlink(tmp_path / "mapped")  # no descriptor and no name left: only the mapping holds its blocks
+    try:
+        dev = os.stat(tmp_path).st_dev
+        assert [end - start for start, end, _ in watchdog._deleted_mappings(os.getpid(), dev)] == [3 * MIB]
+        assert disk_usage(tmp_path, 1 << 40, [os.getpid()]).bytes >= 3 * MIB
+    finally:
+        view.close()
+
+
+def test_a_look_for_unlinked_files_is_bounded_and_the_next_one_goes_on_from_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A thousand processes held the watchdog for tens of seconds per look, and it checked no other limit meanwhile
+    # (CI: a fork bomb ended in a timeout, not "too many processes"). Each look now stops at its time budget, and the
+    # next starts with the processes the last one did not reach.
+    looked: list[int] = []
+    monkeypatch.setattr(watchdog, "UNLINKED_LOOK_S", 0.0)  # every look stops after one process
+    monkeypatch.setattr(watchdog, "_add_unlinked_of", lambda usage, dev, pid: looked.append(pid))
+    pids = [301, 102, 205]
+    after, rounds = 0, 0
+    while True:
+        after = disk_usage(tmp_path, 1 << 40, pids, after).resume
+        rounds += 1
+        if after == 0:
+            break
+    assert looked == [102, 205, 301] and rounds == 3
+    looked.clear()
+    assert disk_usage(tmp_path, 1 << 40, pids, 102).resume == 205 and looked == [205]  # from where the last one stopped
