@@ -206,6 +206,12 @@ class Submission(Base):
     created_at: Mapped[datetime] = _created()
     deleted: Mapped[bool] = mapped_column(Boolean(), default=False, server_default=false())
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    moderation: Mapped[str | None] = mapped_column(
+        String(16), index=True, comment="None, flagged, quarantined, hacked or cleared (leaderboards.moderation)"
+    )
+    moderation_reason: Mapped[str | None] = mapped_column(StoredText(), comment="shown to the author")
+    moderated_by: Mapped[str | None] = mapped_column(String(200))
+    moderated_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
     user: Mapped[User] = relationship(lazy="joined")
     leaderboard: Mapped[Leaderboard] = relationship()
@@ -456,7 +462,9 @@ class AuditLog(Base):
     action: Mapped[str] = mapped_column(String(64))
     target: Mapped[str] = mapped_column(String(200))
     detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    created_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, server_default=func.current_timestamp(), nullable=False, index=True
+    )
 
 
 class SystemTest(Base):
@@ -501,4 +509,124 @@ class FinalStanding(Base):
     entries: Mapped[list[Any]] = mapped_column(JSONType, comment="each: user, submission, coverage, per-case stats")
     excluded: Mapped[list[Any]] = mapped_column(JSONType, comment="entries that failed a held-out case: counts only")
     frozen_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created()
+
+
+class Rejudge(Base):
+    """One entry re-run at the queue's lowest priority (issue 29, ``leaderboards/rejudge.py``): an admin's rejudge or
+    the re-timing a runtime change queues. Its runs are not stored as ``runs`` and never rank: the entry's old runs
+    stay its score (the history), and the rejudge keeps the new ranked score, the drift, and what it ran on."""
+
+    __tablename__ = "rejudges"
+    __table_args__ = (Index(None, "status", "device"), Index(None, "submission_id", "device"))
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"))
+    trigger: Mapped[str] = mapped_column(String(16), comment="admin or runtime")
+    status: Mapped[str] = mapped_column(String(16), comment="queued, running, done, failed")
+    attempts: Mapped[int] = mapped_column(Integer(), default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    old_score: Mapped[float | None] = mapped_column(Float(), comment="ns: the entry's ranked score when queued")
+    new_score: Mapped[float | None] = mapped_column(Float(), comment="ns: the rejudge's ranked score")
+    drift: Mapped[float | None] = mapped_column(Float(), comment="new / old - 1")
+    passed: Mapped[bool | None] = mapped_column(Boolean(), comment="both runs of the rejudge passed")
+    reference_drift: Mapped[float | None] = mapped_column(Float(), comment="the reference's medians, new / old - 1")
+    runtime: Mapped[str | None] = mapped_column(String(200), comment="e.g. 'torch 2.6.0': what it ran on")
+    system: Mapped[dict[str, Any] | None] = mapped_column(JSONType, comment="the rejudge's SystemInfo")
+    requested_by: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str | None] = mapped_column(StoredText(), comment="admins only: why it failed")
+    created_at: Mapped[datetime] = _created()
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class RunnerSystem(Base):
+    """A runtime a device's runs reported (``leaderboards/rejudge.py``): a new one re-times what stands."""
+
+    __tablename__ = "runner_systems"
+    __table_args__ = (UniqueConstraint("device", "fingerprint"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    device: Mapped[str] = mapped_column(String(32))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    system: Mapped[dict[str, Any]] = mapped_column(JSONType, comment="driver, cuda, torch, triton, nvcc, gpu_name")
+    created_at: Mapped[datetime] = _created()
+
+
+class AdminAlert(Base):
+    """Something an admin must look at (a reference that drifted after a runtime change). An open alert that
+    ``holds_announcements`` keeps its leaderboard's rank changes from being announced until it is resolved."""
+
+    __tablename__ = "admin_alerts"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int | None] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str | None] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(32))
+    message: Mapped[str] = mapped_column(StoredText())
+    holds_announcements: Mapped[bool] = mapped_column(Boolean())
+    created_at: Mapped[datetime] = _created()
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
+    resolved_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class LateSubmission(Base):
+    """A submission made after its leaderboard's deadline (issue 29, ``leaderboards/late.py``): unranked practice,
+    in no ranking or standings, unless an admin admitted it as ranked (who, why, when; audited)."""
+
+    __tablename__ = "late_submissions"
+    __table_args__ = (Index(None, "leaderboard_id", "submission_id"),)
+
+    submission_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    admitted_by: Mapped[str | None] = mapped_column(String(200), comment="the admin who let it in as ranked")
+    admitted_reason: Mapped[str | None] = mapped_column(StoredText(), comment="why, shown with the entry")
+    admitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = _created()
+
+
+class Invite(Base):
+    """An invite code to a hidden leaderboard (issue 29, ``leaderboards/invites.py``): only its SHA-256 is stored (the
+    code is shown once, to the admin who made it)."""
+
+    __tablename__ = "invites"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"), index=True)
+    code_hash: Mapped[str] = mapped_column(String(64), unique=True, comment="sha256 hex of the code")
+    prefix: Mapped[str] = mapped_column(String(16), comment="the code's first characters, to recognise it")
+    max_uses: Mapped[int] = mapped_column(Integer())
+    uses: Mapped[int] = mapped_column(Integer(), default=0)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created()
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class BoardMember(Base):
+    """A user let into a hidden leaderboard by an invite code: the board is visible to them as if it were public."""
+
+    __tablename__ = "board_members"
+    __table_args__ = (UniqueConstraint("leaderboard_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    invite_id: Mapped[int | None] = mapped_column(Id, ForeignKey("invites.id", ondelete="SET NULL"), index=True)
+    joined_at: Mapped[datetime] = _created()
+
+
+class InviteFailure(Base):
+    """A join with a code that let nobody in (unknown, expired, used up, revoked): counted per user to bound guessing.
+    The code itself is never stored."""
+
+    __tablename__ = "invite_failures"
+    __table_args__ = (Index(None, "user_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = _created()
