@@ -11,6 +11,7 @@ by hand (``freeze_standings``), never before the deadline.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 from leaderboards.errors import InvalidChange, NotFound
 from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, coverage_text, holdout_cases_on, top_entries
 from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
+from leaderboards.moderation_states import ranks, ranks_condition
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, rank
 from runners.contract import Mode, RankingRule
@@ -98,7 +100,7 @@ class StandingsMixin(SystemTestsMixin):
                         f"Leaderboard {lb.name!r} has no final standings on {dev} yet: they are made after "
                         "its deadline, once its system tests have run."
                     )
-                return _final_view(lb.name, frozen)
+                return _final_view(lb.name, frozen, removed=moderated_out(s, frozen))
             tests = {
                 t.submission_id: t
                 for t in s.scalars(
@@ -170,7 +172,7 @@ class StandingsMixin(SystemTestsMixin):
             top = top_entries(s, lb, dev, task.system_test_top)  # the finalists, as system tests would take them
             candidates = [(None, s.get(Submission, b.submission_id)) for b, _ in top]
         for test, sub in candidates:
-            if sub is None or sub.deleted:
+            if sub is None or sub.deleted or not ranks(sub.moderation):
                 continue
             user = s.get(User, sub.user_id)
             assert user is not None
@@ -242,8 +244,16 @@ class StandingsMixin(SystemTestsMixin):
         return True
 
 
-def _final_view(name: str, frozen: FinalStanding) -> StandingsView:
-    standings = rank((Entry.from_json(e) for e in frozen.entries), RankingRule(frozen.ranking_by))
+def moderated_out(s: Session, frozen: FinalStanding) -> set[int]:
+    """The frozen entries quarantined or judged hacked since (``leaderboards/moderation.py``): they leave the final
+    standings when read, and the others are ranked again from their stored statistics."""
+    ids = [int(e["submission_id"]) for e in frozen.entries]
+    return set(s.scalars(select(Submission.id).where(Submission.id.in_(ids), ~ranks_condition()))) if ids else set()
+
+
+def _final_view(name: str, frozen: FinalStanding, *, removed: Collection[int] = ()) -> StandingsView:
+    kept = (Entry.from_json(e) for e in frozen.entries if int(e["submission_id"]) not in removed)
+    standings = rank(kept, RankingRule(frozen.ranking_by))
     rows = tuple(
         StandingRow(
             rank=st.rank,

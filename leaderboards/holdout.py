@@ -21,14 +21,14 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange
-from leaderboards.models import BestScore, Leaderboard, Submission, SystemTest, User
+from leaderboards.models import BestScore, Leaderboard, Rejudge, Submission, SystemTest, User
 from leaderboards.problems import Problem, ProblemFormatError
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.snapshot import problem_from_snapshot
@@ -118,6 +118,19 @@ def holdout_cases_on(problem: Problem, device: str) -> int:
         return 0
 
 
+QueueRow = TypeVar("QueueRow", SystemTest, Rejudge)
+
+
+def oldest_runnable(s: Session, model: type[QueueRow], devices: Sequence[str], now: datetime) -> QueueRow | None:
+    """The oldest row of a queue below the jobs (``system_tests``, ``rejudges``) a worker for ``devices`` (all when
+    empty) may take: queued, or running with its lease run out; locked, skipping rows another worker holds."""
+    runnable = or_(model.status == "queued", and_(model.status == "running", model.lease_expires_at < now))
+    stmt = select(model).where(runnable)
+    if devices:
+        stmt = stmt.where(model.device.in_(list(devices)))
+    return s.scalar(stmt.order_by(model.id).limit(1).with_for_update(skip_locked=True))
+
+
 def _coverage(test: SystemTest, user_name: str) -> Coverage:
     return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed)
 
@@ -186,14 +199,7 @@ class SystemTestsMixin(RecordingMixin):
         run out. Its lease covers its whole run (no heartbeat)."""
         now = self.clock()
         with self.db.transaction() as s:
-            runnable = or_(
-                SystemTest.status == SystemTestStatus.QUEUED,
-                and_(SystemTest.status == SystemTestStatus.RUNNING, SystemTest.lease_expires_at < now),
-            )
-            stmt = select(SystemTest).where(runnable)
-            if devices:
-                stmt = stmt.where(SystemTest.device.in_(list(devices)))
-            test = s.scalar(stmt.order_by(SystemTest.id).limit(1).with_for_update(skip_locked=True))
+            test = oldest_runnable(s, SystemTest, devices, now)
             if test is None:
                 return None
             if test.attempts >= SYSTEM_TEST_ATTEMPTS:  # its last holder died: not the entry's fault
@@ -283,20 +289,28 @@ class SystemTestRunner:
         return True
 
     async def _launch(self, claim: SystemTestClaim) -> tuple[RunResult | None, str]:
-        try:
-            launcher = self.launcher_for(claim.device)
-            bound = claim.request.time_limit_s() + self.margin_s
-            result = await asyncio.wait_for(launcher.run(claim.request, _Handle()), bound)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a launcher error, a timeout, an unrouted device: the runner's, never the entry's
-            log.warning("system test %s could not run: %s", claim.test_id, type(exc).__name__)
-            return None, f"{type(exc).__name__}: {exc}"
-        if not isinstance(result, RunResult) or result.verdict is Verdict.INFRASTRUCTURE_ERROR:
-            return None, getattr(result, "message", "") or "the runner reported an infrastructure error"
-        mismatch = result.mismatch(
-            claim.request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False))
-        )
-        if mismatch is not None:
-            return None, mismatch
-        return result, ""
+        return await launch_quietly(self.launcher_for, claim.device, claim.request, self.margin_s,
+                                    f"system test {claim.test_id}")  # fmt: skip
+
+
+async def launch_quietly(
+    launcher_for: Callable[[str], Launcher], device: str, request: RunRequest, margin_s: float, what: str
+) -> tuple[RunResult | None, str]:
+    """Run one request that no person follows (a system test, a rejudge): its result, or None and why it could not
+    run (a launcher error, a timeout, an infrastructure error, a result that does not answer the request: the
+    runner's fault, never the entry's)."""
+    try:
+        launcher = launcher_for(device)
+        bound = request.time_limit_s() + margin_s
+        result = await asyncio.wait_for(launcher.run(request, _Handle()), bound)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a launcher error, a timeout, an unrouted device: the runner's, never the entry's
+        log.warning("%s could not run: %s", what, type(exc).__name__)
+        return None, f"{type(exc).__name__}: {exc}"
+    if not isinstance(result, RunResult) or result.verdict is Verdict.INFRASTRUCTURE_ERROR:
+        return None, getattr(result, "message", "") or "the runner reported an infrastructure error"
+    mismatch = result.mismatch(request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False)))
+    if mismatch is not None:
+        return None, mismatch
+    return result, ""

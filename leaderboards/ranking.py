@@ -10,10 +10,10 @@ changes when they improve, so only those steps are stored (kept with ``best_scor
 it by :func:`rebuild`) and read back a bounded page at a time, each series cut to a bounded number of points
 (:func:`history_series`, :func:`best_over_time`).
 
-A submission is eligible on a device when it is a ranked, not deleted submission whose job has a passed public
-run and a passed secret-seed run, both with a score and recorded under the leaderboard's current fingerprint; its
-score is the job's ``ranked_score``, both runs pooled (``leaderboards.pooling``), or for a job recorded before
-pooling the worse (higher) of the two (:func:`ranked_score`).
+A submission is eligible on a device when it is a ranked, not deleted submission, not quarantined or hacked
+(``leaderboards/moderation.py``), whose job has a passed public run and a passed secret-seed run, both with a score
+and recorded under the leaderboard's current fingerprint; its score is the job's ``ranked_score``, both runs pooled
+(``leaderboards.pooling``), or for a job recorded before pooling the worse (higher) of the two (:func:`ranked_score`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from sqlalchemy import Integer, Select, and_, case, delete, func, insert, litera
 from sqlalchemy.orm import Session, aliased
 
 from leaderboards.models import BestScore, Job, Leaderboard, RankChange, Run, ScoreImprovement, Submission, User
+from leaderboards.moderation_states import ranks_condition
 from runners.contract import Mode
 
 
@@ -53,6 +54,7 @@ def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None)
         Submission.leaderboard_id == leaderboard.id,
         Submission.mode == Mode.RANKED.value,
         Submission.deleted.is_(False),
+        ranks_condition(),  # quarantined and hacked entries rank nowhere (leaderboards/moderation.py)
     ]
     if device is not None:
         conditions.append(Job.device == device)

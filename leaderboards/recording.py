@@ -22,6 +22,8 @@ from leaderboards.models import (
     Submission,
     SubmissionComparison,
 )
+from leaderboards.moderation import flag_unmoderated
+from leaderboards.moderation_states import ranks
 from leaderboards.problems import Problem
 from leaderboards.results import (
     PlannedRun,
@@ -85,21 +87,31 @@ class RecordingMixin(ServiceBase):
                 PlannedRun(
                     job_id=job.id,
                     secret=secret,
-                    request=self._within_board_limit(
-                        problem.request(
-                            sub.file_name,
-                            sub.code.content,
-                            mode,
-                            device=harness_device(job.device),
-                            device_name=job.device,
-                            seed=secret_seed_for(lb.secret_seed, sub.id, job.device) if secret else None,
-                            limits=Limits(max_submission_bytes=self.settings.max_submission_bytes),
-                        ).model_copy(update={"nonce": run_nonce(lb.secret_seed, job.id, secret)})
+                    request=self._request(
+                        problem, sub, job.device, mode, secret, run_nonce(lb.secret_seed, job.id, secret)
                     ),
                     recorded=secret in done,
                 )
                 for secret in kinds
             )
+
+    def _request(
+        self, problem: Problem, sub: Submission, device: str, mode: Mode, secret: bool, nonce: str
+    ) -> RunRequest:
+        """The request of one run of ``sub`` on ``device`` (its secret-seed run with ``secret``), bounded by the
+        leaderboard's time limit."""
+        lb = sub.leaderboard
+        return self._within_board_limit(
+            problem.request(
+                sub.file_name,
+                sub.code.content,
+                mode,
+                device=harness_device(device),
+                device_name=device,
+                seed=secret_seed_for(lb.secret_seed, sub.id, device) if secret else None,
+                limits=Limits(max_submission_bytes=self.settings.max_submission_bytes),
+            ).model_copy(update={"nonce": nonce})
+        )
 
     def _compare_plan(self, s: Session, job: Job, sub: Submission, problem: Problem) -> PlannedRun:
         """A compare job's one planned item: both files' benchmark requests (public cases, no baselines: a ratio
@@ -262,6 +274,7 @@ class RecordingMixin(ServiceBase):
             if (
                 sub.mode != Mode.RANKED.value
                 or sub.deleted
+                or not ranks(sub.moderation)
                 or public is None
                 or secret_run is None
                 or not (public.passed and secret_run.passed)
@@ -275,6 +288,9 @@ class RecordingMixin(ServiceBase):
             score_ranked = ranking.ranked_score(public.score, secret_run.score) if pooled is None else pooled.score_ns
             if pooled is not None:
                 job.ranked_score, job.ranked_flagged, job.ranked_note = pooled.score_ns, pooled.flagged, pooled.note
+                if pooled.flagged:  # a moderator should look (it still ranks): leaderboards/moderation.py
+                    flag_unmoderated(s, sub, actor="pooling", reason=pooled.note or "slower on the secret inputs",
+                                     now=self.clock())  # fmt: skip
             best = ranking.offer(s, lb, sub, job.device, score_ranked, announce_top=self.settings.announce_top)
             change = None
             if best.change is not None:

@@ -172,6 +172,10 @@ class SubmissionStatus:
     jobs: tuple[JobView, ...]
     comparison: ComparisonView | None = None
     """Only for a compare (``mode`` compare): the second file, the rounds, and the ratios once it ran."""
+    moderation: str | None = None
+    """flagged, quarantined, hacked or cleared (``leaderboards/moderation.py``); None when never moderated."""
+    moderation_note: str | None = None
+    """What the author reads about it: the state in words and the moderator's reason."""
 
     @property
     def done(self) -> bool:
@@ -224,6 +228,10 @@ class SubmissionSummary:
     mode: SubmissionMode
     created_at: datetime
     jobs: tuple[JobView, ...]
+    moderation: str | None = None
+    """flagged, quarantined, hacked or cleared (``leaderboards/moderation.py``); None when never moderated."""
+    moderation_note: str | None = None
+    """What the author reads about it: the state in words and the moderator's reason."""
 
 
 @dataclass(frozen=True)

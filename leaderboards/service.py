@@ -51,7 +51,10 @@ from leaderboards.models import (
     SubmissionComparison,
     User,
 )
+from leaderboards.moderation import ModerationMixin
+from leaderboards.moderation_states import author_text, ranks_condition
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
+from leaderboards.rejudge import RejudgeMixin, announcements_held
 from leaderboards.results import (
     COMPARE_CPU_ROUNDS,
     COMPARE_DEFAULT_ROUNDS,
@@ -118,7 +121,15 @@ def language_text(lang: str) -> str:
 
 
 class LeaderboardService(
-    ViewingMixin, AccountsMixin, AdminMixin, StatsMixin, StandingsMixin, RecordingMixin, ServiceBase
+    ViewingMixin,
+    AccountsMixin,
+    AdminMixin,
+    ModerationMixin,
+    StatsMixin,
+    RejudgeMixin,
+    StandingsMixin,
+    RecordingMixin,
+    ServiceBase,
 ):
     """The one API of the core. Build with an open ``Database`` (``leaderboards.db.open_database``) and settings.
 
@@ -162,6 +173,7 @@ class LeaderboardService(
                 field="leaderboard",
             )
         mode = _parse_mode(mode or header.mode or Mode.RANKED)
+        screening = self._screen(user, leaderboard, name, mode.value, content)  # before any lock: it may take seconds
         with self.db.transaction() as s:
             u, lb = self._open_board(s, user, leaderboard, now)
             wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
@@ -187,6 +199,7 @@ class LeaderboardService(
             )
             s.add(sub)
             s.flush()
+            self._flag_screened(s, sub, screening)
             return self._receipt(s, sub, jobs=self._queue_jobs(s, sub, chosen, now))
 
     def compare(
@@ -725,6 +738,8 @@ class LeaderboardService(
                     mode=SubmissionMode(sub.mode),
                     created_at=sub.created_at,
                     jobs=self._status(s, sub, events=False).jobs,
+                    moderation=sub.moderation,
+                    moderation_note=author_text(sub.moderation, sub.moderation_reason),
                 )
                 for sub in subs
             )
@@ -764,13 +779,15 @@ class LeaderboardService(
         """Hand out rank changes not announced yet and mark them announced, in one transaction.
 
         Each change is handed out once across processes and restarts (at most once: a claimer that crashes
-        after claiming loses that announcement rather than repeating it).
+        after claiming loses that announcement rather than repeating it). Changes of quarantined or hacked entries,
+        and of leaderboards an open admin alert holds (``leaderboards/rejudge.py``), wait.
         """
         now = self.clock()
         with self.db.transaction() as s:
             ids = s.scalars(
                 select(RankChange.id)
-                .where(RankChange.announced_at.is_(None))
+                .join(Submission, Submission.id == RankChange.submission_id)
+                .where(RankChange.announced_at.is_(None), ranks_condition(), ~announcements_held(RankChange))
                 .order_by(RankChange.id)
                 .limit(limit)
                 .with_for_update(skip_locked=True)

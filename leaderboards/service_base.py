@@ -38,6 +38,7 @@ from leaderboards.models import (
     Worker,
     utcnow,
 )
+from leaderboards.moderation_states import author_text
 from leaderboards.queue import WORKER_ALIVE_S, serves
 from leaderboards.results import (
     ComparisonView,
@@ -198,6 +199,8 @@ class ServiceBase:
             deleted=sub.deleted,
             jobs=tuple(self._job_view(s, j, events=events, online=online) for j in jobs),
             comparison=self._comparison_view(s, sub, jobs),
+            moderation=sub.moderation,
+            moderation_note=author_text(sub.moderation, sub.moderation_reason),
         )
 
     def _comparison_view(self, s: Session, sub: Submission, jobs: Sequence[Job]) -> ComparisonView | None:

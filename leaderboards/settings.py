@@ -82,6 +82,33 @@ class CoreSettings(BaseSettings):
         "until some are revoked ('none': no cap).",
     )
 
+    screen_command: str | None = Field(
+        default=None,
+        description="A screening hook (leaderboards/screening.py): a command, split like a shell line, that reads a "
+        "submission as JSON on stdin before it is queued and answers {\"verdict\": \"pass\"|\"flag\"|\"refuse\", "
+        "\"reason\": ...} on stdout. Unset: no command.",
+    )
+    screen_url: str | None = Field(
+        default=None,
+        description="A screening hook over HTTP: the submission is POSTed there as JSON and the answer is the same "
+        "JSON as the command's. Unset: no endpoint (with both set, the command runs).",
+    )
+    screen_timeout_s: float = Field(
+        default=10.0, gt=0, le=120, description="How long the screening hook may take before it counts as failed."
+    )
+    screen_fail_closed: bool = Field(
+        default=False,
+        description="When the screening hook fails or times out: refuse the submission (true) instead of queueing "
+        "it flagged for a moderator (false, the default: a failing hook never loses a submission).",
+    )
+    retime_top: int = Field(
+        default=10,
+        ge=0,
+        le=1000,
+        description="When a device's runs report a new runtime (driver, CUDA, torch, Triton, nvcc, GPU), re-time "
+        "this many of the best entries of each leaderboard on it (0: none).",
+    )
+
     def resolved_database_url(self) -> str:
         """``DATABASE_URL``, or the embedded SQLite file in the data directory."""
         if self.database_url:

@@ -43,6 +43,7 @@ from leaderboards.errors import LeaseLost
 from leaderboards.holdout import SystemTestRunner
 from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
+from leaderboards.rejudge import RejudgeRunner
 from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.spool import ResultSpool
 from runners.compare import Tally, round_text, schedule
@@ -228,10 +229,13 @@ class Worker:
         housekeeping: Callable[[], object] | None = None,
         spool: ResultSpool | None = None,
         system_tests: SystemTestRunner | None = None,
+        rejudges: RejudgeRunner | None = None,
     ) -> None:
         self.service = service
         self.system_tests = system_tests
         """Run when no job is runnable (issue 29): system tests wait below everyone's submissions."""
+        self.rejudges = rejudges
+        """Run when neither a job nor a system test is runnable: rejudges wait below both."""
         self.launcher_for = launcher_for
         self.settings = settings
         self.devices = tuple(devices)
@@ -367,14 +371,19 @@ class Worker:
                 self._held.pop(claim.job_id, None)
 
     async def _system_test(self) -> bool:
-        """Run one system test if there is one (never on a worker that serves one submission); False otherwise."""
-        if self.system_tests is None or self.submission_id is not None:
+        """Run one system test, else one rejudge, if there is one (never on a worker that serves one submission);
+        False otherwise."""
+        if self.submission_id is not None:
             return False
-        try:
-            return await self.system_tests.run_one(self.worker_id, self.devices, self._db)
-        except Exception as exc:
-            log.warning("a system test could not be claimed or stored (%s)", _why(exc))
-            return False
+        for what, runner in (("system test", self.system_tests), ("rejudge", self.rejudges)):
+            if runner is None:
+                continue
+            try:
+                if await runner.run_one(self.worker_id, self.devices, self._db):
+                    return True
+            except Exception as exc:
+                log.warning("a %s could not be claimed or stored (%s)", what, _why(exc))
+        return False
 
     async def _idle(self, stop: asyncio.Event, timeout_s: float | None = None) -> None:
         self._wake.clear()
