@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from leaderboards import pooling, ranking
@@ -359,17 +360,13 @@ class RejudgeMixin(RecordingMixin):
         owner: str | None = None,
         session: Session | None = None,
     ) -> RecordedRun:
-        """``RecordingMixin.record_run``, then :meth:`note_runtime` of the run's device (its own transaction, after
-        the run is stored: a runtime change never costs a result)."""
+        """``RecordingMixin.record_run``, then :meth:`note_runtime` of the run's device, in the same transaction."""
         recorded = super().record_run(job_id, result, secret=secret, owner=owner, session=session)
-        if recorded.created and result.system.ran and session is None:
-            try:
-                self.note_runtime(recorded.device, result.system)
-            except Exception:  # the run is stored; the next run notices the runtime again
-                log.exception("the runtime of a run on %s could not be noted", recorded.device)
+        if recorded.created and result.system.ran:
+            self.note_runtime(recorded.device, result.system, session=session)
         return recorded
 
-    def note_runtime(self, device: str, system: SystemInfo) -> str | None:
+    def note_runtime(self, device: str, system: SystemInfo, *, session: Session | None = None) -> str | None:
         """Remember ``device``'s runtime; the first time a device reports a runtime other than its earlier ones,
         queue the re-timing of each leaderboard's top ``retime_top`` entries there. Returns the new runtime's text
         when it queued a re-timing."""
@@ -377,25 +374,27 @@ class RejudgeMixin(RecordingMixin):
         if not runtime:
             return None
         fingerprint = runtime_fingerprint(runtime)
-        with self.db.transaction() as s:
+        with self._tx(session) as s:
             known = s.scalar(
                 select(RunnerSystem.id).where(RunnerSystem.device == device, RunnerSystem.fingerprint == fingerprint)
             )
             if known is not None:
                 return None
             earlier = s.scalar(select(RunnerSystem.id).where(RunnerSystem.device == device).limit(1))
-            s.add(RunnerSystem(device=device, fingerprint=fingerprint, system=runtime, created_at=self.clock()))
-            s.flush()
+            try:
+                with s.begin_nested():  # two workers may meet one new runtime at once: the first one queues
+                    s.add(RunnerSystem(device=device, fingerprint=fingerprint, system=runtime, created_at=self.clock()))
+            except IntegrityError:
+                return None
             if earlier is None or self.settings.retime_top == 0:
                 return None  # the device's first runtime: nothing ran on another to compare with
-            text = runtime_text(runtime)
             boards = s.scalars(select(Leaderboard).order_by(Leaderboard.id)).all()
             count = 0
             for lb in boards:
                 if device in lb.devices:
                     count += len(self._queue(s, lb, [device], self.settings.retime_top, RUNTIME_ACTOR, "runtime"))
             self._audit(s, RUNTIME_ACTOR, "runtime_changed", device, runtime=runtime, retimed=count)
-            return text
+            return runtime_text(runtime)
 
     # -- alerts -----------------------------------------------------------------------------------------------------
 
