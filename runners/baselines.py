@@ -1,11 +1,14 @@
 """Speedups over the problem's baselines: the reference's ``ref_kernel`` and any other function of reference.py that
 the problem names, timed like the submission (same harness, window, inputs and statistics; see
-``Benchmarking.time_baselines``), and cached per machine so that a baseline is timed once, not for every submission.
+``Benchmarking.time_baselines``) in the same run, just before the submission's file loads, so that both are timed
+under the same conditions (a reference timed in another run, on a machine less loaded, made the reference's own
+operation read "0.01x": issue 31).
 
-The cache is the trusted entry's (a folder in the runner's cache directory, which submissions see read-only). Its
-key is everything that could change a baseline's time: the problem's files and cases, the timing settings, the
-device, the GPU, its driver, and the PyTorch and Triton versions. A baseline that could not be timed is not cached,
-so the next run tries again.
+What a run timed is also kept per machine: the reference's medians bound the tests and benchmark cases of later runs
+(``runners.entry.clock``), a test run among them, which times no baseline. The cache is the trusted entry's (a folder
+in the runner's cache directory, which submissions see read-only). Its key is everything that could change a
+baseline's time: the problem's files and cases, the timing settings, the device, the GPU, its driver, and the PyTorch
+and Triton versions. A baseline that could not be timed is not cached.
 """
 
 from __future__ import annotations
@@ -109,11 +112,11 @@ def result(
     medians: list[float | None],
     benches: list[BenchmarkResult],
     *,
-    cached: bool,
     measured_at: datetime | None,
     note: str = "",
 ) -> BaselineResult:
-    """The speedup per case (the baseline's median over the submission's) and their geometric mean."""
+    """The speedup per case (the baseline's median over the submission's, both timed in this run) and their geometric
+    mean."""
     speedups: list[float | None] = []
     for i, base in enumerate(medians):
         sub = benches[i].stats if i < len(benches) else None
@@ -129,7 +132,6 @@ def result(
         case_medians_ns=medians,
         speedups=speedups,
         speedup=overall,
-        cached=cached,
         measured_at=measured_at,
         note=note,
     )

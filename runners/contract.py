@@ -221,6 +221,11 @@ class Phase(enum.StrEnum):
 class ProgressEvent(_Model):
     phase: Phase
     detail: str = ""
+    waited_s: float | None = Field(
+        default=None,
+        description="Set on the line the runner sends at least every 10 s while a step goes on with nothing new to "
+        "report (a slow or hanging kernel): the seconds that step has run so far. None on every other event.",
+    )
 
 
 class SubmissionFile(_Model):
@@ -425,7 +430,11 @@ class BaselineResult(_Model):
         default_factory=list, description="Per case: the baseline's median over the submission's (above 1: faster)."
     )
     speedup: float | None = Field(default=None, description="Geometric mean of the cases' speedups.")
-    cached: bool = Field(default=False, description="True when the timing came from this runner's cache.")
+    cached: bool = Field(
+        default=False,
+        description="True when the timing came from this runner's cache (results of runners before issue 31: a "
+        "runner now times every baseline in the run it reports, under the submission's conditions).",
+    )
     measured_at: datetime | None = Field(default=None, description="When the baseline was timed (UTC).")
     note: str = Field(default="", description="Why there is no speedup, when there is none.")
 

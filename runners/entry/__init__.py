@@ -181,7 +181,7 @@ def _run(
         # Several ranks: no baselines (the reference runs on one device; docs/multigpu.md).
         plan = _BaselinePlan(request, system, settings, active=not reference_only and request.world_size == 1)
         bounds = bounds_for(request, settings.startup_timeout_s,
-                            None if reference_only else _reference_seconds(request, system, settings))  # fmt: skip
+                            () if reference_only else _reference_medians(request, system, settings))  # fmt: skip
         job = Job(
             mode="reference" if reference_only else request.mode.value,
             device="cpu" if request.device == "cpu" else "cuda",
@@ -208,9 +208,11 @@ def _run(
             calibration=reuse[0] if reuse else None,
             calibration_age_s=round(reuse[1], 3) if reuse else 0.0,
         )
-        # The next run's set: the helpers this run starts (the calibration echo of a timed run; a baseline process
-        # only when a baseline is not cached yet, which after this run it is).
-        helpers = ("echo",) if request.mode in (Mode.BENCHMARK, Mode.RANKED) else ()
+        # The next run's set: the helpers this run starts (the calibration echo of a timed run; the baseline process,
+        # and on the CPU its own echo, where this run times baselines).
+        helpers: tuple[str, ...] = ("echo",) if request.mode in (Mode.BENCHMARK, Mode.RANKED) else ()
+        if plan.to_time:
+            helpers += ("baseline", "echo-baselines") if request.device == "cpu" else ("baseline",)
         session = (partial(RankSession, gpus=gpus) if ranks else Session)(
             request,
             job,
@@ -291,62 +293,52 @@ def submissions_own(profile: RProfile, *, ncu: bool) -> RProfile | None:
     return profile.model_copy(update={"text": f"{SUBMISSIONS_OWN}\n\n{profile.text}"})
 
 
-def _reference_seconds(request: RunRequest, system: SystemInfo, settings: RunnerSettings) -> float | None:
-    """The reference's slowest benchmark median on this runner, in seconds, where its baseline cache has it (a
-    benchmark run of the problem timed it here): what a test's own bound derives from. None where it has not."""
+def _reference_medians(request: RunRequest, system: SystemInfo, settings: RunnerSettings) -> tuple[float | None, ...]:
+    """The reference's median per benchmark case on this runner (ns), where its cache has them from an earlier run:
+    what the tests' and the benchmark cases' bounds derive from until this run times the reference itself (a run
+    that does updates them as it goes: ``RunClock.saw_reference``). Empty where it has none."""
     try:
         key = baselines.cache_key(request, system, REFERENCE_BASELINE, settings.max_batch_calls, settings.python or "")
         hit = baselines.BaselineCache(settings.baseline_cache_path(), settings.baseline_cache_max_age_s).get(key)
-    except Exception:  # a cache that cannot be read only means no per-test bound
-        return None
-    medians = [m for m in (hit[0] if hit else []) if m and m > 0]
-    return max(medians) / 1e9 if medians else None
+    except Exception:  # a cache that cannot be read only means no bounds of their own for the steps
+        return ()
+    if hit is None or len(hit[0]) != len(request.benchmarks):
+        return ()
+    return tuple(hit[0])
 
 
 class _BaselinePlan:
-    """Which baselines a timed run reports (all of the request's), which come from this runner's cache and which
-    the evaluator times now (before the submission loads), and, at the end, their speedups and the cache update."""
+    """Which baselines a timed run reports (all of the request's), each timed in this run by the evaluator (before
+    the submission loads, on this machine as it is now), and, at the end, their speedups. A speedup never rests on
+    a baseline timed in another run: on a loaded machine a reference cached 34 minutes earlier made the reference's
+    own operation read "0.01x" (issue 31). What was timed goes into this runner's cache all the same: the
+    reference's medians there bound the tests of later runs (``_reference_medians``)."""
 
     def __init__(self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, *, active: bool) -> None:
         self.request = request
         self.cache = baselines.BaselineCache(settings.baseline_cache_path(), settings.baseline_cache_max_age_s)
-        self.keys: dict[str, str] = {}
-        self.cached: dict[str, tuple[list[float], datetime]] = {}
-        self.to_time: list[BaselineSpec] = []
         self.medians: dict[str, list[float | None]] = {}
-        """Each baseline's median per case, cached or timed now (``finish``), whatever the submission did."""
-        timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks)
-        if not (active and timed and settings.time_baselines):
-            self.specs: list[BaselineSpec] = []
-            return
-        self.specs = list(request.baselines)
-        for spec in self.specs:
-            key = baselines.cache_key(request, system, spec, settings.max_batch_calls, settings.python or "")
-            self.keys[spec.label] = key
-            hit = self.cache.get(key)
-            if hit is not None and len(hit[0]) == len(request.benchmarks):
-                self.cached[spec.label] = hit
-            else:
-                self.to_time.append(spec)
+        """Each baseline's median per case, timed in this run (``finish``), whatever the submission did."""
+        timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks) and settings.time_baselines
+        self.to_time: list[BaselineSpec] = list(request.baselines) if active and timed else []
+        self.keys = {
+            spec.label: baselines.cache_key(request, system, spec, settings.max_batch_calls, settings.python or "")
+            for spec in self.to_time
+        }
 
     def finish(self, result: RunResult, reports: dict[str, list[RBaseline]]) -> RunResult:
-        if not self.specs:
+        if not self.to_time:
             return result
         started = baselines.now()
         out = []
-        for spec in self.specs:
-            if spec.label in self.cached:
-                medians, when = self.cached[spec.label]
-                self.medians[spec.label] = list(medians)
-                out.append(baselines.result(spec, list(medians), result.benchmarks, cached=True, measured_at=when))
-                continue
+        for spec in self.to_time:
             got, note = baselines.measured(spec, reports.get(spec.label, []), len(self.request.benchmarks))
             self.medians[spec.label] = got
             if not note:
                 with contextlib.suppress(OSError):
                     self.cache.put(self.keys[spec.label], [m for m in got if m is not None], started)
-            out.append(baselines.result(spec, got, result.benchmarks, cached=False, measured_at=started, note=note))
-        # Timed baselines are cached whatever the submission did; a failed run reports no speedup.
+            out.append(baselines.result(spec, got, result.benchmarks, measured_at=started, note=note))
+        # A failed run reports no speedup (its baselines' times are cached all the same).
         return result.model_copy(update={"baselines": out}) if result.verdict.passed else result
 
 

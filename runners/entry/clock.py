@@ -5,9 +5,10 @@ clock's calibration, the baselines) runs before the submission's code does: it h
 (``KERNELCUP_STARTUP_TIMEOUT_S``, plus the baselines' budget), and running out of it means the runner is
 overloaded, an infrastructure error that is retried, never the submission's timeout. The submission's limit (its
 compile allowance, where its language has a compile step, and its run) counts from the moment the evaluator says it
-loads the file ("compiling"). Within it each test is a step of its own: a test after the first (the first may JIT
-compile) is bounded by a limit derived from the reference's own time where this runner has it, and a hang names
-the test. A reference check (``problems validate``/``sync``) bounds each case by a limit derived from the case.
+loads the file ("compiling"). Within it each test and each benchmark case is a step of its own, bounded by a limit
+derived from the reference's own time where it is known (``call_bound_s``: this run's timing of the reference, or
+this runner's cache of an earlier run's), and a hang names the step. A reference check (``problems validate``/
+``sync``) bounds each case by a limit derived from the case.
 
 The entry enforces all of this from outside (``Session._read``): nothing the evaluator or the submission does
 moves these deadlines, and the evaluator is told a limit (``Job.time_limit_s``) that is never earlier than ours.
@@ -17,19 +18,24 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runners.contract import LANGUAGES, Mode, RunRequest
+from runners.oracle.timing import case_budget_s
 
 OVERLOADED = "the runner is overloaded"
 """How an overloaded start's message begins (the local launcher counts them; operators grep for it)."""
 HEARTBEAT_S = 10.0
 """With no report for this long, the run's progress repeats its step with the time so far (a line every 10 s)."""
-TEST_FLOOR_S = 30.0
-"""The least a test after the first gets, whatever the reference's time (a JIT build for a new shape, a slow CPU)."""
+FIRST_TEST_FLOOR_S = 120.0
+"""The least the first test gets, whatever the reference's time: the submission's first call pays for CUDA's and
+its libraries' start, Triton's JIT build, ``torch.compile`` and the Python DSLs' compiles."""
+TEST_FLOOR_S = 60.0
+"""The least a later test, and the calls of a benchmark case, get: a JIT build for a new shape (``torch.compile``
+compiles again for one) on a slow or loaded machine."""
 REFERENCE_FACTOR = 200.0
-"""A test after the first may take this many times the reference's slowest benchmark median (above the floor)."""
+"""A call may take this many times the reference's own time (above the floor)."""
 CASE_FLOOR_S = 20.0
 """A reference check's bound on one case: this, plus ``CASE_NS_PER_UNIT`` for each unit of the case's size."""
 CASE_NS_PER_UNIT = 20.0
@@ -55,6 +61,12 @@ def case_bound_s(case: dict[str, Any]) -> float:
     return CASE_FLOOR_S + case_size(case) * CASE_NS_PER_UNIT * 1e-9
 
 
+def call_bound_s(reference_s: float, floor_s: float) -> float:
+    """The rule every bound on the submission's own steps comes from: ``floor_s``, or ``REFERENCE_FACTOR`` times the
+    reference's time where that is larger."""
+    return max(floor_s, REFERENCE_FACTOR * reference_s)
+
+
 def case_text(case: dict[str, Any]) -> str:
     text = ", ".join(f"{k}: {v}" for k, v in case.items())
     return "{" + (text if len(text) <= 200 else text[:200] + "...") + "}"
@@ -69,8 +81,12 @@ class Bounds:
     compile_s: float
     """The submission's compile allowance: the request's, where its language has a compile step; else 0."""
     run_s: float
-    reference_s: float | None = None
-    """The reference's slowest benchmark median on this runner (seconds), where it is known: tests are bounded by it."""
+    reference_ns: tuple[float | None, ...] = ()
+    """The reference's median per benchmark case (ns; None: not known), where it is known: timed in this run before
+    the submission loaded, or in an earlier run on this runner (its cache). Tests and benchmark cases are bounded by
+    it; with none known, only the run's limit bounds them."""
+    case_budget_s: float = 0.0
+    """The evaluator's own budget for one benchmark case's warm-up and timed calls (``timing.case_budget_s``)."""
 
     @property
     def user_s(self) -> float:
@@ -82,24 +98,48 @@ class Bounds:
         """The longest a run can be: what the evaluator and the sandboxes are told (our deadlines come first)."""
         return self.startup_s + self.user_s
 
+    @property
+    def reference_s(self) -> float | None:
+        """The reference's slowest known benchmark median (s): what a test's bound derives from (the reference's
+        time on a test's own case is not measured; tests are no larger than the benchmarks, as a rule)."""
+        known = [m for m in self.reference_ns if m is not None and m > 0]
+        return max(known) / 1e9 if known else None
+
     def test_bound_s(self, index: int) -> float | None:
         """The bound on test ``index`` alone (None: only the run's limit bounds it). The first test carries the
-        submission's first call (a JIT build), so it has none."""
-        if index == 0 or self.reference_s is None:
+        submission's first call, so its floor is the larger one."""
+        if self.reference_s is None:
             return None
-        return max(TEST_FLOOR_S, REFERENCE_FACTOR * self.reference_s)
+        return call_bound_s(self.reference_s, FIRST_TEST_FLOOR_S if index == 0 else TEST_FLOOR_S)
+
+    def bench_bound_s(self, index: int) -> float | None:
+        """The bound on benchmark case ``index`` alone (None: only the run's limit bounds it): the evaluator's budget
+        for the case, plus the bound of one call twice (its first warm-up call, which may build for a new shape, and
+        the call in flight when the budget runs out), from the reference's median on this very case."""
+        ref = self.reference_ns[index] if index < len(self.reference_ns) else None
+        if ref is None or ref <= 0:
+            return None
+        return self.case_budget_s + 2 * call_bound_s(ref / 1e9, TEST_FLOOR_S)
+
+    def with_reference(self, index: int, median_ns: float, cases: int) -> Bounds:
+        """These bounds with the reference's median on benchmark case ``index`` (of ``cases``) as this run timed it."""
+        known = list(self.reference_ns) + [None] * (cases - len(self.reference_ns))
+        known[index] = median_ns
+        return replace(self, reference_ns=tuple(known[:cases]))
 
 
-def bounds_for(request: RunRequest, startup_s: float, reference_s: float | None = None) -> Bounds:
-    """``request``'s bounds on a runner whose start-up limit is ``startup_s``. A language without a compile step
-    (Python and its DSLs: their JIT builds run inside the run) gets no compile allowance, whatever the request says
-    (``kernelcup run`` asked for 300 s of it: a hanging Python kernel took 8 minutes to be told)."""
+def bounds_for(request: RunRequest, startup_s: float, reference_ns: tuple[float | None, ...] = ()) -> Bounds:
+    """``request``'s bounds on a runner whose start-up limit is ``startup_s``, with the reference's medians per
+    benchmark case where this runner knows them. A language without a compile step (Python and its DSLs: their JIT
+    builds run inside the run) gets no compile allowance, whatever the request says (``kernelcup run`` asked for
+    300 s of it: a hanging Python kernel took 8 minutes to be told)."""
     compiles = LANGUAGES[request.lang].compile_step
     return Bounds(
         startup_s=startup_s + request.baselines_allowance_s(),
         compile_s=request.limits.compile_timeout_s if compiles else 0.0,
         run_s=request.limits.run_timeout_s,
-        reference_s=reference_s,
+        reference_ns=tuple(reference_ns),
+        case_budget_s=case_budget_s(request.timing),
     )
 
 
@@ -152,6 +192,11 @@ class RunClock:
             self.benches_done += 1
             self.last_bench_at = now
 
+    def saw_reference(self, index: int, median_ns: float) -> None:
+        """This run timed the reference on benchmark case ``index`` (before the submission loaded)."""
+        if median_ns > 0 and 0 <= index < len(self.request.benchmarks):
+            self.bounds = self.bounds.with_reference(index, median_ns, len(self.request.benchmarks))
+
     # -- the step now ---------------------------------------------------------------------------------------------
     def step(self) -> Step:
         if self.reference_only:
@@ -168,7 +213,10 @@ class RunClock:
             if self.benches_done < len(benches):
                 i = self.benches_done
                 what = f"benchmark {i + 1} of {len(benches)} ({case_text(benches[i])})"
-                return Step("submission", since, user_end, what, b.user_s)
+                bound = b.bench_bound_s(i)
+                if bound is not None and since + bound < user_end:
+                    return Step("submission", since, since + bound, what, bound, {"bench_bound": True, "index": i})
+                return Step("submission", since, user_end, what, b.user_s, {"index": i})
             return Step("submission", since, user_end, "finishing", b.user_s)
         if self.testing_at is None:
             return Step("submission", self.loaded_at, user_end, "loading and compiling", b.user_s)
@@ -218,17 +266,24 @@ def user_timeout_message(clock: RunClock, step: Step, now: float) -> str:
     """What a submission that ran out of its time is told: which limit, which step, for how long."""
     b = clock.bounds
     ran = now - step.since
+    hint = "look for an endless loop or a far too slow kernel"
     if step.details.get("test_bound"):
-        ref = clock.bounds.reference_s or 0.0
+        ref = b.reference_s or 0.0
+        floor = FIRST_TEST_FLOOR_S if step.details["index"] == 0 else TEST_FLOOR_S
         return (f"{step.what} did not finish within {step.limit_s:.0f} s, the bound on one test (the larger of "
-                f"{TEST_FLOOR_S:.0f} s and {REFERENCE_FACTOR:.0f}x the reference's slowest benchmark, "
-                f"{ref * 1e3:.3g} ms on this runner); look for an endless loop or a far too slow kernel")  # fmt: skip
+                f"{floor:.0f} s and {REFERENCE_FACTOR:.0f}x the reference's slowest benchmark, {ref * 1e3:.3g} ms on "
+                f"this runner); {hint}")  # fmt: skip
+    if step.details.get("bench_bound"):
+        ref = (b.reference_ns[step.details["index"]] or 0.0) / 1e9
+        return (f"{step.what} did not finish within {step.limit_s:.0f} s, the bound on one benchmark case (the "
+                f"evaluator's {b.case_budget_s:.0f} s for its timed calls, plus twice the larger of "
+                f"{TEST_FLOOR_S:.0f} s and {REFERENCE_FACTOR:.0f}x the reference's time on this case, {ref * 1e3:.3g} "
+                f"ms on this runner); {hint}")  # fmt: skip
     parts = f"{b.run_s:.0f} s for this mode's run"
     if b.compile_s:
         parts += f", {b.compile_s:.0f} s for compiling"
     return (f"the run did not finish within {b.user_s:.0f} s ({parts}; counted from loading the file, the platform's "
-            f"start-up not included): it was {step.what}, for {ran:.0f} s; look for an endless loop or a far too slow "
-            "kernel")  # fmt: skip
+            f"start-up not included): it was {step.what}, for {ran:.0f} s; {hint}")  # fmt: skip
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')

@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runners.contract import Mode, Phase, ProgressEvent, RunRequest
+from runners import stats
+from runners.contract import REFERENCE_BASELINE, Mode, Phase, ProgressEvent, RunRequest
 from runners.entry.admission import shared_files
 from runners.entry.clock import (
     HEARTBEAT_S,
@@ -420,13 +421,13 @@ class Session:
         self.clock: RunClock | None = None
         self.expired = ("", "")
 
-    def emit(self, phase: str, detail: str = "") -> None:
+    def emit(self, phase: str, detail: str = "", waited_s: float | None = None) -> None:
         if self.on_progress is None:
             return
         if phase == "baseline":  # the evaluator's own step before the submission loads: shown as part of starting
-            phase, detail = Phase.STARTING.value, f"{detail} (once per problem and machine)"
+            phase, detail = Phase.STARTING.value, f"{detail} (to compare with the submission)"
         with contextlib.suppress(ValueError, Exception):
-            self.on_progress(ProgressEvent(phase=Phase(phase), detail=detail))
+            self.on_progress(ProgressEvent(phase=Phase(phase), detail=detail, waited_s=waited_s))
 
     def run(self) -> Outcomes:
         time_limit = self.bounds.total_s
@@ -520,7 +521,8 @@ class Session:
         phase = self.report.phase if self.report.phase in {p.value for p in Phase} else Phase.STARTING.value
         if step.kind == "startup":
             phase = Phase.STARTING.value
-        self.emit(phase, f"{step.what}: {now - step.since:.0f} s so far (limit {step.limit_s:.0f} s)")
+        waited = now - step.since
+        self.emit(phase, f"{step.what}: {waited:.0f} s so far (limit {step.limit_s:.0f} s)", round(waited, 1))
 
     def _expire(self, step: Step, now: float, cancels: tuple[threading.Event, ...], launch: Launch | None) -> None:
         """A step ran out of its time: say whose fault it is and stop every process of the run."""
@@ -592,6 +594,9 @@ class Session:
         elif isinstance(msg, RBaseline):
             self._check_baseline(msg)
             rep.baselines.setdefault(msg.label, []).append(msg)
+            if msg.label == REFERENCE_BASELINE.label and not msg.error and self.clock is not None:
+                # The reference as this run timed it, on this machine as it is now: the bound of this case's steps.
+                self.clock.saw_reference(msg.index, stats.timing_stats(msg.samples_ns).median_ns)
         elif isinstance(msg, RProfile):
             if rep.profile is not None or self.request.mode is not Mode.PROFILE:
                 raise ReportError("an unexpected profile")

@@ -27,6 +27,7 @@ from runners.contract import (
 )
 from runners.devices import PEAKS, DevicePeaks, impossible_below_ns, peaks_for, roofline_bound
 from runners.durations import format_ns
+from runners.entry.clock import bounds_for
 from runners.entry.session import Outcomes
 from runners.sandbox import ProcessOutcome
 
@@ -192,11 +193,10 @@ def _no_report(request: RunRequest, out: Outcomes, phase: str, loaded: bool, bas
 
 
 def _timeout_message(request: RunRequest, phase: str) -> str:
-    limits = request.limits
-    limit = limits.compile_timeout_s + limits.run_timeout_s
+    b = bounds_for(request, 0.0)  # the submission's own limits: a compile allowance only where its language compiles
+    parts = f"{b.run_s:.0f} s for this mode's run" + (f", {b.compile_s:.0f} s for compiling" if b.compile_s else "")
     return (
-        f"the run did not finish within {limit:.0f} s ({limits.run_timeout_s:.0f} s for this mode's run, "
-        f"{limits.compile_timeout_s:.0f} s for loading and compiling; it was {phase}); look for an endless loop or a "
+        f"the run did not finish within {b.user_s:.0f} s ({parts}; it was {phase}); look for an endless loop or a "
         "far too slow kernel"
     )
 

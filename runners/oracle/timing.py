@@ -20,6 +20,12 @@ HARD_TIME_FACTOR = 5.0
 """``min_samples`` outranks ``max_time_s``, up to this many times ``max_time_s`` (a very slow kernel)."""
 
 
+def case_budget_s(settings: TimingSettings) -> float:
+    """The longest the evaluator's clock lets one benchmark case's warm-up and timed calls go on (counted from its
+    first warm-up call); the call in flight when it runs out comes on top. The entry bounds a case from it."""
+    return HARD_TIME_FACTOR * settings.max_time_s
+
+
 @dataclass(frozen=True)
 class Sample:
     ns: float
@@ -183,7 +189,7 @@ def _stop(ordered: list[float], elapsed_s: float, s: TimingSettings, precision_a
     if n >= s.max_samples:
         return True
     if n < s.min_samples:
-        return elapsed_s >= HARD_TIME_FACTOR * s.max_time_s
+        return elapsed_s >= case_budget_s(s)
     if elapsed_s >= s.max_time_s:
         return True
     return n >= precision_after and median_rel_error(ordered) <= s.target_rel_error

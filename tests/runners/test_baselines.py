@@ -1,5 +1,6 @@
-"""Speedups over the problem's baselines: the reference timed like the submission, once per machine (cached), with
-the speedup per case and overall in the result; a problem's own extra baselines; failures that never fail the run."""
+"""Speedups over the problem's baselines: the reference timed like the submission in the same run (never a time of
+another run: issue 31), with the speedup per case and overall in the result; a problem's own extra baselines;
+failures that never fail the run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from harness_helpers import FIXTURES, SUBMISSIONS, build_request
 from leaderboards.formatting import format_speedup
 from leaderboards.problems import ProblemFormatError, load_problem
 from leaderboards.sync import reference_request
-from runners import baselines
+from runners import baselines, sysinfo
 from runners.contract import (
     REFERENCE_BASELINE,
     BaselineSpec,
@@ -38,15 +39,15 @@ def _bench(i: int, median: float | None) -> BenchmarkResult:
 
 
 def test_the_speedup_is_the_baselines_median_over_the_submissions_and_their_geometric_mean() -> None:
-    got = baselines.result(REFERENCE_BASELINE, [200.0, 800.0], [_bench(0, 100.0), _bench(1, 100.0)], cached=False,
+    got = baselines.result(REFERENCE_BASELINE, [200.0, 800.0], [_bench(0, 100.0), _bench(1, 100.0)],
                            measured_at=None)  # fmt: skip
     assert got.speedups == [2.0, 8.0] and got.speedup == pytest.approx(4.0)
-    slower = baselines.result(REFERENCE_BASELINE, [50.0], [_bench(0, 100.0)], cached=True, measured_at=None)
-    assert slower.speedup == 0.5 and slower.cached
+    slower = baselines.result(REFERENCE_BASELINE, [50.0], [_bench(0, 100.0)], measured_at=None)
+    assert slower.speedup == 0.5 and not slower.cached
 
 
 def test_a_case_without_a_median_leaves_no_overall_speedup_and_says_why() -> None:
-    got = baselines.result(REFERENCE_BASELINE, [200.0, None], [_bench(0, 100.0), _bench(1, 100.0)], cached=False,
+    got = baselines.result(REFERENCE_BASELINE, [200.0, None], [_bench(0, 100.0), _bench(1, 100.0)],
                            measured_at=None)  # fmt: skip
     assert got.speedups == [2.0, None] and got.speedup is None and "no median" in got.note
     assert "speedup over the reference: -" in format_speedup(got)
@@ -96,7 +97,7 @@ def test_the_cache_round_trips_and_ignores_what_it_cannot_read(tmp_path: Path) -
         assert cache.get("k") is None, text
 
 
-def test_an_old_cached_baseline_is_timed_again(tmp_path: Path) -> None:
+def test_an_old_cached_median_is_not_read(tmp_path: Path) -> None:
     from datetime import timedelta
 
     cache = baselines.BaselineCache(tmp_path / "baselines", max_age_s=3600)
@@ -112,24 +113,35 @@ def _settings(tmp_path: Path, name: str, **extra: object) -> RunnerSettings:
     return RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True, cache_dir=tmp_path / name, **extra)
 
 
-def test_a_benchmark_run_reports_the_speedup_over_the_reference_timed_once_then_cached(tmp_path: Path) -> None:
-    settings = _settings(tmp_path, "cache")
-    first = run_request(build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK), settings=settings)
-    assert first.verdict is Verdict.ACCEPTED, first.message
-    (ref,) = first.baselines
-    assert ref.label == "reference" and ref.function == "ref_kernel" and not ref.cached and ref.note == ""
-    assert len(ref.case_medians_ns) == len(first.benchmarks) and all(m and m > 0 for m in ref.case_medians_ns)
-    for base, speedup, bench in zip(ref.case_medians_ns, ref.speedups, first.benchmarks, strict=True):
-        assert bench.stats and speedup == pytest.approx(base / bench.stats.median_ns)
-    assert "baseline" in first.phase_times  # timed by the evaluator before the submission loaded
-    assert first.phase_times["baseline"] < first.phase_times["compiling"]
+def test_the_speedup_is_over_the_reference_timed_in_the_same_run_never_one_cached_from_another(
+    tmp_path: Path,
+) -> None:
+    """Issue 31: the reference's own operation on a loaded machine read "0.01x" against a reference cached 34 minutes
+    earlier. A reference in the cache from another run (here 34 minutes old, and a thousand times slower than it
+    is) is not used for the speedup: the reference is timed again in this run, just before the submission loads,
+    and what this run timed replaces the cache's (which bounds later runs' tests)."""
+    from datetime import timedelta
 
-    second = run_request(build_request(SUBMISSIONS / "correct_torch.py", Mode.RANKED), settings=settings)
-    assert second.verdict is Verdict.ACCEPTED, second.message
-    assert "baseline" not in second.phase_times  # nothing was timed again
-    (cached,) = second.baselines
-    assert cached.cached and cached.case_medians_ns == ref.case_medians_ns and cached.measured_at == ref.measured_at
-    assert cached.speedup is not None and "reference cached, timed" in format_speedup(cached)
+    settings = _settings(tmp_path, "cache")
+    request = build_request(SUBMISSIONS / "correct_torch.py", Mode.BENCHMARK)
+    key = baselines.cache_key(request, sysinfo.collect(request.device, 0), REFERENCE_BASELINE,
+                              settings.max_batch_calls)  # fmt: skip
+    cache = baselines.BaselineCache(settings.baseline_cache_path())
+    planted = [1e9] * len(request.benchmarks)  # 1 s a call: this would read as a speedup of thousands
+    cache.put(key, planted, baselines.now() - timedelta(minutes=34))
+    result = run_request(request, settings=settings)
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    (ref,) = result.baselines
+    assert ref.label == "reference" and ref.function == "ref_kernel" and not ref.cached and ref.note == ""
+    assert result.started_at is not None and ref.measured_at is not None and ref.measured_at >= result.started_at
+    assert len(ref.case_medians_ns) == len(result.benchmarks) and all(m and 0 < m < 1e8 for m in ref.case_medians_ns)
+    for base, speedup, bench in zip(ref.case_medians_ns, ref.speedups, result.benchmarks, strict=True):
+        assert bench.stats and speedup == pytest.approx(base / bench.stats.median_ns)
+    assert ref.speedup is not None and ref.speedup < 100  # the same operation: nowhere near the planted 1 s
+    assert "reference timed now" in format_speedup(ref)
+    assert "baseline" in result.phase_times  # timed by the evaluator before the submission loaded
+    assert result.phase_times["baseline"] < result.phase_times["compiling"]
+    assert cache.get(key) is not None and cache.get(key)[0] == ref.case_medians_ns  # type: ignore[index]
 
 
 def test_test_mode_a_failed_run_and_the_setting_off_report_no_speedup(tmp_path: Path) -> None:
@@ -229,9 +241,9 @@ def test_timing_a_baseline_shows_as_progress_before_the_submission_starts(tmp_pa
     result = run_request(request, events.append, settings=_settings(tmp_path, "cache"))
     assert result.verdict is Verdict.ACCEPTED, result.message
     shown = [(e.phase, e.detail) for e in events]
-    assert (Phase.STARTING, "timing the reference (once per problem and machine)") in shown
+    assert (Phase.STARTING, "timing the reference (to compare with the submission)") in shown
     # Timed before the submission process gets its shared memory (on a GPU: before its heap takes half the free
     # memory, which left the H100 too little to check vectoradd's largest case while the baseline ran).
     up = [i for i, (phase, detail) in enumerate(shown) if detail == "the submission process is up"]
-    timing = shown.index((Phase.STARTING, "timing the reference (once per problem and machine)"))
+    timing = shown.index((Phase.STARTING, "timing the reference (to compare with the submission)"))
     assert up and timing < up[0], shown

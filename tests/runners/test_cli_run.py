@@ -85,3 +85,31 @@ def test_lang_runs_a_python_problem_in_a_dsl_and_refuses_one_of_other_files() ->
     parsed = RunResult.model_validate_json(result.stdout)
     assert result.exit_code == 0 and parsed.verdict is Verdict.ACCEPTED, result.output[-2000:]
     assert parsed.system.headers is not None and parsed.system.headers.startswith("Helion ")
+
+
+@pytest.mark.parametrize("terminal", ["1", "0"])
+def test_a_step_that_waits_is_a_line_every_time_the_runner_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                                    terminal: str) -> None:  # fmt: skip
+    """Issue 31: a hanging kernel printed nothing although the README promises a line every 10 s. The runner's
+    progress event for a step that goes on with nothing new (``waited_s``, at least every 10 s) is a line of its own,
+    on a terminal (above the spinner) as in a log, each time it comes; other events are lines only in a log."""
+    import runners.entry
+    from runners.contract import Mode, Phase, ProgressEvent
+
+    def hanging(request: object, progress: object, **_: object) -> RunResult:
+        assert callable(progress)
+        progress(ProgressEvent(phase=Phase.TESTING, detail="3 tests"))
+        for waited in (10.0, 20.0, 30.0):  # (sent at once here: the runner's clock spaces them)
+            detail = f"test 1 of 3 ({{size: 1, seed: 1}}): {waited:.0f} s so far (limit 300 s)"
+            progress(ProgressEvent(phase=Phase.TESTING, detail=detail, waited_s=waited))
+        return RunResult(verdict=Verdict.TIMEOUT, mode=Mode.TEST, message="test 1 of 3 did not finish")
+
+    monkeypatch.setattr(runners.entry, "run_request", hanging)
+    monkeypatch.setenv("TTY_COMPATIBLE", terminal)
+    monkeypatch.setenv("COLUMNS", "200")  # (a line is not wrapped)
+    result = _run(str(FIXTURES / "vectoradd"), str(SUBMISSIONS / "correct_torch.py"), "--device", "cpu")
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if "vectoradd · correct_torch.py: testing" in line]
+    waits = [line for line in lines if "so far (limit 300 s)" in line]
+    assert [w.split("): ")[1] for w in waits] == [f"{n} s so far (limit 300 s)" for n in (10, 20, 30)], lines
+    assert any(line.endswith("testing 3 tests") for line in lines) is (terminal == "0"), lines

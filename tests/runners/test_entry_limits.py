@@ -1,7 +1,7 @@
-"""Whose time a run spends (issue 37): the platform's start-up has its own limit and, run out, is the runner being
-overloaded (never the user's timeout); the submission's limit counts from its load, without a compile allowance
-where its language has no compile step; a hang names the test, a later test is bounded by the reference's time
-where the runner has it, and a waiting run says how long it has waited every 10 s."""
+"""Whose time a run spends (issues 37 and 31): the platform's start-up has its own limit and, run out, is the runner
+being overloaded (never the user's timeout); the submission's limit counts from its load, without a compile allowance
+where its language has no compile step; a hang names the test or benchmark case, each of which is bounded by the
+reference's own time where it is known, and a waiting run says how long it has waited at least every 10 s."""
 
 from __future__ import annotations
 
@@ -116,9 +116,9 @@ def test_a_python_hang_is_told_within_its_run_limit_naming_the_test(runner_setti
 def test_a_later_test_is_bounded_by_the_references_time_where_the_runner_has_it(
     monkeypatch: pytest.MonkeyPatch, runner_settings: RunnerSettings
 ) -> None:
-    """Issue 37.3: with the reference's benchmark medians in this runner's baseline cache, a test after the first
-    has a bound of its own (here the floor, made 3 s): a hang in test 2 is told then, naming test 2, long before the
-    run's limit (120 s)."""
+    """Issue 37.3: with the reference's benchmark medians in this runner's baseline cache (a test run times no
+    reference), a test after the first has a bound of its own (here the floor, made 3 s): a hang in test 2 is told
+    then, naming test 2, long before the run's limit (120 s)."""
     monkeypatch.setattr(clock_mod, "TEST_FLOOR_S", 3.0)
     request = build_request("submissions/correct_torch.py", content=HANGS_ON_THE_SECOND_CALL, run_timeout_s=120.0)
     system = sysinfo.collect(request.device, 0)
@@ -141,9 +141,25 @@ def test_bounds_give_a_compile_allowance_only_to_languages_with_a_compile_step()
     timed = build_request("submissions/correct_torch.py", Mode.BENCHMARK, compile_timeout_s=0.0, run_timeout_s=60.0)
     b = bounds_for(timed, 90.0)
     assert b.startup_s == 90.0 + timed.baselines_allowance_s() and b.total_s == b.startup_s + 60.0
-    assert bounds_for(timed, 90.0, reference_s=None).test_bound_s(1) is None
-    assert bounds_for(timed, 90.0, reference_s=1.0).test_bound_s(0) is None  # the first test may JIT compile
-    assert bounds_for(timed, 90.0, reference_s=1.0).test_bound_s(1) == 200.0
+
+
+def test_each_step_is_bounded_by_the_larger_of_a_floor_and_200_times_the_references_time() -> None:
+    """The rule of docs/sandbox.md: a test may take max(floor, 200 x the reference's slowest benchmark median), the
+    first test's floor (120 s: CUDA's start, JIT builds) larger than a later one's (60 s); a benchmark case the
+    evaluator's budget for it (5 x max_time_s) plus twice that of its own case's reference median. Nothing known,
+    no bound but the run's."""
+    timed = build_request("submissions/correct_torch.py", Mode.BENCHMARK, run_timeout_s=600.0)
+    budget = 5 * timed.timing.max_time_s
+    assert bounds_for(timed, 90.0).test_bound_s(0) is None and bounds_for(timed, 90.0).bench_bound_s(0) is None
+    slow = bounds_for(timed, 90.0, (1e9, None))  # the reference: 1 s on case 1, case 2 not timed
+    assert slow.test_bound_s(0) == 200.0 and slow.test_bound_s(1) == 200.0
+    assert slow.bench_bound_s(0) == budget + 2 * 200.0 and slow.bench_bound_s(1) is None
+    fast = bounds_for(timed, 90.0, (5e3, 2e4))  # 5 and 20 us: the floors
+    assert fast.test_bound_s(0) == 120.0 and fast.test_bound_s(1) == 60.0
+    assert fast.bench_bound_s(0) == fast.bench_bound_s(1) == budget + 2 * 60.0
+    # This run's own timing of the reference (before the load) fills in what the cache did not have.
+    assert slow.with_reference(1, 2e9, cases=2).bench_bound_s(1) == budget + 2 * 400.0
+    assert slow.with_reference(1, 2e9, cases=2).test_bound_s(1) == 400.0
 
 
 def test_a_cases_bound_grows_with_its_size() -> None:
@@ -177,23 +193,68 @@ def test_a_flood_of_output_is_stopped_after_a_few_mebibytes(runner_settings: Run
 
 
 def test_the_clock_names_the_step_and_whose_time_it_is() -> None:
-    """The deadlines as reports arrive: the platform's until the load, then the submission's, step by step."""
-    from runners.entry.clock import RunClock
+    """The deadlines as reports arrive: the platform's until the load, then the submission's, step by step, each
+    test and benchmark case bounded by the reference's time as this run measured it before the load."""
+    from runners.entry.clock import RunClock, user_timeout_message
 
-    request = build_request("submissions/correct_torch.py", Mode.RANKED, compile_timeout_s=0.0, run_timeout_s=60.0)
-    clock = RunClock(request, bounds_for(request, 90.0, reference_s=1e-3), started=100.0)
+    request = build_request("submissions/correct_torch.py", Mode.RANKED, compile_timeout_s=0.0, run_timeout_s=600.0)
+    clock = RunClock(request, bounds_for(request, 90.0), started=100.0)
     first = clock.step()
     assert (first.kind, first.what, first.deadline) == ("startup", "starting", 100.0 + 90.0 + 90.0)  # + baselines
+    clock.saw_reference(0, 1e6)  # the evaluator timed the reference: 1 ms on case 1, 2 s on case 2
+    clock.saw_reference(1, 2e9)
     clock.saw("compiling", 150.0)  # a slow start: none of its 50 s is the submission's
-    assert (clock.step().kind, clock.step().deadline) == ("submission", 210.0)
+    assert (clock.step().kind, clock.step().deadline) == ("submission", 750.0)
     clock.saw("testing", 151.0)
-    assert clock.step().what == "test 1 of 3 ({size: 1, seed: 1})" and clock.step().deadline == 210.0
+    test1 = clock.step()
+    assert test1.what == "test 1 of 3 ({size: 1, seed: 1})" and test1.deadline == 151.0 + 400.0  # 200 x 2 s
     clock.saw("test", 152.0)
-    second = clock.step()
-    assert second.what.startswith("test 2 of 3") and second.deadline == 152.0 + 30.0  # the floor: 200 x 1 ms < 30 s
     clock.saw("test", 153.0)
     clock.saw("test", 154.0)
     clock.saw("benchmarking", 155.0)
-    assert clock.step().what == "benchmark 1 of 2 ({size: 4096, seed: 10})"
+    bench1 = clock.step()
+    bound = 5 * request.timing.max_time_s + 2 * 60.0  # the case's budget, and twice the floor (200 x 1 ms < 60 s)
+    assert bench1.what == "benchmark 1 of 2 ({size: 4096, seed: 10})" and bench1.deadline == 155.0 + bound
+    message = user_timeout_message(clock, bench1, bench1.deadline)
+    assert message.startswith(f"benchmark 1 of 2 ({{size: 4096, seed: 10}}) did not finish within {bound:.0f} s, the "
+                              "bound on one benchmark case"), message  # fmt: skip
+    assert "200x the reference's time on this case, 1 ms on this runner" in message
     clock.saw("bench", 156.0)
-    assert clock.step().what.startswith("benchmark 2 of 2") and clock.step().deadline == 210.0
+    assert clock.step().what.startswith("benchmark 2 of 2") and clock.step().deadline == 750.0  # 800 s: past the run's
+
+
+def test_a_waiting_step_sends_a_line_at_least_every_10_s_with_its_time_and_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The event stream of a run whose first test hangs, read from the evaluator's report pipe (no processes): after
+    the load and 'testing', nothing more comes, and the session sends a progress event every heartbeat (made 0.2 s
+    here) that names the test and how long it has run, until the run's limit (1 s) stops it as a timeout."""
+    import os
+    import threading
+
+    from runners.ipc.protocol import RHello, RProgress
+
+    monkeypatch.setattr(session_mod, "HEARTBEAT_S", 0.2)
+    request = build_request("submissions/correct_torch.py", run_timeout_s=1.0, compile_timeout_s=0.0)
+    job = session_mod.Job(mode="test", device="cpu", lang="python", submission="submission.py",
+                          display_name="submission.py", tests=request.tests, benchmarks=[], timing={})  # fmt: skip
+    events: list[ProgressEvent] = []
+    session = session_mod.Session(request, job, None, python="python", submission_argv_prefix=[], extra_ro=(),
+                                  require_sandbox=False, on_progress=events.append, cancel=None)  # fmt: skip
+    read_end, write_end = os.pipe()
+    for msg in (RHello(), RProgress(phase="compiling", detail="submission.py"), RProgress(phase="testing")):
+        os.write(write_end, (msg.model_dump_json() + "\n").encode())
+    started = time.monotonic()
+    try:
+        session._read(read_end, threading.Event())
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert session.expired[0] == "timeout" and time.monotonic() - started < 5
+    assert session.expired[1].startswith("the run did not finish within 1 s"), session.expired
+    waits = [e for e in events if e.waited_s is not None]
+    assert len(waits) >= 3, events
+    assert all(e.detail.startswith("test 1 of 3 ({size: 1, seed: 1}): ") for e in waits), waits
+    assert all(e.detail.endswith("s so far (limit 1 s)") and e.waited_s < 1.5 for e in waits), waits
+    assert [e.waited_s for e in waits] == sorted(e.waited_s for e in waits)
+    assert all(e.waited_s is None for e in events if e not in waits)  # only the heartbeat carries it
