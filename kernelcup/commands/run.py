@@ -236,9 +236,11 @@ def _run_one(name: str, request: RunRequest, target: str, runner: RunnerSettings
         def progress(event: ProgressEvent) -> None:
             status.update(f"[bold]{safe(name)}[/] · {safe(file_name)}: {event.phase.value} {safe(event.detail)}")
             # Not a terminal (a log, a pipe): the spinner shows nothing, so a line per phase, and every 10 s within
-            # one (a newcomer's CPU benchmark printed nothing for 11 minutes).
+            # one (a newcomer's CPU benchmark printed nothing for 11 minutes). The runner's line for a step that goes
+            # on with nothing new (``waited_s``, at least every 10 s: a hanging kernel) is a line on a terminal too.
             now = time.monotonic()
-            if not console.is_terminal and (event.phase != shown["phase"] or now - shown["at"] >= PLAIN_PROGRESS_S):
+            plain = not console.is_terminal and (event.phase != shown["phase"] or now - shown["at"] >= PLAIN_PROGRESS_S)
+            if event.waited_s is not None or plain:
                 console.print(f"{name} · {file_name}: {event.phase.value} {event.detail}", markup=False,
                               highlight=False)  # fmt: skip
                 shown.update(phase=event.phase, at=now)
