@@ -12,12 +12,18 @@ import enum
 
 
 class ModeChoice(enum.StrEnum):
-    """``--mode``: the same values as ``runners.contract.Mode``."""
+    """``--mode``: the same values as ``runners.contract.Mode``, and ``leaderboard``, popcorn-cli's name of ranked."""
 
     TEST = "test"
     BENCHMARK = "benchmark"
     RANKED = "ranked"
     PROFILE = "profile"
+    LEADERBOARD = "leaderboard"
+
+    @property
+    def mode(self) -> str:
+        """The ``runners.contract.Mode`` value this choice runs (``leaderboard`` runs ``ranked``)."""
+        return ModeChoice.RANKED.value if self is ModeChoice.LEADERBOARD else self.value
 
 
 class LangChoice(enum.StrEnum):

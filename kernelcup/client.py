@@ -23,7 +23,8 @@ import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
@@ -38,6 +39,7 @@ from web.schemas import (
     LeaderboardDetailOut,
     LeaderboardOut,
     MeOut,
+    ProblemFolderOut,
     ProgressOut,
     RankingOut,
     SubmissionOut,
@@ -46,6 +48,11 @@ from web.schemas import (
     SubmissionSummaryOut,
     TemplateOut,
 )
+
+if TYPE_CHECKING:
+    from web.routes.invites import InviteOut, JoinedOut, NewInviteOut
+    from web.routes.late import LateEntryOut, LatePageOut
+    from web.routes.standings import StandingsOut
 
 __all__ = [
     "ApiError",
@@ -337,6 +344,16 @@ class Client:
     def template(self, name: str, language: str) -> TemplateOut:
         return self._get(f"/leaderboards/{name}/templates/{language}", TemplateOut)
 
+    def problem_folder(self, name: str, *, fingerprint: str | None = None) -> ProblemFolderOut | None:
+        """A leaderboard's public problem folder: task.yml (without held-out cases), the reference and the files that
+        travel with a run, the templates (``kernelcup problems get``). None when ``fingerprint`` is the folder's
+        own: the copy you hold is current."""
+        headers = {"If-None-Match": f'"{fingerprint}"'} if fingerprint else {}
+        response = self._request("GET", f"/leaderboards/{quote(name, safe='')}/problem", headers=headers)
+        if response.status_code == 304:
+            return None
+        return ProblemFolderOut.model_validate(response.json())
+
     def rankings(
         self, name: str, device: str | None = None, *, limit: int = 100, offset: int = 0, programs: bool | None = None
     ) -> RankingOut:
@@ -348,6 +365,53 @@ class Client:
         return self._get(f"/leaderboards/{name}/history", HistoryOut, device=device)
 
     # -- with a token --------------------------------------------------------------------------------------------
+
+    # -- competitions: standings, after the deadline, private boards (issue 29) -------------------------------------
+
+    def standings(self, name: str, device: str | None = None, *, final: bool = False) -> StandingsOut:
+        """Live standings (the ranking with held-out coverage) or the frozen final ones (ties, 95% intervals)."""
+        from web.routes.standings import StandingsOut  # (the route's module: FastAPI only when this is called)
+
+        return self._get(f"/leaderboards/{name}/standings", StandingsOut, device=device, final=str(final).lower())
+
+    def late(self, name: str, *, limit: int = 50, offset: int = 0) -> LatePageOut:
+        """The leaderboard's "after the deadline" list: practice submissions, newest first."""
+        from web.routes.late import LatePageOut
+
+        return self._get(f"/leaderboards/{name}/late", LatePageOut, limit=limit, offset=offset)
+
+    def join(self, code: str) -> JoinedOut:
+        """Join a hidden leaderboard with an invite code (sent in the request's body, never in a URL)."""
+        from web.routes.invites import JoinedOut
+
+        return JoinedOut.model_validate(self._request("POST", "/join", json={"code": code}).json())
+
+    def admit(self, submission_id: int, reason: str) -> LateEntryOut:
+        """Admin: let one late ranked entry in as ranked ("late, admitted by you because REASON")."""
+        from web.routes.late import LateEntryOut
+
+        answer = self._request("POST", f"/admin/submissions/{submission_id}/admit", json={"reason": reason})
+        return LateEntryOut.model_validate(answer.json())
+
+    def create_invite(self, name: str, *, uses: int = 1, expires_days: float | None = 7.0) -> NewInviteOut:
+        """Admin: a new invite code to a hidden leaderboard (None: it never expires)."""
+        from web.routes.invites import NewInviteOut
+
+        body = {"uses": uses, "expires_days": expires_days}
+        answer = self._request("POST", f"/admin/leaderboards/{name}/invites", json=body)
+        return NewInviteOut.model_validate(answer.json())
+
+    def invites(self, leaderboard: str | None = None) -> list[InviteOut]:
+        """Admin: the invite codes (never the codes themselves), newest first."""
+        from web.routes.invites import InviteOut
+
+        params = {"leaderboard": leaderboard} if leaderboard else {}
+        return [InviteOut.model_validate(x) for x in self._request("GET", "/admin/invites", params=params).json()]
+
+    def revoke_invite(self, invite_id: int) -> InviteOut:
+        from web.routes.invites import InviteOut
+
+        return InviteOut.model_validate(self._request("DELETE", f"/admin/invites/{invite_id}").json())
 
     def me(self) -> MeOut:
         return self._get("/me", MeOut)

@@ -1,7 +1,8 @@
-"""`kernelcup problems validate|sync`: check problem folders and sets; turn a problem set into leaderboards.
+"""`kernelcup problems validate|sync|get`: check problem folders and sets; turn a problem set into leaderboards;
+fetch a leaderboard's public problem folder to run it here (``kernelcup.problem_cache``).
 
-Both run the same checks; ``validate --run`` and ``sync`` (unless ``--skip-run``) also run each problem's reference
-on every test case in the sandbox on the CPU (``kernelcup.wiring.reference_check``).
+validate and sync run the same checks; ``validate --run`` and ``sync`` (unless ``--skip-run``) also run each
+problem's reference on every test case in the sandbox on the CPU (``kernelcup.wiring.reference_check``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import typer
 
 from kernelcup.commands.common import open_service, print_json, user_errors
 from kernelcup.commands.text import safe
+from kernelcup.remote import resolve, server_option
 
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from leaderboards.battery import SubmissionRun
     from leaderboards.problems import FormatIssue, Problem
+    from leaderboards.public_problem import PublicFolder
     from leaderboards.sync import ReferenceCheck, SyncReport
 
 DEFAULT_PROBLEMS = Path("problems")
@@ -35,6 +39,10 @@ def _warn(warnings: tuple[FormatIssue, ...]) -> None:
 
 def _announce(problem: Problem, case: dict) -> None:
     typer.echo(f"running the reference of {problem.path} on {case} …", err=True)
+
+
+def _announce_battery(problem: Problem) -> None:
+    typer.echo(f"running the exploit battery on {problem.path} …", err=True)
 
 
 def _sync_table(path: Path, report: SyncReport) -> Table:
@@ -66,10 +74,18 @@ def applied_text(report: SyncReport) -> str:
     return "applied: " + ", ".join(parts)
 
 
-def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None = None) -> None:
-    """``reference_check``: how to build the reference check (default ``kernelcup.wiring.reference_check``)."""
+def register(
+    app: typer.Typer,
+    *,
+    reference_check: ReferenceCheckFactory | None = None,
+    battery: Callable[[], SubmissionRun] | None = None,
+) -> None:
+    """``reference_check``: how to build the reference check (default ``kernelcup.wiring.reference_check``);
+    ``battery``: how to build the exploit battery's runner (default: the sandboxed runner, where ``reference_check``
+    is the default too)."""
     problems_app = typer.Typer(help="Problem folders and problem sets.", no_args_is_help=True)
     app.add_typer(problems_app, name="problems")
+    register_get(problems_app)
 
     def build_check() -> ReferenceCheck:
         if reference_check is not None:
@@ -77,6 +93,20 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
         from kernelcup.wiring import reference_check as default
 
         return default()
+
+    def build_battery() -> SubmissionRun | None:
+        """The exploit battery's runner: this machine's sandboxed runner (``runners.entry.run_request``); none where
+        only a reference check was given (tests inject one that runs no submission)."""
+        if battery is not None:
+            return battery()
+        if reference_check is not None:
+            return None
+        from kernelcup.settings import load
+        from runners.entry import run_request
+        from runners.settings import RunnerSettings
+
+        settings = load(RunnerSettings)
+        return lambda request: run_request(request, settings=settings)
 
     def device_check():  # type: ignore[no-untyped-def]
         from kernelcup.wiring import device_check as routed
@@ -93,7 +123,12 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
             "--run",
             help="Also run each problem's reference on every test case (sandboxed, on the CPU): "
             "generate_input -> ref_kernel -> check_implementation must pass, and the check must refuse None; each "
-            "benchmark case's inputs are generated once and its speed_of_light checked too.",
+            "benchmark case's inputs are generated once and its speed_of_light checked too. Then the exploit "
+            "battery: generic bad solutions (zeros, ones, a constant, the input, another seed's answer, the first "
+            "row, lower precisions) must fail the check on every test case (docs/authoring.md).",
+        ),
+        strict: bool = typer.Option(
+            False, "--strict", help="With --run: the battery's warnings (lint, an undeclared precision) are errors."
         ),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
@@ -103,7 +138,13 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
         with user_errors():
             check = build_check() if run else None
             report = validate_path(
-                path, check=check, device_check=device_check(), on_check=None if json_out else _announce
+                path,
+                check=check,
+                device_check=device_check(),
+                on_check=None if json_out else _announce,
+                battery=build_battery() if run else None,
+                on_battery=None if json_out else _announce_battery,
+                strict=strict,
             )
         if json_out:
             print_json(report)
@@ -132,7 +173,8 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
             False,
             "--skip-run",
             help="Do not run the references of new or changed problems (by default each must pass its own check "
-            "on every test case, and generate each benchmark case's inputs, first).",
+            "on every test case, and generate each benchmark case's inputs, first; then the exploit battery's bad "
+            "solutions must fail that check).",
         ),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
     ) -> None:
@@ -150,6 +192,7 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
                 path,
                 force=force,
                 check=check,
+                battery=None if skip_run else build_battery(),
                 device_check=device_check(),
                 on_check=None if json_out else _announce,
             )
@@ -170,3 +213,53 @@ def register(app: typer.Typer, *, reference_check: ReferenceCheckFactory | None 
                 err=True,
             )
             raise typer.Exit(1)
+
+
+def fetch_public_folder(server: str | None, leaderboard: str) -> tuple[PublicFolder, Path | None]:
+    """A board's public folder from the server the command talks to (cached), or from the local database."""
+    from kernelcup.problem_cache import fetch_folder
+
+    def warn(message: str) -> None:
+        typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)
+
+    return fetch_folder(resolve(server), leaderboard, warn=warn)
+
+
+def register_get(problems_app: typer.Typer) -> None:
+    @problems_app.command("get")
+    def get_cmd(
+        leaderboard: str = typer.Argument(..., help="The leaderboard whose problem to fetch."),
+        dest: Path | None = typer.Option(
+            None, "--dir", help="Where to write the folder [default: ./LEADERBOARD]", show_default=False
+        ),
+        force: bool = typer.Option(
+            False, "--force", help="Write into a folder that is not empty (files of the same names are replaced)."
+        ),
+        json_out: bool = typer.Option(False, "--json", help="Machine-readable output (the folder's files too)."),
+        server: str | None = server_option(),
+    ) -> None:
+        """Fetch a leaderboard's public problem folder (task.yml without held-out cases, the reference, the
+        templates), to run it here with the same harness: `kernelcup run FOLDER FILE`, or `kernelcup run -l
+        LEADERBOARD FILE`, which fetches it itself. Cached: a folder that has not changed is not downloaded again."""
+        from kernelcup.problem_cache import read_folder, write_folder
+
+        with user_errors():
+            folder, cached = fetch_public_folder(server, leaderboard)
+            target = dest if dest is not None else Path(folder.leaderboard)
+            if target.exists() and not target.is_dir():
+                raise typer.BadParameter(f"{target} is a file; pass another --dir", param_hint="--dir")
+            if target.is_dir() and any(target.iterdir()) and not force:
+                if read_folder(target) == folder.files:
+                    typer.echo(f"{target} already holds {folder.leaderboard}'s problem folder as the server has it")
+                    return
+                raise typer.BadParameter(f"{target} is not empty; pass another --dir, or --force to write into it "
+                                         "(files of the same names are replaced)", param_hint="--dir")  # fmt: skip
+            write_folder(target, folder.files)
+        if json_out:
+            where = {"folder": str(target), "cached": str(cached) if cached else None}
+            print_json({"leaderboard": folder.leaderboard, "problem": folder.problem,
+                        "fingerprint": folder.fingerprint, **where, "files": folder.files})  # fmt: skip
+            return
+        fingerprint = folder.fingerprint[:12]
+        typer.echo(f"{folder.leaderboard}: {len(folder.files)} files in {target}/ (fingerprint {fingerprint})")
+        typer.echo(f"run it here: kernelcup run {target} FILE  (or: kernelcup run -l {folder.leaderboard} FILE)")

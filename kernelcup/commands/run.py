@@ -1,5 +1,6 @@
 """``kernelcup run PROBLEM_DIR FILE...``: evaluate submissions on this machine, no database involved; ``--compare``
-two of them (``runners.compare``).
+two of them (``runners.compare``). ``kernelcup run -l LEADERBOARD FILE...`` runs a leaderboard's public problem
+folder instead (``kernelcup.problem_cache``: fetched from the server and cached, or the local database's).
 
 It builds the request with ``load_problem(...).request(...)`` and calls ``runners.entry.run_request``:
 the very path a worker takes, minus the queue.
@@ -17,10 +18,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from kernelcup.choices import LangChoice, ModeChoice, RunDevice
+from kernelcup.commands.output import output_to
+from kernelcup.remote import server_option
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from leaderboards.problems import Problem
     from runners.contract import Comparison, ProgressEvent, RunRequest, RunResult
     from runners.entry.prestart import Prestarter
     from runners.settings import RunnerSettings
@@ -80,15 +84,25 @@ def default_device() -> str:
 
 
 def run(
-    problem_dir: Path = typer.Argument(..., help="The problem folder (holds task.yml), e.g. problems/vectoradd."),
-    files: list[Path] = typer.Argument(
-        ..., help="Your submission(s): .py files with custom_kernel(data), or .cu files. Several: run each in turn."
+    paths: list[Path] = typer.Argument(
+        ...,
+        metavar="[PROBLEM_DIR] FILE...",
+        help="The problem folder (holds task.yml, e.g. problems/vectoradd; left out with --leaderboard), then your "
+        "submission(s): .py files with custom_kernel(data), or .cu files. Several: run each in turn.",
+        show_default=False,
+    ),
+    leaderboard: str | None = typer.Option(
+        None,
+        "--leaderboard",
+        "-l",
+        help="Run a leaderboard's problem instead of a folder: its public folder is fetched from the server "
+        "(`kernelcup problems get`; cached) or read from the local database.",
     ),
     mode: ModeChoice | None = typer.Option(
-        None, "--mode", "-m", help="What to run (default: test; benchmark with --compare)."
+        None, "--mode", "-m", help="What to run (default: test; benchmark with --compare; leaderboard: ranked)."
     ),
     device: RunDevice | None = typer.Option(
-        None, "--device", "-d", help="This machine's GPU or its CPU (default: cuda when a GPU is present)."
+        None, "--device", "--gpu", "-d", help="This machine's GPU or its CPU (default: cuda when a GPU is present)."
     ),
     seed: int | None = typer.Option(None, "--seed", help="Secret seed for ranked mode (default: a random one)."),
     compare: bool = typer.Option(
@@ -111,7 +125,18 @@ def run(
         help="Run in this language instead of the problem's own, as a problem set's lang: does (a Python DSL on a "
         "Python problem: helion, tilelang, cute-dsl).",
     ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write the result to this file (JSON with --json, else the report as text)."
+    ),
+    server: str | None = server_option(),
 ) -> None:
+    with output_to(output):
+        _run(paths, leaderboard, mode, device, seed, compare, rounds, as_json, lang, server)
+
+
+def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, device: RunDevice | None,
+         seed: int | None, compare: bool, rounds: int | None, as_json: bool, lang: LangChoice | None,
+         server: str | None) -> None:  # fmt: skip
     from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
     from runners.compare import CPU_ROUNDS, DEFAULT_ROUNDS
@@ -119,26 +144,40 @@ def run(
     from runners.entry.prestart import Prestarter
     from runners.settings import RunnerSettings
 
+    problem_dir, files = (None, paths) if leaderboard else (paths[0], paths[1:])
+    if problem_dir is not None and not files:
+        if problem_dir.is_file():
+            _fail(f"{problem_dir} is your file: pass the problem folder before it (`kernelcup run PROBLEM_DIR "
+                  f"{problem_dir}`), or the leaderboard (`kernelcup run -l LEADERBOARD {problem_dir}`)")  # fmt: skip
+        _fail(f"pass your file after the problem folder: `kernelcup run {problem_dir} FILE`")
     for file in files:
-        check_arguments(problem_dir, file)
+        if problem_dir is not None:
+            check_arguments(problem_dir, file)
+        elif file.is_dir() or not file.is_file():
+            what = "is a folder" if file.is_dir() else "is not found"
+            _fail(f"submission file {file} {what}; with --leaderboard, pass only your file(s): `kernelcup run -l "
+                  f"{leaderboard} FILE`")  # fmt: skip
     if compare and len(files) != 2:
         _fail(f"--compare takes exactly two files, not {len(files)}: `kernelcup run PROBLEM_DIR A.py B.py --compare`")
     if compare and mode is not None and mode is not ModeChoice.BENCHMARK:
         _fail(f"--compare runs benchmark mode; drop --mode {mode.value}")
     if compare and rounds is not None and rounds % 2:
         _fail(f"--rounds must be even (each file runs first as often as second), not {rounds}; try {rounds + 1}")
-    try:
-        problem = load_problem(problem_dir)
-    except ProblemFormatError as exc:
-        has_task = (problem_dir / "task.yml").exists()
-        hint = "fix task.yml" if has_task else f"no task.yml here; {_suggestion(problem_dir)}"
-        _fail(f"{problem_dir} is not a valid problem folder:\n{exc}\n({hint})")
+    if problem_dir is None:
+        problem = _leaderboard_problem(str(leaderboard), server)
+    else:
+        try:
+            problem = load_problem(problem_dir)
+        except ProblemFormatError as exc:
+            has_task = (problem_dir / "task.yml").exists()
+            hint = "fix task.yml" if has_task else f"no task.yml here; {_suggestion(problem_dir)}"
+            _fail(f"{problem_dir} is not a valid problem folder:\n{exc}\n({hint})")
     if lang is not None:
         try:
             problem = problem.in_language(Language(lang.value))
         except ValueError as exc:
             _fail(f"--lang {lang.value}: {exc}")
-    run_mode = Mode.BENCHMARK if compare else Mode((mode or ModeChoice.TEST).value)
+    run_mode = Mode.BENCHMARK if compare else Mode((mode or ModeChoice.TEST).mode)
     target = (device or RunDevice(default_device())).value
     if target == "cuda" and default_device() == "cpu":  # refused at once: the run would only fail later
         _fail("this machine has no GPU (no NVIDIA driver answers); run with --device cpu")
@@ -175,6 +214,20 @@ def run(
         else:
             _render_batch(results, [f.name for f in files])
     raise typer.Exit(0 if all(r.passed for r in results) else 1)
+
+
+def _leaderboard_problem(leaderboard: str, server: str | None) -> Problem:
+    """A leaderboard's problem from its public folder (fetched and cached, or the local database's), run as the
+    server runs it: its own files, its own ``_lib``."""
+    from kernelcup.commands.common import user_errors
+    from kernelcup.commands.problems import fetch_public_folder
+    from leaderboards.public_problem import problem_from_folder
+
+    with user_errors():
+        folder, cached = fetch_public_folder(server, leaderboard)
+        if cached is not None:
+            typer.echo(f"{leaderboard}: the problem folder is {cached}", err=True)
+        return problem_from_folder(folder.problem, folder.files)
 
 
 def _take_gpus(

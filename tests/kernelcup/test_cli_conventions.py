@@ -126,7 +126,8 @@ def test_the_choices_mirror_the_core() -> None:
     from kernelcup.wiring import LAUNCHER_CHOICES
     from runners.contract import Language, Mode
 
-    assert [m.value for m in ModeChoice] == [m.value for m in Mode]
+    assert [m.value for m in ModeChoice if m is not ModeChoice.LEADERBOARD] == [m.value for m in Mode]
+    assert {m.mode for m in ModeChoice} == {m.value for m in Mode}  # (leaderboard: popcorn-cli's name of ranked)
     assert [c.value for c in LangChoice] == [lang.value for lang in Language]
     assert tuple(c.value for c in LauncherChoice) == LAUNCHER_CHOICES
     assert {d.value for d in RunDevice} == {"cuda", "cpu"}

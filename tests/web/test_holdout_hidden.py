@@ -5,19 +5,23 @@ CLI's ``task`` render, nor the request of any of the competitor's own runs."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import re
+import zipfile
 from collections.abc import Iterator
 
 import pytest
 import yaml
 from helpers import future, write_problem
+from sqlalchemy import select
 from starlette.routing import Route
 from web_world import World
 
 from bot.reports import task_reply
 from leaderboards.holdout import SystemTestRunner
+from leaderboards.models import Leaderboard
 from leaderboards.problems import load_problem
 from leaderboards.worker import Worker, WorkerSettings
 from runners.launchers.fake import FakeLauncher
@@ -132,3 +136,33 @@ def _plans(w: World, job: int) -> tuple:
         return w.service.run_requests(job)
     except Exception:  # a job id that does not exist (fewer jobs than the loop's range)
         return ()
+
+
+def test_the_public_problem_folder_holds_no_held_out_case_nor_secret_seed(held_world: World) -> None:
+    """``GET …/problem`` (what `kernelcup problems get` and the page's download fetch) is the folder less what only the
+    server knows: its task.yml has the public cases and no holdout, no file holds a held-out shape or the board's
+    secret seed, its templates open with the line that sends a copy to the board; a hidden board is unknown."""
+    w, c = held_world, held_world.client
+    with w.service.db.transaction() as s:
+        seed = str(s.scalar(select(Leaderboard.secret_seed).where(Leaderboard.name == "held")))
+    answer = c.get("/api/v1/leaderboards/held/problem")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    task = yaml.safe_load(body["files"]["task.yml"])
+    assert task["benchmarks"] == [{"size": 100, "seed": 2}, {"size": 1000, "seed": 3}] and "holdout" not in task
+    assert {"task.yml", "reference.py"} <= set(body["files"])
+    archive = c.get("/api/v1/leaderboards/held/problem", params={"format": "zip"})
+    assert archive.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(archive.content)) as z:
+        unpacked = {name: z.read(name).decode() for name in z.namelist()}
+    assert unpacked == {f"{body['problem']}/{rel}": text for rel, text in body["files"].items()}
+    for text in (answer.text, *unpacked.values()):
+        assert_hidden(text, "problem folder")
+        assert seed not in text
+    current = c.get("/api/v1/leaderboards/held/problem", headers={"If-None-Match": answer.headers["etag"]})
+    assert current.status_code == 304 and not current.content
+    page = c.get("/leaderboards/held").text
+    assert 'href="/api/v1/leaderboards/held/problem?format=zip"' in page
+    c.patch("/api/v1/admin/leaderboards/held", headers=w.auth(w.admin), json={"visible": False})
+    hidden = c.get("/api/v1/leaderboards/held/problem")
+    assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "leaderboard_not_found"
