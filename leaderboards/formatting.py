@@ -1,9 +1,10 @@
-"""Formatting shared by every surface, written once: how a duration, its spread, a roofline share and a speedup
-read, and a profiled kernel.
+"""Formatting shared by every surface, written once: how a duration, its spread, a roofline share, a speedup and
+a job's outcome read, and a profiled kernel.
 
 The CLI, the bot and the web all print times through ``format_ns`` (three significant figures, the unit chosen
 by size; it lives in ``runners.durations`` so that the runner's own messages read the same), a benchmark's
-spread through ``format_spread`` and the share of the speed of light through ``format_share``/``roofline_text``,
+spread through ``format_spread`` (the interquartile range, the one spread statistic shown anywhere), a job's
+outcome through ``outcome_text`` and the share of the speed of light through ``format_share``/``roofline_text``,
 so one number reads the same everywhere.
 """
 
@@ -42,9 +43,48 @@ def format_spread(stats: TimingStats) -> str:
     return f"range {format_range(stats.min_ns, stats.max_ns)}, n={stats.samples}"  # results stored before quartiles
 
 
+def format_iqr(stats: TimingStats) -> str:
+    """The interquartile range alone, for a table's spread column: ``95.1–95.6 ms``; ``–`` with fewer than
+    MIN_SAMPLES_FOR_SPREAD samples, or for a result stored before quartiles were."""
+    if stats.samples < MIN_SAMPLES_FOR_SPREAD or stats.p25_ns is None or stats.p75_ns is None:
+        return MISSING
+    return format_range(stats.p25_ns, stats.p75_ns)
+
+
 def format_timing(stats: TimingStats) -> str:
     """The median and its spread: ``95.3 ms (IQR 95.1–95.6 ms, n=40)``."""
     return f"{format_ns(stats.median_ns)} ({format_spread(stats)})"
+
+
+STATUS_WORDS = {
+    "queued": "queued",
+    "running": "running",
+    "succeeded": "finished",
+    "failed": "failed",
+    "timed_out": "timed out",
+    "cancelled": "cancelled",
+}
+"""A job's state in words, shown where it has no verdict (it has not run, or never got one). ``succeeded`` (the job
+ran to a verdict, whichever) is the operators' word: a competitor sees the verdict instead."""
+
+
+def verdict_words(verdict: object) -> str:
+    """A verdict (``Verdict`` or its value) in words: the runner's one table of them (``Verdict.label``: "wrong
+    answer", "compile error", "time limit exceeded", …)."""
+    from runners.contract import Verdict  # (pydantic: imported when used, the CLI's help stays light)
+
+    try:
+        return Verdict(str(verdict)).label
+    except ValueError:  # a value a newer server sent: readable all the same
+        return str(verdict).replace("_", " ")
+
+
+def outcome_text(status: object, verdict: object | None) -> str:
+    """A job's one outcome in plain words, the same on every competitor's surface: its verdict's words once it has
+    one ("accepted", "wrong answer"), else its state ("queued", "running", "timed out", "cancelled", "failed")."""
+    if verdict:
+        return verdict_words(verdict)
+    return STATUS_WORDS.get(str(status), str(status).replace("_", " "))
 
 
 def score_text(score_ns: float, ranked_score_ns: float | None, note: str | None = None) -> str:

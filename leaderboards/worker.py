@@ -818,7 +818,7 @@ def _why(exc: BaseException) -> str:
 
 
 def _done_detail(rec: RecordedRun, result: RunResult) -> str:
-    parts = [result.verdict.value]
+    parts = [result.verdict.label]  # (shown on every surface's progress: the verdict in words)
     if rec.score_ns is not None:
         parts.append(f"score {format_ns(rec.score_ns)}")
     if rec.rank is not None:
@@ -831,8 +831,8 @@ def _done_detail(rec: RecordedRun, result: RunResult) -> str:
 def compare_detail(comparison: Comparison) -> str:
     """The "done" event of a compare: the verdict, and the overall ratio with its interval."""
     if comparison.ratio is None or comparison.ci_low is None or comparison.ci_high is None:
-        return comparison.verdict.value
+        return comparison.verdict.label
     return (
-        f"{comparison.verdict.value}, {comparison.a}/{comparison.b} time ratio {comparison.ratio:.4f} "
+        f"{comparison.verdict.label}, {comparison.a}/{comparison.b} time ratio {comparison.ratio:.4f} "
         f"(95% interval {comparison.ci_low:.4f} to {comparison.ci_high:.4f})"
     )

@@ -190,6 +190,7 @@ def register(app: typer.Typer) -> None:
         from kernelcup.commands.leaderboard import ranking_table
         from kernelcup.settings import load
         from kernelcup.wiring import build_worker, open_platform
+        from leaderboards.formatting import outcome_text as outcome
         from leaderboards.results import UserRef
         from leaderboards.worker import WorkerSettings
 
@@ -241,7 +242,10 @@ def register(app: typer.Typer) -> None:
                     job = st.jobs[0]
                     tail = f" ({job.error})" if job.error else ""
                     console.print(
-                        safe(f"  {lb}: {sol.parent.parent.parent.name}/{sol.name} -> {job.status}, {job.verdict}{tail}")
+                        safe(
+                            f"  {lb}: {sol.parent.parent.parent.name}/{sol.name} -> {outcome(job.status, job.verdict)}"
+                            f"{tail}"
+                        )
                     )
                 for name in dict.fromkeys(lb for lb, _, _ in submitted):
                     console.print(ranking_table(service.ranking(name, DEMO_DEVICE)))

@@ -1,4 +1,4 @@
-"""`kernelcup submissions list|show ID|code ID|cancel ID`: your submissions, local or through a server's API.
+"""`kernelcup submissions list|show ID|code ID|cancel ID|delete ID`: your submissions, local or through a server's API.
 
 Locally (no server configured) they are the submissions of ``--user`` (default: your login name) in the local
 database; through a server, those of the account your token speaks for. ``show ID --follow`` picks up a
@@ -22,8 +22,15 @@ from kernelcup.remote import client_for, resolve, server_option
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from leaderboards.results import JobView, SubmissionCodeView, SubmissionDetails, SubmissionSummary, UserRef
-    from web.schemas import CodeOut, JobOut, SubmissionOut, SubmissionSummaryOut
+    from leaderboards.results import (
+        JobView,
+        SubmissionCodeView,
+        SubmissionDetails,
+        SubmissionStatus,
+        SubmissionSummary,
+        UserRef,
+    )
+    from web.schemas import CodeOut, JobOut, SubmissionOut, SubmissionStatusOut, SubmissionSummaryOut
 
 USER_HELP = "Local database only: whose submissions (default: your login name)."
 
@@ -40,11 +47,9 @@ def _local_only(user: str, login: object) -> None:
 
 
 def job_summary(job: JobView | JobOut) -> str:
-    from leaderboards.formatting import score_text
+    from leaderboards.formatting import outcome_text, score_text
 
-    text = f"{job.device}: {job.status.value}"
-    if job.verdict is not None:
-        text += f" ({job.verdict.value})"
+    text = f"{job.device}: {outcome_text(job.status, job.verdict)}"
     if job.score_ns is not None:
         text += f" {score_text(job.score_ns, job.ranked_score_ns)}"
     if job.rank is not None:
@@ -65,7 +70,7 @@ def submissions_table(subs: Sequence[SubmissionSummary | SubmissionSummaryOut]) 
             safe(s.file_name),
             s.mode.value,
             format_time(s.created_at),
-            safe("; ".join(job_summary(j) for j in s.jobs)),
+            safe("; ".join(job_summary(j) for j in s.jobs) + (f"\n{s.moderation_note}" if s.moderation_note else "")),
         )
     if not subs:
         table.caption = "none yet: `kernelcup submit FILE`"
@@ -195,20 +200,53 @@ def register(app: typer.Typer) -> None:
     @subs_app.command("delete")
     def delete_cmd(
         submission_id: int = typer.Argument(..., help="The submission's id."),
+        force: bool = typer.Option(False, "--force", "-f", help="Delete without asking."),
         user: str = typer.Option("", "--user", "-u", help=USER_HELP),
         server: str | None = server_option(),
     ) -> None:
-        """Take your finished submission off the rankings (one still queued or running is cancelled instead)."""
+        """Take your finished submission off the rankings (one still queued or running is cancelled instead). Shows
+        what it deletes and asks first; --force skips the question."""
         login = resolve(server)
         _local_only(user, login)
         with user_errors():
             if login is not None:
                 with client_for(login) as client:
-                    action = client.submission(submission_id).delete()
+                    handle = client.submission(submission_id)
+                    if not force:
+                        confirm_delete(handle.result().status)
+                    action = handle.delete()
             else:
-                action = open_service().cancel_or_delete(submission_id, _who(user))
+                service = open_service()
+                if not force:
+                    confirm_delete(service.submission_status_of(submission_id, _who(user)))
+                action = service.cancel_or_delete(submission_id, _who(user))
         if action == "cancelled":
             typer.echo(f"submission #{submission_id} was still queued or running: cancelled, not deleted (run this "
                        "again to take it off the rankings)")  # fmt: skip
         else:
             typer.echo(f"submission #{submission_id} deleted: it is off the rankings")
+
+
+def interactive() -> bool:
+    """Whether someone can answer a question: stdin is a terminal."""
+    return sys.stdin.isatty()
+
+
+def confirm_delete(status: SubmissionStatus | SubmissionStatusOut) -> None:
+    """Show the submission a delete would take away and ask; refuse where nobody can answer (no terminal)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    what = "cancel" if not status.done else "delete (take off the rankings)"
+    console.print(
+        f"about to {what}: [bold]#{status.submission_id}[/] · {safe(status.leaderboard)} · {safe(status.file_name)} "
+        f"· {status.mode.value} · sent {format_time(status.created_at)} · "
+        + safe("; ".join(job_summary(j) for j in status.jobs))
+    )
+    if not interactive():
+        typer.secho(f"error: nobody here to confirm the delete of #{status.submission_id} (no terminal); add --force "
+                    "to delete without asking", fg=typer.colors.RED, err=True)  # fmt: skip
+        raise typer.Exit(1)
+    if not typer.confirm("Go ahead?", default=False, err=True):
+        typer.echo("nothing was deleted", err=True)
+        raise typer.Exit(1)

@@ -19,6 +19,7 @@ import typer
 
 from kernelcup.choices import ModeChoice
 from kernelcup.commands.common import print_json, read_submission, user_errors
+from kernelcup.commands.output import output_to
 from kernelcup.commands.text import safe
 from kernelcup.remote import Login, client_for, resolve, server_option
 
@@ -54,7 +55,7 @@ def describe(update: ProgressUpdate | ProgressOut, many_devices: bool) -> str:
 def render_details(console: Console, details: SubmissionDetails | SubmissionOut) -> None:
     """The report: per device the job's outcome, score and rank, then the public run's tests and benchmarks."""
     from kernelcup.commands.run import render, render_comparison
-    from leaderboards.formatting import printable, score_text
+    from leaderboards.formatting import outcome_text, printable, score_text
     from runners.contract import Mode
 
     status = details.status
@@ -64,10 +65,8 @@ def render_details(console: Console, details: SubmissionDetails | SubmissionOut)
     results = {r.device: r.result for r in details.results}
     reports = {r.device: getattr(r, "ncu_report_url", None) for r in details.results}  # the API's; local: in result
     for job in status.jobs:
-        colour = "green" if job.accepted else "red"
-        line = f"[bold]{safe(job.device)}[/]: [{colour}]{job.status.value}[/]"
-        if job.verdict:
-            line += f", {job.verdict.value}"
+        colour = "green" if job.accepted else ("red" if job.status.finished else "yellow")
+        line = f"[bold]{safe(job.device)}[/]: [{colour}]{outcome_text(job.status, job.verdict)}[/]"
         if job.score_ns is not None:
             note = getattr(job, "ranked_note", None)  # the author's own view (a remote JobOut has none)
             line += f", score {safe(score_text(job.score_ns, job.ranked_score_ns, note))}"
@@ -219,11 +218,15 @@ def register(app: typer.Typer) -> None:
         device: list[str] = typer.Option(
             [],
             "--device",
+            "--gpu",
             "-d",
             help="Device to run on (repeatable, or 'all'); default: the file's, else the leaderboard's only device.",
         ),
         mode: ModeChoice | None = typer.Option(
-            None, "--mode", "-m", help="test, benchmark, ranked or profile (default: the file's, else ranked)."
+            None,
+            "--mode",
+            "-m",
+            help="test, benchmark, ranked (also called leaderboard) or profile (default: the file's, else ranked).",
         ),
         user: str = typer.Option("", "--user", "-u", help="Local database only: submit as this local user."),
         json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON (no progress display)."),
@@ -247,111 +250,115 @@ def register(app: typer.Typer) -> None:
             "CPU). It stops earlier, after 6 or more, once the A/B ratio is known within ±0.4%; it counts as 2 runs "
             "per round asked for.",
         ),
+        output: Path | None = typer.Option(
+            None, "--output", "-o", help="Write the result to this file (JSON with --json, else the report as text)."
+        ),
         server: str | None = server_option(),
     ) -> None:
         """Submit a kernel: queue it, run it, and print the report. Through the API when a server is configured
         (`kernelcup login`); else on the local database (run here, if no worker is running). `kernelcup submit A.py
         B.py --compare` compares two files on one device instead."""
-        from rich.console import Console
+        with output_to(output):
+            from rich.console import Console
 
-        from kernelcup.inprocess import InProcessWorker
-        from kernelcup.settings import load
-        from kernelcup.wiring import build_worker, open_platform
-        from leaderboards.queue import JobQueue, with_db_retry
-        from leaderboards.results import UserRef
-        from leaderboards.worker import WorkerSettings
-        from runners.contract import Mode
+            from kernelcup.inprocess import InProcessWorker
+            from kernelcup.settings import load
+            from kernelcup.wiring import build_worker, open_platform
+            from leaderboards.queue import JobQueue, with_db_retry
+            from leaderboards.results import UserRef
+            from leaderboards.worker import WorkerSettings
+            from runners.contract import Mode
 
-        run_mode = Mode(mode.value) if mode is not None else None
-        check_compare(file, against, compare, mode, device, rounds)
-        login = resolve(server)
-        if login is not None:
-            if user:
-                raise typer.BadParameter("a server knows you by your token; --user is for the local database")
-            submit_remote(
-                login,
-                file,
-                leaderboard,
-                device,
-                run_mode,
-                json_out=json_out,
-                no_wait=no_wait,
-                timeout=timeout,
-                against=against,
-                rounds=rounds,
-                force=force,
-            )
-            return
-        console = Console(stderr=json_out)
-        with user_errors():
-            who = UserRef(user or getpass.getuser())
-            worker_settings = load(WorkerSettings)
-            with open_platform() as platform:
-                service = platform.service
-                content = read_submission(file, platform.core.max_submission_bytes)
-                if against is not None:
-                    content_b = read_submission(against, platform.core.max_submission_bytes)
-                    one = device[0] if device else None
-                    receipt = with_db_retry(
-                        lambda: service.compare(
-                            who, file.name, content, against.name, content_b, leaderboard, one, rounds
-                        ),
-                        budget_s=worker_settings.db_retry_s,
-                        what="submitting",
-                    )
-                else:
-                    receipt = with_db_retry(
-                        lambda: service.submit(
-                            who, file.name, content, leaderboard, device or None, run_mode, force=force
-                        ),
-                        budget_s=worker_settings.db_retry_s,
-                        what="submitting",
-                    )
-                print_receipt(console, receipt, json_out, waiting=not no_wait)
-                if no_wait:
-                    return
-                devices = [j.device for j in receipt.jobs]
-                queue = JobQueue(platform.db)
-                local: list[InProcessWorker] = []
-
-                def start_local() -> None:
-                    if local and local[0].alive:
-                        return
-                    w = InProcessWorker(
-                        build_worker(platform, settings=worker_settings, submission_id=receipt.submission_id)
-                    )
-                    w.start()
-                    local[:] = [w]
-                    if not json_out:
-                        console.print("[dim]no worker is running for this device: running the job here[/]")
-
-                polls = 0
-
-                def on_poll() -> None:
-                    nonlocal polls
-                    if polls % 25 == 0:  # every ~5 s: a worker may have died meanwhile
-                        ensure_served(queue, devices, start_local)
-                    polls += 1
-
-                try:
-                    updates = service.follow(receipt.submission_id, timeout_s=timeout, on_poll=on_poll)
-                    show_progress(console, updates, len(devices) > 1, json_out)
-                except KeyboardInterrupt:
-                    stopped_waiting(
-                        console,
-                        receipt.submission_id,
-                        "stays queued (a job this command was running goes back to the queue)",
-                    )
-                finally:
-                    for w in local:
-                        w.stop(worker_settings.stop_grace_s + 5)
-                details = with_db_retry(
-                    lambda: service.submission_details(receipt.submission_id, who),
-                    budget_s=worker_settings.db_retry_s,
-                    what="reading the result",
+            run_mode = Mode(mode.mode) if mode is not None else None
+            check_compare(file, against, compare, mode, device, rounds)
+            login = resolve(server)
+            if login is not None:
+                if user:
+                    raise typer.BadParameter("a server knows you by your token; --user is for the local database")
+                submit_remote(
+                    login,
+                    file,
+                    leaderboard,
+                    device,
+                    run_mode,
+                    json_out=json_out,
+                    no_wait=no_wait,
+                    timeout=timeout,
+                    against=against,
+                    rounds=rounds,
+                    force=force,
                 )
-        if json_out:
-            print_json(details)
-        else:
-            render_details(console, details)
-        raise typer.Exit(0 if details.accepted else 1)
+                return
+            console = Console(stderr=json_out)
+            with user_errors():
+                who = UserRef(user or getpass.getuser())
+                worker_settings = load(WorkerSettings)
+                with open_platform() as platform:
+                    service = platform.service
+                    content = read_submission(file, platform.core.max_submission_bytes)
+                    if against is not None:
+                        content_b = read_submission(against, platform.core.max_submission_bytes)
+                        one = device[0] if device else None
+                        receipt = with_db_retry(
+                            lambda: service.compare(
+                                who, file.name, content, against.name, content_b, leaderboard, one, rounds
+                            ),
+                            budget_s=worker_settings.db_retry_s,
+                            what="submitting",
+                        )
+                    else:
+                        receipt = with_db_retry(
+                            lambda: service.submit(
+                                who, file.name, content, leaderboard, device or None, run_mode, force=force
+                            ),
+                            budget_s=worker_settings.db_retry_s,
+                            what="submitting",
+                        )
+                    print_receipt(console, receipt, json_out, waiting=not no_wait)
+                    if no_wait:
+                        return
+                    devices = [j.device for j in receipt.jobs]
+                    queue = JobQueue(platform.db)
+                    local: list[InProcessWorker] = []
+
+                    def start_local() -> None:
+                        if local and local[0].alive:
+                            return
+                        w = InProcessWorker(
+                            build_worker(platform, settings=worker_settings, submission_id=receipt.submission_id)
+                        )
+                        w.start()
+                        local[:] = [w]
+                        if not json_out:
+                            console.print("[dim]no worker is running for this device: running the job here[/]")
+
+                    polls = 0
+
+                    def on_poll() -> None:
+                        nonlocal polls
+                        if polls % 25 == 0:  # every ~5 s: a worker may have died meanwhile
+                            ensure_served(queue, devices, start_local)
+                        polls += 1
+
+                    try:
+                        updates = service.follow(receipt.submission_id, timeout_s=timeout, on_poll=on_poll)
+                        show_progress(console, updates, len(devices) > 1, json_out)
+                    except KeyboardInterrupt:
+                        stopped_waiting(
+                            console,
+                            receipt.submission_id,
+                            "stays queued (a job this command was running goes back to the queue)",
+                        )
+                    finally:
+                        for w in local:
+                            w.stop(worker_settings.stop_grace_s + 5)
+                    details = with_db_retry(
+                        lambda: service.submission_details(receipt.submission_id, who),
+                        budget_s=worker_settings.db_retry_s,
+                        what="reading the result",
+                    )
+            if json_out:
+                print_json(details)
+            else:
+                render_details(console, details)
+            raise typer.Exit(0 if details.accepted else 1)

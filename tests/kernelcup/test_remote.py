@@ -191,7 +191,7 @@ def test_login_list_submit_and_logout(server: Server, tmp_path: Path) -> None:
     r = server.cli("submit", str(kernel))
     assert r.exit_code == 0, r.output
     assert "· testing" in r.output and "· done" in r.output  # live progress from the event stream
-    assert "cpu: succeeded, accepted, score 700 ns, secret-seed run passed, rank 1" in r.output
+    assert "cpu: accepted, score 700 ns, secret-seed run passed, rank 1" in r.output
     r = server.cli("leaderboard", "show", "add", "--json")
     ranking = json.loads(r.stdout)["rankings"][0]
     assert ranking["entries"][0]["user_name"] == "ann" and ranking["total"] == 1
@@ -214,7 +214,7 @@ def test_no_wait_then_follow_list_code_and_cancel(server: Server, tmp_path: Path
     server.gate.set()
     r = server.cli("submissions", "show", str(sid), "--follow", env=env)
     assert r.exit_code == 0, r.output
-    assert "[cpu] testing" in r.output and "H100: succeeded, accepted, score 300 ns" in r.output
+    assert "[cpu] testing" in r.output and "H100: accepted, score 300 ns" in r.output
     r = server.cli("submissions", "code", str(sid), env=env)
     assert r.stdout == "# median 300\n" + SOLUTION
     server.gate.clear()
@@ -226,8 +226,11 @@ def test_no_wait_then_follow_list_code_and_cancel(server: Server, tmp_path: Path
     # A finished submission is not deleted by a cancel (the newcomer's lost ranking): it says so and how to delete.
     r = server.cli("submissions", "cancel", str(sid), env=env)
     assert r.exit_code == 1 and "has already finished; there is nothing to cancel" in r.output
-    assert "H100: succeeded" in server.cli("submissions", "show", str(sid), env=env).output
-    r = server.cli("submissions", "delete", str(sid), env=env)
+    assert "H100: accepted" in server.cli("submissions", "show", str(sid), env=env).output
+    r = server.cli("submissions", "delete", str(sid), env=env)  # no terminal to ask: refused, and it says how
+    assert r.exit_code == 1 and f"about to delete (take off the rankings): #{sid}" in r.output
+    assert "H100: accepted" in r.output and "add --force to delete without asking" in r.output
+    r = server.cli("submissions", "delete", str(sid), "--force", env=env)
     assert r.exit_code == 0 and r.output.strip() == f"submission #{sid} deleted: it is off the rankings"
     assert server.cli("submissions", "show", str(sid), env=env).exit_code == 1
     r = server.cli("submissions", "show", "99999", env=env)

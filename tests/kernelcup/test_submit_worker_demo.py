@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from kernelcup import wiring
 from kernelcup.cli import build_app
+from kernelcup.commands import submissions
 from runners.contract import Verdict
 from runners.launchers.fake import FakeLauncher, verdict_result
 
@@ -67,7 +68,9 @@ def test_submit_runs_in_process_and_prints_json_report(env: Path, fake: FakeLaun
     assert len(fake.requests) == 2  # public + secret
 
 
-def test_cancel_leaves_a_finished_submission_and_delete_takes_it_off(env: Path, fake: FakeLauncher) -> None:
+def test_cancel_leaves_a_finished_submission_and_delete_takes_it_off(
+    env: Path, fake: FakeLauncher, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sync(env, ["cpu"])
     (env / "sol.py").write_text(SOLUTION)
     done = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--json", "--user", "ann"])
@@ -76,8 +79,13 @@ def test_cancel_leaves_a_finished_submission_and_delete_takes_it_off(env: Path, 
     cancel = CliRunner().invoke(app, ["submissions", "cancel", str(sid), "--user", "ann"])
     assert cancel.exit_code == 1 and "already finished; there is nothing to cancel" in cancel.output
     assert "#1" in CliRunner().invoke(app, ["leaderboard", "show", "add"]).output  # still ranked
-    gone = CliRunner().invoke(app, ["submissions", "delete", str(sid), "--user", "ann"])
-    assert gone.exit_code == 0 and gone.output.strip() == f"submission #{sid} deleted: it is off the rankings"
+    monkeypatch.setattr(submissions, "interactive", lambda: True)  # (a terminal to answer the question)
+    kept = CliRunner().invoke(app, ["submissions", "delete", str(sid), "--user", "ann"], input="n\n")
+    assert kept.exit_code == 1 and f"about to delete (take off the rankings): #{sid} · add · sol.py" in kept.output
+    assert "nothing was deleted" in kept.output
+    assert "#1" in CliRunner().invoke(app, ["leaderboard", "show", "add"]).output  # still ranked
+    gone = CliRunner().invoke(app, ["submissions", "delete", str(sid), "--user", "ann"], input="y\n")
+    assert gone.exit_code == 0 and f"submission #{sid} deleted: it is off the rankings" in gone.output
     assert CliRunner().invoke(app, ["submissions", "show", str(sid), "--user", "ann"]).exit_code == 1
 
 
@@ -86,8 +94,9 @@ def test_submit_text_report_shows_progress_score_and_rank(env: Path, fake: FakeL
     (env / "sol.py").write_text(SOLUTION)
     result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--user", "ann"])
     assert result.exit_code == 0, result.output
-    for text in ("started", "testing", "done", "succeeded, accepted", "score", "rank 1", "benchmarks"):
+    for text in ("started", "testing", "done", "cpu: accepted", "score", "rank 1", "benchmarks"):
         assert text in result.output
+    assert "succeeded" not in result.output  # the operators' word: a competitor sees the outcome
 
 
 def test_submit_wrong_answer_exits_nonzero(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,7 +106,8 @@ def test_submit_wrong_answer_exits_nonzero(env: Path, monkeypatch: pytest.Monkey
     (env / "sol.py").write_text(SOLUTION)
     result = CliRunner().invoke(build_app(), ["submit", "sol.py", "-l", "add", "--mode", "test"])
     assert result.exit_code == 1
-    assert "wrong_answer" in result.output and "output differs at index 2" in result.output
+    assert "cpu: wrong answer" in result.output and "output differs at index 2" in result.output
+    assert "wrong_answer" not in result.output and "succeeded" not in result.output
 
 
 def test_submit_no_wait_then_worker_once_serves_it(env: Path, fake: FakeLauncher) -> None:
@@ -139,7 +149,7 @@ def test_demo_submits_pytorch_solutions_and_prints_rankings(env: Path, fake: Fak
     result = CliRunner().invoke(build_app(), ["demo", "--set", str(env / "problems" / "starter.yaml")])
     assert result.exit_code == 0, result.output
     assert "demo-add" in result.output and "demo-pytorch" in result.output
-    assert "succeeded, accepted" in result.output or "-> succeeded" in result.output
+    assert "demo-add: add/pytorch.py -> accepted" in result.output  # (the worker's log lines are the operators')
     assert len(fake.requests) == 2  # the PyTorch solution only (public + secret); Triton is skipped on CPU
     assert all(r.device == "cpu" for r in fake.requests)
     # demo leaderboards benchmark the largest test cases, not the GPU-sized benchmarks

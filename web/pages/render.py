@@ -25,12 +25,15 @@ from leaderboards.formatting import (
     KERNEL_COLUMNS,
     MISSING,
     format_bytes,
+    format_iqr,
     format_ns,
     format_share,
     format_speedup,
     kernel_row,
+    outcome_text,
     roofline_summary,
     score_text,
+    verdict_words,
 )
 from leaderboards.problem_rules import MAX_TEXT_CHARS
 from leaderboards.results import Principal
@@ -101,6 +104,11 @@ def job_score(job: Any) -> str:
     return score_text(job.score_ns, job.ranked_score_ns) if job.score_ns is not None else format_ns(None)
 
 
+def outcome(job: Any) -> str:
+    """A job's one outcome in plain words (``outcome_text``): its verdict's, else its state's."""
+    return outcome_text(job.status, job.verdict)
+
+
 env = Environment(
     loader=FileSystemLoader(TEMPLATES),
     autoescape=select_autoescape(default=True, default_for_string=True),
@@ -120,6 +128,9 @@ env.filters.update(
     capped=capped,
     kernel_row=kernel_row,
     bytes=format_bytes,
+    outcome=outcome,
+    verdict=verdict_words,
+    iqr=format_iqr,
 )
 env.globals.update(kernel_columns=KERNEL_COLUMNS)
 
