@@ -248,11 +248,12 @@ class RejudgeMixin(RecordingMixin):
             rows = s.scalars(stmt.order_by(Rejudge.id.desc()).limit(limit)).all()
             return tuple(self._rejudge_view(s, r, lb.name) for r in rows)
 
-    def drift_notes(self, name: str, device: str) -> dict[int, str]:
-        """Submission id -> what the board shows of its latest finished rejudge on ``device`` ("re-timed on torch
-        2.6.0: -1.2%"); entries never rejudged are absent."""
+    def drift_notes(self, name: str, device: str | None = None) -> dict[int, str]:
+        """Submission id -> what the board shows of its latest finished rejudge on ``device`` (the board's only one
+        when None): "re-timed on torch 2.6.0: -1.2%". Entries never rejudged are absent."""
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, include_hidden=False)
+            (device,) = self._check_devices(lb, [device] if device else None)
             latest = (
                 select(func.max(Rejudge.id))
                 .where(Rejudge.leaderboard_id == lb.id, Rejudge.device == device, Rejudge.status == RejudgeStatus.DONE)

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from leaderboards.accounts import AccountsMixin
 from leaderboards.admin import AdminMixin
+from leaderboards.audit import AuditMixin
 from leaderboards.competition import StandingsMixin
 from leaderboards.directives import parse_directives
 from leaderboards.errors import (
@@ -124,6 +125,7 @@ class LeaderboardService(
     ViewingMixin,
     AccountsMixin,
     AdminMixin,
+    AuditMixin,
     ModerationMixin,
     StatsMixin,
     RejudgeMixin,

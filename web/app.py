@@ -27,7 +27,7 @@ from web.pages import discord, forms, views
 from web.pages.base import PageHeadersMiddleware, install_error_pages
 from web.pages.render import STATIC
 from web.pages.session import Sessions, load_secret
-from web.routes import admin, events, health, leaderboards, me, standings, submissions
+from web.routes import admin, events, health, leaderboards, me, moderation, standings, submissions
 from web.schemas import API_PREFIX
 from web.settings import WebSettings
 
@@ -77,7 +77,8 @@ def create_app(
     app.state.sessions = Sessions(lambda: load_secret(secret, data_dir), settings.session_max_age_s)
     errors.install(app)
     install_error_pages(app)
-    for module in (leaderboards, standings, submissions, events, me, admin, health, views, forms, admin_page, discord):
+    for module in (leaderboards, standings, moderation, submissions, events, me, admin, health, views, forms, admin_page,
+                   discord):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

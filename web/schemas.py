@@ -230,6 +230,12 @@ class ComparisonOut(Model):
     )
 
 
+MODERATION_DOC = (
+    "flagged (still ranks), quarantined or hacked (out of every ranking), cleared; null when never moderated."
+)
+MODERATION_NOTE_DOC = "What the author reads about the moderation: the state in words and the moderator's reason."
+
+
 class SubmissionStatusOut(Model):
     submission_id: int
     leaderboard: str
@@ -242,6 +248,8 @@ class SubmissionStatusOut(Model):
     done: bool
     accepted: bool
     comparison: ComparisonOut | None = Field(default=None, description="Only for mode `compare`.")
+    moderation: str | None = Field(None, description=MODERATION_DOC)
+    moderation_note: str | None = Field(None, description=MODERATION_NOTE_DOC)
 
 
 class PublicResultOut(Model):
@@ -276,6 +284,8 @@ class SubmissionSummaryOut(Model):
     mode: SubmissionMode
     created_at: datetime
     jobs: tuple[JobOut, ...]
+    moderation: str | None = Field(None, description=MODERATION_DOC)
+    moderation_note: str | None = Field(None, description=MODERATION_NOTE_DOC)
 
 
 class CodeOut(Model):

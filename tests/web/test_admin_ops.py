@@ -195,6 +195,8 @@ def test_no_secret_in_any_response_or_log_line(
         "submission_id": str(sid),
         "token_id": "1",
         "user": "local:bob",
+        "alert_id": "1",
+        "invite_id": "1",
     }
     bodies = {"/api/v1/admin/sync": {}, "/api/v1/me/tokens": {"name": "x"}}
     seen = 0
