@@ -23,6 +23,7 @@ from kernelcup.commands import (
     leaderboard,
     login,
     mcpserve,
+    moderation,
     problems,
     run,
     runners,
@@ -47,6 +48,7 @@ COMMAND_MODULES = (
     submissions,
     leaderboard,
     standings,  # adds `leaderboard standings` and `leaderboard system-test` to the group leaderboard made
+    moderation,  # `leaderboard moderate|moderated|audit|rejudge|rejudges|alerts|resolve-alert` in that group
     login,
     worker,
     bot,
