@@ -53,7 +53,7 @@ from runners.ipc.protocol import (
     RTest,
 )
 from runners.ipc.wire import socket_pair
-from runners.oracle.base import JOB_FD_ENV, PRESTART_ENV, REPORT_FD_ENV
+from runners.oracle.base import HELPER_THREADS_ENV, JOB_FD_ENV, PRESTART_ENV, REPORT_FD_ENV
 from runners.sandbox import (
     Handover,
     ProcessOutcome,
@@ -257,7 +257,11 @@ class Launch:
         oracle_env["PYTHONFAULTHANDLER"] = "1"
         if not gpu:
             # The evaluator's checks must not leave OpenMP threads spinning on the cores the submission is timed on.
+            # Its helpers (the baseline process, the echo) run with the submission's threads: a reference timed on one
+            # thread beside a submission timed on every core read 0.05x for the reference's own operation on a loaded
+            # machine (issue 31).
             oracle_env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+            oracle_env[HELPER_THREADS_ENV] = os.environ.get("OMP_NUM_THREADS", "")
         oracle_fds = [report_w, job_r]
         if shape.start_submission:
             oracle_env[SOCKET_FD_ENV] = str(sock_oracle.fileno())

@@ -15,6 +15,11 @@ from runners.contract import Verdict
 REPORT_FD_ENV = "KERNELCUP_REPORT_FD"
 JOB_FD_ENV = "KERNELCUP_JOB_FD"
 PRESTART_ENV = "KERNELCUP_PRESTARTED"
+HELPER_THREADS_ENV = "KERNELCUP_HELPER_OMP_NUM_THREADS"
+"""On the CPU: the ``OMP_NUM_THREADS`` the submission process runs with ('' for none), which the evaluator's helpers
+(the echo, the baseline process) get instead of the evaluator's own single passive thread."""
+EVALUATOR_ONLY_ENV = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")
+"""What the entry sets for the evaluator alone on the CPU (its checks must not leave threads spinning)."""
 """Set (to the helpers to start, comma-separated) for an evaluator started before its job: it starts them and
 imports PyTorch, then waits for the job on its pipe."""
 PROBLEM_DIR = "problem"

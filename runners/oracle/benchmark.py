@@ -13,7 +13,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,8 @@ from runners.ipc.protocol import (
 from runners.ipc.wire import Wire, socket_pair
 from runners.oracle.base import (
     DEFAULT_HEAP,
+    EVALUATOR_ONLY_ENV,
+    HELPER_THREADS_ENV,
     MIB,
     PROBLEM_DIR,
     Fatal,
@@ -51,13 +53,27 @@ SLACK_SHARE = 50
 MAX_BATCH_CALLS = 64
 
 
+def helper_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """A helper's environment: the evaluator's, except on the CPU its threads, which are the submission process's
+    (``HELPER_THREADS_ENV``) instead of the evaluator's own single passive one, so that a baseline is timed as the
+    submission is."""
+    env = dict(environ)
+    if HELPER_THREADS_ENV in env:
+        threads = env.pop(HELPER_THREADS_ENV)
+        for var in EVALUATOR_ONLY_ENV:
+            env.pop(var, None)
+        if threads:
+            env["OMP_NUM_THREADS"] = threads
+    return env
+
+
 def start_helper(workdir: Path, name: str, title: str) -> tuple[subprocess.Popen[bytes], Peer]:
     """Start a submission-protocol process of the evaluator's own (trusted code only: the calibration echo, the
     baseline process) in the evaluator's sandbox, in ``workdir/name``; it imports PyTorch, says hello and waits."""
     a, b = socket_pair()
     folder = workdir / name
     folder.mkdir(exist_ok=True)
-    env = {**os.environ, SOCKET_FD_ENV: str(b.fileno())}
+    env = {**helper_env(os.environ), SOCKET_FD_ENV: str(b.fileno())}
     argv = [sys.executable, "-m", "runners.submission"]
     proc = subprocess.Popen(argv, pass_fds=(b.fileno(),), env=env, cwd=folder)
     b.close()

@@ -5,8 +5,10 @@ failures that never fail the run."""
 from __future__ import annotations
 
 import shutil
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from harness_helpers import FIXTURES, SUBMISSIONS, build_request
@@ -247,3 +249,30 @@ def test_timing_a_baseline_shows_as_progress_before_the_submission_starts(tmp_pa
     up = [i for i, (phase, detail) in enumerate(shown) if detail == "the submission process is up"]
     timing = shown.index((Phase.STARTING, "timing the reference (to compare with the submission)"))
     assert up and timing < up[0], shown
+
+
+def test_on_the_cpu_the_baseline_process_runs_with_the_submissions_threads_not_the_evaluators(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 31: the evaluator runs its checks on one passive OpenMP thread, and its helpers inherited that, so the
+    reference was timed on one thread while the submission ran on every core: on a loaded 2-core machine the
+    reference's own operation read 0.05x on the case large enough for torch to use threads (15.7 ms against
+    0.7 ms). The helpers get the submission process's threads (the runner's OMP_NUM_THREADS, or none)."""
+    from runners.entry.session import Launch, Shape
+    from runners.oracle.base import HELPER_THREADS_ENV
+    from runners.oracle.benchmark import helper_env
+
+    evaluator = {"PATH": "/usr/bin", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    assert helper_env({**evaluator, HELPER_THREADS_ENV: ""}) == {"PATH": "/usr/bin"}
+    assert helper_env({**evaluator, HELPER_THREADS_ENV: "4"}) == {"PATH": "/usr/bin", "OMP_NUM_THREADS": "4"}
+    assert helper_env({"PATH": "/usr/bin", "OMP_NUM_THREADS": "8"}) == {"PATH": "/usr/bin", "OMP_NUM_THREADS": "8"}
+    # What the entry tells a CPU run's evaluator: the submission process's threads (the runner's OMP_NUM_THREADS).
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    shape = Shape(device="cpu", gpu=None, python=sys.executable, prefix=(), extra_ro=(), submission_env=(),
+                  shared_ro=(), host_memory_mb=1024, output_cap_bytes=1024, require_sandbox=False)  # fmt: skip
+    dirs = SimpleNamespace(oracle=Path("/nonexistent/o"), submission=Path("/nonexistent/s"), problem=Path("/x"))
+    launch = Launch(shape, dirs, timeout_s=1.0)
+    try:
+        assert launch.oracle.env["OMP_NUM_THREADS"] == "1" and launch.oracle.env[HELPER_THREADS_ENV] == "3"
+    finally:
+        launch.stop()
