@@ -17,6 +17,7 @@ import typer
 from kernelcup.commands import (
     agent,
     bot,
+    competition,
     db,
     demo,
     kernelbench,
@@ -49,6 +50,7 @@ COMMAND_MODULES = (
     leaderboard,
     standings,  # adds `leaderboard standings` and `leaderboard system-test` to the group leaderboard made
     moderation,  # `leaderboard moderate|moderated|audit|rejudge|rejudges|alerts|resolve-alert` in that group
+    competition,  # `join`, `invites`, and `leaderboard late|admit` in the group leaderboard made
     login,
     worker,
     bot,
@@ -100,16 +102,34 @@ def build_app(*, reference_check: Callable[[], ReferenceCheck] | None = None) ->
         else:
             module.register(app)
 
+    def print_version(asked: bool) -> None:
+        if asked:
+            typer.echo(version_text())
+            raise typer.Exit()
+
+    @app.callback()
+    def options(
+        version: bool = typer.Option(
+            False, "--version", "-V", is_eager=True, callback=print_version, help="Print the version and exit."
+        ),
+    ) -> None:
+        pass
+
     @app.command()
     def version() -> None:
-        """Print the kernelcup version and the run-contract version."""
-        from importlib.metadata import version as dist_version
-
-        from runners.contract import CONTRACT_VERSION
-
-        typer.echo(f"kernelcup {dist_version('kernelcup')} (run contract v{CONTRACT_VERSION})")
+        """Print the kernelcup version and the run-contract version (as `kernelcup --version`)."""
+        typer.echo(version_text())
 
     return app
+
+
+def version_text() -> str:
+    """``kernelcup 0.1.0 (run contract v3)``: the package's version and the run contract's."""
+    from importlib.metadata import version as dist_version
+
+    from runners.contract import CONTRACT_VERSION
+
+    return f"kernelcup {dist_version('kernelcup')} (run contract v{CONTRACT_VERSION})"
 
 
 def main() -> None:

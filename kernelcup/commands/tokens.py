@@ -3,10 +3,15 @@ first admin). A token is printed once, when it is made; only its hash is kept.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from kernelcup.commands.common import format_time, open_service, print_json, user_errors
 from kernelcup.commands.text import safe
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +37,8 @@ def register(app: typer.Typer) -> None:
 
         with user_errors():
             lifetime, never = token_lifetime(expires)
-            new = open_service().create_token(
+            service = open_service()
+            new = service.create_token(
                 UserRef.parse(account),
                 name=name or "kernelcup tokens create",
                 scopes=(Scope.SUBMIT, Scope.ADMIN) if admin else (Scope.SUBMIT,),
@@ -41,14 +47,17 @@ def register(app: typer.Typer) -> None:
                 program=True if program else None,
                 actor="shell:kernelcup tokens create",
             )
+        where = f"written to the database {database_name(service.db.engine.url)}"
         if json_out:
+            typer.echo(where, err=True)
             print_json(new)
             return
         info = new.info
         typer.echo(
             f"token #{info.token_id} for {info.identity}{' (a program)' if info.is_program else ''}, "
             f"scopes {', '.join(info.scopes)}, expires {expiry_text(info.expires_at)}. "
-            "It is shown only now: keep it secret (`kernelcup login --server URL` takes it).",
+            f"{where}: the server that reads that database takes it. It is shown only now: keep it secret "
+            "(`kernelcup login --server URL` takes it).",
             err=True,
         )
         typer.echo(new.token)
@@ -95,3 +104,10 @@ def register(app: typer.Typer) -> None:
         with user_errors():
             view = open_service().revoke_token(token_id, actor="shell:kernelcup tokens revoke")
         typer.echo(f"token #{view.token_id} of {view.identity} is revoked")
+
+
+def database_name(url: URL) -> str:
+    """The database a command wrote to, without credentials: ``postgresql+psycopg://db.example:5432/kernelcup``,
+    ``sqlite:////home/ann/.local/share/kernelcup/kernelcup.sqlite3`` (no user, password or query parameters)."""
+    bare = type(url).create(url.drivername, host=url.host, port=url.port, database=url.database)
+    return bare.render_as_string(hide_password=True)

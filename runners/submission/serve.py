@@ -88,7 +88,11 @@ def classify(exc: BaseException, device: str, what: str) -> CallError:
         where = "GPU" if "cuda" in low else "host"
         return CallError(kind="oom", message=f"{what} ran out of {where} memory: {first}")
     if device == "cpu" and _NEEDS_CUDA.search(low):
-        return CallError(kind="needs_cuda", message=f"this submission needs a CUDA device: {what}: {text[:300]}")
+        # A CUDA build on a machine without CUDA: torch's own words ("CUDA_HOME environment variable is not set")
+        # would send people after a toolkit, when what they lack is a GPU.
+        cause = "it builds CUDA code" if "cuda_home" in low or "nvcc" in low else text[:300]
+        return CallError(kind="needs_cuda", message=f"this submission needs a CUDA device: {what}: {cause}; this "
+                         "machine has no CUDA GPU: run it on a GPU device")  # fmt: skip
     if isinstance(exc, SystemExit):
         return CallError(kind="exit", message=f"{what} called exit({exc.code!r}); return the output instead")
     return CallError(kind="exception", message=f"{what} raised {type(exc).__name__}:\n{_trace(exc)}")

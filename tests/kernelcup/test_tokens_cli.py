@@ -34,6 +34,8 @@ def test_create_list_and_revoke(env: dict[str, str]) -> None:
     assert r.exit_code == 0, r.output
     token = r.stdout.strip()
     assert token.startswith("kc_") and "shown only now" in r.stderr and "expires never" in r.stderr
+    database = Path(env["KERNELCUP_DATA_DIR"]) / "kernelcup.sqlite3"
+    assert f"written to the database sqlite:///{database}" in " ".join(r.stderr.split())  # (a newcomer's wrong one)
     core = CoreSettings(_env_file=None, data_dir=Path(env["KERNELCUP_DATA_DIR"]))
     service = LeaderboardService(open_database(core), core)
     who = service.authenticate(token, Scope.ADMIN)
@@ -65,3 +67,12 @@ def test_a_token_without_expires_lives_as_long_as_the_setting_says(env: dict[str
     info = json.loads(r.stdout)["info"]
     made, expires = (datetime.fromisoformat(info[k]) for k in ("created_at", "expires_at"))
     assert expires - made == timedelta(days=1)
+
+
+def test_the_database_named_has_no_credentials() -> None:
+    from sqlalchemy.engine import make_url
+
+    from kernelcup.commands.tokens import database_name
+
+    url = make_url("postgresql+psycopg://kc:s3cret@db.example:5432/kernelcup?sslpassword=hush")
+    assert database_name(url) == "postgresql+psycopg://db.example:5432/kernelcup"

@@ -61,13 +61,14 @@ def test_exception_is_a_runtime_error_with_the_submission_traceback(evaluate: Ev
         ("submissions/no_entry.py", Verdict.REJECTED, "no_entry.py defines no custom_kernel(data) function"),
         ("submissions/exit_at_import.py", Verdict.RUNTIME_ERROR, "exited with code 0"),
         ("submissions/needs_cuda.py", Verdict.NEEDS_CUDA, "needs a CUDA device"),
-        ("submissions/inline_cuda.py", Verdict.NEEDS_CUDA, "needs a CUDA device"),
+        ("submissions/inline_cuda.py", Verdict.NEEDS_CUDA, "builds CUDA code; this machine has no CUDA GPU"),
     ],
 )
 def test_bad_submission_gets_its_own_category(evaluate: Evaluate, file: str, verdict: Verdict, words: str) -> None:
     result = evaluate(file)
     assert result.verdict is verdict, result.message
     assert words in result.message
+    assert "CUDA_HOME" not in result.message + result.stderr  # (torch's words: a toolkit is not what is missing)
 
 
 def test_syntax_error_is_a_compile_error_naming_the_line(evaluate: Evaluate) -> None:
