@@ -99,6 +99,21 @@ def test_submit_text_report_shows_progress_score_and_rank(env: Path, fake: FakeL
     assert "succeeded" not in result.output  # the operators' word: a competitor sees the outcome
 
 
+def test_popcorn_cli_habits_leaderboard_mode_gpu_and_output(env: Path, fake: FakeLauncher) -> None:
+    """`-m leaderboard` is ranked, `--gpu` is `--device`, `--output FILE` writes the report there, `--version`."""
+    sync(env, ["cpu", "H100"])
+    (env / "sol.py").write_text(SOLUTION)
+    args = ["submit", "sol.py", "-l", "add", "-m", "leaderboard", "--gpu", "cpu", "--user", "ann", "--output", "r.txt"]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 0, result.output
+    assert [(r.mode.value, r.device) for r in fake.requests] == [("ranked", "cpu")] * 2  # public + secret seed
+    report = (env / "r.txt").read_text()
+    assert "submission #1 · add · sol.py · ranked" in report and "cpu: accepted" in report
+    assert "wrote the result to r.txt" in result.output and "cpu: accepted" not in result.stdout
+    version = CliRunner().invoke(build_app(), ["--version"])
+    assert version.exit_code == 0 and version.output.startswith("kernelcup ") and "run contract v" in version.output
+
+
 def test_submit_wrong_answer_exits_nonzero(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     launcher = FakeLauncher(verdict_result(Verdict.WRONG_ANSWER, "output differs at index 2"))
     monkeypatch.setattr(wiring, "launcher_for", lambda kind="routed", **_: lambda device: launcher)
