@@ -12,7 +12,7 @@ import html
 import logging
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -239,12 +239,19 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _on_http)
 
 
+ErrorPage = Callable[[Request, int, str], Awaitable[Response]]
+"""Renders a page's error (``web.pages.base.error_page``: the site's own page, with its navigation)."""
+
+
 class ErrorMiddleware:
     """Turns anything that escaped the routes into the error shape: 503 when the database cannot be reached, else
-    500 with a reference to the log line. A response already under way (an event stream) is ended instead."""
+    500 with a reference to the log line. A response already under way (an event stream) is ended instead. A page's
+    500 is ``page``'s (the bare ``page_error`` without it); a page's 503 and 422 stay bare: the database that the
+    navigation needs is what failed, or was refused the request's text."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, page: ErrorPage | None = None) -> None:
         self.app = app
+        self.page = page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -279,7 +286,7 @@ class ErrorMiddleware:
                 log.error("%s %s failed (ref %s)", scope["method"], scope["path"], ref, exc_info=exc)
                 message = f"Something went wrong on our side (not your fault); reference {ref}."
                 if is_page(scope["path"]):
-                    response = page_error(500, message)
+                    response = await self.page(Request(scope), 500, message) if self.page else page_error(500, message)
                 else:
                     response = error_response(500, "internal_error", message)
             if not started:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -18,6 +21,8 @@ from web import errors
 from web.errors import is_page
 from web.pages.render import Viewer, render
 from web.pages.session import Session, Sessions
+
+log = logging.getLogger(__name__)
 
 PAGE_HEADERS = [
     (
@@ -95,6 +100,21 @@ class PageHeadersMiddleware:
         await self.app(scope, receive, with_headers)
 
 
+async def error_page(request: Request, status: int, message: str, *, sign_in: str | None = None) -> Response:
+    """An error as a page with the site's navigation, signed in as the visitor is (a 404 or 403 had dropped them
+    to "Sign in"). The failure may be the database's or the templates': then the visitor shows signed out, and
+    past a template that does not render, the bare page of ``errors.page_error``."""
+    try:
+        view = await asyncio.to_thread(viewer, request)  # reads the session's row: not on the event loop
+    except Exception:  # the database is what failed, most likely: the page goes on without the signed-in name
+        view = Viewer(None)
+    try:
+        return render(request, "error.html", view, status=status, status_code=status, message=message, sign_in=sign_in)
+    except Exception as exc:
+        log.error("the error page of %s failed to render", request.url.path, exc_info=exc)
+        return errors.page_error(status, message)
+
+
 async def _answer(
     handler: Callable[[Request, Any], Response | Awaitable[Response]], request: Request, exc: Exception
 ) -> Response:
@@ -115,17 +135,16 @@ def install_error_pages(app: FastAPI) -> None:
             sign_in = None
             if isinstance(exc, KernelcupError):
                 status, message = errors.status_of(exc), exc.message
-                if status >= 500:
-                    return await _answer(api, request, exc)  # logged there; its message names no secret
-                if isinstance(exc, SubmissionNotFound) and not signed_in(request):
+                if status >= 500:  # the API's answer logs it and says what may be said (never a database's address)
+                    answer = await _answer(api, request, exc)
+                    status, message = answer.status_code, json.loads(bytes(answer.body))["error"]["message"]
+                elif isinstance(exc, SubmissionNotFound) and not signed_in(request):
                     sign_in = sign_in_url(request)  # "none of yours": a signed-out visitor's may be theirs
             else:
                 assert isinstance(exc, StarletteHTTPException)
                 status = exc.status_code
                 message = "There is no such page." if status == 404 else str(exc.detail)
-            return render(
-                request, "error.html", Viewer(None), status=status, status_code=status, message=message, sign_in=sign_in
-            )
+            return await error_page(request, status, message, sign_in=sign_in)
 
         return handler
 

@@ -90,20 +90,50 @@ def signout(request: Request, csrf: str = Form(""), service: LeaderboardService 
     return response
 
 
+NEWCOMERS_LANGUAGE = "pytorch"
+"""The template the form starts with where a leaderboard has one: the language every newcomer reads."""
+MODE_HINTS = {
+    SubmissionMode.TEST: "checks it against the reference, untimed",
+    SubmissionMode.BENCHMARK: "checks and times it, not ranked",
+    SubmissionMode.RANKED: "checks and times it on public and secret inputs, and ranks it",
+    SubmissionMode.PROFILE: "checks and profiles it (Nsight Compute on a GPU)",
+    SubmissionMode.COMPARE: "times two files against each other on one device, not ranked",
+}
+
+
 def _submit_form(
-    request: Request, view: Viewer, service: LeaderboardService, status: int = 200, **context: object
+    request: Request,
+    view: Viewer,
+    service: LeaderboardService,
+    chosen: str | None,
+    *,
+    language: str | None = None,
+    status: int = 200,
+    **context: object,
 ) -> Response:
+    """The form for one leaderboard (``chosen``, else the first open one): its devices only, its templates, and the
+    code prefilled with the template in ``language`` (its first) unless ``context`` brings the code sent."""
     boards = [b for b in service.list_leaderboards() if b.is_open]
-    devices = sorted({d for b in boards for d in b.devices})
+    board = next((b for b in boards if b.name == chosen), boards[0] if boards else None)
+    if board is not None:
+        task = service.task(board.name)
+        languages = sorted(task.templates, key=lambda lang: (lang != NEWCOMERS_LANGUAGE, lang))
+        language = language if language in task.templates else next(iter(languages), None)
+        if language is not None:
+            context.setdefault("code", task.templates[language])
+            context.setdefault("file_name", task.template_files[language])
+        context.update(languages=languages, language=language)
+        context.setdefault("picked", board.devices[:1])  # one device to start with; tick more to run on each
     context.setdefault("rounds", None)  # the device's default, which the service picks
+    context.setdefault("mode", SubmissionMode.TEST.value)
     return render(
         request,
         "submit.html",
         view,
         status=status,
         boards=boards,
-        devices=devices,
-        modes=list(SubmissionMode),
+        board=board,
+        modes=MODE_HINTS,
         round_choices=list(range(COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS + 1, 2)),
         default_rounds=f"at most {COMPARE_DEFAULT_ROUNDS} on a GPU, {COMPARE_CPU_ROUNDS} on the CPU",
         **context,
@@ -114,12 +144,13 @@ def _submit_form(
 def submit_page(
     request: Request,
     leaderboard: str | None = None,
+    language: str | None = None,
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
 ) -> Response:
     if view.who is None:
         return sign_in_first(request)
-    return _submit_form(request, view, service, chosen=leaderboard, picked=[], mode="ranked")
+    return _submit_form(request, view, service, leaderboard, language=language)
 
 
 @router.post("/submit")
@@ -174,13 +205,15 @@ def submit(
             request,
             view,
             service,
+            leaderboard,
             status=422,
             error=exc.message,
-            chosen=leaderboard,
             picked=devices,
             mode=mode,
             rounds=rounds,
             force=force,
+            code=code,
+            file_name=file_name,
         )
     # The same file a moment ago: its earlier submission, saying so (a newcomer's second try showed it silently).
     again = "?duplicate=1" if receipt.duplicate else ""
