@@ -18,15 +18,20 @@ from bot.calls import call, user_ref
 from bot.commands.leaderboard import MAX_CHOICES, parse_devices
 from bot.context import BotContext
 from bot.limits import Reply
+from bot.moderation import audit_text, moderation_text, rejudge_text
 from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
 from bot.settings import BotSettings
 from leaderboards.errors import InvalidChange
+from leaderboards.moderation import ModerationState
 from leaderboards.paths import inside
 from leaderboards.problems import ProblemFormatError, load_problem
 from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
 
 NOT_ADMIN = "Sorry, only this server's kernelcup admins can use admin commands. Nothing was changed."
+ID_MAX = 2**63 - 1
+AUDIT_PAGE = 15
+"""Audit entries per /admin audit reply (a Discord message holds 2,000 characters)."""
 
 
 def is_admin_here(interaction: discord.Interaction, settings: BotSettings) -> bool:
@@ -273,6 +278,60 @@ class AdminCommands(app_commands.Group):
         await call(self.ctx.service.set_rate_limit, leaderboard, per_hour, actor=actor(interaction))
         what = f"{per_hour} submissions per user per hour" if per_hour else "the server-wide default"
         await send(interaction, Reply(content=f"**{leaderboard}** now allows {what}."))
+
+    @app_commands.command(name="moderate", description="Flag, quarantine, judge hacked or clear an entry")
+    @app_commands.describe(
+        submission_id="The entry's submission id",
+        state="quarantined and hacked leave every ranking; cleared comes back",
+        reason="Why: the author reads it, the audit log keeps it",
+    )
+    @app_commands.choices(state=[app_commands.Choice(name=s.value, value=s.value) for s in ModerationState])
+    async def moderate(
+        self,
+        interaction: discord.Interaction,
+        submission_id: app_commands.Range[int, 1, ID_MAX],
+        state: str,
+        reason: app_commands.Range[str, 1, 1000],
+    ) -> None:
+        await defer(interaction)
+        view = await call(self.ctx.service.moderate, submission_id, state, actor=actor(interaction), reason=reason)
+        await send(interaction, Reply(content=moderation_text(view)))
+
+    @app_commands.command(name="audit", description="The audit log: who did what, when")
+    @app_commands.describe(
+        action="Only this action (e.g. moderate, ban)", by="Only this actor (e.g. discord:123 (name))",
+        days="Only the last N days", before="Entries older than this id (paging)",
+    )  # fmt: skip
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def audit(
+        self,
+        interaction: discord.Interaction,
+        leaderboard: str | None = None,
+        action: str | None = None,
+        by: str | None = None,
+        days: app_commands.Range[int, 1, 3650] | None = None,
+        before: app_commands.Range[int, 1, ID_MAX] | None = None,
+    ) -> None:
+        await defer(interaction)
+        since = datetime.now(UTC) - timedelta(days=days) if days is not None else None
+        page = await call(self.ctx.service.audit_log, actor=by, action=action, leaderboard=leaderboard,
+                          since=since, before=before, limit=AUDIT_PAGE)  # fmt: skip
+        await send(interaction, Reply(content=audit_text(page)))
+
+    @app_commands.command(name="rejudge", description="Run the best entries again, below everyone's submissions")
+    @app_commands.describe(top="How many entries per device (default 10)", device="Only this device")
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def rejudge(
+        self,
+        interaction: discord.Interaction,
+        leaderboard: str,
+        top: app_commands.Range[int, 1, 1000] = 10,
+        device: str | None = None,
+    ) -> None:
+        await defer(interaction)
+        queued = await call(self.ctx.service.queue_rejudges, leaderboard, actor=actor(interaction), top=top,
+                            device=device)  # fmt: skip
+        await send(interaction, Reply(content=rejudge_text(leaderboard, queued)))
 
     @app_commands.command(name="stats", description="The queue, the workers and usage")
     @app_commands.describe(days="Usage of the last N days (default: all time)")

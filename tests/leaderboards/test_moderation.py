@@ -166,3 +166,24 @@ def test_a_flag_from_the_pooling_becomes_a_moderation_flag(svc: LeaderboardServi
         sub = s.get(Submission, sid)
         assert sub is not None and sub.moderation == "flagged" and sub.moderated_by == "pooling"
     assert board(svc) == ["cheat"]  # flagged still ranks
+
+
+def test_the_audit_log_filters_pages_and_withholds_secrets(svc: LeaderboardService, clock: Clock) -> None:
+    ids = ranked(svc)
+    with svc.db.transaction() as s:  # a detail that holds secrets under their names, as a careless writer might
+        svc._audit(s, "admin", "oops", "add", secret_seed=123456789, nested={"token": "kc_abc", "holdout": [{"n": 7}]})
+    clock.now += timedelta(hours=1)
+    svc.moderate(ids["cheat"], "flagged", actor="discord:9", reason="odd")
+    oops = svc.audit_log(action="oops").entries[0]
+    assert oops.detail == {"secret_seed": "[withheld]", "nested": {"token": "[withheld]", "holdout": "[withheld]"}}
+    assert "123456789" not in oops.text and "kc_abc" not in oops.text
+    about = svc.audit_log(leaderboard="add")
+    assert {"create_leaderboard", "oops", "moderate"} <= {e.action for e in about.entries}
+    assert [e.action for e in svc.audit_log(actor="discord:9").entries] == ["moderate"]
+    assert [e.action for e in svc.audit_log(since=clock.now).entries] == ["moderate"]
+    first = svc.audit_log(limit=1)
+    assert len(first.entries) == 1 and first.next_before == first.entries[0].entry_id
+    rest = svc.audit_log(before=first.next_before, limit=200)
+    assert first.entries[0].entry_id not in [e.entry_id for e in rest.entries] and rest.next_before is None
+    with pytest.raises(InvalidChange, match="limit must be from 1 to 200"):
+        svc.audit_log(limit=500)
