@@ -30,6 +30,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
@@ -163,6 +164,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Precision(StrEnum):
+    """The lower precisions a problem's check accepts (``task.yml``'s ``precision``): the exploit battery
+    (``leaderboards.battery``) recomputes the reference on inputs rounded to TF32, fp16 and bf16 (an fp32 problem),
+    bf16 (fp16) or fp8 (bf16), and refuses the problem where one that the policy does not allow passes the check on
+    every case (docs/authoring.md, "The exploit battery")."""
+
+    EXACT = "exact"
+    """No lower precision: the check must refuse each."""
+    TF32_OK = "tf32_ok"
+    """10-bit mantissas may pass: TF32 (tensor cores on fp32 data) and fp16, which has TF32's precision in less
+    range; bf16 and fp8 may not."""
+    BF16_OK = "bf16_ok"
+    """TF32, fp16 and bf16 may pass; fp8 may not."""
+
+
 class Task(_Strict):
     """The schema of ``task.yml``."""
 
@@ -207,6 +223,13 @@ class Task(_Strict):
         description="The data type the work is done in, naming the peak its flops are bounded by in the roofline: "
         "fp32 (CUDA cores; the default, for elementwise work, reductions, scans) or tf32/fp16/bf16/fp8/int8/fp4 "
         "(tensor cores).",
+    )
+    precision: Precision | None = Field(
+        default=None,
+        description="The lower precisions the check accepts: exact (none), tf32_ok (TF32 and fp16 on fp32 inputs) "
+        "or bf16_ok (TF32, fp16 and bf16). The exploit battery refuses the problem where one it does not allow "
+        "passes the check on every case; left out, a lower precision that passes is a warning.",
+        exclude_if=lambda policy: policy is None,  # a problem without one keeps the snapshot (and fingerprint) it had
     )
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from leaderboards.battery import SubmissionRun, run_battery
 from leaderboards.errors import LeaderboardNotFound
 from leaderboards.problem_rules import DeviceCheck
 from leaderboards.problems import (
@@ -133,6 +134,12 @@ def traceback_headline(message: str) -> str:
     return where + raised[-1]
 
 
+def _passed(problems: Iterable[Problem], issues: list[FormatIssue]) -> list[Problem]:
+    """The problems whose reference passed its own check (no issue names their reference.py)."""
+    failed = {issue.file for issue in issues}
+    return [p for p in problems if str(p.path / "reference.py") not in failed]
+
+
 @dataclass(frozen=True)
 class SyncReport:
     items: tuple[SyncItem, ...]
@@ -156,12 +163,14 @@ def sync_problem_set(
     check: ReferenceCheck | None = None,
     device_check: DeviceCheck | None = None,
     on_check: Callable[[Problem, dict], None] | None = None,
+    battery: SubmissionRun | None = None,
 ) -> SyncReport:
     """Create or update one leaderboard per problem of the set, all in one transaction. ``on_check`` is told of each
     reference check as it starts (``validate_path``'s too), as each may take seconds.
 
     Raises ``ProblemFormatError`` when the set is invalid or (given ``check``) a new or changed problem's reference
-    fails its own check; raises a ``UserError`` for a name that collides with an existing leaderboard's. In both
+    fails its own check, or (given ``battery`` too) a bad solution of the exploit battery passes it; raises a
+    ``UserError`` for a name that collides with an existing leaderboard's. In both
     cases the database is left as it was. Returns what was done, or (``applied`` False) what needs ``force``.
     """
     pset, problems = load_problem_set(path, device_check=device_check)
@@ -170,6 +179,9 @@ def sync_problem_set(
     if check is not None:
         todo = {name: p for name, p in problems.items() if _changed(service, name, p)}
         issues = check_references(todo.values(), check, on_start=on_check)
+        if not issues and battery is not None:
+            report = run_battery(todo.values(), battery)
+            issues, warnings = list(report.issues), (*warnings, *report.warnings)
         if issues:
             raise ProblemFormatError(issues)
         checked = tuple(todo)
@@ -214,11 +226,16 @@ def validate_path(
     device_check: DeviceCheck | None = None,
     now: datetime | None = None,
     on_check: Callable[[Problem, dict], None] | None = None,
+    battery: SubmissionRun | None = None,
+    on_battery: Callable[[Problem], None] | None = None,
+    strict: bool = False,
 ) -> ValidationReport:
     """Validate a problem folder, a problem-set file, or a folder of both (like ``problems/``); collect every error.
 
     Runs every check ``sync`` runs without the database; with ``check``, also each valid problem's reference on
-    its smallest test case. Each error is reported once even when a problem is listed by several sets.
+    its smallest test case, and with ``battery`` too, the exploit battery on each problem whose reference passed
+    (``leaderboards.battery``). ``strict``: the battery's warnings (lint, a lower precision a problem without a
+    policy accepts) are errors. Each error is reported once even when a problem is listed by several sets.
     """
     from leaderboards.models import utcnow
 
@@ -260,6 +277,11 @@ def validate_path(
         issues = check_references(valid, check, on_start=on_check)
         seen.update((str(e), e) for e in issues)
         checked = sorted({str(p.path) for p in valid})
+        if battery is not None:
+            report = run_battery(_passed(valid, issues), battery, on_start=on_battery)
+            seen.update((str(e), e) for e in report.issues)
+            lint = seen if strict else warned
+            lint.update((str(w), w) for w in report.warnings)
     return ValidationReport(
         tuple(folders),
         tuple(str(f) for f in set_files),

@@ -6,6 +6,8 @@ See ``problem_cases/README.md`` for the format of a case.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 from pathlib import Path
@@ -19,6 +21,7 @@ from leaderboards.errors import KernelcupError
 from leaderboards.problems import ProblemFormatError
 from leaderboards.service import LeaderboardService
 from leaderboards.sync import sync_problem_set, validate_path
+from runners.contract import RunRequest, RunResult, TestResult, Verdict
 from runners.launchers.base import LauncherError
 from runners.routing import Router, RoutingSettings
 
@@ -49,6 +52,28 @@ def routed(device: str) -> str | None:
     except LauncherError as exc:
         return str(exc)
     return None
+
+
+def run_in_process(request: RunRequest) -> RunResult:
+    """A test-mode run with the signature of ``runners.entry.run_request``, for the exploit battery of these cases: it
+    runs the request's reference and its Python submission in this process (no sandbox), generate_input ->
+    custom_kernel -> check_implementation on every test, as the evaluator's test mode does, and returns each test's
+    verdict and the submission's stdout."""
+    reference: dict[str, Any] = {"__name__": "reference"}
+    exec(compile(request.files["reference.py"], "reference.py", "exec"), reference)
+    submission: dict[str, Any] = {"__name__": "submission"}
+    stdout = io.StringIO()
+    tests = []
+    with contextlib.redirect_stdout(stdout):
+        exec(compile(request.submission.content, request.submission.name, "exec"), submission)
+        for i, case in enumerate(request.tests):
+            output = submission["custom_kernel"](reference["generate_input"](**case))
+            ok, message = reference["check_implementation"](reference["generate_input"](**case), output)
+            verdict = Verdict.ACCEPTED if ok is True else Verdict.WRONG_ANSWER
+            tests.append(TestResult(index=i, case=case, verdict=verdict, message=message))
+    passed = all(t.verdict is Verdict.ACCEPTED for t in tests)
+    verdict = Verdict.ACCEPTED if passed else Verdict.WRONG_ANSWER
+    return RunResult(verdict=verdict, mode=request.mode, tests=tests, stdout=stdout.getvalue())
 
 
 def prepare(name: str, into: Path) -> tuple[Path, dict[str, Any]]:
@@ -92,7 +117,7 @@ def test_every_case_says_what_it_expects() -> None:
 @pytest.mark.parametrize("name", PARAMS)
 def test_validate_names_the_mistake(name: str, tmp_path: Path) -> None:
     set_file, expect = prepare(name, tmp_path / name)
-    report = validate_path(set_file, check=check_reference_in_process, device_check=routed)
+    report = validate_path(set_file, check=check_reference_in_process, device_check=routed, battery=run_in_process)
     errors = "\n".join(str(i) for i in report.issues)
     warnings = "\n".join(str(w) for w in report.warnings)
     if expect.get("error") and not expect.get("sync_only"):
@@ -112,7 +137,9 @@ def test_sync_refuses_it_and_changes_nothing(name: str, tmp_path: Path, service:
         assert first.applied
     before = state(service)
     try:
-        report = sync_problem_set(service, set_file, check=check_reference_in_process, device_check=routed)
+        report = sync_problem_set(
+            service, set_file, check=check_reference_in_process, device_check=routed, battery=run_in_process
+        )
     except (ProblemFormatError, KernelcupError) as exc:
         message = str(exc)
         assert expect.get("error"), message
