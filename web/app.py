@@ -24,6 +24,7 @@ from web.cache import CachedReadsMiddleware, TTLCache
 from web.metrics import ApiMetrics, MetricsMiddleware
 from web.pages import admin as admin_page
 from web.pages import discord, forms, views
+from web.pages import moderation as moderation_page
 from web.pages.base import PageHeadersMiddleware, install_error_pages
 from web.pages.render import STATIC
 from web.pages.session import Sessions, load_secret
@@ -78,7 +79,7 @@ def create_app(
     errors.install(app)
     install_error_pages(app)
     for module in (leaderboards, standings, moderation, submissions, events, me, admin, health, views, forms, admin_page,
-                   discord):  # fmt: skip
+                   moderation_page, discord):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
