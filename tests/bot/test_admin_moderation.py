@@ -76,3 +76,14 @@ async def test_everyone_else_is_refused(world, command, options) -> None:
     assert result.response.content == NOT_ADMIN
     assert [type(e) for e in raised(world)] == [Refused]
     assert world.service.rejudges("addone") == ()
+
+
+async def test_the_author_reads_why_in_leaderboard_mine(world) -> None:
+    sid = world.service.submit(UserRef("alice", world.alice.id), "k.py", b"def custom_kernel(d):\n    return d\n",
+                               "addone", ["cpu"], "ranked").submission_id  # fmt: skip
+    await serve_queue(world)
+    await world.admin.slash(world.channel, "admin moderate", submission_id=sid, state="quarantined",
+                            reason="reads the expected output")  # fmt: skip
+    mine = await world.alice.slash(world.channel, "leaderboard mine", leaderboard="addone")
+    assert "quarantined: out of every ranking while a moderator looks: reads the expected output" in (
+        mine.response.content)  # fmt: skip

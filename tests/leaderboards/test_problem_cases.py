@@ -154,3 +154,22 @@ def test_sync_refuses_it_and_changes_nothing(name: str, tmp_path: Path, service:
     assert expect["error"] in message
     assert "Traceback" not in message
     assert state(service) == before
+
+
+def test_strict_makes_the_lint_an_error(tmp_path: Path) -> None:
+    set_file, expect = prepare("battery_rough", tmp_path / "battery_rough")
+    report = validate_path(set_file, check=check_reference_in_process, battery=run_in_process, strict=True)
+    assert not report.ok
+    assert any(expect["warning"] in str(issue) for issue in report.issues)
+    assert not any(expect["warning"] in str(warning) for warning in report.warnings)
+
+
+def test_the_battery_runs_in_the_sandboxed_evaluator(tmp_path: Path) -> None:
+    """The real runner: the evaluator calls the battery's custom_kernel once per test, in order, and its stdout (which
+    answers equal the reference's) comes back, so the same fixture is caught the same way."""
+    from runners.entry import run_request
+
+    set_file, expect = prepare("battery_zeros", tmp_path / "battery_zeros")
+    report = validate_path(set_file, check=check_reference_in_process, battery=run_request)
+    assert expect["error"] in "\n".join(str(i) for i in report.issues)
+    assert len(report.issues) == len({str(i) for i in report.issues})

@@ -46,3 +46,13 @@ def test_an_admin_moderates_rejudges_and_reads_the_audit_log_on_the_page(world: 
     assert filtered.status_code == 200 and f"submission:{sid}" in filtered.text and "create_leaderboard" not in (
         filtered.text.split("Audit log", 1)[1])  # fmt: skip
     assert c.get("/admin/moderation", params={"leaderboard": "nope"}).status_code == 422
+
+
+def test_the_author_reads_why_on_their_own_page(world: World) -> None:
+    r = world.submit(world.bob, mode="ranked", content=GOOD)
+    sid = int(r.json()["submission_id"])
+    world.serve()
+    world.service.moderate(sid, "quarantined", actor="admin", reason="reads the expected output")
+    sign_in(world, world.bob)
+    page = world.client.get("/me").text
+    assert "quarantined: out of every ranking while a moderator looks: reads the expected output" in page
