@@ -263,6 +263,8 @@ def submissions_text(leaderboard: str, subs: Sequence[SubmissionSummary]) -> str
     lines = [f"**Your submissions on {leaderboard}** (newest first)"]
     for s in subs:
         lines.append(f"**#{s.submission_id}** · `{safe(s.file_name, 40)}` · {s.mode} · {timestamp(s.created_at)}")
+        if s.late:
+            lines.append(f"  _{s.late}_")
         if s.moderation_note:
             lines.append(f"  ⚠️ {quiet(s.moderation_note)}")
         lines.extend(f"  {job_line(job)}" for job in s.jobs)

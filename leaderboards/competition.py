@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,8 +22,10 @@ from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound
 from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, coverage_text, holdout_cases_on, top_entries
+from leaderboards.late import late_notes
 from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
 from leaderboards.moderation_states import ranks, ranks_condition
+from leaderboards.results import UserRef
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, rank
 from runners.contract import Mode, RankingRule
@@ -46,6 +48,8 @@ class StandingRow:
     high_ns: float | None
     coverage: str | None
     """"5 of 5 held-out cases" once the entry's system test ran, else None."""
+    note: str | None = None
+    """"late, admitted by X because Y" for an entry made after the deadline that an admin let in (``late.py``)."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +89,14 @@ def entry_cases(s: Session, submission_id: int, device: str) -> tuple[tuple[dict
 class StandingsMixin(SystemTestsMixin):
     """Live and final standings, and the competition's end (``competition_tick``)."""
 
-    def standings(self, name: str, device: str | None = None, *, final: bool = False) -> StandingsView:
+    def standings(
+        self, name: str, device: str | None = None, *, final: bool = False, viewer: UserRef | None = None
+    ) -> StandingsView:
         """A device's standings: ``final`` the frozen ones (``NotFound`` until frozen), else the live ranking's top
-        entries with their system-test coverage where it ran."""
+        entries with their system-test coverage where it ran. A hidden leaderboard only for a ``viewer`` who joined
+        it with an invite code."""
         with self.db.transaction() as s:
-            lb = self._leaderboard(s, name, include_hidden=False)
+            lb = self._leaderboard(s, name, include_hidden=False, viewer=viewer)
             (dev,) = self._check_devices(lb, [device] if device else None)
             if final:
                 frozen = s.scalar(
@@ -100,7 +107,7 @@ class StandingsMixin(SystemTestsMixin):
                         f"Leaderboard {lb.name!r} has no final standings on {dev} yet: they are made after "
                         "its deadline, once its system tests have run."
                     )
-                return _final_view(lb.name, frozen, removed=moderated_out(s, frozen))
+                return with_late_notes(s, _final_view(lb.name, frozen, removed=moderated_out(s, frozen)))
             tests = {
                 t.submission_id: t
                 for t in s.scalars(
@@ -125,7 +132,7 @@ class StandingsMixin(SystemTestsMixin):
                         coverage,
                     )
                 )
-            return StandingsView(lb.name, dev, False, None, tuple(rows))
+            return with_late_notes(s, StandingsView(lb.name, dev, False, None, tuple(rows)))
 
     def freeze_standings(self, name: str, device: str, *, actor: str) -> StandingsView:
         """Freeze a device's final standings: after the deadline, once no system test of it is left to run. Ranks
@@ -242,6 +249,12 @@ class StandingsMixin(SystemTestsMixin):
         except (InvalidChange, IntegrityError):  # not ready, or another worker froze it first
             return False
         return True
+
+
+def with_late_notes(s: Session, view: StandingsView) -> StandingsView:
+    """The view with "late, admitted by X because Y" on the admitted late entries (``leaderboards/late.py``)."""
+    notes = late_notes(s, (r.submission_id for r in view.rows))
+    return replace(view, rows=tuple(replace(r, note=notes.get(r.submission_id)) for r in view.rows)) if notes else view
 
 
 def moderated_out(s: Session, frozen: FinalStanding) -> set[int]:

@@ -11,9 +11,10 @@ it by :func:`rebuild`) and read back a bounded page at a time, each series cut t
 (:func:`history_series`, :func:`best_over_time`).
 
 A submission is eligible on a device when it is a ranked, not deleted submission, not quarantined or hacked
-(``leaderboards/moderation.py``), whose job has a passed public run and a passed secret-seed run, both with a score
-and recorded under the leaderboard's current fingerprint; its score is the job's ``ranked_score``, both runs pooled
-(``leaderboards.pooling``), or for a job recorded before pooling the worse (higher) of the two (:func:`ranked_score`).
+(``leaderboards/moderation.py``), not practice after the deadline (``leaderboards/late.py``), whose job has a passed
+public run and a passed secret-seed run, both with a score and recorded under the leaderboard's current fingerprint;
+its score is the job's ``ranked_score``, both runs pooled (``leaderboards.pooling``), or for a job recorded before
+pooling the worse (higher) of the two (:func:`ranked_score`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Integer, Select, and_, case, delete, func, insert, literal, or_, select
+from sqlalchemy import ColumnElement, Integer, Select, and_, case, delete, func, insert, literal, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from leaderboards.models import BestScore, Job, Leaderboard, RankChange, Run, ScoreImprovement, Submission, User
+from leaderboards.models import (
+    BestScore,
+    Job,
+    LateSubmission,
+    Leaderboard,
+    RankChange,
+    Run,
+    ScoreImprovement,
+    Submission,
+    User,
+)
 from leaderboards.moderation_states import ranks_condition
 from runners.contract import Mode
 
@@ -46,6 +57,25 @@ def ranked_score(public: float, secret: float) -> float:
     return max(public, secret)
 
 
+def _practice() -> ColumnElement[bool]:
+    """SQL: the submission was made after its deadline and no admin admitted it (``leaderboards/late.py``)."""
+    return (
+        select(LateSubmission.submission_id)
+        .where(LateSubmission.submission_id == Submission.id, LateSubmission.admitted_by.is_(None))
+        .exists()
+    )
+
+
+def practice_only(session: Session, submission_id: int) -> bool:
+    """Whether a submission is practice after the deadline: it runs, but ranks nowhere until an admin admits it."""
+    found = session.scalar(
+        select(LateSubmission.submission_id).where(
+            LateSubmission.submission_id == submission_id, LateSubmission.admitted_by.is_(None)
+        )
+    )
+    return found is not None
+
+
 def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None) -> tuple[list, list]:
     """The score expression, joins and conditions that make a submission eligible on a device (see the module
     docstring). The score is :func:`ranked_score` of the two runs, in SQL."""
@@ -55,6 +85,7 @@ def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None)
         Submission.mode == Mode.RANKED.value,
         Submission.deleted.is_(False),
         ranks_condition(),  # quarantined and hacked entries rank nowhere (leaderboards/moderation.py)
+        ~_practice(),  # made after the deadline and not admitted: practice (leaderboards/late.py)
     ]
     if device is not None:
         conditions.append(Job.device == device)

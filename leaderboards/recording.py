@@ -275,6 +275,7 @@ class RecordingMixin(ServiceBase):
                 sub.mode != Mode.RANKED.value
                 or sub.deleted
                 or not ranks(sub.moderation)
+                or ranking.practice_only(s, sub.id)
                 or public is None
                 or secret_run is None
                 or not (public.passed and secret_run.passed)

@@ -232,6 +232,8 @@ class SubmissionSummary:
     """flagged, quarantined, hacked or cleared (``leaderboards/moderation.py``); None when never moderated."""
     moderation_note: str | None = None
     """What the author reads about it: the state in words and the moderator's reason."""
+    late: str | None = None
+    """Made after the deadline: "after the deadline: unranked practice", or "late, admitted by X because Y"."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -32,15 +32,17 @@ from leaderboards.errors import (
     Banned,
     FileTooLarge,
     InvalidSubmission,
-    LeaderboardClosed,
     LeaderboardPaused,
     NotFound,
     RateLimited,
     SubmissionNotFound,
 )
 from leaderboards.events import queue_positions
+from leaderboards.invites import InvitesMixin
+from leaderboards.late import LateMixin, late_notes
 from leaderboards.models import (
     BestScore,
+    BoardMember,
     Job,
     JobEvent,
     JobStatus,
@@ -130,6 +132,8 @@ class LeaderboardService(
     StatsMixin,
     RejudgeMixin,
     StandingsMixin,
+    InvitesMixin,
+    LateMixin,
     RecordingMixin,
     ServiceBase,
 ):
@@ -177,7 +181,7 @@ class LeaderboardService(
         mode = _parse_mode(mode or header.mode or Mode.RANKED)
         screening = self._screen(user, leaderboard, name, mode.value, content)  # before any lock: it may take seconds
         with self.db.transaction() as s:
-            u, lb = self._open_board(s, user, leaderboard, now)
+            u, lb = self._open_board(s, user, leaderboard)
             wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
             if [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
                 wanted = list(lb.devices)
@@ -188,7 +192,11 @@ class LeaderboardService(
                 earlier = self._duplicate(s, u, lb, digest, mode, chosen, now)
                 if earlier is not None:
                     return self._receipt(s, earlier, duplicate=True)
-            self._check_rate(s, u, lb, SubmissionMode(mode.value), now)
+            late = now >= lb.deadline  # practice: runs, ranks nowhere (leaderboards/late.py)
+            if late:
+                self._check_practice(s, u, lb, now)
+            else:
+                self._check_rate(s, u, lb, SubmissionMode(mode.value), now)
             self._check_pending(s, u, len(chosen))
             self._check_new_files(s, u, [digest], now)
             sub = Submission(
@@ -202,6 +210,8 @@ class LeaderboardService(
             s.add(sub)
             s.flush()
             self._flag_screened(s, sub, screening)
+            if late:
+                self._mark_late(s, sub)
             return self._receipt(s, sub, jobs=self._queue_jobs(s, sub, chosen, now))
 
     def compare(
@@ -251,7 +261,7 @@ class LeaderboardService(
                 field="leaderboard",
             )
         with self.db.transaction() as s:
-            u, lb = self._open_board(s, user, leaderboard, now)
+            u, lb = self._open_board(s, user, leaderboard)
             wanted = [device] if device and device.strip() else list(headers[0].devices or headers[1].devices)
             several = len(wanted) > 1 or (not wanted and len(lb.devices) > 1)
             if several or [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
@@ -268,7 +278,11 @@ class LeaderboardService(
                 rounds = COMPARE_CPU_ROUNDS if harness_device(chosen) == "cpu" else COMPARE_DEFAULT_ROUNDS
             cost = 2 * rounds
             digests = [hashlib.sha256(c).hexdigest() for c in (content_a, content_b)]
-            self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost)
+            late = now >= lb.deadline
+            if late:
+                self._check_practice(s, u, lb, now)
+            else:
+                self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost)
             self._check_pending(s, u, cost, compare_rounds=rounds)
             self._check_new_files(s, u, digests, now)
             sub = Submission(
@@ -281,6 +295,8 @@ class LeaderboardService(
             )
             s.add(sub)
             s.flush()
+            if late:
+                self._mark_late(s, sub)
             s.add(
                 SubmissionComparison(
                     submission_id=sub.id, code_b_id=self._store_code(s, content_b), file_b_name=name_b, rounds=rounds
@@ -309,18 +325,17 @@ class LeaderboardService(
         s.add_all(JobEvent(job_id=j.id, phase="queued", detail=detail, created_at=now) for j in jobs)
         return jobs
 
-    def _open_board(self, s: Session, user: UserRef, leaderboard: str, now: datetime) -> tuple[User, Leaderboard]:
+    def _open_board(self, s: Session, user: UserRef, leaderboard: str) -> tuple[User, Leaderboard]:
         """The user, locked (their submissions are checked one after the other), and the leaderboard, which must
-        be visible, open and not paused; a banned user is refused."""
+        be visible (or joined with an invite code) and not paused; a banned user is refused. After the deadline the
+        caller checks practice's own limit (``LateMixin._check_practice``)."""
         u = self._user(s, user)
         # FOR NO KEY UPDATE: serialises this user's submits, yet lets foreign-key checks (KEY SHARE) of runs and
         # rankings being stored for the user pass, so the two cannot deadlock. SQLite: BEGIN IMMEDIATE does it.
         s.execute(select(User.id).where(User.id == u.id).with_for_update(key_share=True))
         if u.is_banned:
             raise Banned(u.ban_reason)
-        lb = self._leaderboard(s, leaderboard, include_hidden=False)
-        if now >= lb.deadline:
-            raise LeaderboardClosed(lb.name, lb.deadline)
+        lb = self._leaderboard(s, leaderboard, include_hidden=False, viewer=user)
         if lb.paused:
             raise LeaderboardPaused(lb.name)
         return u, lb
@@ -604,7 +619,11 @@ class LeaderboardService(
             self.delete_submission(submission_id, user=user)
             return "deleted"
 
-    def list_leaderboards(self, *, include_hidden: bool = False) -> tuple[LeaderboardSummary, ...]:
+    def list_leaderboards(
+        self, *, include_hidden: bool = False, viewer: UserRef | None = None
+    ) -> tuple[LeaderboardSummary, ...]:
+        """Every visible leaderboard, the hidden ones ``viewer`` joined with an invite code, or (``include_hidden``, an
+        admin's) all."""
         with self.db.transaction() as s:
             counts = dict(
                 s.execute(
@@ -616,12 +635,22 @@ class LeaderboardService(
             # The task snapshot (deferred) is never loaded for a list: everything a list shows has its own column.
             stmt = select(Leaderboard).order_by(Leaderboard.name)
             if not include_hidden:
-                stmt = stmt.where(Leaderboard.visible.is_(True))
+                shown: ColumnElement[bool] = Leaderboard.visible.is_(True)
+                if viewer is not None:  # and the hidden ones they joined with an invite code
+                    joined = (
+                        select(BoardMember.leaderboard_id)
+                        .join(User, User.id == BoardMember.user_id)
+                        .where(User.identity == viewer.identity)
+                    )
+                    shown = or_(shown, Leaderboard.id.in_(joined))
+                stmt = stmt.where(shown)
             return tuple(self._summary(lb, int(counts.get(lb.id, 0))) for lb in s.scalars(stmt))
 
-    def leaderboard(self, name: str, *, include_hidden: bool = False) -> LeaderboardSummary:
+    def leaderboard(
+        self, name: str, *, include_hidden: bool = False, viewer: UserRef | None = None
+    ) -> LeaderboardSummary:
         with self.db.transaction() as s:
-            lb = self._leaderboard(s, name, include_hidden=include_hidden)
+            lb = self._leaderboard(s, name, include_hidden=include_hidden, viewer=viewer)
             count = s.scalar(
                 select(func.count())
                 .select_from(Submission)
@@ -629,14 +658,16 @@ class LeaderboardService(
             )
             return self._summary(lb, int(count or 0))
 
-    def roofline_score_ns(self, leaderboard: str, device: str | None = None) -> float | None:
+    def roofline_score_ns(
+        self, leaderboard: str, device: str | None = None, *, viewer: UserRef | None = None
+    ) -> float | None:
         """The score a kernel at the device's roofline bound would get (ns): the ranking rule over the roofline bounds
         the runner computed for the public run of the best ranked entry on the device (the cases and the device are
         everyone's). A ranking score's share of the speed of light is this over the score (under the geometric
         mean: exactly the geometric mean of its benchmarks' shares). None while nobody is ranked, or where the run
         has no bounds (an unknown device, the CPU, a result stored before they were computed)."""
         with self.db.transaction() as s:
-            lb = self._leaderboard(s, leaderboard, include_hidden=False)
+            lb = self._leaderboard(s, leaderboard, include_hidden=False, viewer=viewer)
             (dev,) = self._check_devices(lb, [device] if device else None)
             best = (
                 select(BestScore.submission_id)
@@ -662,6 +693,7 @@ class LeaderboardService(
         *,
         offset: int = 0,
         programs: bool | None = None,
+        viewer: UserRef | None = None,
     ) -> Ranking:
         """The best eligible ranked submission per user on one device, best first (ties: earlier submission).
 
@@ -670,7 +702,7 @@ class LeaderboardService(
         """
         programs = self.settings.rankings_show_programs if programs is None else programs
         with self.db.transaction() as s:
-            lb = self._leaderboard(s, leaderboard, include_hidden=False)
+            lb = self._leaderboard(s, leaderboard, include_hidden=False, viewer=viewer)
             (dev,) = self._check_devices(lb, [device] if device else None)
             here = (BestScore.leaderboard_id == lb.id, BestScore.device == dev)
             hidden = User.is_banned.is_(True) if programs else or_(User.is_banned.is_(True), User.is_program.is_(True))
@@ -729,9 +761,10 @@ class LeaderboardService(
                 return ()
             stmt = select(Submission).where(Submission.user_id == u.id, Submission.deleted.is_(False))
             if leaderboard is not None:
-                board = self._leaderboard(s, leaderboard, include_hidden=admin)
+                board = self._leaderboard(s, leaderboard, include_hidden=admin, viewer=user)
                 stmt = stmt.where(Submission.leaderboard_id == board.id)
             subs = s.scalars(stmt.order_by(Submission.id.desc()).limit(limit)).all()
+            notes = late_notes(s, (sub.id for sub in subs))
             return tuple(
                 SubmissionSummary(
                     submission_id=sub.id,
@@ -742,13 +775,14 @@ class LeaderboardService(
                     jobs=self._status(s, sub, events=False).jobs,
                     moderation=sub.moderation,
                     moderation_note=author_text(sub.moderation, sub.moderation_reason),
+                    late=notes.get(sub.id),
                 )
                 for sub in subs
             )
 
-    def task(self, name: str) -> TaskView:
+    def task(self, name: str, *, viewer: UserRef | None = None) -> TaskView:
         with self.db.transaction() as s:
-            lb = self._leaderboard(s, name, include_hidden=False)
+            lb = self._leaderboard(s, name, include_hidden=False, viewer=viewer)
             snap = lb.task
             task = snap["task"]
             return TaskView(
@@ -768,8 +802,8 @@ class LeaderboardService(
                 language=language_text(lb.lang),
             )
 
-    def template(self, name: str, language: str) -> TemplateFile:
-        view = self.task(name)
+    def template(self, name: str, language: str, *, viewer: UserRef | None = None) -> TemplateFile:
+        view = self.task(name, viewer=viewer)
         if language not in view.templates:
             offered = ", ".join(sorted(view.templates)) or "none"
             raise NotFound(f"Leaderboard {name!r} has no {language!r} template; it offers: {offered}.")

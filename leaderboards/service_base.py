@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from leaderboards import ranking
 from leaderboards.db import Database
@@ -27,6 +27,7 @@ from leaderboards.events import queue_positions
 from leaderboards.models import (
     AuditLog,
     BestScore,
+    BoardMember,
     Job,
     JobEvent,
     JobStatus,
@@ -56,6 +57,15 @@ EVENTS_PER_JOB = 20
 """Latest progress events returned with each job's status."""
 
 
+def hour_full_until(
+    s: Session, times: Select[datetime], at: InstrumentedAttribute[datetime], limit: int, now: datetime
+) -> datetime | None:
+    """Whether the hour up to ``now`` holds ``limit`` of the events ``times`` selects (``at``: their time): then when
+    the oldest of the newest ``limit`` leaves it (a new one may come), else None."""
+    recent = s.scalars(times.where(at > now - timedelta(hours=1)).order_by(at.desc()).limit(limit)).all()
+    return recent[-1] + timedelta(hours=1) if len(recent) >= limit else None
+
+
 class ServiceBase:
     """Build ``LeaderboardService`` with an open ``Database`` (``leaderboards.db.open_database``) and the settings."""
 
@@ -75,15 +85,37 @@ class ServiceBase:
         with self.db.transaction() as s:
             yield s
 
-    def _leaderboard(self, s: Session, name: str, *, lock: bool = False, include_hidden: bool = True) -> Leaderboard:
+    def _leaderboard(
+        self,
+        s: Session,
+        name: str,
+        *,
+        lock: bool = False,
+        include_hidden: bool = True,
+        viewer: UserRef | None = None,
+    ) -> Leaderboard:
+        """The leaderboard ``name``. Without ``include_hidden`` a hidden one is found only for a ``viewer`` who joined
+        it with an invite code (``leaderboards/invites.py``); for anyone else it does not exist."""
         stmt = select(Leaderboard).where(Leaderboard.name == name)
         if lock:
             stmt = stmt.with_for_update()
         lb = s.scalar(stmt)
-        if lb is None or (not include_hidden and not lb.visible):
+        if lb is None or (not include_hidden and not lb.visible and not self._member(s, lb.id, viewer)):
             known = s.scalars(select(Leaderboard.name).where(Leaderboard.visible.is_(True))).all()
             raise LeaderboardNotFound(name, list(known))
         return lb
+
+    @staticmethod
+    def _member(s: Session, leaderboard_id: int, viewer: UserRef | None) -> bool:
+        """Whether ``viewer`` joined the (hidden) leaderboard with an invite code."""
+        if viewer is None:
+            return False
+        found = s.scalar(
+            select(BoardMember.id)
+            .join(User, User.id == BoardMember.user_id)
+            .where(BoardMember.leaderboard_id == leaderboard_id, User.identity == viewer.identity)
+        )
+        return found is not None
 
     def _user(self, s: Session, ref: UserRef, *, create: bool = True) -> User:
         user = s.scalar(select(User).where(User.identity == ref.identity))

@@ -82,6 +82,19 @@ class CoreSettings(BaseSettings):
         "until some are revoked ('none': no cap).",
     )
 
+    late_submissions_per_hour: int = Field(
+        default=10,
+        ge=0,
+        description="Submissions per user per leaderboard per hour after its deadline, where they run as unranked "
+        "practice (every mode counts; 0: nothing is accepted after a deadline).",
+    )
+    invite_failures_per_hour: int = Field(
+        default=10,
+        ge=1,
+        description="Joins with a code that let nobody in (unknown, expired, used up) one user may make per hour, "
+        "across leaderboards, before joining is refused for the rest of the hour (bounds guessing codes).",
+    )
+
     screen_command: str | None = Field(
         default=None,
         description="A screening hook (leaderboards/screening.py): a command, split like a shell line, that reads a "

@@ -55,6 +55,7 @@ class ViewingMixin(ServiceBase):
         offset: int = 0,
         max_points: int = 100,
         programs: bool | None = None,
+        viewer: UserRef | None = None,
     ) -> ScoreHistory:
         """Best score over time on one device: the leaderboard's (the record) and, for a page of the ranked users
         in ranking order, each one's own; only the steps where a best improved, at most ``max_points`` per series
@@ -69,7 +70,7 @@ class ViewingMixin(ServiceBase):
             raise InvalidChange("offset is 0 or more.", field="offset")
         programs = self.settings.rankings_show_programs if programs is None else programs
         with self.db.transaction() as s:
-            lb = self._leaderboard(s, leaderboard, include_hidden=False)
+            lb = self._leaderboard(s, leaderboard, include_hidden=False, viewer=viewer)
             (dev,) = self._check_devices(lb, [device] if device else None)
             here = (BestScore.leaderboard_id == lb.id, BestScore.device == dev, ranking.shown_users(programs))
             total = s.scalar(
@@ -101,10 +102,14 @@ class ViewingMixin(ServiceBase):
                 best_thinned=records > max_points,
             )
 
-    def score_history(self, leaderboard: str, device: str | None = None) -> tuple[tuple[datetime, float], ...]:
+    def score_history(
+        self, leaderboard: str, device: str | None = None, *, viewer: UserRef | None = None
+    ) -> tuple[tuple[datetime, float], ...]:
         """The leaderboard's best score over time on one device, (when, score) oldest first, at most
         HISTORY_CHART_POINTS steps (banned users left out): what a "best score over time" chart draws."""
-        history = self.score_history_page(leaderboard, device, limit=1, max_points=HISTORY_CHART_POINTS)
+        history = self.score_history_page(
+            leaderboard, device, limit=1, max_points=HISTORY_CHART_POINTS, viewer=viewer
+        )
         return tuple((p.submitted_at, p.score_ns) for p in history.best)
 
     def submission_details(self, submission_id: int, user: UserRef | None, *, admin: bool = False) -> SubmissionDetails:

@@ -23,12 +23,13 @@ from web import errors
 from web.cache import CachedReadsMiddleware, TTLCache
 from web.metrics import ApiMetrics, MetricsMiddleware
 from web.pages import admin as admin_page
+from web.pages import competition as competition_pages
 from web.pages import discord, forms, views
 from web.pages import moderation as moderation_page
 from web.pages.base import PageHeadersMiddleware, install_error_pages
 from web.pages.render import STATIC
 from web.pages.session import Sessions, load_secret
-from web.routes import admin, events, health, leaderboards, me, moderation, standings, submissions
+from web.routes import admin, events, health, invites, late, leaderboards, me, moderation, standings, submissions
 from web.schemas import API_PREFIX
 from web.settings import WebSettings
 
@@ -78,8 +79,8 @@ def create_app(
     app.state.sessions = Sessions(lambda: load_secret(secret, data_dir), settings.session_max_age_s)
     errors.install(app)
     install_error_pages(app)
-    for module in (leaderboards, standings, moderation, submissions, events, me, admin, health, views, forms, admin_page,
-                   moderation_page, discord):  # fmt: skip
+    for module in (leaderboards, standings, late, invites, moderation, submissions, events, me, admin, health, views,
+                   forms, admin_page, moderation_page, competition_pages, discord):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

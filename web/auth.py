@@ -6,10 +6,12 @@ event loop. A missing, unknown, expired or revoked token is a 401; a valid one w
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from leaderboards.results import Principal, Scope
+from leaderboards.results import Principal, Scope, UserRef
 from leaderboards.service import LeaderboardService
 
 bearer = HTTPBearer(
@@ -47,3 +49,12 @@ def maybe_user(
     """Whoever the token speaks for, or None without one (public reads); a bad token is still a 401."""
     token = _token(credentials)
     return None if token is None else _service(request).authenticate(token, None)
+
+
+MaybeUser = Annotated[Principal | None, Depends(maybe_user)]
+"""A route's reader, if a token came: a public read that also shows the hidden leaderboards they joined with an invite
+code. Defaults to None when the route function is called as a plain function (the pages do)."""
+
+
+def viewer_of(who: Principal | None) -> UserRef | None:
+    return who.user if who is not None else None

@@ -286,6 +286,9 @@ class SubmissionSummaryOut(Model):
     jobs: tuple[JobOut, ...]
     moderation: str | None = Field(None, description=MODERATION_DOC)
     moderation_note: str | None = Field(None, description=MODERATION_NOTE_DOC)
+    late: str | None = Field(
+        None, description="Made after the deadline: unranked practice, or 'late, admitted by X because Y'."
+    )
 
 
 class CodeOut(Model):

@@ -26,6 +26,7 @@ from bot.limits import File, Reply
 from bot.replies import Refused, defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
 from bot.reports import report, show_text, status_text, submissions_text, task_reply, thread_intro
+from bot.standings import standings_reply
 from leaderboards.directives import parse_directives
 from leaderboards.errors import UserError
 from leaderboards.results import (
@@ -33,6 +34,7 @@ from leaderboards.results import (
     COMPARE_MIN_ROUNDS,
     Ranking,
     SubmissionReceipt,
+    UserRef,
 )
 
 if TYPE_CHECKING:
@@ -47,8 +49,10 @@ PICK_TIMEOUT_S = 180.0
 """How long the device menu of a submit that named no device waits for a choice."""
 
 
-async def leaderboard_choices(service: LeaderboardService, current: str) -> list[app_commands.Choice[str]]:
-    boards = await call(service.list_leaderboards)
+async def leaderboard_choices(
+    service: LeaderboardService, current: str, viewer: UserRef | None = None
+) -> list[app_commands.Choice[str]]:
+    boards = await call(service.list_leaderboards, viewer=viewer)
     current = current.lower()
     names = [b.name for b in boards if current in b.name.lower()]
     # Open leaderboards first: they are the ones people submit to.
@@ -62,7 +66,7 @@ async def device_choices(
 ) -> list[app_commands.Choice[str]]:
     """The devices of the leaderboard already chosen (every leaderboard's, before one is)."""
     chosen = getattr(interaction.namespace, "leaderboard", None)
-    boards = await call(service.list_leaderboards)
+    boards = await call(service.list_leaderboards, viewer=user_ref(interaction))
     devices: list[str] = []
     for b in boards:
         if chosen in (None, "", b.name):
@@ -81,7 +85,7 @@ async def language_choices(
     if not chosen:
         return []
     try:
-        task = await call(service.task, chosen)
+        task = await call(service.task, chosen, viewer=user_ref(interaction))
     except Exception:  # an unknown name while typing: offer nothing rather than an error
         return []
     return [
@@ -91,18 +95,20 @@ async def language_choices(
     ][:MAX_CHOICES]
 
 
-def leaderboard_rankings(service: LeaderboardService, name: str, devices: list[str] | None) -> list[Ranking]:
+def leaderboard_rankings(
+    service: LeaderboardService, name: str, devices: list[str] | None, viewer: UserRef | None = None
+) -> list[Ranking]:
     """Every ranked user per device (the table shows the top rows; the chart uses them all)."""
     if devices is None:
-        devices = list(service.leaderboard(name).devices)
-    return [service.ranking(name, d, limit=None) for d in devices]
+        devices = list(service.leaderboard(name, viewer=viewer).devices)
+    return [service.ranking(name, d, limit=None, viewer=viewer) for d in devices]
 
 
 def score_histories(
-    service: LeaderboardService, name: str, devices: list[str]
+    service: LeaderboardService, name: str, devices: list[str], viewer: UserRef | None = None
 ) -> dict[str, tuple[tuple[datetime, float], ...]]:
     """Every eligible ranked score per device, oldest first: the chart draws the running best of each."""
-    return {device: service.score_history(name, device) for device in devices}
+    return {device: service.score_history(name, device, viewer=viewer) for device in devices}
 
 
 def parse_devices(text: str | None) -> list[str] | None:
@@ -198,7 +204,7 @@ class LeaderboardCommands(app_commands.Group):
         return True
 
     async def _leaderboards(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        return await leaderboard_choices(self.ctx.service, current)
+        return await leaderboard_choices(self.ctx.service, current, user_ref(interaction))
 
     async def _devices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         return await device_choices(self.ctx.service, interaction, current)
@@ -259,7 +265,7 @@ class LeaderboardCommands(app_commands.Group):
             header = parse_directives(text)
             name = leaderboard or header.leaderboard
             if name and not header.devices:
-                offered = (await call(bot.service.leaderboard, name)).devices
+                offered = (await call(bot.service.leaderboard, name, viewer=user_ref(interaction))).devices
                 if len(offered) > 1:
                     devices = await pick_devices(interaction, name, offered)
                     if devices is None:
@@ -293,7 +299,7 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.command(name="list", description="All leaderboards, their devices and deadlines")
     async def list_(self, interaction: discord.Interaction) -> None:
         await defer(interaction)
-        boards = await call(self.ctx.service.list_leaderboards)
+        boards = await call(self.ctx.service.list_leaderboards, viewer=user_ref(interaction))
         await send(interaction, Reply(content=list_text(boards)))
 
     @app_commands.command(name="show", description="The top of a leaderboard, per device, with a chart")
@@ -302,10 +308,11 @@ class LeaderboardCommands(app_commands.Group):
     async def show(self, interaction: discord.Interaction, leaderboard: str, device: str | None = None) -> None:
         await defer(interaction)
         bot = self.ctx
-        rankings = await call(leaderboard_rankings, bot.service, leaderboard, parse_devices(device))
+        me = user_ref(interaction)
+        rankings = await call(leaderboard_rankings, bot.service, leaderboard, parse_devices(device), me)
         rows = bot.settings.leaderboard_rows
         top = [replace(r, entries=r.entries[:rows]) for r in rankings]
-        history = await call(score_histories, bot.service, leaderboard, [r.device for r in rankings])
+        history = await call(score_histories, bot.service, leaderboard, [r.device for r in rankings], me)
         png = await call(score_chart_png, leaderboard, history)
         files = (File(f"{leaderboard}-best-scores.png", png),) if png else ()
         await send(interaction, Reply(content=show_text(leaderboard, top), files=files))
@@ -321,7 +328,7 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.autocomplete(leaderboard=_leaderboards)
     async def task(self, interaction: discord.Interaction, leaderboard: str) -> None:
         await defer(interaction)
-        view = await call(self.ctx.service.task, leaderboard)
+        view = await call(self.ctx.service.task, leaderboard, viewer=user_ref(interaction))
         await send(interaction, task_reply(view))
 
     @app_commands.command(name="template", description="A starter file for a leaderboard, in a language")
@@ -329,7 +336,7 @@ class LeaderboardCommands(app_commands.Group):
     @app_commands.autocomplete(leaderboard=_leaderboards, language=_languages)
     async def template(self, interaction: discord.Interaction, leaderboard: str, language: str) -> None:
         await defer(interaction)
-        tpl = await call(self.ctx.service.template, leaderboard, language)
+        tpl = await call(self.ctx.service.template, leaderboard, language, viewer=user_ref(interaction))
         await send(
             interaction,
             Reply(
@@ -348,3 +355,28 @@ class LeaderboardCommands(app_commands.Group):
         reply = report(details)
         code = File(details.status.file_name, details.code.encode())
         await send(interaction, Reply(content=reply.content, files=(code, *reply.files)), overflow_name="report.txt")
+
+    @app_commands.command(name="standings", description="Standings: shared ranks, 95% intervals, held-out coverage")
+    @app_commands.describe(
+        leaderboard="The leaderboard",
+        device="Only this device (default: every device)",
+        final="The frozen final standings, made after the deadline's system tests (default: live)",
+    )
+    @app_commands.autocomplete(leaderboard=_leaderboards, device=_devices)
+    async def standings(
+        self, interaction: discord.Interaction, leaderboard: str, device: str | None = None, final: bool = False
+    ) -> None:
+        await defer(interaction)
+        text = await call(
+            standings_reply, self.ctx.service, leaderboard, parse_devices(device), final, user_ref(interaction)
+        )
+        await send(interaction, Reply(content=text))
+
+    @app_commands.command(name="join", description="Join a private leaderboard with an invite code")
+    @app_commands.describe(code="The invite code the organisers gave you (kci_…); only you see this command")
+    async def join(self, interaction: discord.Interaction, code: app_commands.Range[str, 1, 200]) -> None:
+        await defer(interaction)
+        joined = await call(self.ctx.service.join, user_ref(interaction), code)
+        again = "You were in it already." if joined.already else "You're in."
+        shown = f"**{joined.leaderboard}** shows in `/leaderboard list` for you now, and you can submit to it."
+        await send(interaction, Reply(content=f"{again} {shown}"))

@@ -13,11 +13,13 @@ import typer
 
 from kernelcup.commands.common import format_time, open_service, print_json, user_errors
 from kernelcup.commands.text import safe
+from kernelcup.remote import client_for, resolve, server_option
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from leaderboards.competition import StandingsView
+    from web.routes.standings import StandingsOut
 
 
 def _leaderboard_group(app: typer.Typer) -> typer.Typer:
@@ -35,21 +37,22 @@ def _actor() -> str:
     return f"shell:{who} (kernelcup leaderboard system-test)"
 
 
-def standings_table(view: StandingsView) -> Table:
+def standings_table(view: StandingsView | StandingsOut) -> Table:
     from rich.table import Table
 
     from leaderboards.formatting import format_ns, format_range
 
     kind = "final standings" if view.final else "live standings"
     table = Table(title=f"{safe(view.leaderboard)} on {safe(view.device)}: {kind}")
-    columns = ["#", "user", "score", *(["95% interval"] if view.final else []), "held-out", "submission", "file"]
+    interval = ["95% interval"] if view.final else []
+    columns = ["#", "user", "score", *interval, "held-out", "submission", "file", "note"]
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in view.rows:
         cells = [f"{row.rank}=" if row.tied else str(row.rank), safe(row.user_name), format_ns(row.score_ns)]
         if view.final:
             cells.append(format_range(row.low_ns, row.high_ns) if row.low_ns and row.high_ns else "")
-        cells += [row.coverage or "", f"#{row.submission_id}", safe(row.file_name)]
+        cells += [row.coverage or "", f"#{row.submission_id}", safe(row.file_name), safe(row.note or "")]
         table.add_row(*cells)
     notes = []
     if view.final:
@@ -71,15 +74,23 @@ def register(app: typer.Typer) -> None:
         device: list[str] = typer.Option(None, "--device", "-d", help="Only this device (repeatable)."),
         final: bool = typer.Option(False, "--final", help="The frozen final standings (after the deadline)."),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        server: str | None = server_option(),
     ) -> None:
         """A leaderboard's standings per device: live (the ranking, with each entry's held-out coverage once system
         tests ran) or --final (frozen after the deadline's system tests: only entries that passed them, ties marked)."""
         from rich.console import Console
 
+        login = resolve(server)
         with user_errors():
-            service = open_service()
-            devices = device or list(service.leaderboard(name).devices)
-            views = [service.standings(name, d, final=final) for d in devices]
+            views: list[StandingsView] | list[StandingsOut]
+            if login is not None:
+                with client_for(login) as client:
+                    devices = device or list(client.leaderboard(name).devices)
+                    views = [client.standings(name, d, final=final) for d in devices]
+            else:
+                service = open_service()
+                devices = device or list(service.leaderboard(name).devices)
+                views = [service.standings(name, d, final=final) for d in devices]
         if json_out:
             print_json(views)
             return

@@ -170,6 +170,7 @@ async def test_file_above_the_size_limit_is_refused_before_download(world, monke
 
 
 async def test_closed_paused_and_rate_limited_leaderboards(world) -> None:
+    world.service.settings.late_submissions_per_hour = 0  # no practice after the deadline
     world.service.update_leaderboard("addone", deadline=datetime.now(UTC) - timedelta(hours=1))
     closed = await submit(world, world.alice)
     assert "closed on" in closed.response.content and "no longer accepts submissions" in closed.response.content

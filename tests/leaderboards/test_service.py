@@ -29,6 +29,7 @@ from leaderboards.errors import (
 from leaderboards.models import Job, JobStatus, Leaderboard, Submission, SubmissionCode
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
 from runners.contract import SPEED_OF_LIGHT, Mode, Verdict
 
 CODE = b"def custom_kernel(data):\n    return data\n"
@@ -84,7 +85,10 @@ def test_mistakes_are_refused_with_a_message_and_nothing_is_stored(
     assert count(service, Submission) == 0 and count(service, Job) == 0
 
 
-def test_closed_leaderboard_says_when_it_closed(service: LeaderboardService, tmp_path: Path) -> None:
+def test_closed_leaderboard_says_when_it_closed(
+    service: LeaderboardService, settings: CoreSettings, tmp_path: Path
+) -> None:
+    settings.late_submissions_per_hour = 0  # no practice after the deadline (test_late_and_invites.py has it)
     closed = datetime(2024, 3, 1, 12, 30, tzinfo=UTC)
     service.create_leaderboard(make_problem(tmp_path), deadline=closed, devices=["cpu"])
     with pytest.raises(LeaderboardClosed, match="closed on 2024-03-01 12:30 UTC"):

@@ -11,6 +11,7 @@ import logging
 import re
 import zipfile
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 import yaml
@@ -166,3 +167,42 @@ def test_the_public_problem_folder_holds_no_held_out_case_nor_secret_seed(held_w
     c.patch("/api/v1/admin/leaderboards/held", headers=w.auth(w.admin), json={"visible": False})
     hidden = c.get("/api/v1/leaderboards/held/problem")
     assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "leaderboard_not_found"
+
+
+def test_standings_late_and_join_surfaces_show_no_held_out_case(held_world: World) -> None:
+    """The surfaces of a competition's end (issue 29): the standings and "after the deadline" pages and routes, final
+    standings frozen after system tests, an admitted late entry, the bot's /leaderboard standings and the CLI's table,
+    and the join form; counts of held-out cases only."""
+    from bot.standings import standings_reply
+    from kernelcup.commands.competition import late_lines
+    from kernelcup.commands.standings import standings_table
+    from leaderboards.results import UserRef
+
+    w, c = held_world, held_world.client
+    w.submit(w.ann, mode="ranked", leaderboard="held", devices="cpu")
+    w.serve()
+    w.service.update_leaderboard("held", deadline=w.service.clock() - timedelta(minutes=1), force=True)
+    late = w.submit(w.bob, mode="ranked", leaderboard="held", devices="cpu").json()["submission_id"]
+    w.serve()
+    system_tests(w)
+    r = c.post(f"/api/v1/admin/submissions/{late}/admit", headers=w.auth(w.admin), json={"reason": "an outage"})
+    assert r.status_code == 200, r.text
+    assert w.service.competition_tick() == ["held: queued 2 system tests at the deadline"]  # bob's among them
+    launcher = FakeLauncher()
+    settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0)
+    runner = SystemTestRunner(w.service, lambda _d: launcher, 10.0)
+    asyncio.run(Worker(w.service, lambda _d: launcher, settings, system_tests=runner).run(once=True))
+    assert w.service.competition_tick() == ["held: froze the final standings on cpu"]
+    texts = [
+        c.get(path, params={"device": "cpu"}, headers=w.auth(token) if token else {}).text
+        for path in ("/leaderboards/held/standings", "/leaderboards/held/late", "/api/v1/leaderboards/held/late",
+                     "/api/v1/leaderboards/held/standings", "/join")
+        for token in (None, w.ann, w.admin)
+    ]  # fmt: skip
+    assert "2 of 2 held-out cases" in texts[0] and "an outage" in texts[0]
+    final = w.service.standings("held", "cpu", final=True)
+    texts += [standings_reply(w.service, "held", ["cpu"], True, UserRef("ann")), repr(final)]
+    texts += ["\n".join(late_lines(w.service.late_submissions("held"))), repr(standings_table(final).columns)]
+    for text in texts:
+        assert_hidden(text, "competition surfaces")
+    assert [(r.user_name, r.coverage) for r in final.rows][:1] == [("ann", "2 of 2 held-out cases")]

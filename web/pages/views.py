@@ -14,7 +14,7 @@ from functools import partial
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
-from leaderboards.errors import NotFound, SubmissionNotFound
+from leaderboards.errors import LeaderboardNotFound, NotFound, SubmissionNotFound
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
 from web.pages.base import session_of, sign_in_first, viewer
@@ -68,20 +68,30 @@ def leaderboard_page(
     cache = request.app.state.pages_cache
     # The task and the leaderboard's settings change through admin actions (which forget this) or at the deadline:
     # remembered for CHART_TTL_S at most, the submission count with them.
-    board = cache.get(("board", name), lambda: api_leaderboards.get_leaderboard(name, service))
+    me = None  # a public board: read as anyone, shared through the cache
+    try:
+        board = cache.get(("board", name), lambda: api_leaderboards.get_leaderboard(name, service))
+    except LeaderboardNotFound:
+        if view.who is None:
+            raise
+        me, who = view.who.user, view.who  # a hidden board they joined with an invite code: read as them, cached
+        board = cache.get(("board", name, me.identity), lambda: api_leaderboards.get_leaderboard(name, service, who))
+    scope = (name,) if me is None else (name, me.identity)
     chosen = next((d for d in board.devices if device and d.lower() == device.lower()), board.devices[0])
     size = request.app.state.settings.ranking_page_size
-    ranking = RankingOut.model_validate(service.ranking(name, chosen, size, offset=(page - 1) * size))
+    ranking = RankingOut.model_validate(service.ranking(name, chosen, size, offset=(page - 1) * size, viewer=me))
     head = (
         ranking.entries[0]
         if page == 1 and ranking.entries
-        else next(iter(service.ranking(name, chosen, 1).entries), None)
+        else next(iter(service.ranking(name, chosen, 1, viewer=me).entries), None)
     )
     # What the whole history gives (the chart; the roofline score behind the speed-of-light share, from the best
     # entry's run) changes when the ranking's head or size does: remembered under those, and for CHART_TTL_S at most.
-    version = (name, chosen, ranking.total, head and head.submission_id, head and head.score_ns)
-    bound = cache.get(("roofline", *version), lambda: service.roofline_score_ns(name, chosen))
-    chart = cache.get(("chart", *version), lambda: score_chart(service.score_history(name, chosen), datetime.now(UTC)))
+    version = (*scope, chosen, ranking.total, head and head.submission_id, head and head.score_ns)
+    bound = cache.get(("roofline", *version), lambda: service.roofline_score_ns(name, chosen, viewer=me))
+    chart = cache.get(
+        ("chart", *version), lambda: score_chart(service.score_history(name, chosen, viewer=me), datetime.now(UTC))
+    )
     shares = {e.submission_id: bound / e.score_ns if bound and e.score_ns > 0 else None for e in ranking.entries}
     return cached_page(
         request,
@@ -189,7 +199,7 @@ def my_page(
 ) -> Response:
     if view.who is None:
         return sign_in_first(request)
-    boards = [b.name for b in service.list_leaderboards()]
+    boards = [b.name for b in service.list_leaderboards(viewer=view.who.user)]
     chosen = leaderboard if leaderboard in boards else None
     if leaderboard and chosen is None:
         raise NotFound(f"There is no leaderboard {leaderboard!r}; choose one from the list.")

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable, Hashable
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from leaderboards.errors import UserError
+from leaderboards.errors import LeaderboardNotFound, UserError
+from leaderboards.results import Principal, UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.viewing import HISTORY_MAX_POINTS, HISTORY_MAX_SERIES
-from web.auth import service_of
-from web.cache import read_key
+from web.auth import MaybeUser, service_of, viewer_of
+from web.cache import TTLCache, read_key
 from web.routes.common import LIMIT_MAX, OFFSET_MAX
 from web.schemas import (
     API_PREFIX,
@@ -26,14 +28,17 @@ router = APIRouter(prefix=API_PREFIX, tags=["leaderboards"])
 
 
 @router.get("/leaderboards", response_model=list[LeaderboardOut], summary="Every visible leaderboard")
-def list_leaderboards(service: LeaderboardService = Depends(service_of)) -> list[LeaderboardOut]:
-    return [LeaderboardOut.model_validate(b) for b in service.list_leaderboards()]
+def list_leaderboards(service: LeaderboardService = Depends(service_of), who: MaybeUser = None) -> list[LeaderboardOut]:
+    """With a token: also the hidden leaderboards its user joined with an invite code."""
+    return [LeaderboardOut.model_validate(b) for b in service.list_leaderboards(viewer=viewer_of(who))]
 
 
 @router.get("/leaderboards/{name}", response_model=LeaderboardDetailOut, summary="A leaderboard and its task")
-def get_leaderboard(name: str, service: LeaderboardService = Depends(service_of)) -> LeaderboardDetailOut:
-    summary = service.leaderboard(name)
-    task = service.task(name)
+def get_leaderboard(
+    name: str, service: LeaderboardService = Depends(service_of), who: MaybeUser = None
+) -> LeaderboardDetailOut:
+    summary = service.leaderboard(name, viewer=viewer_of(who))
+    task = service.task(name, viewer=viewer_of(who))
     return LeaderboardDetailOut(
         **LeaderboardOut.model_validate(summary).model_dump(),
         languages=tuple(sorted(task.templates)),
@@ -47,8 +52,11 @@ def get_leaderboard(name: str, service: LeaderboardService = Depends(service_of)
 
 
 @router.get("/leaderboards/{name}/templates/{language}", response_model=TemplateOut, summary="A starter file")
-def get_template(name: str, language: str, service: LeaderboardService = Depends(service_of)) -> TemplateOut:
-    return TemplateOut.model_validate(service.template(name, language))
+def get_template(
+    name: str, language: str, service: LeaderboardService = Depends(service_of), who: MaybeUser = None
+) -> TemplateOut:
+    return TemplateOut.model_validate(service.template(name, language, viewer=viewer_of(who)))
+
 
 
 RANKINGS_ROUTE = f"{API_PREFIX}/leaderboards/{{name}}/rankings"
@@ -66,6 +74,7 @@ async def get_rankings(
     offset: int = Query(0, ge=0, le=OFFSET_MAX, description="Rows to skip (page with it)."),
     programs: bool | None = Query(None, description="Include program accounts (default: the server's setting)."),
     service: LeaderboardService = Depends(service_of),
+    who: MaybeUser = None,
 ) -> Response:
     most = request.app.state.settings.max_rankings_limit
     if limit > most:
@@ -77,11 +86,11 @@ async def get_rankings(
     body = cache.fresh(key)
     if body is None:
 
-        def compute() -> bytes:
-            ranking = service.ranking(name, device, limit, offset=offset, programs=programs)
+        def compute(viewer: UserRef | None = None) -> bytes:
+            ranking = service.ranking(name, device, limit, offset=offset, programs=programs, viewer=viewer)
             return RankingOut.model_validate(ranking).model_dump_json().encode()
 
-        body = await asyncio.to_thread(cache.get, key, compute)
+        body = await public_or_members(cache, key, compute, who)
     return Response(body, media_type="application/json")
 
 
@@ -95,6 +104,7 @@ async def get_history(
     points: int = Query(100, ge=2, le=HISTORY_MAX_POINTS, description="The most points in one series."),
     programs: bool | None = Query(None, description="Include program accounts (default: the server's setting)."),
     service: LeaderboardService = Depends(service_of),
+    who: MaybeUser = None,
 ) -> Response:
     """Only the steps where a best improved, a bounded page of series with a bounded number of points each, whatever
     is stored; cached like the rankings (the same answer for KERNELCUP_API_RANKINGS_CACHE_S)."""
@@ -103,11 +113,24 @@ async def get_history(
     body = cache.fresh(key)
     if body is None:
 
-        def compute() -> bytes:
+        def compute(viewer: UserRef | None = None) -> bytes:
             history = service.score_history_page(
-                name, device, limit=limit, offset=offset, max_points=points, programs=programs
+                name, device, limit=limit, offset=offset, max_points=points, programs=programs, viewer=viewer
             )
             return HistoryOut.model_validate(history).model_dump_json().encode()
 
-        body = await asyncio.to_thread(cache.get, key, compute)
+        body = await public_or_members(cache, key, compute, who)
     return Response(body, media_type="application/json")
+
+
+async def public_or_members(
+    cache: TTLCache, key: Hashable, compute: Callable[[UserRef | None], bytes], who: Principal | None
+) -> bytes:
+    """A public read through the shared cache; a hidden leaderboard's (for a member: ``who`` joined it with an invite
+    code) computed for them alone and never cached, so no one else is ever answered from it."""
+    try:
+        return await asyncio.to_thread(cache.get, key, lambda: compute(None))
+    except LeaderboardNotFound:
+        if who is None:
+            raise
+        return await asyncio.to_thread(compute, who.user)

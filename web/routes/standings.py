@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
-from web.auth import admin, service_of
+from web.auth import MaybeUser, admin, service_of, viewer_of
 from web.schemas import API_PREFIX, ErrorOut, Model
 
 router = APIRouter(prefix=API_PREFIX)
@@ -26,6 +26,7 @@ class StandingRowOut(Model):
     low_ns: float | None = Field(description="The score's 95% interval (final standings only).")
     high_ns: float | None
     coverage: str | None = Field(description="'5 of 5 held-out cases' once the entry's system test ran.")
+    note: str | None = Field(None, description="'late, admitted by X because Y' for an entry an admin let in late.")
 
 
 class ExcludedRowOut(Model):
@@ -75,10 +76,11 @@ def get_standings(
     device: str | None = Query(None, max_length=32, description="The device (optional when there is one)."),
     final: bool = Query(False, description="The frozen final standings, made after the deadline's system tests."),
     service: LeaderboardService = Depends(service_of),
+    who: MaybeUser = None,
 ) -> StandingsOut:
     """Live: the ranking's top entries with their held-out coverage once system tests ran. Final: only entries that
     passed every held-out case, ranked with ties where their 95% intervals cannot tell them apart."""
-    return StandingsOut.model_validate(service.standings(name, device, final=final))
+    return StandingsOut.model_validate(service.standings(name, device, final=final, viewer=viewer_of(who)))
 
 
 @router.post(

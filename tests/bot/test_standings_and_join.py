@@ -1,0 +1,58 @@
+"""/leaderboard standings and /leaderboard join through SimCord (issue 29): standings with shared ranks, 95% intervals
+and held-out coverage, live and final; a private leaderboard that shows only after its invite code."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from bot_fakes import accepted, launcher
+from bot_steps import GOOD, raised, serve_queue
+
+from leaderboards.results import UserRef
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_standings_live_then_final_with_ties_and_intervals(world) -> None:
+    for member, median in ((world.alice, 20_000), (world.bob, 10_000)):
+        world.service.submit(UserRef(member.name, member.id), "k.py", GOOD, "addone", ["cpu"], "ranked")
+        await serve_queue(world, launcher(lambda r, m=median: accepted(r, m)))
+    live = await world.alice.slash(world.channel, "leaderboard standings", leaderboard="addone", device="cpu")
+    text = live.response.content
+    assert "**addone** on **cpu**: Live standings" in text
+    rows = text.split("```")[1].strip().splitlines()
+    assert rows[1].split()[:2] == ["1", "bob"] and rows[2].split()[:2] == ["2", "alice"]
+    early = await world.alice.slash(world.channel, "leaderboard standings", leaderboard="addone", final=True)
+    assert "has no final standings on cpu yet" in early.response.content  # and on H100: each device says so
+
+    world.service.update_leaderboard("addone", deadline=world.service.clock() - timedelta(minutes=1), force=True)
+    assert world.service.competition_tick() == [
+        "addone: froze the final standings on cpu", "addone: froze the final standings on H100"]  # fmt: skip
+    final = await world.alice.slash(world.channel, "leaderboard standings", leaderboard="addone", final=True)
+    text = final.response.content
+    assert "**addone** on **cpu**: Final standings, frozen <t:" in text and "No entries." in text  # H100: none
+    rows = text.split("```")[1].strip().splitlines()
+    assert rows[0].split() == ["#", "user", "score", "95%", "interval", "held-out"]
+    assert rows[1].split()[:4] == ["1", "bob", "10.0", "µs"] and "–" in rows[1]  # the interval's range
+    assert raised(world) == []
+
+
+async def test_a_private_board_shows_after_join(world) -> None:
+    world.service.update_leaderboard("addone", visible=False)
+    hidden = await world.alice.slash(world.channel, "leaderboard list")
+    assert "addone" not in hidden.response.content
+    code = world.service.create_invite("addone", actor="admin", uses=1).code
+    wrong = await world.alice.slash(world.channel, "leaderboard join", code="kci_nope")
+    assert wrong.ephemeral and "unknown" in wrong.response.content
+    joined = await world.alice.slash(world.channel, "leaderboard join", code=code)
+    assert joined.ephemeral and "You're in. **addone** shows" in joined.response.content
+    listed = await world.alice.slash(world.channel, "leaderboard list")
+    assert "**addone**" in listed.response.content
+    shown = await world.alice.slash(world.channel, "leaderboard standings", leaderboard="addone", device="cpu")
+    assert "Live standings" in shown.response.content and "No entries yet." in shown.response.content
+    other = await world.bob.slash(world.channel, "leaderboard show", leaderboard="addone")
+    assert "There is no leaderboard named 'addone'" in other.response.content
+    used = await world.bob.slash(world.channel, "leaderboard join", code=code)
+    assert "all it allows" in used.response.content
+    assert [type(e).__name__ for e in raised(world)] == ["InviteError", "LeaderboardNotFound", "InviteError"]
