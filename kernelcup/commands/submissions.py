@@ -68,7 +68,7 @@ def submissions_table(subs: Sequence[SubmissionSummary | SubmissionSummaryOut]) 
             f"#{s.submission_id}",
             safe(s.leaderboard),
             safe(s.file_name),
-            s.mode.value,
+            s.mode.value + (f"\n{safe(s.late)}" if s.late else ""),
             format_time(s.created_at),
             safe("; ".join(job_summary(j) for j in s.jobs) + (f"\n{s.moderation_note}" if s.moderation_note else "")),
         )

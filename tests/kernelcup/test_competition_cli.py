@@ -51,6 +51,8 @@ def test_standings_practice_and_admission_through_a_server(served: Served) -> No
     s.update_leaderboard("add", deadline=s.clock() - timedelta(minutes=1), force=True, actor="test")
     late = served.client.submit(("late.py", FILE.replace(b"700", b"500")), "add", ["cpu"], "ranked", force=True)
     served.client.submission(late.id).wait(timeout=60)
+    mine = cli("submissions", "list", "--server", url, token=served.token)
+    assert "after the deadline: unranked practice" in mine.output  # the author's own view says so
     listed = cli("leaderboard", "late", "add", "--server", url)
     assert listed.exit_code == 0, listed.output
     assert f"#{late.id} agent late.py ranked" in listed.output
