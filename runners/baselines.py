@@ -22,7 +22,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from runners import stats
-from runners.contract import BASELINES_BUDGET_S, BaselineResult, BaselineSpec, BenchmarkResult, RunRequest, SystemInfo
+from runners.contract import (
+    BASELINES_BUDGET_S,
+    BaselineResult,
+    BaselineSpec,
+    BenchmarkResult,
+    RunRequest,
+    SystemInfo,
+    TimingStats,
+)
 from runners.ipc.protocol import RBaseline
 
 CACHE_VERSION = 2
@@ -91,45 +99,73 @@ class BaselineCache:
         tmp.replace(target)
 
 
-def measured(spec: BaselineSpec, reports: list[RBaseline], cases: int) -> tuple[list[float | None], str]:
-    """A baseline's median per case from the evaluator's reports, and why it is incomplete ('' when it is not)."""
-    medians: list[float | None] = [None] * cases
+COMPARABLE_ERROR = 0.05
+"""A case's speedup is given only where the ratio of the two medians is known within this (relative standard error,
+from both medians' own: ``stats.median_error``). On a machine busy enough to spread either side more, the ratio is
+noise, and saying "0.2x" for the reference's own operation would mislead (issue 31)."""
+
+
+def measured(spec: BaselineSpec, reports: list[RBaseline], cases: int) -> tuple[list[TimingStats | None], str]:
+    """A baseline's statistics per case from the evaluator's reports, and why they are incomplete ('' when they are
+    not)."""
+    got: list[TimingStats | None] = [None] * cases
     note = ""
     for r in reports:
         if r.error:
             note = f"the {spec.label} could not be timed: {r.error}"
             break
-        medians[r.index] = stats.timing_stats(r.samples_ns).median_ns
-    if not note and any(m is not None and m <= 0 for m in medians):
+        got[r.index] = stats.timing_stats(r.samples_ns)
+    if not note and any(s is not None and s.median_ns <= 0 for s in got):
         note = f"the {spec.label} reads 0 ns on a case (too little work to time)"
-    if not note and any(m is None for m in medians):
+    if not note and any(s is None for s in got):
         note = f"the {spec.label} was not timed on every benchmark"
-    return medians, note
+    return got, note
+
+
+def medians(got: list[TimingStats | None]) -> list[float | None]:
+    return [s.median_ns if s is not None else None for s in got]
+
+
+def _ratio_error(base: TimingStats, sub: TimingStats) -> float:
+    """The relative standard error of ``base.median / sub.median`` (0 where neither kept its quartiles)."""
+    return math.hypot(stats.stats_error(base) or 0.0, stats.stats_error(sub) or 0.0)
 
 
 def result(
     spec: BaselineSpec,
-    medians: list[float | None],
+    got: list[TimingStats | None],
     benches: list[BenchmarkResult],
     *,
     measured_at: datetime | None,
     note: str = "",
 ) -> BaselineResult:
-    """The speedup per case (the baseline's median over the submission's, both timed in this run) and their geometric
-    mean."""
+    """The speedup per case (the baseline's median over the submission's, both timed in this run) where the two are
+    comparable (``COMPARABLE_ERROR``), and their geometric mean where every case has one; else the note says why."""
     speedups: list[float | None] = []
-    for i, base in enumerate(medians):
+    spread: list[str] = []
+    for i, base in enumerate(got):
         sub = benches[i].stats if i < len(benches) else None
-        ok = base is not None and base > 0 and sub is not None and sub.median_ns > 0
-        speedups.append(base / sub.median_ns if ok else None)  # type: ignore[operator, union-attr]
+        if base is None or base.median_ns <= 0 or sub is None or sub.median_ns <= 0:
+            speedups.append(None)
+            continue
+        error = _ratio_error(base, sub)
+        if error > COMPARABLE_ERROR:
+            speedups.append(None)
+            spread.append(f"case {i + 1}, ±{error:.0%}")
+            continue
+        speedups.append(base.median_ns / sub.median_ns)
     known = [s for s in speedups if s is not None]
     overall = stats.geometric_mean(known) if known and len(known) == len(speedups) else None
+    if spread and not note:
+        note = (f"no speedup over the {spec.label}: its times and the submission's spread too widely on this machine "
+                f"now to compare ({'; '.join(spread)}, more than ±{COMPARABLE_ERROR:.0%}): a busy machine, or too "
+                "few samples")  # fmt: skip
     if overall is None and not note and benches:
         note = f"no speedup over the {spec.label}: a benchmark has no median"
     return BaselineResult(
         label=spec.label,
         function=spec.function,
-        case_medians_ns=medians,
+        case_medians_ns=medians(got),
         speedups=speedups,
         speedup=overall,
         measured_at=measured_at,

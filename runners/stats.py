@@ -40,6 +40,22 @@ def timing_stats(samples_ns: Sequence[float]) -> TimingStats:
     )
 
 
+def median_error(median: float, p25: float, p75: float, n: int) -> float:
+    """The standard error of a median of ``n`` samples, relative to it: sqrt(pi/2) x sigma / sqrt(n), sigma estimated
+    from the interquartile range (IQR / 1.349), so that a few outliers (a context switch, a clock change) do not
+    count as they do in the mean's error. 0 for a median of 0."""
+    if median <= 0 or n < 1:
+        return 0.0
+    return math.sqrt(math.pi / 2) * (p75 - p25) / 1.349 / math.sqrt(n) / median
+
+
+def stats_error(stats: TimingStats) -> float | None:
+    """``median_error`` of a case's statistics (None for statistics kept before the quartiles were)."""
+    if stats.p25_ns is None or stats.p75_ns is None:
+        return None
+    return median_error(stats.median_ns, stats.p25_ns, stats.p75_ns, stats.samples)
+
+
 def geometric_mean(xs: Sequence[float]) -> float:
     """The geometric mean of positive values (one below 1e-9 counts as 1e-9)."""
     return math.exp(math.fsum(math.log(max(x, 1e-9)) for x in xs) / len(xs))

@@ -333,10 +333,10 @@ class _BaselinePlan:
         out = []
         for spec in self.to_time:
             got, note = baselines.measured(spec, reports.get(spec.label, []), len(self.request.benchmarks))
-            self.medians[spec.label] = got
+            self.medians[spec.label] = baselines.medians(got)
             if not note:
                 with contextlib.suppress(OSError):
-                    self.cache.put(self.keys[spec.label], [m for m in got if m is not None], started)
+                    self.cache.put(self.keys[spec.label], [m for m in baselines.medians(got) if m is not None], started)
             out.append(baselines.result(spec, got, result.benchmarks, measured_at=started, note=note))
         # A failed run reports no speedup (its baselines' times are cached all the same).
         return result.model_copy(update={"baselines": out}) if result.verdict.passed else result

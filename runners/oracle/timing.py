@@ -9,12 +9,11 @@ call's sample is the submission process's own reading, raised to what the truste
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runners.contract import TimingSettings
-from runners.stats import quantile
+from runners.stats import median_error, quantile
 
 HARD_TIME_FACTOR = 5.0
 """``min_samples`` outranks ``max_time_s``, up to this many times ``max_time_s`` (a very slow kernel)."""
@@ -174,14 +173,11 @@ def time_case(
 
 
 def median_rel_error(ordered: list[float]) -> float:
-    """The standard error of the median of ``ordered`` (sorted samples), relative to the median: sqrt(pi/2) x
-    sigma / sqrt(n), sigma estimated from the interquartile range (IQR / 1.349), so that a few outliers (a context
-    switch, a clock change) do not hold back a case whose median is already known, as they do the mean's error."""
-    median = quantile(ordered, 0.5)  # the same quantiles the reported statistics use (runners/stats.py)
-    if median <= 0:
-        return 0.0
-    sigma = (quantile(ordered, 0.75) - quantile(ordered, 0.25)) / 1.349
-    return math.sqrt(math.pi / 2) * sigma / math.sqrt(len(ordered)) / median
+    """The standard error of the median of ``ordered`` (sorted samples), relative to the median
+    (``stats.median_error``: from the IQR, so that a few outliers do not hold back a case whose median is already
+    known, as they do the mean's error)."""
+    q = [quantile(ordered, x) for x in (0.5, 0.25, 0.75)]  # the same quantiles the reported statistics use
+    return median_error(q[0], q[1], q[2], len(ordered))
 
 
 def _stop(ordered: list[float], elapsed_s: float, s: TimingSettings, precision_after: int = 0) -> bool:
