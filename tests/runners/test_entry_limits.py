@@ -133,6 +133,35 @@ def test_a_later_test_is_bounded_by_the_references_time_where_the_runner_has_it(
     assert [t.verdict for t in result.tests] == [Verdict.ACCEPTED]
 
 
+HANGS_ON_A_BENCHMARK = b"""import torch
+
+
+def custom_kernel(data):
+    a, b, out = data
+    while a.numel() >= 4096:  # the benchmark cases' sizes, not the tests'
+        pass
+    return torch.add(a, b, out=out)
+"""
+
+
+def test_a_benchmark_case_is_bounded_by_the_references_time_on_it_as_this_run_measured_it(
+    monkeypatch: pytest.MonkeyPatch, runner_settings: RunnerSettings
+) -> None:
+    """Issue 31: a kernel that hangs on a benchmark case's first warm-up call is told once that case's own bound runs
+    out (the evaluator's budget for the case, plus twice the larger of the floor, made 1 s here, and 200x the
+    reference's median on the case, which this run timed before the submission loaded; no cache), naming the case,
+    long before the run's limit (120 s)."""
+    monkeypatch.setattr(clock_mod, "TEST_FLOOR_S", 1.0)
+    request = build_request("submissions/correct_torch.py", Mode.BENCHMARK, content=HANGS_ON_A_BENCHMARK,
+                            run_timeout_s=120.0)  # fmt: skip
+    result = run_request(request, settings=runner_settings)
+    assert result.wall_time_s - result.phase_times["compiling"] < 60
+    assert result.verdict is Verdict.TIMEOUT, result.message
+    assert result.message.startswith("benchmark 1 of 2 ({size: 4096, seed: 10}) did not finish within "), result.message
+    assert "the bound on one benchmark case" in result.message and "on this runner" in result.message
+    assert "baseline" in result.phase_times  # the reference's time came from this very run
+
+
 def test_bounds_give_a_compile_allowance_only_to_languages_with_a_compile_step() -> None:
     python = build_request("submissions/correct_torch.py", compile_timeout_s=300.0, run_timeout_s=60.0)
     assert bounds_for(python, 90.0).user_s == 60.0
