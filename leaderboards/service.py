@@ -56,6 +56,7 @@ from leaderboards.models import (
 )
 from leaderboards.moderation import ModerationMixin
 from leaderboards.moderation_states import author_text, ranks_condition
+from leaderboards.public_problem import PublicFolder, public_folder, served_file_name, served_template
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
 from leaderboards.rejudge import RejudgeMixin, announcements_held
 from leaderboards.results import (
@@ -785,6 +786,8 @@ class LeaderboardService(
             lb = self._leaderboard(s, name, include_hidden=False, viewer=viewer)
             snap = lb.task
             task = snap["task"]
+            templates: dict[str, str] = snap.get("templates", {})
+            names = {label: served_file_name(lb.name, label, template_file_name(snap, label)) for label in templates}
             return TaskView(
                 name=lb.name,
                 description=lb.description,
@@ -793,14 +796,22 @@ class LeaderboardService(
                 deadline=lb.deadline,
                 ranking_by=lb.ranking_by,
                 files=dict(snap["files"]),
-                templates=dict(snap.get("templates", {})),
-                template_files={label: template_file_name(snap, label) for label in snap.get("templates", {})},
+                templates={label: served_template(lb.name, names[label], text) for label, text in templates.items()},
+                template_files=names,
                 tests=tuple(task["tests"]),
                 benchmarks=tuple(task["benchmarks"]),
                 dtype=str(task.get("dtype", "fp32")),  # (snapshots from before it was declared: the default)
                 baselines=("reference", *(str(b.get("label", "")) for b in task.get("baselines", []))),
                 language=language_text(lb.lang),
             )
+
+    def public_folder(self, name: str, *, viewer: UserRef | None = None) -> PublicFolder:
+        """A visible leaderboard's public problem folder (``leaderboards.public_problem``): task.yml without its
+        held-out cases, the files that travel with a run, the templates. A hidden one only for its ``viewer``'s
+        members, as ``task``."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, include_hidden=False, viewer=viewer)
+            return public_folder(lb.name, lb.task)
 
     def template(self, name: str, language: str, *, viewer: UserRef | None = None) -> TemplateFile:
         view = self.task(name, viewer=viewer)

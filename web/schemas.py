@@ -93,6 +93,17 @@ class LeaderboardDetailOut(LeaderboardOut):
     )
 
 
+class ProblemFolderOut(Model):
+    leaderboard: str
+    problem: str = Field(description="The problem folder's name.")
+    fingerprint: str = Field(description="sha256 of the files: also the answer's ETag (send If-None-Match).")
+    files: dict[str, str] = Field(
+        description="Every file of the public problem folder by its relative path: task.yml (without held-out "
+        "cases), the reference and the files that travel with a run (_lib/ among them where it is imported), the "
+        "templates."
+    )
+
+
 class TemplateOut(Model):
     leaderboard: str
     language: str

@@ -125,8 +125,8 @@ async def test_task_of_many_files_stays_within_ten_attachments(world, problems_d
 async def test_template_is_a_file(world) -> None:
     result = await world.alice.slash(world.channel, "leaderboard template", leaderboard="addone", language="pytorch")
     [file] = result.response.attachments
-    assert file.filename == "pytorch.py"
-    assert (await file.read()).startswith(b"def custom_kernel")
+    assert file.filename == "addone_pytorch.py"
+    assert (await file.read()).startswith(b"#!POPCORN leaderboard addone\ndef custom_kernel")
     missing = await world.alice.slash(world.channel, "leaderboard template", leaderboard="addone", language="cuda")
     assert "has no 'cuda' template; it offers: pytorch." in missing.response.content
     raised(world)

@@ -38,7 +38,7 @@ def test_from_a_leaderboard_on_the_server(served: Served, tmp_path: Path, monkey
     assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
     assert "wrote AGENTS.md, submission.py for add" in r.output  # type: ignore[attr-defined]
     guide = (tmp_path / "AGENTS.md").read_text()
-    assert (tmp_path / "submission.py").read_text() == TEMPLATE
+    assert (tmp_path / "submission.py").read_text() == f"#!POPCORN leaderboard add\n{TEMPLATE}"  # the served one
     assert guide.startswith("# Agent guide: add\n")
     assert "Add two vectors: return a + b." in guide  # what to implement: the problem's own description
     assert "`size=3, seed=3`" in guide  # its test cases

@@ -23,8 +23,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def test_reset_shows_the_problem_and_its_template(served: Served) -> None:
     env = KernelEnv(served.client, "add", device="H100")
     obs = env.reset()
-    assert (obs.leaderboard, obs.device, obs.language, obs.file_name) == ("add", "H100", "pytorch", "pytorch.py")
-    assert obs.template == TEMPLATE and obs.description == "Add two vectors: return a + b."
+    assert (obs.leaderboard, obs.device, obs.language, obs.file_name) == ("add", "H100", "pytorch", "add_pytorch.py")
+    assert obs.template == f"#!POPCORN leaderboard add\n{TEMPLATE}"  # served: a copy of it submits to its board
+    assert obs.description == "Add two vectors: return a + b."
     assert list(obs.tests) == TESTS
     with pytest.raises(ValueError, match="runs on cpu, H100, not B200"):
         KernelEnv(served.client, "add", device="B200").reset()

@@ -58,7 +58,7 @@ def test_read_problems_and_templates(served: Served) -> None:
     detail = payload(problem)
     assert detail["description"] == "Add two vectors: return a + b."
     assert [c["size"] for c in detail["tests"]] == [1, 2, 3, 4] and detail["languages"] == ["pytorch"]
-    assert payload(template) == {"file_name": "pytorch.py", "content": TEMPLATE}
+    assert payload(template) == {"file_name": "add_pytorch.py", "content": f"#!POPCORN leaderboard add\n{TEMPLATE}"}
 
 
 def test_evaluate_test_and_benchmark_from_text_and_path(served: Served, tmp_path: Path) -> None:

@@ -269,10 +269,11 @@ def test_details_are_for_the_owner_only(service: LeaderboardService, board: str)
 def test_task_and_templates(service: LeaderboardService, board: str) -> None:
     task = service.task(board)
     assert task.description == "Add two vectors." and task.devices == ("cpu", "H100") and task.lang == "py"
-    assert task.template_files == {"pytorch": "pytorch.py"} and "custom_kernel" in task.templates["pytorch"]
+    assert task.template_files == {"pytorch": "add_pytorch.py"} and "custom_kernel" in task.templates["pytorch"]
+    assert task.templates["pytorch"].startswith("#!POPCORN leaderboard add\n")  # served: a copy submits to its board
     assert task.tests == ({"size": 3, "seed": 1},) and len(task.benchmarks) == 2
     tpl = service.template(board, "pytorch")
-    assert tpl.file_name == "pytorch.py" and "custom_kernel" in tpl.content
+    assert tpl.file_name == "add_pytorch.py" and tpl.content == task.templates["pytorch"]
     with pytest.raises(NotFound, match="no 'triton' template; it offers: pytorch"):
         service.template(board, "triton")
 

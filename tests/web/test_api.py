@@ -22,7 +22,8 @@ def test_public_reads_need_no_token(world: World) -> None:
     assert detail["lang"] == "py" and detail["language"] == "Python (PyTorch, Triton, inline CUDA): .py files"
     assert len(detail["benchmarks"]) == 2 and detail["ranking_by"] == "geom"
     tpl = c.get("/api/v1/leaderboards/add/templates/pytorch").json()
-    assert tpl["file_name"] == "pytorch.py" and "custom_kernel" in tpl["content"]
+    assert tpl["file_name"] == "add_pytorch.py" and "custom_kernel" in tpl["content"]  # NAME_LANG, as popcorn-cli's
+    assert tpl["content"].startswith("#!POPCORN leaderboard add\n")  # a copy of it submits to its board
     ranking = c.get("/api/v1/leaderboards/add/rankings", params={"device": "h100"}).json()
     assert ranking["device"] == "H100" and ranking["entries"] == [] and ranking["total"] == 0
     history = c.get("/api/v1/leaderboards/add/history", params={"device": "cpu"}).json()

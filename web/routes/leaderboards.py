@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import re
+import zipfile
 from collections.abc import Callable, Hashable
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
@@ -20,6 +23,7 @@ from web.schemas import (
     HistoryOut,
     LeaderboardDetailOut,
     LeaderboardOut,
+    ProblemFolderOut,
     RankingOut,
     TemplateOut,
 )
@@ -57,6 +61,37 @@ def get_template(
 ) -> TemplateOut:
     return TemplateOut.model_validate(service.template(name, language, viewer=viewer_of(who)))
 
+
+@router.get(
+    "/leaderboards/{name}/problem",
+    response_model=ProblemFolderOut,
+    summary="The public problem folder",
+    responses={200: {"content": {"application/zip": {}}}, 304: {"description": "The If-None-Match copy is current."}},
+)
+def get_problem_folder(
+    request: Request,
+    name: str,
+    format: Literal["json", "zip"] = Query("json", description="json: a map of files; zip: an archive of the folder."),
+    service: LeaderboardService = Depends(service_of),
+    who: MaybeUser = None,
+) -> Response:
+    """What `kernelcup problems get` fetches to run the problem locally with the same harness: task.yml without the
+    held-out cases, the reference and the files that travel with a run, the templates. Nothing secret is in it. A
+    hidden leaderboard's only for its members."""
+    folder = service.public_folder(name, viewer=viewer_of(who))
+    etag = f'"{folder.fingerprint}"'
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers={"ETag": etag})
+    if format == "json":
+        body = ProblemFolderOut.model_validate(folder).model_dump_json().encode()
+        return Response(body, media_type="application/json", headers={"ETag": etag})
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for rel, text in sorted(folder.files.items()):
+            z.writestr(f"{folder.problem}/{rel}", text)
+    disposition = f'attachment; filename="{folder.leaderboard}.zip"'  # (a leaderboard's name is a safe file name)
+    return Response(archive.getvalue(), media_type="application/zip",
+                    headers={"ETag": etag, "Content-Disposition": disposition})  # fmt: skip
 
 
 RANKINGS_ROUTE = f"{API_PREFIX}/leaderboards/{{name}}/rankings"
