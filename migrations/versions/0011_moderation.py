@@ -81,9 +81,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_rejudges")),
     )
     op.create_index(op.f("ix_rejudges_status_device"), "rejudges", ["status", "device"], unique=False)
-    op.create_index(
-        op.f("ix_rejudges_submission_id_device"), "rejudges", ["submission_id", "device"], unique=False
-    )
+    op.create_index(op.f("ix_rejudges_submission_id_device"), "rejudges", ["submission_id", "device"], unique=False)
     op.create_table(
         "runner_systems",
         sa.Column("id", Id, nullable=False),
