@@ -46,13 +46,14 @@ def _leaderboard_group(app: typer.Typer) -> typer.Typer:
 
 
 def late_lines(page: LatePage | LatePageOut) -> list[str]:
-    from leaderboards.formatting import format_ns
+    from leaderboards.formatting import format_ns, outcome_text
 
     lines = [f"{safe(page.leaderboard)}: {page.total} submitted after the deadline ({format_time(page.deadline)}); "
              "practice ranks nowhere unless an admin admitted it"]  # fmt: skip
     for e in page.entries:
         jobs = ", ".join(
-            f"{safe(j.device)} {j.verdict or j.status} {format_ns(j.ranked_score_ns or j.score_ns)}" for j in e.jobs
+            f"{safe(j.device)} {outcome_text(j.status, j.verdict)} {format_ns(j.ranked_score_ns or j.score_ns)}"
+            for j in e.jobs
         )
         lines.append(f"  #{e.submission_id} {safe(e.user_name)} {safe(e.file_name)} {e.mode} "
                      f"{format_time(e.created_at)}: {jobs} [{safe(e.note)}]")  # fmt: skip
