@@ -99,8 +99,10 @@ def test_an_invite_code_opens_a_hidden_board_to_its_member_only(world: World) ->
     sign_in(world, world.ann)
     assert c.get("/leaderboards/add").status_code == 200
     assert c.get("/leaderboards/add/standings").status_code == 200
+    assert c.get("/leaderboards/add/templates/pytorch").status_code == 200
     sign_in(world, world.bob)
     assert c.get("/leaderboards/add").status_code == 404  # not from the page cache ann's view filled
+    assert c.get("/leaderboards/add/templates/pytorch").status_code == 404
     form = c.get("/join")
     assert form.status_code == 200 and 'name="code"' in form.text
     refused = c.post("/join", data={"code": code, "csrf": csrf_of(form.text)})

@@ -109,8 +109,10 @@ def leaderboard_page(
 
 
 @router.get("/leaderboards/{name}/templates/{language}")
-def template_download(name: str, language: str, service: LeaderboardService = Depends(service_of)) -> Response:
-    template = api_leaderboards.get_template(name, language, service)
+def template_download(
+    name: str, language: str, view: Viewer = Depends(viewer), service: LeaderboardService = Depends(service_of)
+) -> Response:
+    template = api_leaderboards.get_template(name, language, service, view.who)  # a member's hidden board too
     return Response(
         template.content,
         media_type="text/plain; charset=utf-8",
