@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.types import Scope
 
@@ -26,7 +29,7 @@ from web.pages import admin as admin_page
 from web.pages import competition as competition_pages
 from web.pages import discord, forms, views
 from web.pages import moderation as moderation_page
-from web.pages.base import PageHeadersMiddleware, install_error_pages
+from web.pages.base import PageHeadersMiddleware, error_page, install_error_pages
 from web.pages.render import STATIC
 from web.pages.session import Sessions, load_secret
 from web.routes import admin, events, health, invites, late, leaderboards, me, moderation, standings, submissions
@@ -48,6 +51,32 @@ Submit GPU kernels to kernelcup's leaderboards and follow them, from a program o
 """
 
 
+DOCS_URL = "/api/docs"
+SWAGGER_UI = "/static/vendor/swagger-ui"
+"""Swagger UI's files, vendored from npm's ``swagger-ui-dist`` (its README there says which version): FastAPI's
+default page loads them from a public CDN, and was blank offline."""
+
+
+def operation_id(route: APIRoute) -> str:
+    """A short operationId, what generated clients name their methods by: the route function's name (``submit``,
+    ``get_rankings``), ``admin_`` before it for the admin routes (``admin_delete_submission``), instead of FastAPI's
+    name, path and method run together (``get_rankings_api_v1_leaderboards__name__rankings_get``). Unique across the
+    API (``tests/web/test_docs.py``)."""
+    return f"admin_{route.name}" if "admin" in route.tags else route.name
+
+
+def api_docs() -> HTMLResponse:
+    return get_swagger_ui_html(
+        openapi_url="/api/openapi.json",
+        title="kernelcup API",
+        swagger_js_url=f"{SWAGGER_UI}/swagger-ui-bundle.js",
+        swagger_css_url=f"{SWAGGER_UI}/swagger-ui.css",
+        swagger_favicon_url=f"{SWAGGER_UI}/favicon-32x32.png",
+        # no validator badge: Swagger UI would send the spec to validator.swagger.io for it
+        swagger_ui_parameters={"validatorUrl": None},
+    )
+
+
 def create_app(
     service: LeaderboardService,
     settings: WebSettings,
@@ -62,9 +91,10 @@ def create_app(
         title="kernelcup API",
         version="1",
         description=DESCRIPTION,
-        docs_url="/api/docs",
+        docs_url=None,  # served by api_docs below, from this site's own copy of Swagger UI
         redoc_url=None,
         openapi_url="/api/openapi.json",
+        generate_unique_id_function=operation_id,
     )
     app.state.service = service
     app.state.settings = settings
@@ -83,6 +113,7 @@ def create_app(
                    forms, admin_page, moderation_page, competition_pages, discord):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_api_route(DOCS_URL, api_docs, include_in_schema=False)
 
     upload_limit = service.settings.max_submission_bytes
     upload_message = (
@@ -99,7 +130,7 @@ def create_app(
     # Outermost last: metrics see every request, a fresh cached ranking is answered before routing, errors turn
     # what escaped into the error shape, the body limit stops an upload before the multipart parser reads it.
     app.add_middleware(errors.BodyLimitMiddleware, limit_for=limit_for)
-    app.add_middleware(errors.ErrorMiddleware)
+    app.add_middleware(errors.ErrorMiddleware, page=error_page)
     app.add_middleware(
         CachedReadsMiddleware,
         cache=app.state.rankings_cache,
