@@ -25,6 +25,7 @@ from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, coverage_te
 from leaderboards.late import late_notes
 from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
 from leaderboards.moderation_states import ranks, ranks_condition
+from leaderboards.rejudge import drift_texts
 from leaderboards.results import UserRef
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, rank
@@ -132,7 +133,8 @@ class StandingsMixin(SystemTestsMixin):
                         coverage,
                     )
                 )
-            return with_late_notes(s, StandingsView(lb.name, dev, False, None, tuple(rows)))
+            live = with_late_notes(s, StandingsView(lb.name, dev, False, None, tuple(rows)))
+            return with_drift_notes(live, drift_texts(s, lb.id, dev))
 
     def freeze_standings(self, name: str, device: str, *, actor: str) -> StandingsView:
         """Freeze a device's final standings: after the deadline, once no system test of it is left to run. Ranks
@@ -249,6 +251,16 @@ class StandingsMixin(SystemTestsMixin):
         except (InvalidChange, IntegrityError):  # not ready, or another worker froze it first
             return False
         return True
+
+
+def with_drift_notes(view: StandingsView, drifts: dict[int, str]) -> StandingsView:
+    """Each re-timed entry's "re-timed on torch X: -1.2%" (``leaderboards/rejudge.py``) added to its note."""
+    if not drifts:
+        return view
+    rows = tuple(
+        replace(r, note="; ".join(n for n in (r.note, drifts.get(r.submission_id)) if n) or None) for r in view.rows
+    )
+    return replace(view, rows=rows)
 
 
 def with_late_notes(s: Session, view: StandingsView) -> StandingsView:

@@ -132,13 +132,29 @@ class RejudgeView:
 
     @property
     def text(self) -> str:
-        """What the board shows: 're-timed on torch 2.6.0: -1.2%' (or why there is no figure)."""
-        if self.status != RejudgeStatus.DONE:
-            return f"rejudge {self.status}"
-        where = f"re-timed on {self.runtime or 'this runner'}"
-        if not self.passed:
-            return f"{where}: failed its checks"
-        return f"{where}: {drift_text(self.drift)}" if self.drift is not None else where
+        return rejudge_text(self.status, self.runtime, self.passed, self.drift)
+
+
+def rejudge_text(status: str, runtime: str | None, passed: bool | None, drift: float | None) -> str:
+    """What the board shows of a rejudge: 're-timed on torch 2.6.0: -1.2%' (or why there is no figure)."""
+    if status != RejudgeStatus.DONE:
+        return f"rejudge {status}"
+    where = f"re-timed on {runtime or 'this runner'}"
+    if not passed:
+        return f"{where}: failed its checks"
+    return f"{where}: {drift_text(drift)}" if drift is not None else where
+
+
+def drift_texts(s: Session, leaderboard_id: int, device: str) -> dict[int, str]:
+    """Submission id -> :func:`rejudge_text` of its latest finished rejudge on ``device``; entries never rejudged are
+    absent."""
+    latest = (
+        select(func.max(Rejudge.id))
+        .where(Rejudge.leaderboard_id == leaderboard_id, Rejudge.device == device, Rejudge.status == RejudgeStatus.DONE)
+        .group_by(Rejudge.submission_id)
+    )
+    rows = s.scalars(select(Rejudge).where(Rejudge.id.in_(latest))).all()
+    return {r.submission_id: rejudge_text(r.status, r.runtime, r.passed, r.drift) for r in rows}
 
 
 @dataclass(frozen=True)
@@ -253,14 +269,8 @@ class RejudgeMixin(RecordingMixin):
         when None): "re-timed on torch 2.6.0: -1.2%". Entries never rejudged are absent."""
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, include_hidden=False)
-            (device,) = self._check_devices(lb, [device] if device else None)
-            latest = (
-                select(func.max(Rejudge.id))
-                .where(Rejudge.leaderboard_id == lb.id, Rejudge.device == device, Rejudge.status == RejudgeStatus.DONE)
-                .group_by(Rejudge.submission_id)
-            )
-            rows = s.scalars(select(Rejudge).where(Rejudge.id.in_(latest))).all()
-            return {r.submission_id: self._rejudge_view(s, r, lb.name).text for r in rows}
+            (dev,) = self._check_devices(lb, [device] if device else None)
+            return drift_texts(s, lb.id, dev)
 
     # -- workers --------------------------------------------------------------------------------------------------
 

@@ -103,6 +103,7 @@ def test_a_rejudge_waits_below_submissions_keeps_the_old_runs_and_records_the_dr
     assert done.new_score_ns == pytest.approx(485.0) and done.drift == pytest.approx(-0.03)
     assert done.text == "re-timed on torch 2.5.0: \u22123.0%"
     assert svc.drift_notes("add", "cpu") == {fast: done.text}
+    assert [(r.submission_id, r.note) for r in svc.standings("add").rows][:2] == [(fast, done.text), (slow, None)]
     ranking = svc.ranking("add", "cpu").entries
     assert [(e.submission_id, e.score_ns) for e in ranking] == [
         (fast, pytest.approx(500.0)), (slow, pytest.approx(1000.0)), (late, pytest.approx(1940.0))]  # fmt: skip
