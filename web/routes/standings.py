@@ -26,7 +26,11 @@ class StandingRowOut(Model):
     low_ns: float | None = Field(description="The score's 95% interval (final standings only).")
     high_ns: float | None
     coverage: str | None = Field(description="'5 of 5 held-out cases' once the entry's system test ran.")
-    note: str | None = Field(None, description="'late, admitted by X because Y' for an entry an admin let in late.")
+    note: str | None = Field(
+        None,
+        description="'late, admitted by X because Y' for an entry an admin let in late; 're-timed on torch X: -1.2%' "
+        "for one a rejudge ran again (live standings); '; ' between two.",
+    )
 
 
 class ExcludedRowOut(Model):
