@@ -10,6 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from leaderboards.formatting import outcome_text
 from runners.contract import REFERENCE_BASELINE, RunResult
 from web.schemas import JobOut, SubmissionOut
 
@@ -45,6 +46,7 @@ def _job_summary(job: JobOut, result: RunResult | None) -> dict[str, Any]:
         "device": job.device,
         "status": str(job.status),
         "verdict": str(job.verdict or (result.verdict if result else "")) or None,
+        "outcome": outcome_text(job.status, job.verdict or (result.verdict if result else None)),
         "score_ns": job.score_ns,
         "rank": job.rank,
         "secret_seed_run_passed": job.secret_passed,

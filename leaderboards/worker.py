@@ -40,6 +40,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from leaderboards.errors import LeaseLost
+from leaderboards.formatting import verdict_words
 from leaderboards.holdout import SystemTestRunner
 from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
@@ -570,7 +571,7 @@ class Worker:
             todo = [p for p in planned if not p.recorded]
             earlier = await self._earlier_failure(claim, planned)
             if earlier is not None or not todo:  # a crash right after storing the last run: just complete
-                await self._db(self._complete_only, claim, earlier or "")
+                await self._db(self._complete_only, claim, verdict_words(earlier) if earlier else "")
                 return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, message="completed stored runs")
             launcher = self.launcher_for(claim.device)
             ref = claim.remote_ref

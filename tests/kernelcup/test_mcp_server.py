@@ -73,7 +73,7 @@ def test_evaluate_test_and_benchmark_from_text_and_path(served: Served, tmp_path
     out = payload(wrong)
     assert out["done"] and not out["accepted"] and out["mode"] == "test" and out["file_name"] == "submission.py"
     (job,) = out["devices"]
-    assert job["device"] == "cpu" and job["verdict"] == "wrong_answer"
+    assert job["device"] == "cpu" and job["verdict"] == "wrong_answer" and job["outcome"] == "wrong answer"
     assert (job["tests_passed"], job["tests_total"]) == (2, 4)
     assert [t["case"]["size"] for t in job["failed_tests"]] == [1, 2]
     assert job["failed_tests"][0]["message"] == "3 of 9 elements differ"
