@@ -83,7 +83,14 @@ def _small_vectoradd(root: Path) -> None:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("browser")
     _small_vectoradd(root / "problems")
-    write_problem_set(root / "problems", [{"directory": "vectoradd", "deadline": "2099-01-01", "devices": ["cpu"]}])
+    shutil.copytree(REPO / "problems" / "vectorsum", root / "problems" / "vectorsum")  # nobody submits to it
+    write_problem_set(
+        root / "problems",
+        [
+            {"directory": "vectoradd", "deadline": "2099-01-01", "devices": ["cpu"]},
+            {"directory": "vectorsum", "deadline": "2099-01-01", "devices": ["cpu", "H100"]},
+        ],
+    )
     settings = CoreSettings(_env_file=None, data_dir=root / "data", duplicate_window_s=0, rate_limit_per_hour=None)
     service = LeaderboardService(open_database(settings), settings)
     sync_problem_set(service, root / "problems" / "test-set.yaml")
@@ -223,7 +230,7 @@ def test_home_then_a_leaderboard_matches_the_api(site: Site, browser_page: Watch
     assert rows and rows[0][1] == "bob"
     assert page.locator("svg.chart path.line").count() == 1
     templates = yaml.safe_load((REPO / "problems" / "vectoradd" / "task.yml").read_text())["templates"]
-    assert page.locator("a[download]").count() == len(templates)  # one download per template
+    assert page.locator('a[download][href*="/templates/"]').count() == len(templates)  # one download per template
     browser_page.check()
 
 
@@ -237,8 +244,10 @@ def test_sign_in_submit_and_watch_it_reach_accepted(site: Site, browser_page: Wa
     page.set_input_files("#file", str(SOLUTION))
     page.click("form.stack button[type=submit]")
     page.wait_for_url(re.compile(r".*/submissions/\d+$"))
-    page.wait_for_selector("#progress li", timeout=30_000)  # live progress from the event stream
+    page.wait_for_selector("#progress li >> nth=1", timeout=30_000)  # live progress from the event stream
     browser_page.shot("progress")
+    shown = page.locator("#progress li").all_inner_texts()
+    assert shown.count("cpu: queued") == 1, shown  # the page's own, then the stream's after it (not again)
     page.wait_for_selector("#outcome.good", timeout=180_000)
     page.wait_for_selector("#progress", state="detached", timeout=10_000)  # reloaded: the full report
     assert page.locator("#outcome").inner_text() == "accepted"
@@ -286,3 +295,45 @@ def test_no_horizontal_scroll_at_360_px(site: Site, path: str) -> None:
         narrow.check()
     finally:
         narrow.close()
+
+
+def test_the_submit_page_edits_the_template_in_a_highlighting_editor(site: Site, browser_page: Watched) -> None:
+    """Issue 31: the form starts on the board's template in CodeMirror (vendored: no request leaves the site), in
+    test mode on the board's device; what is typed in the editor is what is sent."""
+    browser_page.sign_in(site.ann)
+    page = browser_page.open("/submit?leaderboard=vectoradd")
+    page.wait_for_selector(".CodeMirror .cm-keyword")  # the template, highlighted
+    assert "#!POPCORN leaderboard vectoradd" in page.locator(".CodeMirror-code").inner_text()
+    assert page.locator("input[name=mode][value=test]").is_checked()
+    assert page.locator("input[name=devices]").evaluate_all("boxes => boxes.map(b => b.value)") == ["cpu"]
+    assert not page.locator("#choose-button").is_visible()  # the select reloads the form by itself
+    page.evaluate("code => document.querySelector('.CodeMirror').CodeMirror.setValue(code)", SOLUTION.read_text())
+    page.click(".CodeMirror-code")
+    page.keyboard.press("Control+End")
+    page.keyboard.type("# typed in the editor")
+    browser_page.shot("submit-editor")
+    page.click("form.stack button[type=submit]")
+    page.wait_for_url(re.compile(r".*/submissions/\d+$"))
+    assert "# typed in the editor" in page.locator("pre.code").inner_text()
+    browser_page.check()
+
+
+def test_the_home_page_at_phone_width_filters_its_problems(site: Site) -> None:
+    """Issue 31: one card per problem at phone width; the filter hides the others and opens the folded section of
+    the problems nobody is ranked on where one matches."""
+    phone = Watched(site, width=390)
+    try:
+        page = phone.open("/")
+        assert page.locator('a[href="/leaderboards/vectoradd"]').is_visible()
+        assert not page.locator('a[href="/leaderboards/vectorsum"]').is_visible()  # folded: nobody ranked
+        page.fill("#filter", "sum")
+        assert page.locator("#filter-count").inner_text() == "1 of 2 problems"
+        assert page.locator('a[href="/leaderboards/vectorsum"]').is_visible()
+        assert not page.locator('a[href="/leaderboards/vectoradd"]').is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        phone.shot("home-phone-filtered")
+        page.fill("#filter", "")
+        assert page.locator('a[href="/leaderboards/vectoradd"]').is_visible()
+        phone.check()
+    finally:
+        phone.close()

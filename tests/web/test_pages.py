@@ -3,13 +3,14 @@ submitting, the admin page, caching and the security headers. The real browser's
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import profiled
+from helpers import future, make_problem, profiled
 from web_world import GOOD, World, csrf_of
 
 from leaderboards.problem_rules import MAX_TEXT_CHARS
@@ -63,7 +64,8 @@ def test_the_home_page_renders_a_summary_s_markdown_and_tests_count_from_one(wor
     tests and benchmarks from 0 where the CLI numbers them from 1."""
     world.service.update_leaderboard("add", description="Add `x` and **y** <b>z</b>.\nMore.", actor="test")
     home = world.client.get("/").text
-    assert "<p>Add <code>x</code> and <strong>y</strong> &lt;b&gt;z&lt;/b&gt;.</p>" in home and "More." not in home
+    summary = '<div class="summary">Add <code>x</code> and <strong>y</strong> &lt;b&gt;z&lt;/b&gt;.</div>'
+    assert summary in home and "More." not in home
     sign_in(world, world.ann)
     sid = ranked(world, world.ann, 900.0)
     page = world.client.get(f"/submissions/{sid}").text
@@ -409,3 +411,111 @@ def test_a_profile_run_shows_its_kernels_and_links_its_report(world: World) -> N
     assert got.status_code == 200 and got.content == b"NVRP\x00 report bytes"
     sign_in(world, world.bob)
     assert world.client.get(f"/submissions/{sub_id}/profile/cpu.ncu-rep").status_code == 404
+
+
+def test_live_progress_resumes_after_the_events_the_page_shows(world: World) -> None:
+    """The page lists the progress so far and its event stream starts after it (it had started from the beginning,
+    and every event showed twice)."""
+    sign_in(world, world.ann)
+    sid = world.submit(world.ann).json()["submission_id"]
+    page = world.client.get(f"/submissions/{sid}").text
+    shown = re.findall(r"<li>cpu: (\w+)", page)
+    assert shown == ["queued"]
+    stream_url = re.search(r'data-events="([^"]+)"', page)
+    assert stream_url is not None
+    world.serve()
+    with world.client.stream("GET", stream_url.group(1).replace("&amp;", "&")) as r:
+        text = "".join(r.iter_text())
+    streamed = [json.loads(b.split("data: ", 1)[1])["phase"] for b in text.split("\n\n") if "event: progress" in b]
+    assert streamed == ["started", "testing", "done"]  # everything after the page's "queued", once
+
+
+def test_the_home_page_is_a_table_of_problems_with_leaders_and_my_best(world: World) -> None:
+    """Issue 31: the front page was a column of "No ranked entry yet." per board and device. Now: a row per problem
+    with each device's leader and count and the viewer's own best; the problems nobody is ranked on are one line each
+    in a folded section, and a filter box (its script shows it) finds any of them."""
+    world.service.create_leaderboard(
+        make_problem(world.problems, "scan", description="Prefix sums."), deadline=future(), devices=["H100"]
+    )
+    ranked(world, world.ann, 2000.0)
+    ranked(world, world.bob, 500.0)
+    home = world.client.get("/").text
+    table = home.split('id="open-ranked"', 1)[1].split("</table>", 1)[0]
+    assert 'href="/leaderboards/add"' in table and 'href="/leaderboards/scan"' not in table
+    assert re.search(r'<span class="device">cpu</span> <span class="user">bob</span> <span class="num">500 ns</span>'
+                     r' <span class="meta">2 entries</span>', table), table  # fmt: skip
+    assert "nobody ranked on H100" in table and "Your best" not in table  # signed out: no column of theirs
+    folded = home.split('id="open-unranked"', 1)[1].split("</details>", 1)[0]
+    assert folded.startswith(">") and "nobody ranked yet (1)" in folded  # folded (no `open`), with its count
+    assert 'href="/leaderboards/scan"' in folded and "Prefix sums." in folded and "No ranked entry" not in home
+    assert 'data-filter="scan h100 prefix sums."' in folded and 'id="filter-box" class="filter" hidden' in home
+    assert '<script src="/static/home.js" defer></script>' in home
+    sign_in(world, world.ann)
+    mine = world.client.get("/").text.split('data-label="Your best"', 1)[1].split("</td>", 1)[0]
+    assert '<span class="device">cpu</span> #2 <span class="num">2.00 µs</span>' in mine
+
+
+def test_the_home_page_shows_the_problems_open_when_nobody_is_ranked_anywhere(world: World) -> None:
+    home = world.client.get("/").text
+    assert 'id="open-ranked"' not in home
+    assert '<details class="problems-section" id="open-unranked" open>' in home
+
+
+def test_a_closed_problem_is_folded_away_with_its_leaders(world: World) -> None:
+    ranked(world, world.bob, 500.0)
+    ended = datetime.now(UTC) - timedelta(minutes=1)
+    world.service.update_leaderboard("add", deadline=ended, force=True, actor="test")
+    home = world.client.get("/").text
+    assert 'id="open-ranked"' not in home and 'id="open-unranked"' not in home
+    closed = home.split('<details class="problems-section" id="closed">', 1)[1].split("</details>", 1)[0]
+    assert "Closed (1)" in closed and 'href="/leaderboards/add"' in closed and ended.strftime("%Y-%m-%d") in closed
+    assert '<span class="user">bob</span>' in closed
+
+
+def test_the_submit_form_is_for_one_leaderboard_in_test_mode_with_its_template(world: World) -> None:
+    """Issue 31: the form offered every device of every board, started in ranked mode with an empty box. Now: the
+    chosen board's devices, test mode, the template in the code box (a CodeMirror editor where scripts run, the plain
+    textarea where they do not), and the template of another language on a link."""
+    templates = {"pytorch": "# torch template\n", "triton": "# triton template\n"}
+    problem = make_problem(world.problems, "scan", templates=templates)
+    world.service.create_leaderboard(problem, deadline=future(), devices=["B200"])
+    sign_in(world, world.ann)
+    form = world.client.get("/submit", params={"leaderboard": "scan"}).text
+    assert re.findall(r'name="devices" value="(\w+)"', form) == ["B200"]  # not add's cpu and H100
+    assert '<input type="hidden" name="leaderboard" value="scan">' in form
+    assert re.search(r'name="mode" value="test" checked', form) and not re.search(r'value="ranked" checked', form)
+    code = re.search(r'<textarea id="code" name="code"[^>]*>([^<]*)</textarea>', form)
+    assert code is not None and code.group(1).endswith("# torch template\n"), form
+    assert 'id="file_name" name="file_name" value="' in form
+    assert "/static/vendor/codemirror/codemirror.min.js" in form and "/static/editor.js" in form
+    triton = world.client.get("/submit", params={"leaderboard": "scan", "language": "triton"}).text
+    assert "# triton template" in triton and "# torch template" not in triton
+    first = world.client.get("/submit").text  # no choice: the first open board, its first device ticked
+    assert re.findall(r'name="devices" value="(\w+)"( checked)?', first) == [("cpu", " checked"), ("H100", "")]
+    # what the form sends as it stands (the template, test mode, the ticked device) is a submission
+    data = {"leaderboard": "scan", "devices": "B200", "mode": "test", "csrf": csrf_of(form), "code": "x = 1\n"}
+    r = world.client.post("/submit", data={**data, "file_name": "pytorch.py"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    bad = world.client.post("/submit", data={**data, "devices": "cpu"})  # a device of another board
+    assert bad.status_code == 422 and re.findall(r'name="devices" value="(\w+)"', bad.text) == ["B200"]
+    assert "x = 1\n</textarea>" in bad.text  # the code sent stays in the box
+
+
+@pytest.mark.parametrize("path", ["/nope", "/admin", f"/submissions/{10**6}"])
+def test_error_pages_keep_the_signed_in_navigation(world: World, path: str) -> None:
+    sign_in(world, world.ann)
+    page = world.client.get(path)
+    assert page.status_code in (403, 404) and page.headers["content-type"].startswith("text/html")
+    assert '<span class="user">ann</span>' in page.text and 'href="/me"' in page.text and "Sign out" in page.text
+
+
+def test_a_bug_on_a_page_keeps_the_signed_in_navigation(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    sign_in(world, world.ann)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(world.service, "list_leaderboards", broken)
+    r = world.client.get("/")
+    assert r.status_code == 500 and "not your fault" in r.text and "secret internals" not in r.text
+    assert '<span class="user">ann</span>' in r.text and "Sign out" in r.text

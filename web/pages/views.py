@@ -8,6 +8,7 @@ stream where scripts run).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 
@@ -15,6 +16,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from leaderboards.errors import LeaderboardNotFound, NotFound, SubmissionNotFound
+from leaderboards.events import ProgressUpdate
+from leaderboards.results import RankingEntry
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
 from web.pages.base import session_of, sign_in_first, viewer
@@ -23,36 +26,63 @@ from web.pages.render import Viewer, cached_page, highlight, render
 from web.routes import leaderboards as api_leaderboards
 from web.routes.common import ID_MAX, SubmissionId, ncu_report_response, submission_out
 from web.routes.events import event_stream, resume_after
-from web.schemas import CodeOut, RankingOut, SubmissionSummaryOut
+from web.schemas import CodeOut, LeaderboardOut, RankingOut, SubmissionSummaryOut
 
 router = APIRouter(include_in_schema=False)
 
-TOP = 3
-"""Entries per device on the front page."""
 CHART_TTL_S = 60.0
 """Longest a leaderboard page reuses its task and settings, and its chart while its ranking's head and size stay the
 same (a deleted or banned entry that was a record once, but not the best now, changes the line without changing
 them). Admin changes forget them at once."""
 
 
+@dataclass(frozen=True)
+class DeviceLine:
+    """One device of a problem on the front page: how many are ranked, who leads, and the viewer's own best."""
+
+    device: str
+    entries: int
+    leader: RankingEntry | None
+    mine: RankingEntry | None
+
+
+@dataclass(frozen=True)
+class ProblemRow:
+    board: LeaderboardOut
+    devices: tuple[DeviceLine, ...]
+
+    @property
+    def ranked(self) -> bool:
+        return any(d.entries for d in self.devices)
+
+
+def problem_row(service: LeaderboardService, board: LeaderboardOut, user_id: int | None) -> ProblemRow:
+    """The whole ranking is read only for a signed-in viewer, to find their entry in it; anyone else's needs the
+    leader and the count alone."""
+    lines = []
+    for device in board.devices:
+        ranking = service.ranking(board.name, device, None if user_id is not None else 1)
+        mine = next((e for e in ranking.entries if e.user_id == user_id), None) if user_id is not None else None
+        lines.append(DeviceLine(device, ranking.total, next(iter(ranking.entries), None), mine))
+    return ProblemRow(board, tuple(lines))
+
+
 @router.get("/")
 def home(
     request: Request, view: Viewer = Depends(viewer), service: LeaderboardService = Depends(service_of)
 ) -> Response:
-    boards = api_leaderboards.list_leaderboards(service)
-    podiums = {
-        (b.name, d): RankingOut.model_validate(service.ranking(b.name, d, TOP)).entries
-        for b in boards
-        if b.is_open
-        for d in b.devices
-    }
+    """The problems as a table to scan: name, deadline, each device's leader and entries, the viewer's best. The
+    open problems nobody is ranked on yet and the closed ones are folded away below, each a line."""
+    user_id = view.who.user_id if view.who is not None else None
+    rows = [problem_row(service, b, user_id) for b in api_leaderboards.list_leaderboards(service)]
+    open_rows = [r for r in rows if r.board.is_open]
     return cached_page(
         request,
         "home.html",
         view,
-        open_boards=[b for b in boards if b.is_open],
-        closed_boards=[b for b in boards if not b.is_open],
-        podiums=podiums,
+        ranked=[r for r in open_rows if r.ranked],
+        unranked=[r for r in open_rows if not r.ranked],
+        closed=[r for r in rows if not r.board.is_open],
     )
 
 
@@ -145,11 +175,19 @@ def submission_page(
             if out.status.mode == "compare":
                 b = service.submission_code(submission_id, who.user, admin=who.is_admin, second=True)
                 second = {"file_name": b.file_name, "sha256": b.code_sha256, "code": highlight(b.code, b.file_name)}
+            # The progress so far, as the event stream would send it, and where the stream resumes: after the
+            # last event shown (the page's stream had started from the beginning and showed each event twice).
+            progress: tuple[ProgressUpdate, ...] = ()
+            follower = service.follower(submission_id)
+            if not out.status.done:
+                progress = tuple(u for u in follower.poll().updates if u.event_id is not None)
             return render(
                 request,
                 "submission.html",
                 view,
                 sub=out,
+                progress=progress,
+                events_after=follower.after_id,
                 code=highlight(details.code, out.status.file_name),
                 code_b=second,
                 results={r.device: r for r in out.results},
