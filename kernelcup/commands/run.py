@@ -86,7 +86,7 @@ def default_device() -> str:
 def run(
     paths: list[Path] = typer.Argument(
         ...,
-        metavar="[PROBLEM_DIR] FILE...",
+        metavar="[PROBLEM_DIR] FILE",
         help="The problem folder (holds task.yml, e.g. problems/vectoradd; left out with --leaderboard), then your "
         "submission(s): .py files with custom_kernel(data), or .cu files. Several: run each in turn.",
         show_default=False,

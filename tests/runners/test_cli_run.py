@@ -43,7 +43,8 @@ def test_missing_file_and_bad_problem_folder_name_the_fix(tmp_path: Path) -> Non
     bad = _run(str(tmp_path), str(SUBMISSIONS / "correct_torch.py"), "--device", "cpu")
     assert bad.exit_code == 1 and "task.yml" in bad.output and "benchmarks" in bad.output
     device = _run(str(FIXTURES / "vectoradd"), str(SUBMISSIONS / "correct_torch.py"), "--device", "tpu")
-    assert device.exit_code == 2 and "'tpu' is not one of" in device.output and "'cuda'" in device.output
+    said = " ".join(device.output.replace("│", " ").split())  # (Rich wraps the error in a box)
+    assert device.exit_code == 2 and "'tpu' is not one of" in said and "'cuda'" in said
 
 
 def test_swapped_arguments_are_named(tmp_path: Path) -> None:
@@ -56,6 +57,11 @@ def test_swapped_arguments_are_named(tmp_path: Path) -> None:
     assert file_first.exit_code == 1 and "is a file, not a problem folder" in file_first.output
     folder_second = _run(str(FIXTURES / "vectoradd"), str(tmp_path), "--device", "cpu")
     assert folder_second.exit_code == 1 and "second argument is your submission file" in folder_second.output
+    only_file = _run(sub, "--device", "cpu")  # no folder: it says where the folder goes, or how to name a board
+    said = " ".join(only_file.output.split())
+    assert only_file.exit_code == 1 and "pass the problem folder before it" in said and "run -l LEADERBOARD" in said
+    only_folder = _run(str(FIXTURES / "vectoradd"), "--device", "cpu")
+    assert only_folder.exit_code == 1 and "pass your file after the problem folder" in only_folder.output
 
 
 def test_a_mistyped_problem_folder_gets_the_nearest_one() -> None:
