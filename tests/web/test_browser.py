@@ -337,3 +337,30 @@ def test_the_home_page_at_phone_width_filters_its_problems(site: Site) -> None:
         phone.check()
     finally:
         phone.close()
+
+
+def test_the_standings_page_and_the_join_form(site: Site, browser_page: Watched) -> None:
+    """The leaderboard page links its standings (issue 29): the live table matches the API's, the final section says
+    they come after the deadline; the join form refuses an unknown code in place. Neither scrolls sideways at 360 px."""
+    page = browser_page.open("/leaderboards/vectoradd")
+    page.click('a[href="/leaderboards/vectoradd/standings"]')
+    page.wait_for_url("**/leaderboards/vectoradd/standings")
+    api = httpx.get(f"{site.url}/api/v1/leaderboards/vectoradd/standings", params={"device": "cpu"}).json()
+    assert [(r[0], r[1]) for r in rows_of(page)] == [(str(r["rank"]), r["user_name"]) for r in api["rows"]]
+    assert "Not frozen yet" in page.locator("section[aria-labelledby=final-title]").inner_text()
+    browser_page.shot("standings")
+    browser_page.sign_in(site.ann)
+    page = browser_page.open("/join")
+    page.fill("#code", "kci_not-a-code")
+    browser_page.expected.add(site.url + "/join")  # answered 422 with the form and its error
+    page.click("form.stack button[type=submit]")
+    page.locator("#join-error").wait_for()
+    assert "unknown" in page.locator("#join-error").inner_text()
+    assert page.locator("#code").input_value() == ""  # the code is never written back
+    browser_page.shot("join")
+    for path in ("/leaderboards/vectoradd/standings", "/join"):
+        page.set_viewport_size({"width": 360, "height": 900})
+        browser_page.open(path)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 360, path
+    browser_page.shot("standings-narrow")
+    browser_page.check()
