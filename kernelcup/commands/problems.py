@@ -83,7 +83,10 @@ def register(
     """``reference_check``: how to build the reference check (default ``kernelcup.wiring.reference_check``);
     ``battery``: how to build the exploit battery's runner (default: the sandboxed runner, where ``reference_check``
     is the default too)."""
-    problems_app = typer.Typer(help="Problem folders and problem sets.", no_args_is_help=True)
+    problems_app = typer.Typer(
+        help="Problem folders and problem sets; `get`: a leaderboard's public folder, to run it here.",
+        no_args_is_help=True,
+    )
     app.add_typer(problems_app, name="problems")
     register_get(problems_app)
 
