@@ -8,6 +8,7 @@ workers (``make test`` runs ``-n``), so a 2-core CI machine runs two at a time.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 from problem_catalog import PROBLEMS, Solution, all_solutions
@@ -23,6 +24,22 @@ SOLUTIONS = all_solutions()
 def _problem(name: str) -> Problem:
     """Each problem loaded once per test process (its cases are shared by every solution of it)."""
     return load_problem(PROBLEMS / name)
+
+
+def _code(path: Path) -> list[str]:
+    """A Python file's lines without comments (header directives included) and blank lines."""
+    return [line for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _twin(solution: Solution) -> Solution | None:
+    """A correct solution of the same problem and language whose code is the template's: running both on the CPU
+    evaluates the same code twice (each run costs an evaluation process pair, seconds of the suite's budget)."""
+    if "templates" not in solution.path.parts or solution.path.suffix != ".py":
+        return None
+    code = _code(solution.path)
+    same_kind = [o for o in SOLUTIONS if (o.problem, o.lang) == (solution.problem, solution.lang)]
+    correct = [o for o in same_kind if "correct" in o.path.parts and o.path.suffix == ".py"]
+    return next((o for o in correct if _code(o.path) == code), None)
 
 
 def _run(solution: Solution, device: str) -> RunResult:
@@ -48,6 +65,9 @@ def _assert_verdict(solution: Solution, result: RunResult) -> None:
 def test_solution_on_cpu(solution: Solution) -> None:
     if solution.needs_cuda:
         pytest.skip("needs CUDA (runs in test_solution_on_gpu)")
+    twin = _twin(solution)
+    if twin is not None:
+        pytest.skip(f"the same code as {twin.id}, which runs here")
     result = _run(solution, "cpu")
     if result.message.startswith("this runner does not offer"):
         pytest.skip(result.message)  # a Python DSL's package is not installed here (helion: pip install helion)
