@@ -4,11 +4,11 @@ the problem names, timed like the submission (same harness, window, inputs and s
 under the same conditions (a reference timed in another run, on a machine less loaded, made the reference's own
 operation read "0.01x": issue 31).
 
-What a run timed is also kept per machine: the reference's medians bound the tests and benchmark cases of later runs
-(``runners.entry.clock``), a test run among them, which times no baseline. The cache is the trusted entry's (a folder
-in the runner's cache directory, which submissions see read-only). Its key is everything that could change a
-baseline's time: the problem's files and cases, the timing settings, the device, the GPU, its driver, and the PyTorch
-and Triton versions. A baseline that could not be timed is not cached.
+What a run timed is also kept per machine: the reference's medians bound the steps of later runs that do not time the
+reference themselves (``runners.entry.clock``: baselines off, a run of several ranks). The cache is the trusted
+entry's (a folder in the runner's cache directory, which submissions see read-only). Its key is everything that could
+change a baseline's time: the problem's files and cases, the timing settings, the device, the GPU, its driver, and the
+PyTorch and Triton versions. A baseline that could not be timed is not cached.
 """
 
 from __future__ import annotations

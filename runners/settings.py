@@ -84,7 +84,7 @@ class RunnerSettings(BaseSettings):
         default=True,
         description="Time the reference (and the problem's other baselines) like the submission in every benchmark "
         "and ranked run, before its file loads, to report speedups (never against a time of another run; the "
-        "reference's times are kept in the cache folder to bound later runs' tests).",
+        "reference's times are kept in the cache folder to bound the steps of later runs that do not time it).",
     )
 
     device_peaks: dict[str, dict[str, float]] = Field(
@@ -143,9 +143,9 @@ class RunnerSettings(BaseSettings):
 
     baseline_cache_dir: Path | None = Field(
         default=None,
-        description="Where the baselines' medians are kept between runs, to bound the tests of later runs (default: a "
-        "`baselines` folder in the cache folder; speedups use only the run's own). The Modal app points it at a "
-        "Volume its single-use containers share.",
+        description="Where the baselines' medians are kept between runs, to bound the steps of later runs that do not "
+        "time the reference (default: a `baselines` folder in the cache folder; speedups use only the run's own). The "
+        "Modal app points it at a Volume its single-use containers share.",
     )
 
     gpu_lock_dir: Path | None = Field(
@@ -156,7 +156,7 @@ class RunnerSettings(BaseSettings):
     baseline_cache_max_age_s: float = Field(
         default=7 * 24 * 3600.0,
         gt=0,
-        description="A cached baseline median older than this bounds no test (default 7 days).",
+        description="A cached baseline median older than this bounds nothing (default 7 days).",
     )
 
     def baseline_cache_path(self) -> Path:

@@ -295,8 +295,9 @@ def submissions_own(profile: RProfile, *, ncu: bool) -> RProfile | None:
 
 def _reference_medians(request: RunRequest, system: SystemInfo, settings: RunnerSettings) -> tuple[float | None, ...]:
     """The reference's median per benchmark case on this runner (ns), where its cache has them from an earlier run:
-    what the tests' and the benchmark cases' bounds derive from until this run times the reference itself (a run
-    that does updates them as it goes: ``RunClock.saw_reference``). Empty where it has none."""
+    what the benchmark cases' bounds (and a test's, where its own reference time is not measured) derive from until
+    this run times the reference itself (a run that does updates them as it goes: ``RunClock.saw_reference``). Empty
+    where it has none."""
     try:
         key = baselines.cache_key(request, system, REFERENCE_BASELINE, settings.max_batch_calls, settings.python or "")
         hit = baselines.BaselineCache(settings.baseline_cache_path(), settings.baseline_cache_max_age_s).get(key)
@@ -312,7 +313,7 @@ class _BaselinePlan:
     the submission loads, on this machine as it is now), and, at the end, their speedups. A speedup never rests on
     a baseline timed in another run: on a loaded machine a reference cached 34 minutes earlier made the reference's
     own operation read "0.01x" (issue 31). What was timed goes into this runner's cache all the same: the
-    reference's medians there bound the tests of later runs (``_reference_medians``)."""
+    reference's medians there bound the steps of later runs that do not time it (``_reference_medians``)."""
 
     def __init__(self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, *, active: bool) -> None:
         self.request = request

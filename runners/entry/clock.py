@@ -100,17 +100,20 @@ class Bounds:
 
     @property
     def reference_s(self) -> float | None:
-        """The reference's slowest known benchmark median (s): what a test's bound derives from (the reference's
-        time on a test's own case is not measured; tests are no larger than the benchmarks, as a rule)."""
+        """The reference's slowest known benchmark median (s): what a test's bound derives from where the reference's
+        time on the test's own inputs is not known (a run of several ranks; tests are no larger than the benchmarks,
+        as a rule)."""
         known = [m for m in self.reference_ns if m is not None and m > 0]
         return max(known) / 1e9 if known else None
 
-    def test_bound_s(self, index: int) -> float | None:
-        """The bound on test ``index`` alone (None: only the run's limit bounds it). The first test carries the
-        submission's first call, so its floor is the larger one."""
-        if self.reference_s is None:
+    def test_bound_s(self, index: int, own_s: float | None = None) -> float | None:
+        """The bound on test ``index`` alone (None: only the run's limit bounds it), from the reference's time on the
+        test's own inputs (``own_s``) where the evaluator measured it, else its slowest benchmark median. The first
+        test carries the submission's first call, so its floor is the larger one."""
+        reference = own_s if own_s is not None else self.reference_s
+        if reference is None:
             return None
-        return call_bound_s(self.reference_s, FIRST_TEST_FLOOR_S if index == 0 else TEST_FLOOR_S)
+        return call_bound_s(reference, FIRST_TEST_FLOOR_S if index == 0 else TEST_FLOOR_S)
 
     def bench_bound_s(self, index: int) -> float | None:
         """The bound on benchmark case ``index`` alone (None: only the run's limit bounds it): the evaluator's budget
@@ -173,6 +176,8 @@ class RunClock:
         """When benchmarking or profiling began (the steps after the tests)."""
         self.benches_done = 0
         self.last_bench_at: float | None = None
+        self.test_reference_s: dict[int, float] = {}
+        """The reference's time on each test's own inputs, as the evaluator measured it just before the test's call."""
 
     # -- what the reports say -------------------------------------------------------------------------------------
     def saw(self, kind: str, now: float) -> None:
@@ -191,6 +196,10 @@ class RunClock:
         elif kind == "bench":
             self.benches_done += 1
             self.last_bench_at = now
+
+    def saw_test_reference(self, index: int, seconds: float) -> None:
+        """The evaluator timed the reference on test ``index``'s inputs (before the submission's call on them)."""
+        self.test_reference_s[index] = seconds
 
     def saw_reference(self, index: int, median_ns: float) -> None:
         """This run timed the reference on benchmark case ``index`` (before the submission loaded)."""
@@ -224,9 +233,11 @@ class RunClock:
             i = self.tests_done
             since = self.last_test_at if self.last_test_at is not None else self.testing_at
             what = f"test {i + 1} of {len(tests)} ({case_text(tests[i])})"
-            bound = b.test_bound_s(i)
+            own = self.test_reference_s.get(i)
+            bound = b.test_bound_s(i, own)
             if bound is not None and since + bound < user_end:
-                return Step("submission", since, since + bound, what, bound, {"test_bound": True, "index": i})
+                details = {"test_bound": True, "index": i, "own_s": own}
+                return Step("submission", since, since + bound, what, bound, details)
             return Step("submission", since, user_end, what, b.user_s, {"index": i})
         since = self.last_test_at or self.testing_at
         return Step("submission", since, user_end, "finishing the tests", b.user_s)
@@ -268,11 +279,12 @@ def user_timeout_message(clock: RunClock, step: Step, now: float) -> str:
     ran = now - step.since
     hint = "look for an endless loop or a far too slow kernel"
     if step.details.get("test_bound"):
-        ref = b.reference_s or 0.0
+        own = step.details.get("own_s")
+        ref, whose = (own, "time on this test") if own is not None else (b.reference_s or 0.0, "slowest benchmark")
         floor = FIRST_TEST_FLOOR_S if step.details["index"] == 0 else TEST_FLOOR_S
         return (f"{step.what} did not finish within {step.limit_s:.0f} s, the bound on one test (the larger of "
-                f"{floor:.0f} s and {REFERENCE_FACTOR:.0f}x the reference's slowest benchmark, {ref * 1e3:.3g} ms on "
-                f"this runner); {hint}")  # fmt: skip
+                f"{floor:.0f} s and {REFERENCE_FACTOR:.0f}x the reference's {whose}, {ref * 1e3:.3g} ms on this "
+                f"runner); {hint}")  # fmt: skip
     if step.details.get("bench_bound"):
         ref = (b.reference_ns[step.details["index"]] or 0.0) / 1e9
         return (f"{step.what} did not finish within {step.limit_s:.0f} s, the bound on one benchmark case (the "

@@ -51,6 +51,7 @@ from runners.ipc.protocol import (
     RProfile,
     RProgress,
     RTest,
+    RTestReference,
 )
 from runners.ipc.wire import socket_pair
 from runners.oracle.base import HELPER_THREADS_ENV, JOB_FD_ENV, PRESTART_ENV, REPORT_FD_ENV
@@ -576,7 +577,8 @@ class Session:
             raise ReportError(f"a malformed report: {error_message(exc.errors()[0])}") from None
         if rep.hello is None and not isinstance(msg, RHello | RFatal | RDone):
             raise ReportError(f"{type(msg).__name__} before hello")
-        self._mark(msg.t if not isinstance(msg, RProgress) else msg.phase)
+        if not isinstance(msg, RTestReference):  # (a step of a test, not a phase)
+            self._mark(msg.t if not isinstance(msg, RProgress) else msg.phase)
         if isinstance(msg, RBench):
             self._mark(f"benchmark {msg.index + 1}")
         if isinstance(msg, RHello):
@@ -588,6 +590,11 @@ class Session:
             if rep.compiled is not None:
                 raise ReportError("compiled twice")
             rep.compiled = msg
+        elif isinstance(msg, RTestReference):
+            if msg.index != len(rep.tests) or msg.index >= len(self.request.tests) or rep.benches:
+                raise ReportError(f"the reference's time on test {msg.index} out of order")
+            if self.clock is not None:
+                self.clock.saw_test_reference(msg.index, msg.seconds)
         elif isinstance(msg, RTest):
             if msg.index != len(rep.tests) or msg.index >= len(self.request.tests) or rep.benches:
                 raise ReportError(f"test result {msg.index} out of order")

@@ -334,6 +334,15 @@ class RCompiled(_Msg):
     output: str = Field(default="", max_length=MAX_TEXT)
 
 
+class RTestReference(_Msg):
+    """How long the problem's ``ref_kernel`` took on a test's inputs, timed by the evaluator just before the
+    submission's call on them: what that test's bound derives from (``runners.entry.clock``)."""
+
+    t: Literal["test_reference"] = "test_reference"
+    index: int = Field(ge=0)
+    seconds: float = Field(ge=0, allow_inf_nan=False)
+
+
 class RTest(_Msg):
     t: Literal["test"] = "test"
     index: int = Field(ge=0)
@@ -400,7 +409,8 @@ class RDone(_Msg):
 
 
 Report = Annotated[
-    RHello | RProgress | RCompiled | RTest | RBench | RBaseline | RProfile | RFatal | RCalibration | RDone,
+    RHello | RProgress | RCompiled | RTestReference | RTest | RBench | RBaseline | RProfile | RFatal | RCalibration
+    | RDone,
     Field(discriminator="t"),
 ]
 REPORT: TypeAdapter[Any] = TypeAdapter(Report)

@@ -45,6 +45,7 @@ from runners.ipc.protocol import (
     RHello,
     RProgress,
     RTest,
+    RTestReference,
     Setup,
 )
 from runners.oracle.base import (
@@ -362,6 +363,8 @@ class Evaluator(Benchmarking):
         for i, case in enumerate(self.job.tests):
             t0 = time.perf_counter()
             data = self.generate(case)
+            if self.job.world_size == 1 and self.ref_kernel is not None:  # (a rank's reference may need its peers)
+                self.report.send(RTestReference(index=i, seconds=self._reference_seconds(data, i)))
             out = self.call(self.next_k(), self.place([data]), timed=False, enqueue_timeout=0.0)
             if out.error is not None:
                 f = self.fail_call(out.error, f"test {i + 1}")
@@ -372,6 +375,16 @@ class Evaluator(Benchmarking):
             verdict = Verdict.ACCEPTED if ok else Verdict.WRONG_ANSWER
             self.report.send(RTest(index=i, verdict=verdict, message=message, duration_s=since(t0)))
         return all_ok
+
+    def _reference_seconds(self, data: Any, i: int) -> float:
+        """The reference's own time on a test's inputs (a copy of them), on our clock: the entry bounds the test by
+        it (``runners.entry.clock``)."""
+        assert self.ref_kernel is not None
+        t0 = time.perf_counter()
+        self._problem_code(lambda: self.ref_kernel(clone(self.torch, data)), f"ref_kernel on test {i + 1}")  # type: ignore[misc]
+        if self.cuda:
+            self.torch.cuda.synchronize()
+        return time.perf_counter() - t0
 
     # ---- the whole job ----------------------------------------------------------------------------------------
     def run(self) -> None:

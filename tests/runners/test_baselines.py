@@ -152,7 +152,7 @@ def test_the_speedup_is_over_the_reference_timed_in_the_same_run_never_one_cache
     """Issue 31: the reference's own operation on a loaded machine read "0.01x" against a reference cached 34 minutes
     earlier. A reference in the cache from another run (here 34 minutes old, and a thousand times slower than it
     is) is not used for the speedup: the reference is timed again in this run, just before the submission loads,
-    and what this run timed replaces the cache's (which bounds later runs' tests)."""
+    and what this run timed replaces the cache's (which bounds the steps of later runs that do not time it)."""
     from datetime import timedelta
 
     settings = _settings(tmp_path, "cache")

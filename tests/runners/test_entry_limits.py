@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harness_helpers import build_request
 
-from runners import baselines, sysinfo
-from runners.contract import REFERENCE_BASELINE, Language, Mode, ProgressEvent, Verdict
+from runners.contract import Language, Mode, ProgressEvent, Verdict
 from runners.entry import OVERLOADED, run_request
 from runners.entry import clock as clock_mod
 from runners.entry import session as session_mod
@@ -113,23 +111,19 @@ def test_a_python_hang_is_told_within_its_run_limit_naming_the_test(runner_setti
     assert waits and waits[0].startswith("test 1 of 3"), [e.detail for e in events]
 
 
-def test_a_later_test_is_bounded_by_the_references_time_where_the_runner_has_it(
+def test_a_later_test_is_bounded_by_the_references_time_on_its_own_inputs(
     monkeypatch: pytest.MonkeyPatch, runner_settings: RunnerSettings
 ) -> None:
-    """Issue 37.3: with the reference's benchmark medians in this runner's baseline cache (a test run times no
-    reference), a test after the first has a bound of its own (here the floor, made 3 s): a hang in test 2 is told
-    then, naming test 2, long before the run's limit (120 s)."""
+    """Issues 37.3 and 31: the evaluator times the reference on each test's inputs just before the submission's call,
+    and the test is bounded by the larger of the floor (made 3 s here) and 200x that: a hang in test 2 is told then,
+    naming test 2, long before the run's limit (120 s), with no earlier run's times on this runner."""
     monkeypatch.setattr(clock_mod, "TEST_FLOOR_S", 3.0)
     request = build_request("submissions/correct_torch.py", content=HANGS_ON_THE_SECOND_CALL, run_timeout_s=120.0)
-    system = sysinfo.collect(request.device, 0)
-    key = baselines.cache_key(request, system, REFERENCE_BASELINE, runner_settings.max_batch_calls, "")
-    cache = baselines.BaselineCache(runner_settings.baseline_cache_path())
-    cache.put(key, [2_000.0, 5_000.0], datetime.now(UTC) - timedelta(minutes=1))  # the reference: 5 us at most
     result = run_request(request, settings=runner_settings)
     assert result.wall_time_s - result.phase_times["compiling"] < 60  # (from the load: the start-up is not its)
     assert result.verdict is Verdict.TIMEOUT, result.message
     assert result.message.startswith("test 2 of 3 ({size: 7, seed: 2}) did not finish within 3 s, the bound on one")
-    assert "the reference's slowest benchmark, 0.005 ms on this runner" in result.message
+    assert "200x the reference's time on this test, " in result.message and " ms on this runner" in result.message
     assert [t.verdict for t in result.tests] == [Verdict.ACCEPTED]
 
 
@@ -189,6 +183,9 @@ def test_each_step_is_bounded_by_the_larger_of_a_floor_and_200_times_the_referen
     # This run's own timing of the reference (before the load) fills in what the cache did not have.
     assert slow.with_reference(1, 2e9, cases=2).bench_bound_s(1) == budget + 2 * 400.0
     assert slow.with_reference(1, 2e9, cases=2).test_bound_s(1) == 400.0
+    # The reference's time on a test's own inputs, where the evaluator measured it, comes first.
+    assert bounds_for(timed, 90.0).test_bound_s(1, own_s=0.5) == 100.0 and slow.test_bound_s(1, own_s=1e-6) == 60.0
+    assert bounds_for(timed, 90.0).test_bound_s(0, own_s=1e-6) == 120.0
 
 
 def test_a_cases_bound_grows_with_its_size() -> None:
@@ -237,6 +234,9 @@ def test_the_clock_names_the_step_and_whose_time_it_is() -> None:
     clock.saw("testing", 151.0)
     test1 = clock.step()
     assert test1.what == "test 1 of 3 ({size: 1, seed: 1})" and test1.deadline == 151.0 + 400.0  # 200 x 2 s
+    clock.saw_test_reference(0, 2.5)  # the evaluator: the reference took 2.5 s on test 1's own inputs
+    assert clock.step().deadline == 151.0 + 500.0 and clock.step().limit_s == 500.0
+    assert "200x the reference's time on this test, 2.5e+03 ms" in user_timeout_message(clock, clock.step(), 651.0)
     clock.saw("test", 152.0)
     clock.saw("test", 153.0)
     clock.saw("test", 154.0)
