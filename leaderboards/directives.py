@@ -5,9 +5,11 @@ Both spellings the community uses are read::
     #!kernelcup leaderboard vectoradd          #!POPCORN leaderboard vectoradd
     #!kernelcup devices H100 A100              #!POPCORN gpu H100
     #!kernelcup mode ranked
+    #!kernelcup license: MIT                   #!POPCORN license MIT
 
 (``//!`` instead of ``#!`` in CUDA files.) Keys: ``leaderboard``; ``devices`` (also ``device``, ``gpu``,
-``gpus``; names separated by spaces or commas, ``all`` for every device); ``mode``. What the user gives
+``gpus``; names separated by spaces or commas, ``all`` for every device); ``mode``; ``license`` (also ``licence``:
+the archive licence, ``leaderboards.licences``). A colon after the key is allowed. What the user gives
 explicitly (a CLI flag, a slash-command option, an API field) wins over the file's directives; the service
 applies them (``LeaderboardService.submit``). An unknown ``#!kernelcup`` key is an error that names the line (a
 typo must not silently submit somewhere else); unknown ``#!POPCORN`` keys are the peer platform's and ignored.
@@ -28,6 +30,8 @@ _KEYS = {
     "gpu": "devices",
     "gpus": "devices",
     "mode": "mode",
+    "license": "licence",
+    "licence": "licence",
 }
 
 
@@ -36,6 +40,7 @@ class Directives:
     leaderboard: str | None = None
     devices: tuple[str, ...] = ()
     mode: str | None = None
+    licence: str | None = None
 
 
 def _bad(lineno: int, line: str, why: str) -> InvalidSubmission:
@@ -52,11 +57,11 @@ def parse_directives(text: str) -> Directives:
             continue
         ours = match.group(1).lower() == "kernelcup"
         key, _, value = match.group(2).strip().partition(" ")
-        key, value = key.lower(), value.strip()
+        key, value = key.lower().removesuffix(":"), value.strip()
         name = _KEYS.get(key)
         if name is None:
             if ours:
-                raise _bad(lineno, line, f"unknown key {key!r}; use one of: leaderboard, devices, mode.")
+                raise _bad(lineno, line, f"unknown key {key!r}; use one of: leaderboard, devices, mode, license.")
             continue
         if not value:
             raise _bad(lineno, line, f"{key} needs a value.")
@@ -68,4 +73,9 @@ def parse_directives(text: str) -> Directives:
         if name in found and found[name] != value:
             raise _bad(lineno, line, f"{key} was already given as {found[name]!r}.")
         found[name] = value
-    return Directives(leaderboard=found.get("leaderboard"), devices=tuple(devices), mode=found.get("mode"))
+    return Directives(
+        leaderboard=found.get("leaderboard"),
+        devices=tuple(devices),
+        mode=found.get("mode"),
+        licence=found.get("licence"),
+    )

@@ -630,3 +630,43 @@ class InviteFailure(Base):
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = _created()
+
+
+class SubmissionLicence(Base):
+    """The licence a submission's author chose for the open archive (issue 34, ``leaderboards/archive.py``). No row
+    means ``none``: never published. Changeable until published; withdrawing unpublishes it again."""
+
+    __tablename__ = "submission_licences"
+
+    submission_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    licence: Mapped[str] = mapped_column(String(16), comment="'none' or an SPDX id of leaderboards.licences.LICENCES")
+    withdrawn_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), comment="unpublished by its author")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+
+
+class ArchiveAccount(Base):
+    """A user's archive settings (issue 34): the licence of their submissions that name none, and how the archive
+    names them. No row: licence ``none``, named as on the leaderboards."""
+
+    __tablename__ = "archive_accounts"
+
+    user_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    default_licence: Mapped[str] = mapped_column(String(16), default="none")
+    author_name: Mapped[str | None] = mapped_column(
+        String(100), comment="how the archive names them; None: their leaderboard name; '' : anonymous"
+    )
+
+
+class ArchivePolicy(Base):
+    """When a leaderboard's licensed kernels may be published (issue 34). No row: after the deadline."""
+
+    __tablename__ = "archive_policies"
+
+    leaderboard_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("leaderboards.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    at_once: Mapped[bool] = mapped_column(Boolean(), comment="publish as soon as they run (practice boards)")

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from leaderboards.accounts import AccountsMixin
 from leaderboards.admin import AdminMixin
+from leaderboards.archive import ArchiveMixin
 from leaderboards.audit import AuditMixin
 from leaderboards.competition import StandingsMixin
 from leaderboards.directives import parse_directives
@@ -135,6 +136,7 @@ class LeaderboardService(
     StandingsMixin,
     InvitesMixin,
     LateMixin,
+    ArchiveMixin,
     RecordingMixin,
     ServiceBase,
 ):
@@ -156,6 +158,7 @@ class LeaderboardService(
         mode: Mode | str | None = None,
         *,
         force: bool = False,
+        licence: str | None = None,
     ) -> SubmissionReceipt:
         """Check a submission and queue one job per device; raise a ``UserError`` saying what to fix.
 
@@ -166,7 +169,8 @@ class LeaderboardService(
         The same file from the same user to the same leaderboard, mode and devices within
         ``duplicate_window_s`` is not run again: the earlier submission's receipt comes back with ``duplicate``
         set (``force`` runs it anyway). The user's row is locked first, so that concurrent submissions of one user
-        are checked against the rate limits and caps one after the other, never side by side.
+        are checked against the rate limits and caps one after the other, never side by side. ``licence`` (else the
+        file's ``license`` line, else the account's default) is the archive licence (``leaderboards/archive.py``).
         """
         now = self.clock()
         name = self._check_content(file_name, content)
@@ -211,6 +215,7 @@ class LeaderboardService(
             s.add(sub)
             s.flush()
             self._flag_screened(s, sub, screening)
+            self._store_licence(s, sub.id, self._licence_for_new(s, u, licence, header.licence))
             if late:
                 self._mark_late(s, sub)
             return self._receipt(s, sub, jobs=self._queue_jobs(s, sub, chosen, now))

@@ -1,0 +1,427 @@
+"""The open kernel archive (issue 34): what authors chose to publish, and nothing else.
+
+Consent: every submission carries a licence (``leaderboards/licences.py``). ``none``, the default, never publishes.
+The licence is chosen per submission (a CLI flag, a ``#!kernelcup license:`` header line, the API's field, the web
+form, a Discord option) or falls back to the author's account default (``set_archive_account``). It can be changed
+until the entry is published and withdrawn at any time (``withdraw_from_archive``): a withdrawn entry leaves the
+archive and every later export.
+
+When: a leaderboard publishes its licensed kernels after its deadline, or at once where an admin said so
+(``set_archive_policy``, for practice boards).
+
+What an entry holds: the code, its licence, the author as they chose to be named, the problem and the leaderboard's
+fingerprint, the device and the run's system info (without the runner's host name), and the PUBLIC run's verdict,
+per-case timings and speedups. Never: the secret run (its timings, its score, its seed), held-out cases (those are
+system tests, never runs), the cases' seeds, deleted, quarantined or hack-judged submissions, banned users, hidden
+leaderboards, or anything of another user.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, false, func, or_, select
+from sqlalchemy.orm import Session
+
+from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
+from leaderboards.licences import NONE, parse_licence
+from leaderboards.models import (
+    ArchiveAccount,
+    ArchivePolicy,
+    Job,
+    Leaderboard,
+    Run,
+    Submission,
+    SubmissionCode,
+    SubmissionLicence,
+    User,
+)
+from leaderboards.moderation_states import ranks_condition
+from leaderboards.results import UserRef
+from leaderboards.service_base import ServiceBase
+
+ARCHIVE_PAGE_MAX = 100
+"""Most entries in one page of the archive."""
+MAX_AUTHOR_NAME = 100
+SORTS = ("newest", "speed")
+SYSTEM_FIELDS = ("platform", "python", "device", "gpu_name", "gpu_count", "driver", "cuda", "torch", "triton", "nvcc",
+                 "headers")  # fmt: skip
+"""What an entry shows of a run's system info: the runtime, never the runner's host name or its sandbox notes."""
+HIDDEN_CASE_KEYS = frozenset({"seed"})
+"""Keys of a benchmark case that are never published (the inputs' seed)."""
+
+
+@dataclass(frozen=True)
+class ArchiveCase:
+    index: int
+    case: dict[str, Any]
+    """The benchmark case's parameters, without its seed."""
+    verdict: str
+    median_ns: float | None
+    p25_ns: float | None
+    p75_ns: float | None
+    min_ns: float | None
+    samples: int | None
+    roofline_share: float | None
+    speedup: float | None
+    """Over the reference (above 1: faster)."""
+
+
+@dataclass(frozen=True)
+class ArchiveSpeedup:
+    label: str
+    speedup: float | None
+    """Geometric mean over the cases."""
+
+
+@dataclass(frozen=True)
+class ArchiveEntry:
+    submission_id: int
+    leaderboard: str
+    problem: str
+    fingerprint: str
+    device: str
+    language: str
+    file_name: str
+    code: str
+    licence: str
+    author: str
+    """As the author chose to be named ('' when anonymous)."""
+    submitted_at: datetime
+    mode: str
+    verdict: str
+    passed: bool
+    score_ns: float | None
+    """The public run's score."""
+    speedup: float | None
+    """Over the reference, geometric mean of the cases."""
+    roofline_share: float | None
+    system: dict[str, Any]
+    cases: tuple[ArchiveCase, ...]
+    speedups: tuple[ArchiveSpeedup, ...]
+
+
+@dataclass(frozen=True)
+class ArchivePage:
+    entries: tuple[ArchiveEntry, ...]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class ArchiveFilter:
+    problem: str | None = None
+    leaderboard: str | None = None
+    device: str | None = None
+    language: str | None = None
+    accepted: bool = False
+    min_speedup: float | None = None
+    after: datetime | None = None
+    sort: str = "newest"
+
+
+@dataclass(frozen=True)
+class LicenceView:
+    submission_id: int
+    licence: str
+    published: bool
+    withdrawn: bool
+    publishes_at: datetime | None
+    """When it is (or will be) published; None while its licence is ``none`` or it is withdrawn."""
+
+
+@dataclass(frozen=True)
+class ArchiveAccountView:
+    default_licence: str
+    author_name: str | None
+    """None: named as on the leaderboards; '': anonymous."""
+
+
+def _public_case(case: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in case.items() if k not in HIDDEN_CASE_KEYS}
+
+
+def _reference_speedups(result: dict[str, Any]) -> tuple[float | None, list[float | None]]:
+    for baseline in result.get("baselines") or ():
+        if baseline.get("function") == "ref_kernel" or baseline.get("label") == "reference":
+            return baseline.get("speedup"), list(baseline.get("speedups") or ())
+    return None, []
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _cases(result: dict[str, Any]) -> tuple[ArchiveCase, ...]:
+    _, per_case = _reference_speedups(result)
+    cases = []
+    for i, bench in enumerate(result.get("benchmarks") or ()):
+        stats = bench.get("stats") or {}
+        cases.append(
+            ArchiveCase(
+                index=int(bench.get("index", i)),
+                case=_public_case(bench.get("case") or {}),
+                verdict=str(bench.get("verdict", "")),
+                median_ns=_finite(stats.get("median_ns")),
+                p25_ns=_finite(stats.get("p25_ns")),
+                p75_ns=_finite(stats.get("p75_ns")),
+                min_ns=_finite(stats.get("min_ns")),
+                samples=stats.get("samples"),
+                roofline_share=_finite(bench.get("roofline_share")),
+                speedup=_finite(per_case[i]) if i < len(per_case) else None,
+            )
+        )
+    return tuple(cases)
+
+
+def author_name(user: User, account: ArchiveAccount | None) -> str:
+    """How the archive names ``user``: their chosen name, '' (anonymous), or their leaderboard name."""
+    if account is not None and account.author_name is not None:
+        return account.author_name
+    return user.name
+
+
+class ArchiveMixin(ServiceBase):
+    """The archive's part of ``LeaderboardService``."""
+
+    # -- consent -----------------------------------------------------------------------------------------------
+
+    def _licence_for_new(self, s: Session, user: User, chosen: str | None, header: str | None) -> str:
+        """The licence of a new submission: the one given explicitly, else the file's header line, else the account
+        default, else ``none``."""
+        if chosen:
+            return parse_licence(chosen)
+        if header:
+            return parse_licence(header)
+        account = s.get(ArchiveAccount, user.id)
+        return account.default_licence if account is not None else NONE
+
+    def _store_licence(self, s: Session, submission_id: int, licence: str) -> None:
+        if licence != NONE:
+            s.add(SubmissionLicence(submission_id=submission_id, licence=licence, updated_at=self.clock()))
+
+    def _own(self, s: Session, submission_id: int, user: UserRef) -> Submission:
+        sub = s.get(Submission, submission_id)
+        if sub is None or sub.deleted or sub.user.identity != user.identity:
+            raise SubmissionNotFound(submission_id, mine=True)
+        return sub
+
+    def _licence_view(self, s: Session, sub: Submission, row: SubmissionLicence | None) -> LicenceView:
+        licence = row.licence if row is not None else NONE
+        withdrawn = row is not None and row.withdrawn_at is not None
+        at: datetime | None = None
+        if licence != NONE and not withdrawn:
+            policy = s.get(ArchivePolicy, sub.leaderboard_id)
+            at_once = policy is not None and policy.at_once
+            at = sub.created_at if at_once else max(sub.created_at, sub.leaderboard.deadline)
+        published = at is not None and at <= self.clock() and sub.leaderboard.visible
+        return LicenceView(sub.id, licence, published, withdrawn, at)
+
+    def submission_licence(self, submission_id: int, user: UserRef) -> LicenceView:
+        """The licence of one of ``user``'s submissions and whether it is published."""
+        with self.db.transaction() as s:
+            sub = self._own(s, submission_id, user)
+            return self._licence_view(s, sub, s.get(SubmissionLicence, sub.id))
+
+    def set_submission_licence(self, submission_id: int, user: UserRef, licence: str) -> LicenceView:
+        """Choose the licence of one of ``user``'s submissions; refused once it is published (withdraw it first). On a
+        withdrawn entry a licence other than ``none`` is consent again: it is published again when the board allows."""
+        chosen = parse_licence(licence)
+        with self.db.transaction() as s:
+            sub = self._own(s, submission_id, user)
+            row = s.get(SubmissionLicence, sub.id)
+            view = self._licence_view(s, sub, row)
+            if view.published and chosen != view.licence:
+                raise InvalidChange(
+                    f"Submission #{sub.id} is published under {view.licence}; its licence can no longer change. "
+                    "Withdraw it from the archive first (it then leaves the archive and later exports)."
+                )
+            if row is None:
+                row = SubmissionLicence(submission_id=sub.id, licence=chosen, updated_at=self.clock())
+                s.add(row)
+            row.licence, row.withdrawn_at = chosen, None
+            s.flush()
+            return self._licence_view(s, sub, row)
+
+    def withdraw_from_archive(self, submission_id: int, user: UserRef) -> LicenceView:
+        """Unpublish one of ``user``'s submissions: it leaves the archive and every later export."""
+        with self.db.transaction() as s:
+            sub = self._own(s, submission_id, user)
+            row = s.get(SubmissionLicence, sub.id)
+            if row is None or row.licence == NONE:
+                raise InvalidChange(f"Submission #{sub.id} has the licence 'none': it is not in the archive.")
+            row.withdrawn_at = row.withdrawn_at or self.clock()
+            s.flush()
+            return self._licence_view(s, sub, row)
+
+    def archive_account(self, user: UserRef) -> ArchiveAccountView:
+        with self.db.transaction() as s:
+            account = s.get(ArchiveAccount, self._user(s, user).id)
+            if account is None:
+                return ArchiveAccountView(NONE, None)
+            return ArchiveAccountView(account.default_licence, account.author_name)
+
+    def set_archive_account(
+        self, user: UserRef, *, default_licence: str | None = None, author_name: str | None = None
+    ) -> ArchiveAccountView:
+        """Set ``user``'s default licence (for submissions that name none) and/or the name the archive gives them
+        (``''``: anonymous; ``'-'``: back to their leaderboard name). Arguments left None are kept."""
+        if author_name is not None and len(author_name.strip()) > MAX_AUTHOR_NAME:
+            raise InvalidSubmission(f"The author name is longer than {MAX_AUTHOR_NAME} characters.", field="author")
+        with self.db.transaction() as s:
+            u = self._user(s, user)
+            account = s.get(ArchiveAccount, u.id)
+            if account is None:
+                account = ArchiveAccount(user_id=u.id, default_licence=NONE, author_name=None)
+                s.add(account)
+            if default_licence is not None:
+                account.default_licence = parse_licence(default_licence, field="default_license")
+            if author_name is not None:
+                account.author_name = None if author_name.strip() == "-" else author_name.strip()
+            s.flush()
+            return ArchiveAccountView(account.default_licence, account.author_name)
+
+    def set_archive_policy(self, leaderboard: str, *, at_once: bool, actor: str) -> bool:
+        """Admins: publish the board's licensed kernels at once (practice boards) or after its deadline (audited)."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard)
+            policy = s.get(ArchivePolicy, lb.id)
+            if policy is None:
+                s.add(ArchivePolicy(leaderboard_id=lb.id, at_once=at_once))
+            else:
+                policy.at_once = at_once
+            self._audit(s, actor, "archive_policy", lb.name, at_once=at_once)
+            return at_once
+
+    # -- the archive ---------------------------------------------------------------------------------------------
+
+    def _published(self, now: datetime) -> Select[Submission, Job, Run, SubmissionLicence]:
+        """Every published (submission, job, public run, licence), unfiltered and unordered."""
+        opens = or_(
+            Leaderboard.deadline <= now,
+            select(ArchivePolicy.at_once)
+            .where(ArchivePolicy.leaderboard_id == Leaderboard.id)
+            .scalar_subquery()
+            .is_(True),
+        )
+        return (
+            select(Submission, Job, Run, SubmissionLicence)
+            .join(SubmissionLicence, SubmissionLicence.submission_id == Submission.id)
+            .join(Leaderboard, Leaderboard.id == Submission.leaderboard_id)
+            .join(User, User.id == Submission.user_id)
+            .join(Job, Job.submission_id == Submission.id)
+            .join(Run, and_(Run.job_id == Job.id, Run.secret.is_(false())))
+            .where(
+                SubmissionLicence.licence != NONE,
+                SubmissionLicence.withdrawn_at.is_(None),
+                Submission.deleted.is_(false()),
+                ranks_condition(),
+                User.is_banned.is_(false()),
+                Leaderboard.visible.is_(True),
+                opens,
+            )
+        )
+
+    def _filtered(self, f: ArchiveFilter, now: datetime) -> Select[Submission, Job, Run, SubmissionLicence]:
+        conditions: list[ColumnElement[bool]] = []
+        if f.problem:
+            conditions.append(Leaderboard.problem == f.problem)
+        if f.leaderboard:
+            conditions.append(Leaderboard.name == f.leaderboard)
+        if f.device:
+            conditions.append(Job.device == f.device)
+        if f.language:
+            conditions.append(Leaderboard.lang == f.language)
+        if f.accepted:
+            conditions.append(Run.passed.is_(True))
+        if f.after is not None:
+            conditions.append(Submission.created_at > f.after)
+        stmt = self._published(now).where(*conditions)
+        if f.sort == "speed":
+            return stmt.order_by(Run.score.is_(None), Run.score, Submission.id, Job.device)
+        return stmt.order_by(Submission.created_at.desc(), Submission.id.desc(), Job.device)
+
+    def _entry(self, s: Session, published: Any) -> ArchiveEntry:
+        """The entry of one row of ``_published``: (submission, job, public run, licence)."""
+        sub, job, run, row = published
+        code = s.get(SubmissionCode, sub.code_id)
+        account = s.get(ArchiveAccount, sub.user_id)
+        result = run.result or {}
+        speedup, _ = _reference_speedups(result)
+        return ArchiveEntry(
+            submission_id=sub.id,
+            leaderboard=sub.leaderboard.name,
+            problem=sub.leaderboard.problem,
+            fingerprint=run.fingerprint,
+            device=job.device,
+            language=sub.leaderboard.lang,
+            file_name=sub.file_name,
+            code=code.content.decode("utf-8", errors="replace") if code is not None else "",
+            licence=row.licence,
+            author=author_name(sub.user, account),
+            submitted_at=sub.created_at,
+            mode=sub.mode,
+            verdict=run.verdict,
+            passed=run.passed,
+            score_ns=_finite(run.score),
+            speedup=_finite(speedup),
+            roofline_share=_finite(result.get("roofline_share")),
+            system={k: (run.system or {}).get(k) for k in SYSTEM_FIELDS},
+            cases=_cases(result),
+            speedups=tuple(
+                ArchiveSpeedup(str(b.get("label", "")), _finite(b.get("speedup")))
+                for b in result.get("baselines") or ()
+            ),
+        )
+
+    def archive(self, f: ArchiveFilter, *, limit: int = 20, offset: int = 0) -> ArchivePage:
+        """One page of the published kernels that match ``f``, newest first or fastest first (``f.sort``).
+
+        ``min_speedup`` reads each candidate's stored result (speedups live in it), so with it the page is found by
+        scanning the other filters' matches in order; without it the database pages."""
+        if f.sort not in SORTS:
+            raise InvalidSubmission(f"Unknown sort {f.sort!r}; choose one of: {', '.join(SORTS)}.", field="sort")
+        limit = max(1, min(limit, ARCHIVE_PAGE_MAX))
+        now = self.clock()
+        with self.db.transaction() as s:
+            stmt = self._filtered(f, now)
+            if f.min_speedup is None:
+                total = s.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
+                rows = s.execute(stmt.limit(limit).offset(offset)).all()
+                entries = tuple(self._entry(s, r) for r in rows)
+                return ArchivePage(entries, total, offset, limit)
+            matching = [
+                entry
+                for entry in (self._entry(s, r) for r in s.execute(stmt))
+                if entry.speedup is not None and entry.speedup >= f.min_speedup
+            ]
+            return ArchivePage(tuple(matching[offset : offset + limit]), len(matching), offset, limit)
+
+    def archive_entry(self, submission_id: int, device: str) -> ArchiveEntry:
+        """One published entry; ``SubmissionNotFound`` for anything unpublished, exactly as for a missing one."""
+        with self.db.transaction() as s:
+            stmt = self._published(self.clock()).where(Submission.id == submission_id, Job.device == device)
+            row = s.execute(stmt).first()
+            if row is None:
+                raise SubmissionNotFound(submission_id)
+            return self._entry(s, row)
+
+    def archive_all(self) -> Iterator[ArchiveEntry]:
+        """Every published entry, ordered by submission id and device (the export's order)."""
+        with self.db.transaction() as s:
+            stmt = self._published(self.clock()).order_by(Submission.id, Job.device)
+            for row in s.execute(stmt):
+                yield self._entry(s, row)
+
+    def archive_choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The problems and the devices that have published entries (the archive page's filters)."""
+        with self.db.transaction() as s:
+            published = self._published(self.clock())
+            problems = s.scalars(published.with_only_columns(Leaderboard.problem).distinct().order_by(None)).all()
+            devices = s.scalars(published.with_only_columns(Job.device).distinct().order_by(None)).all()
+            return tuple(sorted(problems)), tuple(sorted(devices))

@@ -1,0 +1,142 @@
+"""The open archive's consent and contents, through the service (issue 34): nothing is published by default; a CC-BY
+kernel appears after its board's deadline (at once on a practice board) and leaves when withdrawn; its licence cannot
+change once published; the account default and the header line choose a licence; an entry holds the public run's
+timings and speedups, never the secret run's, a case's seed, a hidden board's or a banned user's code."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from helpers import write_problem
+from test_system_tests import Clock, serve
+
+from leaderboards.archive import ArchiveFilter
+from leaderboards.db import Database
+from leaderboards.directives import parse_directives
+from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
+from leaderboards.problems import load_problem
+from leaderboards.results import UserRef
+from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
+from runners.contract import BaselineResult, Mode, RunRequest, RunResult
+from runners.launchers.fake import FakeLauncher, accepted_result
+
+ANN, BOB = UserRef("ann"), UserRef("bob")
+PUBLIC_NS, SECRET_NS = 1234.5, 987654.25  # the secret run's timing is a number nothing else in the world has
+FAST = b"def custom_kernel(data):\n    return data  # fast\n"
+OTHER = b"def custom_kernel(data):\n    return list(data)\n"
+
+
+def respond(request: RunRequest) -> RunResult:
+    """Public runs at PUBLIC_NS, 2x faster than the reference; the secret run at SECRET_NS."""
+    result = accepted_result(request, SECRET_NS if request.seed is not None else PUBLIC_NS)
+    n = len(result.benchmarks)
+    reference = BaselineResult(label="reference", function="ref_kernel", speedups=[2.0] * n, speedup=2.0)
+    return result.model_copy(update={"baselines": [reference] if n else []})
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def svc(database: Database, settings: CoreSettings, clock: Clock) -> LeaderboardService:
+    service = LeaderboardService(database, settings, clock=clock)
+    service.create_leaderboard(
+        load_problem(write_problem(Path(settings.data_dir) / "problems")),
+        deadline=clock.now + timedelta(days=1),
+        devices=["cpu"],
+    )
+    return service
+
+
+def published(svc: LeaderboardService, **filters: object) -> list[int]:
+    return [e.submission_id for e in svc.archive(ArchiveFilter(**filters), limit=100).entries]  # type: ignore[arg-type]
+
+
+def test_nothing_is_published_without_a_licence_and_cc_by_appears_after_the_deadline_until_withdrawn(
+    svc: LeaderboardService, clock: Clock
+) -> None:
+    plain = svc.submit(ANN, "k.py", FAST, "add", ["cpu"], Mode.RANKED).submission_id
+    cc = svc.submit(BOB, "k.py", OTHER, "add", ["cpu"], Mode.RANKED, licence="cc-by-4.0").submission_id
+    serve(svc, FakeLauncher(respond))
+    assert published(svc) == []  # before the deadline: nothing, the licensed one neither
+    view = svc.submission_licence(cc, BOB)
+    assert (view.licence, view.published, view.publishes_at) == ("CC-BY-4.0", False, clock.now + timedelta(days=1))
+    clock.now += timedelta(days=2)
+    assert published(svc) == [cc] and plain != cc  # ann's (licence none) is never published
+    with pytest.raises(InvalidChange, match="Withdraw it"):
+        svc.set_submission_licence(cc, BOB, "MIT")
+    with pytest.raises(SubmissionNotFound):
+        svc.withdraw_from_archive(cc, ANN)  # only its author withdraws it
+    assert svc.withdraw_from_archive(cc, BOB).withdrawn
+    assert published(svc) == []
+    with pytest.raises(SubmissionNotFound):
+        svc.archive_entry(cc, "cpu")
+    assert svc.set_submission_licence(cc, BOB, "MIT").published  # consent again, under a licence of their choice
+    assert [e.licence for e in svc.archive(ArchiveFilter()).entries] == ["MIT"]
+
+
+def test_a_practice_board_publishes_at_once_and_a_licence_changes_until_then(svc: LeaderboardService) -> None:
+    sid = svc.submit(ANN, "k.py", FAST, "add", ["cpu"], Mode.BENCHMARK, licence="MIT").submission_id
+    serve(svc, FakeLauncher(respond))
+    assert svc.set_submission_licence(sid, ANN, "cc0").licence == "CC0-1.0"  # unpublished: changeable
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    assert published(svc) == [sid]
+    assert svc.submission_licence(sid, ANN).published
+    svc.set_archive_policy("add", at_once=False, actor="admin")
+    assert published(svc) == []
+
+
+def test_the_account_default_and_the_header_line_choose_the_licence(svc: LeaderboardService) -> None:
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    svc.set_archive_account(ANN, default_licence="Apache-2.0", author_name="A. N. Author")
+    by_default = svc.submit(ANN, "k.py", FAST, "add", ["cpu"], Mode.BENCHMARK).submission_id
+    header = b"#!kernelcup license: CC0-1.0\n" + OTHER
+    by_header = svc.submit(ANN, "k.py", header, "add", ["cpu"], Mode.BENCHMARK).submission_id
+    explicit = svc.submit(ANN, "k.py", header + b"\n", "add", ["cpu"], Mode.BENCHMARK, licence="none").submission_id
+    serve(svc, FakeLauncher(respond))
+    entries = {e.submission_id: e for e in svc.archive(ArchiveFilter()).entries}
+    assert {i: e.licence for i, e in entries.items()} == {by_default: "Apache-2.0", by_header: "CC0-1.0"}
+    assert explicit not in entries  # the flag wins over the file and the default
+    assert {e.author for e in entries.values()} == {"A. N. Author"}
+    svc.set_archive_account(ANN, author_name="")
+    assert {e.author for e in svc.archive(ArchiveFilter()).entries} == {""}  # anonymous
+    with pytest.raises(InvalidSubmission, match=r"choose one of: none, CC0-1\.0"):
+        svc.submit(ANN, "k.py", FAST, "add", ["cpu"], Mode.TEST, licence="GPL-3.0")
+    assert parse_directives("#!POPCORN license MIT\n").licence == "MIT"
+
+
+def test_an_entry_holds_the_public_run_only(svc: LeaderboardService, clock: Clock) -> None:
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    sid = svc.submit(ANN, "k.py", FAST, "add", ["cpu"], Mode.RANKED, licence="MIT").submission_id
+    serve(svc, FakeLauncher(respond))
+    entry = svc.archive_entry(sid, "cpu")
+    assert entry.code == FAST.decode() and entry.problem == "add" and entry.fingerprint
+    assert entry.passed and entry.speedup == 2.0 and entry.score_ns == pytest.approx(PUBLIC_NS)
+    assert [c.case for c in entry.cases] == [{"size": 100}, {"size": 1000}]  # the cases' seeds are left out
+    assert [c.median_ns for c in entry.cases] == [pytest.approx(PUBLIC_NS)] * 2
+    assert "hostname" not in entry.system
+    text = json.dumps(asdict(entry), default=str)
+    assert str(SECRET_NS)[:6] not in text and "seed" not in text
+    assert published(svc, min_speedup=1.5) == [sid] and published(svc, min_speedup=2.5) == []
+    assert published(svc, device="H100") == [] and published(svc, problem="add", accepted=True) == [sid]
+    assert published(svc, after=clock.now) == [] and published(svc, after=clock.now - timedelta(hours=1)) == [sid]
+
+
+def test_deleted_banned_and_hidden_boards_leave_the_archive(svc: LeaderboardService) -> None:
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    sid = svc.submit(ANN, "k.py", FAST, "add", ["cpu"], Mode.BENCHMARK, licence="MIT").submission_id
+    serve(svc, FakeLauncher(respond))
+    assert published(svc) == [sid]
+    svc.ban_user(ANN, reason="test", actor="admin")
+    assert published(svc) == []
+    svc.unban_user(ANN, actor="admin")
+    assert published(svc) == [sid]
+    svc.cancel_or_delete(sid, ANN)
+    assert published(svc) == []
