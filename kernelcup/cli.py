@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kernelcup.commands import (
+    admin,
     agent,
     bot,
     competition,
@@ -56,6 +57,7 @@ COMMAND_MODULES = (
     bot,
     serve,
     tokens,
+    admin,  # `admin pause|resume|deadline|hide|show|rate-limit|ban|unban|stats`
     runners,
     schema,
     demo,

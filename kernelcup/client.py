@@ -38,18 +38,23 @@ from web.schemas import (
     HistoryOut,
     LeaderboardDetailOut,
     LeaderboardOut,
+    LeaderboardUpdateOut,
     MeOut,
     ProblemFolderOut,
     ProgressOut,
     RankingOut,
+    StatsOut,
     SubmissionOut,
     SubmissionReceiptOut,
     SubmissionStatusOut,
     SubmissionSummaryOut,
     TemplateOut,
+    UserOut,
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from web.routes.invites import InviteOut, JoinedOut, NewInviteOut
     from web.routes.late import LateEntryOut, LatePageOut
     from web.routes.standings import StandingsOut
@@ -413,6 +418,44 @@ class Client:
 
         return InviteOut.model_validate(self._request("DELETE", f"/admin/invites/{invite_id}").json())
 
+    # -- admin: the organiser's operations (kernelcup admin ...) ---------------------------------------------------
+
+    def pause(self, name: str) -> LeaderboardOut:
+        """Admin: the leaderboard refuses new submissions until resumed."""
+        return LeaderboardOut.model_validate(self._request("POST", f"/admin/leaderboards/{_seg(name)}/pause").json())
+
+    def resume(self, name: str) -> LeaderboardOut:
+        return LeaderboardOut.model_validate(self._request("POST", f"/admin/leaderboards/{_seg(name)}/resume").json())
+
+    def update_leaderboard(
+        self, name: str, *, deadline: datetime | None = None, visible: bool | None = None, force: bool = False
+    ) -> LeaderboardUpdateOut:
+        """Admin: move a leaderboard's deadline or show/hide it (a live one's deadline in the past needs force)."""
+        body: dict[str, Any] = {"force": force}
+        if deadline is not None:
+            body["deadline"] = deadline.isoformat()
+        if visible is not None:
+            body["visible"] = visible
+        answer = self._request("PATCH", f"/admin/leaderboards/{_seg(name)}", json=body)
+        return LeaderboardUpdateOut.model_validate(answer.json())
+
+    def set_rate_limit(self, name: str, per_hour: int | None) -> LeaderboardOut:
+        """Admin: submissions per user per hour on the leaderboard (None: the server's default)."""
+        answer = self._request("PUT", f"/admin/leaderboards/{_seg(name)}/rate-limit", json={"per_hour": per_hour})
+        return LeaderboardOut.model_validate(answer.json())
+
+    def ban(self, user: str, reason: str = "") -> UserOut:
+        """Admin: refuse a user's submissions and hide them from rankings (``discord:ID`` or a local name)."""
+        answer = self._request("PUT", f"/admin/users/{_seg(user)}/ban", json={"reason": reason})
+        return UserOut.model_validate(answer.json())
+
+    def unban(self, user: str) -> UserOut:
+        return UserOut.model_validate(self._request("DELETE", f"/admin/users/{_seg(user)}/ban").json())
+
+    def stats(self, days: int | None = None) -> StatsOut:
+        """Admin: the queue, the live workers and usage (of the last ``days`` days, or all time)."""
+        return self._get("/admin/stats", StatsOut, days=days)
+
     def me(self) -> MeOut:
         return self._get("/me", MeOut)
 
@@ -502,6 +545,11 @@ class Client:
             else:
                 out.append(results.get(h.id) or h.wait(_left(deadline)))
         return out
+
+
+def _seg(text: str) -> str:
+    """One path segment of a URL: a name with a slash or a ``?`` stays one segment."""
+    return quote(text, safe="")
 
 
 def _left(deadline: float | None) -> float | None:

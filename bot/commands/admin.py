@@ -22,6 +22,7 @@ from bot.moderation import audit_text, moderation_text, rejudge_text
 from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
 from bot.settings import BotSettings
+from leaderboards.dates import DATE_HELP, parse_when
 from leaderboards.errors import InvalidChange
 from leaderboards.moderation import ModerationState
 from leaderboards.paths import inside
@@ -53,15 +54,6 @@ def check_admin(interaction: discord.Interaction, settings: BotSettings) -> bool
 
 def actor(interaction: discord.Interaction) -> str:
     return f"discord:{interaction.user.id} ({interaction.user.name})"
-
-
-def parse_deadline(text: str) -> datetime:
-    """'2026-12-31' or '2026-12-31 18:00' (UTC unless a zone is given)."""
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidChange(f"{text!r} is not a date; write it like 2026-12-31 or 2026-12-31 18:00 (UTC).") from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 def _load(root: Path, text: str):
@@ -149,7 +141,7 @@ class AdminCommands(app_commands.Group):
     @app_commands.command(name="create", description="Create a leaderboard from a problem folder")
     @app_commands.describe(
         problem="The problem folder, inside the problems folder (e.g. vectoradd)",
-        deadline="UTC, like 2026-12-31 or 2026-12-31 18:00",
+        deadline=DATE_HELP,
         devices="Device names, separated by commas (e.g. H100,cpu)",
         name="The leaderboard's name (default: the folder's name)",
     )
@@ -163,7 +155,7 @@ class AdminCommands(app_commands.Group):
             bot.service.create_leaderboard,
             loaded,
             name=name,
-            deadline=parse_deadline(deadline),
+            deadline=parse_when(deadline),
             devices=parse_devices(devices) or [],
             creator=actor(interaction),
         )
@@ -181,7 +173,7 @@ class AdminCommands(app_commands.Group):
     @app_commands.describe(
         name="A new name for it",
         problem="Reload the problem from this folder (inside the problems folder)",
-        deadline="UTC, like 2026-12-31 18:00",
+        deadline=DATE_HELP,
         devices="Device names, separated by commas",
         visible="Show it in /leaderboard list",
         force="Confirm a change to a live leaderboard (rename, deadline in the past) or one that resets its ranking",
@@ -208,7 +200,7 @@ class AdminCommands(app_commands.Group):
             leaderboard,
             new_name=name,
             problem=loaded,
-            deadline=parse_deadline(deadline) if deadline else None,
+            deadline=parse_when(deadline) if deadline else None,
             devices=parse_devices(devices),
             visible=visible,
             force=force,

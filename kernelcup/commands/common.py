@@ -124,3 +124,16 @@ def print_json(obj: Any) -> None:
 
 def format_time(t: datetime | None) -> str:
     return "-" if t is None else f"{t:%Y-%m-%d %H:%M} UTC"
+
+
+def shell_actor(command: str) -> str:
+    """Who runs an admin command on the local database, for the audit log: the shell user and the command
+    (``shell:ann (kernelcup admin pause)``)."""
+    import getpass
+    import os
+
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        who = f"uid {os.getuid()}"
+    return f"shell:{who} (kernelcup {command})"

@@ -4,17 +4,15 @@ database (an admin's command, like `kernelcup tokens`)."""
 
 from __future__ import annotations
 
-import getpass
-import os
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import typer
 
-from kernelcup.commands.common import format_time, open_service, print_json, user_errors
+from kernelcup.commands.common import format_time, open_service, print_json, shell_actor, user_errors
 from kernelcup.commands.text import safe
 from kernelcup.remote import client_for, resolve, server_option
+from leaderboards.dates import DATE_HELP, parse_when
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -80,24 +78,6 @@ def print_rankings(
         console.print(
             f"no ranked submissions yet on {safe(where)} (`kernelcup submit FILE -l {safe(lb.name)} -d {safe(device)}`)"
         )
-
-
-def _deadline(text: str) -> datetime:
-    """A deadline as typed: ISO 8601, ``2026-12-31 18:00`` meaning UTC when it names no zone."""
-    try:
-        when = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a date and time (UTC, like 2026-12-31 18:00)") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _actor() -> str:
-    """Who runs an admin command on the server's own database, for the audit log."""
-    try:
-        who = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a container)
-        who = f"uid {os.getuid()}"
-    return f"shell:{who} (kernelcup leaderboard update)"
 
 
 def register(app: typer.Typer) -> None:
@@ -172,7 +152,7 @@ def register(app: typer.Typer) -> None:
     def update_cmd(
         name: str = typer.Argument(..., help="The leaderboard."),
         rename: str | None = typer.Option(None, "--rename", help="A new name for it."),
-        deadline: str | None = typer.Option(None, "--deadline", help="A new deadline (UTC, like 2026-12-31 18:00)."),
+        deadline: str | None = typer.Option(None, "--deadline", help=f"A new deadline ({DATE_HELP})."),
         force: bool = typer.Option(
             False, "--force", help="Apply it even while it is live (queued or running jobs, ranked entries)."
         ),
@@ -180,10 +160,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rename a leaderboard or move its deadline (the server's own database). While it is live, renaming it or
         moving its deadline into the past says what it would affect and needs --force; the audit log records it."""
-        when = _deadline(deadline) if deadline else None
         with user_errors():
+            when = parse_when(deadline) if deadline else None
             result = open_service().update_leaderboard(
-                name, new_name=rename, deadline=when, force=force, actor=_actor()
+                name, new_name=rename, deadline=when, force=force, actor=shell_actor("leaderboard update")
             )
         if json_out:
             print_json(result)

@@ -134,7 +134,8 @@ async def test_create_update_and_delete(world) -> None:
 async def test_a_deadline_that_is_not_a_date_is_explained(world) -> None:
     result = await world.admin.slash(world.channel, "admin update", leaderboard="addone", deadline="next friday")
     assert result.response.content == (
-        "'next friday' is not a date; write it like 2026-12-31 or 2026-12-31 18:00 (UTC)."
+        "The deadline 'next friday' is not a date and time: write it as YYYY-MM-DD HH:MM, in UTC, "
+        "like 2026-12-31 18:00."
     )
     raised(world)
 

@@ -74,3 +74,14 @@ def test_the_admin_page_asks_to_confirm_a_live_change_and_applies_it_when_confir
     closing = {"action": "update", "leaderboard": "add-2", "deadline": "2020-01-01 00:00", "csrf": confirm}
     r = world.client.post("/admin", data=closing)
     assert r.status_code == 409 and "moving its deadline into the past (2020-01-01 00:00 UTC)" in r.text
+
+
+def test_the_admin_page_asks_for_the_one_date_format_and_explains_a_bad_date(world: World) -> None:
+    sign_in(world, world.admin)
+    page = world.client.get("/admin").text
+    assert "New deadline (YYYY-MM-DD HH:MM, in UTC, like 2026-12-31 18:00)" in page
+    form = {"action": "update", "leaderboard": "add", "deadline": "31/12/2030", "csrf": csrf_of(page)}
+    r = world.client.post("/admin", data=form)
+    assert r.status_code == 422, r.status_code
+    assert "The deadline &#39;31/12/2030&#39; is not a date and time: write it as YYYY-MM-DD HH:MM, in UTC" in r.text
+    assert world.service.leaderboard("add").deadline.year != 2030

@@ -6,11 +6,11 @@ check."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 
+from leaderboards.dates import DATE_EXAMPLE, DATE_HELP, parse_when
 from leaderboards.errors import LiveChangeNeedsForce, PermissionDenied, UserError
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
@@ -36,7 +36,8 @@ def _page(
     who = _admin(view)
     stats: StatsOut = api_admin.stats(days=None, who=who, service=service)
     boards = api_admin.all_leaderboards(who=who, service=service)
-    return render(request, "admin.html", view, status=status, stats=stats, boards=boards, **context)
+    dates = {"date_help": DATE_HELP, "date_example": DATE_EXAMPLE}
+    return render(request, "admin.html", view, status=status, stats=stats, boards=boards, **dates, **context)
 
 
 @router.get("/admin")
@@ -97,18 +98,7 @@ def _update(
 ) -> str:
     """Rename a leaderboard or move its deadline (UTC); on a live one the first try asks to confirm (the page shows
     what it affects and a Confirm button that sends it again with force)."""
-    when = None
-    if deadline.strip():
-        try:
-            when = datetime.fromisoformat(deadline.strip().replace(" ", "T"))
-        except ValueError:
-            raise UserError(
-                f"The deadline {deadline!r} is not a date and time (UTC, like 2026-12-31 18:00).",
-                code="invalid_field",
-                field="deadline",
-            ) from None
-    if when is not None and when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)  # the form says UTC
+    when = parse_when(deadline) if deadline.strip() else None
     body = UpdateLeaderboardIn(name=new_name.strip() or None, deadline=when, force=force)
     result = api_admin.update_leaderboard(request, leaderboard, body, who, service)
     if not result.changed:
