@@ -73,6 +73,14 @@ def read_folder(folder: Path) -> dict[str, str]:
     return files
 
 
+def same_files(folder: Path, files: dict[str, str]) -> bool:
+    """Whether ``folder`` holds exactly ``files`` (a folder too large to read holds something else)."""
+    try:
+        return read_folder(folder) == files
+    except FolderRefused:
+        return False
+
+
 def _cached(board: Path) -> PublicFolder | None:
     """The newest cached copy of a board, or None (none, or one that no longer matches its fingerprint)."""
     try:

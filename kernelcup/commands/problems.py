@@ -244,7 +244,7 @@ def register_get(problems_app: typer.Typer) -> None:
         """Fetch a leaderboard's public problem folder (task.yml without held-out cases, the reference, the
         templates), to run it here with the same harness: `kernelcup run FOLDER FILE`, or `kernelcup run -l
         LEADERBOARD FILE`, which fetches it itself. Cached: a folder that has not changed is not downloaded again."""
-        from kernelcup.problem_cache import read_folder, write_folder
+        from kernelcup.problem_cache import same_files, write_folder
 
         with user_errors():
             folder, cached = fetch_public_folder(server, leaderboard)
@@ -252,7 +252,7 @@ def register_get(problems_app: typer.Typer) -> None:
             if target.exists() and not target.is_dir():
                 raise typer.BadParameter(f"{target} is a file; pass another --dir", param_hint="--dir")
             if target.is_dir() and any(target.iterdir()) and not force:
-                if read_folder(target) == folder.files:
+                if same_files(target, folder.files):
                     typer.echo(f"{target} already holds {folder.leaderboard}'s problem folder as the server has it")
                     return
                 raise typer.BadParameter(f"{target} is not empty; pass another --dir, or --force to write into it "
