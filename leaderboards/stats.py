@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError
 
 from leaderboards.db import current_revision, head_revision
 from leaderboards.models import Job, Leaderboard, Worker
-from leaderboards.queue import WORKER_ALIVE_S
+from leaderboards.queue import WORKER_ALIVE_S, serves
 from leaderboards.service_base import ServiceBase
 
 WAIT_BUCKETS_S = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0)
@@ -28,7 +28,26 @@ class Readiness:
     schema: str
     """'ok', or how it differs from the code's migrations."""
     devices_without_worker: tuple[str, ...]
-    """Devices of open leaderboards that no live worker serves."""
+    """Devices of open leaderboards that no live, healthy worker serves."""
+    workers_per_device: dict[str, int]
+    """For each device of an open leaderboard, how many live, healthy workers serve it."""
+    unhealthy_workers: int
+    """Live workers that claim no jobs because their runner failed its self-check (``kernelcup admin stats``)."""
+
+
+@dataclass(frozen=True)
+class LiveWorkers:
+    """The device lists of the workers that heartbeat and are healthy (an empty list serves every device), and how
+    many live ones are not healthy."""
+
+    devices: tuple[tuple[str, ...], ...]
+    unhealthy: int
+
+    def count(self, device: str) -> int:
+        return sum(1 for served in self.devices if serves(served, device))
+
+    def serve(self, device: str) -> bool:
+        return self.count(device) > 0
 
 
 @dataclass(frozen=True)
@@ -53,12 +72,13 @@ class JobTimes:
 class StatsMixin(ServiceBase):
     def readiness(self) -> Readiness:
         """Whether this deployment can serve: the database answers, its schema is at the code's head, and every
-        device of an open leaderboard has a live worker."""
+        device of an open leaderboard has a live, healthy worker; with how many serve each device."""
         try:
             with self.db.transaction() as s:
                 s.execute(text("SELECT 1"))
         except DBAPIError as exc:  # the driver's message names the server's address: only its kind is said here
-            return Readiness(False, f"unreachable ({type(getattr(exc, 'orig', None) or exc).__name__})", "unknown", ())
+            kind = type(getattr(exc, "orig", None) or exc).__name__
+            return Readiness(False, f"unreachable ({kind})", "unknown", (), {}, 0)
         current, head = current_revision(self.db.engine), head_revision()
         schema = "ok" if current == head else f"at revision {current}, not {head}: run `kernelcup db upgrade`"
         now = self.clock()
@@ -66,19 +86,21 @@ class StatsMixin(ServiceBase):
             boards = s.scalars(
                 select(Leaderboard.devices).where(Leaderboard.visible.is_(True), Leaderboard.deadline > now)
             ).all()
-            workers = s.scalars(
-                select(Worker.devices).where(
-                    Worker.heartbeat_at >= now - timedelta(seconds=WORKER_ALIVE_S), Worker.stopped_at.is_(None)
-                )
-            ).all()
         wanted = sorted({d for devices in boards for d in devices}, key=str.lower)
-        if any(not served for served in workers):  # a worker with no device list serves every device
-            missing: list[str] = []
-        else:
-            served = {d.casefold() for devices in workers for d in devices}
-            missing = [d for d in wanted if d.casefold() not in served]
+        live = self.live_workers()
+        counts = {d: live.count(d) for d in wanted}
+        missing = tuple(d for d in wanted if not counts[d])
         ready = schema == "ok" and not missing
-        return Readiness(ready, "ok", schema, tuple(missing))
+        return Readiness(ready, "ok", schema, missing, counts, live.unhealthy)
+
+    def live_workers(self) -> LiveWorkers:
+        """The workers that can take a job now: a heartbeat within ``WORKER_ALIVE_S``, not stopped, healthy."""
+        since = self.clock() - timedelta(seconds=WORKER_ALIVE_S)
+        with self.db.transaction() as s:
+            rows = s.execute(
+                select(Worker.devices, Worker.healthy).where(Worker.heartbeat_at >= since, Worker.stopped_at.is_(None))
+            ).all()
+        return LiveWorkers(tuple(tuple(devices) for devices, healthy in rows if healthy), sum(not h for _, h in rows))
 
     def job_times(self) -> JobTimes:
         """Cumulative wait and run time histograms per device over every job (one grouped query each)."""

@@ -487,9 +487,17 @@ class StatsOut(Model):
 
 
 class ReadinessOut(Model):
-    ready: bool
-    database: str
-    schema_: str = Field(alias="schema")
-    devices_without_worker: tuple[str, ...]
+    ready: bool = Field(description="The status code says it too: 200 when ready, 503 when not (for load balancers).")
+    database: str = Field(description="'ok', or why the database cannot be reached.")
+    schema_: str = Field(alias="schema", description="'ok', or how the schema differs from the code's migrations.")
+    devices_without_worker: tuple[str, ...] = Field(
+        description="Devices of open leaderboards that no live, healthy worker serves: not offered on /submit."
+    )
+    workers_per_device: dict[str, int] = Field(
+        description="For each device of an open leaderboard, how many live, healthy workers serve it."
+    )
+    unhealthy_workers: int = Field(
+        description="Live workers that claim no jobs because their runner failed its self-check."
+    )
 
     model_config = ConfigDict(from_attributes=True, frozen=True, populate_by_name=True)

@@ -424,6 +424,8 @@ def test_serve_with_its_worker_is_ready_and_stops_gracefully(tmp_path: Path) -> 
             "database": "ok",
             "schema": "ok",
             "devices_without_worker": [],
+            "workers_per_device": {},
+            "unhealthy_workers": 0,
         }
         metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
         assert "kernelcup_workers_alive 1.0" in metrics  # the in-process worker registered

@@ -125,6 +125,8 @@ def test_health_readiness_and_metrics(world: World) -> None:
         "database": "ok",
         "schema": "ok",
         "devices_without_worker": ["cpu", "H100"],
+        "workers_per_device": {"cpu": 0, "H100": 0},
+        "unhealthy_workers": 0,
     }
     JobQueue(world.service.db).register_worker("w1", ["cpu", "h100"])
     assert c.get("/readyz").status_code == 200

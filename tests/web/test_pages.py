@@ -14,6 +14,7 @@ from helpers import future, make_problem, profiled
 from web_world import GOOD, World, csrf_of
 
 from leaderboards.problem_rules import MAX_TEXT_CHARS
+from leaderboards.queue import JobQueue
 from leaderboards.results import UserRef
 from runners.contract import RunRequest, RunResult
 from runners.launchers.fake import FakeLauncher, accepted_result
@@ -479,6 +480,7 @@ def test_the_submit_form_is_for_one_leaderboard_in_test_mode_with_its_template(w
     templates = {"pytorch": "# torch template\n", "triton": "# triton template\n"}
     problem = make_problem(world.problems, "scan", templates=templates)
     world.service.create_leaderboard(problem, deadline=future(), devices=["B200"])
+    JobQueue(world.service.db).register_worker("w1", [])  # serves every device: all are offered
     sign_in(world, world.ann)
     form = world.client.get("/submit", params={"leaderboard": "scan"}).text
     assert re.findall(r'name="devices" value="(\w+)"', form) == ["B200"]  # not add's cpu and H100
@@ -499,6 +501,34 @@ def test_the_submit_form_is_for_one_leaderboard_in_test_mode_with_its_template(w
     bad = world.client.post("/submit", data={**data, "devices": "cpu"})  # a device of another board
     assert bad.status_code == 422 and re.findall(r'name="devices" value="(\w+)"', bad.text) == ["B200"]
     assert "x = 1\n</textarea>" in bad.text  # the code sent stays in the box
+
+
+def test_the_submit_form_offers_only_devices_a_live_healthy_worker_serves(world: World) -> None:
+    """Issue 31: a device nobody serves is not offered (a run there would only wait); /readyz says the same."""
+    sign_in(world, world.ann)
+    queue = JobQueue(world.service.db)
+
+    def devices() -> tuple[list[str], str, bool]:
+        form = world.client.get("/submit", params={"leaderboard": "add"}).text
+        note = re.search(r'<p class="hint" id="unserved">([^<]*)</p>', form)
+        return (
+            re.findall(r'name="devices" value="(\w+)"', form),
+            note.group(1) if note else "",
+            "disabled>Submit" in form,
+        )
+
+    assert devices() == ([], "No worker serves cpu, H100 right now, so nothing can run here: try again later.", True)
+    queue.register_worker("gpu-box", ["h100"])
+    assert devices() == (["H100"], "Not offered: no worker serves cpu right now.", False)
+    ready = world.client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["devices_without_worker"] == ["cpu"]
+    assert ready.json()["workers_per_device"] == {"cpu": 0, "H100": 1}
+    queue.set_worker_health("gpu-box", False, "runner self-check failed")  # alive, but it claims nothing
+    assert devices()[0] == [] and world.client.get("/readyz").json()["unhealthy_workers"] == 1
+    queue.register_worker("cpu-box", ["cpu"])
+    queue.set_worker_health("gpu-box", True)
+    assert devices() == (["cpu", "H100"], "", False)
+    assert world.client.get("/readyz").status_code == 200
 
 
 @pytest.mark.parametrize("path", ["/nope", "/admin", f"/submissions/{10**6}"])

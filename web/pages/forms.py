@@ -111,8 +111,9 @@ def _submit_form(
     status: int = 200,
     **context: object,
 ) -> Response:
-    """The form for one leaderboard (``chosen``, else the first open one): its devices only, its templates, and the
-    code prefilled with the template in ``language`` (its first) unless ``context`` brings the code sent."""
+    """The form for one leaderboard (``chosen``, else the first open one): those of its devices a live worker serves
+    (the others named as not served now), its templates, and the code prefilled with the template in ``language``
+    (its first) unless ``context`` brings the code sent."""
     boards = [b for b in service.list_leaderboards() if b.is_open]
     board = next((b for b in boards if b.name == chosen), boards[0] if boards else None)
     if board is not None:
@@ -123,7 +124,10 @@ def _submit_form(
             context.setdefault("code", task.templates[language])
             context.setdefault("file_name", task.template_files[language])
         context.update(languages=languages, language=language)
-        context.setdefault("picked", board.devices[:1])  # one device to start with; tick more to run on each
+        live = service.live_workers()  # a device no live, healthy worker serves is not offered: it would only wait
+        offered = [d for d in board.devices if live.serve(d)]
+        context.update(offered=offered, unserved=[d for d in board.devices if not live.serve(d)])
+        context.setdefault("picked", offered[:1])  # one device to start with; tick more to run on each
     context.setdefault("rounds", None)  # the device's default, which the service picks
     context.setdefault("mode", SubmissionMode.TEST.value)
     return render(
