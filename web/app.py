@@ -33,6 +33,7 @@ from web.pages.base import PageHeadersMiddleware, error_page, install_error_page
 from web.pages.render import STATIC
 from web.pages.session import Sessions, load_secret
 from web.routes import admin, events, health, invites, late, leaderboards, me, moderation, standings, submissions
+from web.routes import archive as archive_api
 from web.schemas import API_PREFIX
 from web.settings import WebSettings
 
@@ -109,8 +110,8 @@ def create_app(
     app.state.sessions = Sessions(lambda: load_secret(secret, data_dir), settings.session_max_age_s)
     errors.install(app)
     install_error_pages(app)
-    for module in (leaderboards, standings, late, invites, moderation, submissions, events, me, admin, health, views,
-                   forms, admin_page, moderation_page, competition_pages, discord):  # fmt: skip
+    for module in (archive_api, leaderboards, standings, late, invites, moderation, submissions, events, me, admin,
+                   health, views, forms, admin_page, moderation_page, competition_pages, discord):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route(DOCS_URL, api_docs, include_in_schema=False)

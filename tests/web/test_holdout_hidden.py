@@ -64,10 +64,13 @@ def assert_hidden(text: str, where: object) -> None:
 def test_no_route_or_page_shows_a_held_out_case(held_world: World, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     w, c = held_world, held_world.client
-    sid = w.submit(w.ann, mode="ranked", leaderboard="held").json()["submission_id"]
+    policy = c.put("/api/v1/admin/leaderboards/held/archive-policy", headers=w.auth(w.admin), json={"at_once": True})
+    assert policy.status_code == 200, policy.text  # the archive (issue 34) publishes ann's licensed entry at once
+    sid = w.submit(w.ann, mode="ranked", leaderboard="held", license="MIT").json()["submission_id"]
     w.submit(w.bob, mode="benchmark", leaderboard="held")
     w.serve()
     system_tests(w)  # their results are walked too
+    assert [e["submission_id"] for e in c.get("/api/v1/archive").json()["entries"]] == [sid]  # walked below
     ids = {"name": "held", "language": "pytorch", "device": "cpu", "submission_id": str(sid), "user": "local:ann",
            "token_id": "1"}  # fmt: skip
     walked = 0

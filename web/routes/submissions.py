@@ -85,6 +85,11 @@ async def submit(
         description="Run it even if you sent this same file to the same leaderboard, mode and devices a moment ago "
         "(else the answer is that earlier submission, with `duplicate` true).",
     ),
+    license: str | None = Form(
+        None,
+        description="The archive licence: none (never published), CC0-1.0, CC-BY-4.0, MIT or Apache-2.0. Default: the "
+        "file's '#!kernelcup license:' line, else your account's default, else none.",
+    ),
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     service: LeaderboardService = Depends(service_of),
 ) -> JSONResponse:
@@ -117,7 +122,9 @@ async def submit(
             return service.compare(
                 who.user, name, content, name_b, content_b, leaderboard, device[0] if device else None, rounds
             )
-        return service.submit(who.user, name, content, leaderboard, split_devices(devices), mode, force=force)
+        return service.submit(
+            who.user, name, content, leaderboard, split_devices(devices), mode, force=force, licence=license
+        )
 
     receipt = await asyncio.to_thread(accept)
     out = SubmissionReceiptOut(
