@@ -40,6 +40,7 @@ from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
 from leaderboards.worker import Worker, WorkerSettings
+from runners.launchers.base import Launcher
 
 REFERENCE = """\
 import torch
@@ -58,13 +59,24 @@ def check_implementation(data, output):
 SOLUTION = b"def custom_kernel(data):\n    return data * 2\n"
 
 
-class TimedLauncher:
+class TimedLauncher(Launcher):
     """Wraps a launcher and records how long each run spent inside it (the runner's own time)."""
 
-    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, inner: Launcher) -> None:
         self.inner = inner
         self.name = inner.name
         self.times: list[float] = []
+
+    @property
+    def allows_unsandboxed(self) -> bool:
+        return self.inner.allows_unsandboxed
+
+    @property
+    def wait_margin_s(self) -> float:
+        return self.inner.wait_margin_s
+
+    def cannot_serve(self, device_name: str) -> str | None:
+        return self.inner.cannot_serve(device_name)
 
     async def run(self, request, job):  # type: ignore[no-untyped-def]
         t = time.perf_counter()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic_settings import BaseSettings
 
 from kernelcup.settings import SettingsError, load
 from leaderboards.db import Database, open_database
@@ -19,8 +20,10 @@ from leaderboards.settings import CoreSettings
 from leaderboards.sync import ReferenceCheck
 from leaderboards.worker import Worker, WorkerSettings
 from runners.contract import RunRequest, RunResult
+from runners.launchers import registry
 from runners.launchers.base import Launcher
-from runners.launchers.settings import GithubSettings, LauncherSettings, ModalSettings
+from runners.launchers.registry import LauncherKind
+from runners.launchers.settings import LauncherSettings
 from runners.routing import Route, Router, RoutingSettings
 from runners.settings import RunnerSettings
 
@@ -70,14 +73,19 @@ def open_platform_waiting(core: CoreSettings | None = None, *, log: logging.Logg
 
 
 def launcher_settings(routing: RoutingSettings, runner: RunnerSettings | None = None) -> LauncherSettings:
-    """The settings of every launcher the routes use, read now: a bad ``MODAL_*`` or ``GITHUB_*`` setting is a
+    """The settings of every launcher kind the routes use, read now: a bad ``MODAL_*`` or ``GITHUB_*`` setting is a
     ``SettingsError`` naming it at start, not a failed job later. ``runner``: the local runner's, if already read."""
-    kinds = routing.kinds
-    return LauncherSettings(
-        runner=runner or load(RunnerSettings),
-        modal=load(ModalSettings) if "modal" in kinds else None,
-        github=load(GithubSettings) if "github" in kinds else None,
-    )
+    read: dict[type[BaseSettings], BaseSettings] = {RunnerSettings: runner} if runner is not None else {}
+    by_kind = {}
+    for kind in _used_kinds(routing):
+        if kind.settings not in read:
+            read[kind.settings] = load(kind.settings)
+        by_kind[kind.name] = read[kind.settings]
+    return LauncherSettings(by_kind)
+
+
+def _used_kinds(routing: RoutingSettings) -> list[LauncherKind]:
+    return [kind for kind in registry.KINDS if kind.name in routing.kinds]
 
 
 def launcher_for(
@@ -96,9 +104,8 @@ def launcher_for(
         return lambda device: the_local
 
     routing = load(RoutingSettings)
-    router = build_router(
-        routing, launcher_settings(routing, runner), local=(lambda route: local) if local is not None else None
-    )
+    overrides = {LocalLauncher.name: lambda route: local} if local is not None else None
+    router = build_router(routing, launcher_settings(routing, runner), overrides=overrides)
     return router.launcher_for
 
 
@@ -108,16 +115,17 @@ def checking_router() -> Router:
     from runners.routing import build_router
 
     routing = load(RoutingSettings)
-    loaded: dict[str, Any] = {}
+    read: dict[type[BaseSettings], BaseSettings] = {RunnerSettings: load(RunnerSettings)}
+    by_kind: dict[str, BaseSettings] = {}
     refused: dict[str, Callable[[Route], Launcher]] = {}
-    for kind, model in (("modal", ModalSettings), ("github", GithubSettings)):
-        if kind not in routing.kinds:
-            continue
+    for kind in _used_kinds(routing):
         try:
-            loaded[kind] = load(model)
+            if kind.settings not in read:
+                read[kind.settings] = load(kind.settings)
+            by_kind[kind.name] = read[kind.settings]
         except SettingsError as exc:
-            refused[kind] = _refusing(str(exc))
-    return build_router(routing, LauncherSettings(runner=load(RunnerSettings), **loaded), **refused)
+            refused[kind.name] = _refusing(str(exc))
+    return build_router(routing, LauncherSettings(by_kind), overrides=refused)
 
 
 def _refusing(message: str) -> Callable[[Route], Launcher]:

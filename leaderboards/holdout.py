@@ -310,7 +310,7 @@ async def launch_quietly(
         return None, f"{type(exc).__name__}: {exc}"
     if not isinstance(result, RunResult) or result.verdict is Verdict.INFRASTRUCTURE_ERROR:
         return None, getattr(result, "message", "") or "the runner reported an infrastructure error"
-    mismatch = result.mismatch(request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False)))
+    mismatch = result.mismatch(request, allow_unsandboxed=launcher.allows_unsandboxed)
     if mismatch is not None:
         return None, mismatch
     return result, ""

@@ -170,13 +170,13 @@ class JobReport:
     message: str = ""
 
 
-def launch_timeout_s(request: RunRequest, margin_s: float, launcher: object | None = None) -> float:
+def launch_timeout_s(request: RunRequest, margin_s: float, launcher: Launcher | None = None) -> float:
     """The bound of one launcher call: the runner's own compile and run limits, plus a start-up/transfer margin.
 
-    A remote launcher that may legitimately wait longer (a Modal cold start, a GitHub queue) says so with a
-    ``wait_margin_s`` attribute; the bound then grows to it, so a slow start does not cost the job a retry.
+    A remote launcher that may legitimately wait longer (a Modal cold start, a GitHub queue) says so in its
+    ``wait_margin_s``; the bound then grows to it, so a slow start does not cost the job a retry.
     """
-    margin = max(margin_s, float(getattr(launcher, "wait_margin_s", 0.0) or 0.0))
+    margin = max(margin_s, launcher.wait_margin_s if launcher is not None else 0.0)
     return request.time_limit_s() + margin
 
 
@@ -729,7 +729,7 @@ class Worker:
             raise ProblemFault(result.message or "the problem's own code failed")
         if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
             raise InfrastructureFailure(result.message or "the runner reported an infrastructure error")
-        problem = result.mismatch(request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False)))
+        problem = result.mismatch(request, allow_unsandboxed=launcher.allows_unsandboxed)
         if problem is not None:
             log.warning("job %s: %s launcher: %s", claim.job_id, launcher.name, problem)
             raise InfrastructureFailure(f"{launcher.name} launcher: {problem}")

@@ -9,27 +9,27 @@
 - ``github:LABEL[+LABEL...]`` dispatches the workflow to a self-hosted runner carrying those labels
   (``github`` alone: the device name, lower-cased).
 
-Device names match case-insensitively; ``*`` matches every device no other route names. The default,
-``*=local``, runs everything here. A device with no route is refused with a message naming the setting.
+Each kind is one row of ``runners/launchers/registry.py``. Device names match case-insensitively; ``*`` matches
+every device no other route names. The default, ``*=local``, runs everything here. A device with no route is
+refused with a message naming the setting.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from runners.launchers import registry
 from runners.launchers.base import Launcher, LauncherError
+from runners.launchers.registry import LauncherKind
 from runners.launchers.settings import LauncherSettings
 
 SETTING = "KERNELCUP_ROUTES"
 DEFAULT_ROUTES = "*=local"
-KINDS = ("local", "modal", "github")
-S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,8 @@ class Route:
 
 
 def parse_routes(text: str) -> tuple[Route, ...]:
-    """Parse ``KERNELCUP_ROUTES``; ``ValueError`` says which entry is wrong and what was expected."""
-    from runners.devices import device_gpus
-    from runners.launchers.modal import modal_gpu_for  # no modal import: just the table of GPUs
-
+    """Parse ``KERNELCUP_ROUTES`` against the kinds of ``registry.KINDS``; ``ValueError`` says which entry is wrong
+    and what was expected."""
     routes: list[Route] = []
     seen: set[str] = set()
     for raw in text.split(","):
@@ -60,31 +58,17 @@ def parse_routes(text: str) -> tuple[Route, ...]:
         device, sep, spec = (part.strip() for part in entry.partition("="))
         if not sep or not device or not spec:
             raise ValueError(f"entry {entry!r} is not DEVICE=LAUNCHER[:TARGET] (e.g. H100=modal:H100)")
-        kind, _, target = (part.strip() for part in spec.partition(":"))
-        kind = kind.lower()
-        if kind not in KINDS:
-            raise ValueError(f"entry {entry!r}: unknown launcher {kind!r}; expected one of {', '.join(KINDS)}")
-        if kind == "local" and target:
-            raise ValueError(f"entry {entry!r}: the local launcher takes no target (write {device}=local)")
-        if kind == "modal":
-            target = modal_gpu_for(target or device, entry=entry)
-            if device != "*" and device_gpus(device) != device_gpus(target):
-                raise ValueError(
-                    f"entry {entry!r}: {device} runs {device_gpus(device)} rank(s), one per GPU, and Modal's function "
-                    f"for {target} has {device_gpus(target)} GPU(s); route it to a function of as many "
-                    f"(e.g. {device}=modal:{device})"
-                )
-        if kind == "github":
-            if device == "*" and not target:
-                raise ValueError(f"entry {entry!r}: '*' needs a runner label (e.g. *=github:gpu-nvidia)")
-            target = target or device.lower()
-            if any(not label or label != label.strip() or '"' in label for label in target.split("+")):
-                raise ValueError(f"entry {entry!r}: runner labels are LABEL[+LABEL...] without quotes or blanks")
+        name, _, target = (part.strip() for part in spec.partition(":"))
+        kind = registry.kind_named(name.lower())
+        if kind is None:
+            known = ", ".join(registry.kind_names())
+            raise ValueError(f"entry {entry!r}: unknown launcher {name.lower()!r}; expected one of {known}")
+        target = kind.target(device, target, entry)
         key = device.casefold()
         if key in seen:
             raise ValueError(f"device {device!r} is routed twice")
         seen.add(key)
-        routes.append(Route(device=device, kind=kind, target=target))
+        routes.append(Route(device=device, kind=kind.name, target=target))
     if not routes:
         raise ValueError(f"no routes; the default is {DEFAULT_ROUTES!r}")
     return tuple(routes)
@@ -177,45 +161,28 @@ class Router:
         return list(await asyncio.gather(*(one(r) for r in self.routes)))
 
 
-def _local(route: Route, settings: LauncherSettings) -> Launcher:
-    from runners.launchers.local import LocalLauncher
+def _built(kind: LauncherKind, launchers: LauncherSettings) -> LauncherFactory:
+    """The factory of ``kind``'s launchers, from its settings in ``launchers``."""
 
-    return LocalLauncher(settings.runner)
+    def build(route: Route) -> Launcher:
+        settings = launchers.by_kind.get(kind.name)
+        if settings is None:  # the composition root loads the settings of every kind the routes name
+            raise LauncherError(
+                f"route {route} needs the {kind.settings_hint} settings, and none were given to the router"
+            )
+        return kind.build(settings, route.target)
 
-
-def _modal(route: Route, settings: LauncherSettings) -> Launcher:
-    from runners.launchers.modal import ModalLauncher
-
-    return ModalLauncher(_needed(settings.modal, route, "MODAL_*"), gpu=route.target)
-
-
-def _github(route: Route, settings: LauncherSettings) -> Launcher:
-    from runners.launchers.github import GithubLauncher
-
-    return GithubLauncher(_needed(settings.github, route, "GITHUB_*"), labels=route.target)
-
-
-def _needed(settings: S | None, route: Route, what: str) -> S:
-    if settings is None:  # the composition root loads the settings of every kind the routes name
-        raise LauncherError(f"route {route} needs the {what} settings, and none were given to the router")
-    return settings
+    return build
 
 
 def build_router(
-    settings: RoutingSettings,
-    launchers: LauncherSettings,
-    *,
-    local: LauncherFactory | None = None,
-    modal: LauncherFactory | None = None,
-    github: LauncherFactory | None = None,
+    settings: RoutingSettings, launchers: LauncherSettings, *, overrides: Mapping[str, LauncherFactory] | None = None
 ) -> Router:
-    """The router for ``settings``. Factories default to the real launchers, built on first use from
-    ``launchers`` (loaded by the composition root: a bad setting has failed before this); nothing connects here."""
+    """The router for ``settings``: a factory per kind of ``registry.KINDS``, building the real launchers on first
+    use from ``launchers`` (loaded by the composition root: a bad setting has failed before this), unless
+    ``overrides`` gives a kind's own; nothing connects here."""
+    overrides = overrides or {}
     return Router(
         routes=settings.table,
-        factories={
-            "local": local or (lambda route: _local(route, launchers)),
-            "modal": modal or (lambda route: _modal(route, launchers)),
-            "github": github or (lambda route: _github(route, launchers)),
-        },
+        factories={kind.name: overrides.get(kind.name) or _built(kind, launchers) for kind in registry.KINDS},
     )

@@ -18,6 +18,8 @@ from kernelcup.commands.text import safe
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from runners.launchers.base import Launcher
+
 
 @dataclass(frozen=True)
 class CheckLine:
@@ -30,10 +32,10 @@ class CheckLine:
     """Whether the no-op job ran sandboxed (None: no job ran)."""
 
 
-def margin_warning(launcher: object, worker_margin_s: float) -> str:
+def margin_warning(launcher: Launcher, worker_margin_s: float) -> str:
     """Say so when the worker would cut a launcher's own bounded wait short (it re-attaches, but burns a retry)."""
-    needed = getattr(launcher, "wait_margin_s", None)
-    if not isinstance(needed, int | float) or needed <= worker_margin_s:
+    needed = launcher.wait_margin_s
+    if needed <= worker_margin_s:
         return ""
     return (
         f"this launcher may wait up to {needed:.0f} s beyond a request's limits (queue, cold start) but workers "
@@ -64,9 +66,8 @@ async def check_routes(limit_s: float, job_limit_s: float | None = None) -> list
         if row.ok and worker_margin is not None:
             warning = margin_warning(router.launcher_for_route(row.route), worker_margin)
         # A local route to a GPU this machine lacks (only a route whose launcher could be built has one to ask).
-        cannot_serve = getattr(router.launcher_for_route(row.route), "cannot_serve", None) if ok else None
-        if row.route.device != "*" and cannot_serve is not None:
-            problem = await asyncio.to_thread(cannot_serve, row.route.device)
+        if ok and row.route.device != "*":
+            problem = await asyncio.to_thread(router.launcher_for_route(row.route).cannot_serve, row.route.device)
             if problem is not None:
                 ok, message = False, f"{message}\n{problem}"
         lines.append(CheckLine(row.route.device, row.route.launcher_name, ok, message, warning))

@@ -25,8 +25,7 @@ def refuse_missing_devices(worker: Worker, devices: list[str]) -> None:
             launcher = worker.launcher_for(device)
         except (LauncherError, ValueError):
             continue  # an unrouted device: its jobs fail with the routing message
-        cannot_serve = getattr(launcher, "cannot_serve", None)
-        problem = cannot_serve(device) if cannot_serve is not None else None
+        problem = launcher.cannot_serve(device)
         if problem is not None:
             raise SettingsError(f"cannot serve --device {device}: {problem}")
 

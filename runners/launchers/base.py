@@ -9,10 +9,14 @@ The core (``leaderboards/``) knows only this protocol. A launcher must:
   another one;
 - return an ``infrastructure_error`` result (or raise ``LauncherError``) for failures that are not the
   submission's fault, so the worker can retry them; never mark a job itself.
+
+Every launcher subclasses ``Launcher``; each kind of route (``local``, ``modal``, ``github``) is one row of
+``runners/launchers/registry.py``.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Protocol, runtime_checkable
 
 from runners.contract import ProgressEvent, RunRequest, RunResult
@@ -45,20 +49,40 @@ class JobHandle(Protocol):
         ...
 
 
-@runtime_checkable
-class Launcher(Protocol):
+class Launcher(ABC):
+    """The base of every launcher: ``run`` and ``check`` to implement, and the capabilities the core reads, each
+    with the safe default a launcher overrides only when it has the capability. The core reads them as plain
+    attributes, so a launcher that does not say is trusted with nothing and given no extra time."""
+
     name: str
 
+    @property
+    def allows_unsandboxed(self) -> bool:
+        """Whether the worker may store this launcher's results that did not run in the sandbox (trust-relevant:
+        False unless the operator allowed it for this launcher)."""
+        return False
+
+    @property
+    def wait_margin_s(self) -> float:
+        """The longest this launcher may wait beyond a request's compile and run limits (a queue, a cold start);
+        the worker's bound on one call grows to it."""
+        return 0.0
+
+    def cannot_serve(self, device_name: str) -> str | None:
+        """Why this launcher cannot run jobs for ``device_name`` here (e.g. this machine lacks the GPU), or None.
+        May block (it may ask the driver): call it off the event loop."""
+        return None
+
+    @abstractmethod
     async def run(self, request: RunRequest, job: JobHandle) -> RunResult:
         """Run the request to completion (or re-attach to ``job.remote_ref``) and return its result."""
-        ...
 
+    @abstractmethod
     async def check(self) -> str:
         """Check configuration and credentials without running a job; return a one-line status.
 
         Raises ``LauncherError`` with a message naming the setting to fix when something is wrong.
         """
-        ...
 
 
 class DetachedJob:

@@ -18,7 +18,7 @@ from runners.contract import (
     TimingStats,
     Verdict,
 )
-from runners.launchers.base import JobHandle, LauncherError
+from runners.launchers.base import JobHandle, Launcher, LauncherError
 from runners.stats import score, timing_stats
 
 Responder = Callable[[RunRequest], RunResult]
@@ -60,7 +60,7 @@ def verdict_result(verdict: Verdict, message: str = "") -> Responder:
     return respond
 
 
-class FakeLauncher:
+class FakeLauncher(Launcher):
     """Configurable stand-in for a launcher.
 
     ``respond`` builds the result from the request (default: ``accepted_result``); ``steps`` script the first
@@ -73,6 +73,10 @@ class FakeLauncher:
     (unless ``remote_refs`` is False; an existing one is reused, which ``reattached`` records). ``checks`` counts
     the self-checks.
     """
+
+    allows_unsandboxed: bool = True
+    """It runs nothing, so nothing of it needs a sandbox; False makes its results go through the worker's sandbox
+    rule like a real runner's (an attribute, not the base's read-only property, so a test may set it)."""
 
     def __init__(
         self,
@@ -94,8 +98,6 @@ class FakeLauncher:
     ) -> None:
         self.name = name
         self.allows_unsandboxed = allows_unsandboxed
-        """It runs nothing, so nothing of it needs a sandbox; False makes its results go through the worker's
-        sandbox rule like a real runner's."""
         self.respond = respond or accepted_result
         self.delay_s = delay_s
         self.error = error

@@ -41,7 +41,7 @@ from github.GithubException import BadCredentialsException, UnknownObjectExcepti
 
 from runners import payload
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult, Verdict
-from runners.launchers.base import JobHandle, LauncherError
+from runners.launchers.base import JobHandle, Launcher, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
 from runners.launchers.github_artifact import download_artifact, parse_artifact
 from runners.launchers.github_errors import message_of, net_reason, rate_limit_wait
@@ -76,7 +76,7 @@ def _state(run: Any) -> RunState:
     return RunState(id=run.id, status=run.status, conclusion=run.conclusion, html_url=run.html_url)
 
 
-class GithubLauncher:
+class GithubLauncher(Launcher):
     """Runs requests through the dispatch workflow on self-hosted runners with ``labels`` (``a+b``)."""
 
     def __init__(self, settings: GithubSettings, labels: str) -> None:

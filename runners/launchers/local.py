@@ -27,7 +27,7 @@ from runners.entry.admission import NotOffered, language_headers
 from runners.entry.clock import OVERLOADED
 from runners.entry.prestart import Prestarter
 from runners.gpus import Gpu, GpuPool, list_gpus, usable
-from runners.launchers.base import DeviceUnavailable, JobHandle, LauncherError
+from runners.launchers.base import DeviceUnavailable, JobHandle, Launcher, LauncherError
 from runners.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ MIN_FREE_MB = 64
 """A job folder needs room for the submission, its build and its output; less free space fails the self-check."""
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
     """Runs the harness here. A worker serving others refuses unsandboxed runs unless the setting allows them."""
 
     name = "local"

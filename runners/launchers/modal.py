@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runners.contract import Phase, ProgressEvent, RunRequest, RunResult
-from runners.launchers.base import JobHandle, LauncherError
+from runners.launchers.base import JobHandle, Launcher, LauncherError
 from runners.launchers.blocking import CallTimeout, call_blocking
 from runners.launchers.settings import ModalSettings
 from runners.retry import aretrying
@@ -68,7 +68,7 @@ def _import_modal() -> Any:
     return modal
 
 
-class ModalLauncher:
+class ModalLauncher(Launcher):
     """Runs requests on Modal's ``run_<gpu>`` function of the app ``MODAL_APP_NAME``."""
 
     def __init__(self, settings: ModalSettings, gpu: str) -> None:

@@ -82,7 +82,7 @@ async def probe(launcher: Launcher, device_name: str, timeout_s: float) -> Probe
     if result.verdict is not Verdict.ACCEPTED:
         why = (result.message or result.verdict.label).strip().splitlines()[0][:300]
         return ProbeOutcome(False, sandboxed, f"the no-op job ended {result.verdict.value}: {why}")
-    problem = result.mismatch(request, allow_unsandboxed=bool(getattr(launcher, "allows_unsandboxed", False)))
+    problem = result.mismatch(request, allow_unsandboxed=launcher.allows_unsandboxed)
     if problem is not None:
         return ProbeOutcome(False, sandboxed, f"the worker would refuse this route's results: {problem}")
     took = f" in {result.wall_time_s:.1f} s" if result.wall_time_s is not None else ""

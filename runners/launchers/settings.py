@@ -10,12 +10,11 @@ defaults suit a cold start of a GPU container (Modal) and a self-hosted runner t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from runners.settings import RunnerSettings
 
 
 class ModalSettings(BaseSettings):
@@ -77,9 +76,8 @@ class GithubSettings(BaseSettings):
 
 @dataclass(frozen=True)
 class LauncherSettings:
-    """The settings of every launcher a router may build: the local runner's always; Modal's and GitHub's where a
-    route uses them (None otherwise, so a worker that routes nothing to Modal never reads ``MODAL_*``)."""
+    """The settings of the launcher kinds a router may build, by kind name (``registry.KINDS``): those of every kind
+    a route uses, read at start; a kind no route uses has none (so a worker that routes nothing to Modal never
+    reads ``MODAL_*``)."""
 
-    runner: RunnerSettings
-    modal: ModalSettings | None = None
-    github: GithubSettings | None = None
+    by_kind: Mapping[str, BaseSettings] = field(default_factory=dict)

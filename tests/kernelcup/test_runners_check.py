@@ -5,17 +5,21 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
 from kernelcup.commands.runners import margin_warning
-from runners import routing
 from runners.contract import RunResult, TestResult, Verdict
+from runners.launchers import registry
+from runners.launchers.base import Launcher
 from runners.launchers.fake import FakeLauncher
 from runners.launchers.github import GithubLauncher
 from runners.launchers.settings import GithubSettings
+from runners.settings import RunnerSettings
 
 
 def local(answer=None, *, allows_unsandboxed: bool = False, delay_s: float = 0.0) -> FakeLauncher:
@@ -32,10 +36,17 @@ def local(answer=None, *, allows_unsandboxed: bool = False, delay_s: float = 0.0
     )
 
 
+def use_local(monkeypatch: pytest.MonkeyPatch, build: Callable[[RunnerSettings], Launcher]) -> None:
+    """The registry's ``local`` row builds ``build(the runner's settings)`` instead of this machine's launcher."""
+    rows = tuple(replace(k, build=lambda settings, target: build(settings)) if k.name == "local" else k
+                 for k in registry.KINDS)  # fmt: skip
+    monkeypatch.setattr(registry, "KINDS", rows)
+
+
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no .env
-    monkeypatch.setattr(routing, "_local", lambda route, settings: local())
+    use_local(monkeypatch, lambda settings: local())
     for name in ("KERNELCUP_ROUTES", "GITHUB_TOKEN", "GITHUB_REPO", "KERNELCUP_WORKER_LAUNCH_MARGIN_S"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
@@ -77,7 +88,7 @@ def answered(request, *, sandboxed: bool = True, echo: bool = True, verdict: Ver
 )
 def test_the_no_op_job_reports_whether_the_route_is_sandboxed_and_trusted(env, launcher, ok, sandboxed, says) -> None:
     """Issue 10: `runners check` runs a no-op job on each route and judges its result as the worker would."""
-    env.setattr(routing, "_local", lambda route, settings: launcher)
+    use_local(env, lambda settings: launcher)
     result = invoke("--json", "--job-timeout", "5")
     assert result.exit_code == (0 if ok else 1), result.output
     (row,) = json.loads(result.output)
@@ -85,7 +96,7 @@ def test_the_no_op_job_reports_whether_the_route_is_sandboxed_and_trusted(env, l
 
 
 def test_a_no_op_job_that_hangs_is_bounded(env) -> None:
-    env.setattr(routing, "_local", lambda route, settings: local(delay_s=3600))
+    use_local(env, lambda settings: local(delay_s=3600))
     started = time.monotonic()
     result = invoke("--json", "--job-timeout", "1")
     assert time.monotonic() - started < 10 and result.exit_code == 1
@@ -96,7 +107,7 @@ def test_a_no_op_job_that_hangs_is_bounded(env) -> None:
 def test_the_no_op_job_runs_sandboxed_through_the_real_local_runner(env) -> None:
     from runners.launchers.local import LocalLauncher
 
-    env.setattr(routing, "_local", lambda route, settings: LocalLauncher(settings.runner))
+    use_local(env, LocalLauncher)
     result = invoke("--json")
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)
@@ -171,7 +182,7 @@ def test_a_local_route_to_a_gpu_this_machine_lacks_fails_its_check(env) -> None:
 
     gpu_less = GpuLessLocal(name="local", ready="local: test machine", echo=False, allows_unsandboxed=False,
                             progress=())
-    env.setattr(routing, "_local", lambda route, settings: gpu_less)
+    use_local(env, lambda settings: gpu_less)
     env.setenv("KERNELCUP_ROUTES", "H100=local,cpu=local")
     result = invoke("--json", "--no-job")
     rows = {row["device"]: row for row in json.loads(result.output)}

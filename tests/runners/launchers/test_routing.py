@@ -34,17 +34,15 @@ def stub_factory(built: list[Route] | None = None, check: object = "ready"):
 
 
 def no_settings() -> LauncherSettings:
-    """Defaults only: the stub factories read nothing."""
-    return LauncherSettings(runner=RunnerSettings(_env_file=None))
+    """The local runner's defaults only: the stub factories read nothing."""
+    return LauncherSettings({"local": RunnerSettings(_env_file=None)})
 
 
 def stub_router(text: str, **checks: object) -> Router:
     return build_router(
         RoutingSettings(_env_file=None, KERNELCUP_ROUTES=text),
         no_settings(),
-        local=stub_factory(check=checks.get("local", "ready")),
-        modal=stub_factory(check=checks.get("modal", "ready")),
-        github=stub_factory(check=checks.get("github", "ready")),
+        overrides={kind: stub_factory(check=checks.get(kind, "ready")) for kind in ("local", "modal", "github")},
     )
 
 
@@ -57,7 +55,7 @@ def test_default_runs_everything_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KERNELCUP_ROUTES", raising=False)
     settings = RoutingSettings(_env_file=None)
     assert settings.routes == DEFAULT_ROUTES == "*=local"
-    router = build_router(settings, no_settings(), local=stub_factory())
+    router = build_router(settings, no_settings(), overrides={"local": stub_factory()})
     assert router.launcher_for("H100").name == "local"
     assert router.launcher_for("cpu").name == "local"
 
@@ -106,7 +104,7 @@ def test_launchers_are_built_on_first_use_and_shared_between_routes_alike() -> N
     router = build_router(
         RoutingSettings(_env_file=None, KERNELCUP_ROUTES="H100=modal:H100,H100-SXM=modal:H100,B200=modal"),
         no_settings(),
-        modal=stub_factory(built),
+        overrides={"modal": stub_factory(built)},
     )
     assert built == [], "nothing is built (or connected) until a device is asked for"
     first = router.launcher_for("H100")
@@ -120,7 +118,7 @@ def test_default_factories_build_the_real_launchers_from_the_settings_given() ->
     github_settings = GithubSettings(_env_file=None, repo="kernelcup/runs")
     router = build_router(
         RoutingSettings(_env_file=None, KERNELCUP_ROUTES="H100=modal,AMD=github:gpu-amd+mi300"),
-        LauncherSettings(runner=RunnerSettings(_env_file=None), modal=modal_settings, github=github_settings),
+        LauncherSettings({"modal": modal_settings, "github": github_settings}),
     )
     modal = router.launcher_for("H100")
     github = router.launcher_for("AMD")
