@@ -1,10 +1,12 @@
 # syntax=docker/dockerfile:1
-# The kernelcup service image: Discord bot, queue worker and CLI; no GPU. Submissions run where the
+# The kernelcup service image: web server, queue worker, Discord bot and CLI; no GPU. Submissions run where the
 # worker's routes send them (KERNELCUP_ROUTES: Modal, GitHub Actions runners); a GPU box that runs jobs
 # itself uses `make setup` and `kernelcup worker --launcher local` instead of this image.
+# compose.yaml runs them together with PostgreSQL (docs/deploy.md).
 #
 #   docker build -t kernelcup .
-#   docker run --env-file .env kernelcup worker            # or: bot, db upgrade, leaderboard list, ...
+#   docker run --env-file .env -p 127.0.0.1:8000:8000 kernelcup    # the web server (the default command)
+#   docker run --env-file .env kernelcup worker                     # or: bot, db upgrade, admin stats, ...
 FROM python:3.12-slim-bookworm
 
 LABEL org.opencontainers.image.title="kernelcup" \
@@ -43,6 +45,10 @@ RUN /opt/kernelcup/bin/pip install --no-cache-dir --no-deps --editable . \
 USER 10001:10001
 VOLUME ["/data"]
 
-HEALTHCHECK --interval=60s --timeout=10s --start-period=30s --retries=3 CMD ["kernelcup", "version"]
+EXPOSE 8000
+# /readyz: 200 when the database answers, its schema is current and every open board's device has a live worker;
+# 503 otherwise, with what is missing (the worker and bot containers check `kernelcup version` instead: compose.yaml).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=8)"]
 ENTRYPOINT ["kernelcup"]
-CMD ["worker"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8000", "--no-worker"]

@@ -19,7 +19,7 @@ TORCH_PIP_ARGS := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 TRITON_SPEC ?= triton==3.7.1
 STAMP := $(VENV)/.kernelcup-installed
 
-.PHONY: setup system-deps demo test test-fast coverage lint schemas lock clean
+.PHONY: setup system-deps demo test test-fast coverage lint schemas settings-doc lock clean
 
 setup: system-deps $(STAMP)
 
@@ -100,6 +100,10 @@ coverage: setup
 schemas: setup
 	$(BIN)/kernelcup schema task > docs/schemas/task.schema.json
 	$(BIN)/kernelcup schema result > docs/schemas/result.schema.json
+
+# docs/settings.md from the settings models' own field descriptions (a test checks the committed page is in step).
+settings-doc: setup
+	$(BIN)/python -m kernelcup.settings_doc
 
 # The service's hash-pinned lock (the Docker image installs it); regenerate after changing pyproject.toml's dependencies.
 UV ?= uv
