@@ -17,6 +17,7 @@ import typer
 from kernelcup.commands import (
     admin,
     agent,
+    archive,
     bot,
     competition,
     db,
@@ -63,6 +64,7 @@ COMMAND_MODULES = (
     demo,
     mcpserve,
     agent,
+    archive,  # `archive export|policy|license|withdraw`: the open kernel archive (docs/archive.md)
 )
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}

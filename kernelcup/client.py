@@ -471,12 +471,17 @@ class Client:
         mode: Mode | str | None = None,
         *,
         force: bool = False,
+        licence: str | None = None,
     ) -> Submission:
         """Submit a file (a path, bytes, or ``(file_name, bytes)``). What is not given comes from the file's
         ``#!kernelcup`` header lines, else the server's defaults (ranked; the leaderboard's only device). The same
         file sent again a moment ago answers with that earlier submission (``.receipt.duplicate``); ``force`` runs
-        it again."""
-        response = self._request("POST", "/submissions", **_upload(file, leaderboard, devices, mode, force))
+        it again. ``licence`` is the archive licence (none, CC0-1.0, CC-BY-4.0, MIT, Apache-2.0; default: the file's
+        ``#!kernelcup license:`` line, else the account's default)."""
+        upload = _upload(file, leaderboard, devices, mode, force)
+        if licence:
+            upload["data"]["license"] = licence
+        response = self._request("POST", "/submissions", **upload)
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
 

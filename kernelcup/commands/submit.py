@@ -144,6 +144,7 @@ def submit_remote(
     against: Path | None = None,
     rounds: int | None = None,
     force: bool = False,
+    licence: str | None = None,
 ) -> None:
     """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report.
     With ``against``: a compare of ``file`` with it, at most ``rounds`` rounds (None: the service's default) on one
@@ -157,7 +158,7 @@ def submit_remote(
         if against is not None:
             sub = client.compare(file, against, leaderboard, devices[0] if devices else None, rounds)
         else:
-            sub = client.submit(file, leaderboard, devices or None, mode, force=force)
+            sub = client.submit(file, leaderboard, devices or None, mode, force=force, licence=licence)
         assert sub.receipt is not None
         print_receipt(console, sub.receipt, json_out, waiting=not no_wait)
         if no_wait:
@@ -235,6 +236,12 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(
             False, "--force", help="Run it even if you sent this same file moments ago (else you get that result)."
         ),
+        licence: str | None = typer.Option(
+            None,
+            "--license",
+            help="The open archive's licence: none (never published), CC0-1.0, CC-BY-4.0, MIT or Apache-2.0. "
+            "Default: the file's '#!kernelcup license:' line, else your account's default (none).",
+        ),
         compare: bool = typer.Option(
             False,
             "--compare",
@@ -287,6 +294,7 @@ def register(app: typer.Typer) -> None:
                     against=against,
                     rounds=rounds,
                     force=force,
+                    licence=licence,
                 )
                 return
             console = Console(stderr=json_out)
@@ -309,7 +317,14 @@ def register(app: typer.Typer) -> None:
                     else:
                         receipt = with_db_retry(
                             lambda: service.submit(
-                                who, file.name, content, leaderboard, device or None, run_mode, force=force
+                                who,
+                                file.name,
+                                content,
+                                leaderboard,
+                                device or None,
+                                run_mode,
+                                force=force,
+                                licence=licence,
                             ),
                             budget_s=worker_settings.db_retry_s,
                             what="submitting",

@@ -1,20 +1,24 @@
 """The open archive's consent and contents, through the service (issue 34): nothing is published by default; a CC-BY
 kernel appears after its board's deadline (at once on a practice board) and leaves when withdrawn; its licence cannot
 change once published; the account default and the header line choose a licence; an entry holds the public run's
-timings and speedups, never the secret run's, a case's seed, a hidden board's or a banned user's code."""
+timings and speedups, never the secret run's, a case's seed, a hidden board's or a banned user's code. The Parquet
+export holds the published entries only, the same bytes on a second run, with a manifest that matches its files."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from helpers import write_problem
 from test_system_tests import Clock, serve
 
 from leaderboards.archive import ArchiveFilter
+from leaderboards.archive_export import CASES_SCHEMA, ENTRIES_SCHEMA, export_archive
 from leaderboards.db import Database
 from leaderboards.directives import parse_directives
 from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
@@ -140,3 +144,35 @@ def test_deleted_banned_and_hidden_boards_leave_the_archive(svc: LeaderboardServ
     assert published(svc) == [sid]
     svc.cancel_or_delete(sid, ANN)
     assert published(svc) == []
+
+
+def test_the_export_holds_the_published_entries_and_is_byte_identical(svc: LeaderboardService, tmp_path: Path) -> None:
+    none = export_archive(svc.archive_all(), tmp_path / "empty")
+    assert (none.entries, none.manifest["files"]["entries.parquet"]["rows"]) == (0, 0)  # nothing by default
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    ann = svc.submit(ANN, "k.py", FAST, "add", ["cpu"], Mode.RANKED, licence="MIT").submission_id
+    bob = svc.submit(BOB, "k.py", OTHER, "add", ["cpu"], Mode.BENCHMARK, licence="CC0").submission_id
+    svc.submit(BOB, "k.py", OTHER + b"\n", "add", ["cpu"], Mode.BENCHMARK)  # licence none: never exported
+    serve(svc, FakeLauncher(respond))
+    first = export_archive(svc.archive_all(), tmp_path / "one")
+    second = export_archive(svc.archive_all(), tmp_path / "two")
+    for name in ("entries.parquet", "cases.parquet", "manifest.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    manifest = json.loads((tmp_path / "one" / "manifest.json").read_text())
+    assert manifest == first.manifest == second.manifest
+    assert (manifest["entries"], manifest["cases"], manifest["licences"]) == (2, 4, {"CC0-1.0": 1, "MIT": 1})
+    for name, listed in manifest["files"].items():
+        data = (tmp_path / "one" / name).read_bytes()
+        assert listed["sha256"] == hashlib.sha256(data).hexdigest() and listed["bytes"] == len(data)
+    entries = pq.read_table(tmp_path / "one" / "entries.parquet")
+    assert entries.schema.equals(ENTRIES_SCHEMA)
+    assert entries.column("submission_id").to_pylist() == [ann, bob]
+    assert entries.column("code").to_pylist() == [FAST.decode(), OTHER.decode()]
+    cases = pq.read_table(tmp_path / "one" / "cases.parquet")
+    assert cases.schema.equals(CASES_SCHEMA)
+    assert cases.column("case").to_pylist() == ['{"size":100}', '{"size":1000}'] * 2  # no seed
+    assert set(cases.column("median_ns").to_pylist()) == {PUBLIC_NS}  # the public run's, never the secret run's
+    svc.withdraw_from_archive(ann, ANN)
+    later = export_archive(svc.archive_all(), tmp_path / "one")
+    assert (later.entries, later.manifest["licences"]) == (1, {"CC0-1.0": 1})
+    assert pq.read_table(tmp_path / "one" / "entries.parquet").column("submission_id").to_pylist() == [bob]
