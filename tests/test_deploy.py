@@ -105,3 +105,23 @@ def test_each_systemd_unit_runs_real_kernelcup_commands(unit: Path) -> None:
 
 def test_units_exist_for_the_web_server_a_worker_and_the_bot() -> None:
     assert {u.name for u in UNITS} == {"kernelcup-web.service", "kernelcup-worker.service", "kernelcup-bot.service"}
+
+
+def test_the_runbooks_kernelcup_commands_exist() -> None:
+    """Every `kernelcup ...` line in docs/deploy.md's shell blocks names a real command (up to its first argument)."""
+    doc = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", doc, flags=re.DOTALL)
+    paths = set()
+    for line in "\n".join(blocks).splitlines():
+        words = line.split("#", 1)[0].split()
+        if words[:1] == ["kernelcup"]:
+            path = []
+            for word in words[1:]:
+                if not re.fullmatch(r"[a-z][a-z-]*", word):
+                    break
+                path.append(word)
+            paths.add(tuple(path))
+    assert ("admin", "deadline") in paths and ("tokens", "create") in paths and ("runners", "check") in paths
+    for path in sorted(paths):
+        code, output = help_of(list(path))
+        assert code == 0, f"docs/deploy.md: `kernelcup {' '.join(path)}` is not a command:\n{output}"
