@@ -26,6 +26,7 @@ from web import errors
 from web.cache import CachedReadsMiddleware, TTLCache
 from web.metrics import ApiMetrics, MetricsMiddleware
 from web.pages import admin as admin_page
+from web.pages import archive as archive_pages
 from web.pages import competition as competition_pages
 from web.pages import discord, forms, views
 from web.pages import moderation as moderation_page
@@ -111,7 +112,8 @@ def create_app(
     errors.install(app)
     install_error_pages(app)
     for module in (archive_api, leaderboards, standings, late, invites, moderation, submissions, events, me, admin,
-                   health, views, forms, admin_page, moderation_page, competition_pages, discord):  # fmt: skip
+                   health, views, forms, admin_page, moderation_page, competition_pages, discord,
+                   archive_pages):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route(DOCS_URL, api_docs, include_in_schema=False)

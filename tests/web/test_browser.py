@@ -283,7 +283,7 @@ def test_someone_elses_submission_is_a_404(site: Site, browser_page: Watched) ->
     browser_page.check()
 
 
-@pytest.mark.parametrize("path", ["/", "/leaderboards/vectoradd", "/signin", "/submit", "/me"])
+@pytest.mark.parametrize("path", ["/", "/leaderboards/vectoradd", "/signin", "/submit", "/me", "/archive"])
 def test_no_horizontal_scroll_at_360_px(site: Site, path: str) -> None:
     narrow = Watched(site, width=360)
     try:

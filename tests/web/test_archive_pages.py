@@ -1,0 +1,44 @@
+"""The archive's pages (issue 34): ``/archive`` lists the published kernels only, filters by problem and device and
+sorts fastest first; an entry's page shows its highlighted code, licence, author and the public run's cases; an
+unpublished one is a 404 page."""
+
+from __future__ import annotations
+
+from web_world import GOOD, World
+
+from runners.contract import RunRequest, RunResult
+from runners.launchers.fake import FakeLauncher, accepted_result
+
+SLOW = GOOD + b"# the slow one\n"
+
+
+def respond(request: RunRequest) -> RunResult:
+    return accepted_result(request, 3000.0 if request.submission.content == SLOW else 1000.0)
+
+
+def test_browse_sort_and_read_a_published_kernel(world: World) -> None:
+    w, c = world, world.client
+    assert "Nothing published" in c.get("/archive").text
+    assert 'href="/archive"' in c.get("/").text  # the site's navigation leads there
+    policy = c.put("/api/v1/admin/leaderboards/add/archive-policy", headers=w.auth(w.admin), json={"at_once": True})
+    assert policy.status_code == 200
+    slow = w.submit(w.ann, mode="benchmark", license="MIT", content=SLOW).json()["submission_id"]
+    fast = w.submit(w.bob, mode="benchmark", license="CC0-1.0").json()["submission_id"]
+    hidden = w.submit(w.bob, mode="benchmark", content=GOOD + b"# unpublished-marker\n").json()["submission_id"]
+    w.serve(FakeLauncher(respond))
+    page = c.get("/archive").text
+    assert page.index(f'href="/archive/{fast}/cpu"') < page.index(f'href="/archive/{slow}/cpu"')  # newest first
+    speed = c.get("/archive", params={"sort": "speed"}).text
+    assert speed.index(f'href="/archive/{fast}/cpu"') < speed.index(f'href="/archive/{slow}/cpu"')
+    assert "2 published" in page and f"/archive/{hidden}/" not in page
+    assert '<option value="add"' in page and '<option value="cpu"' in page
+    assert "Nothing published for this choice" in c.get("/archive", params={"device": "H100"}).text
+    assert "2 published" in c.get("/archive", params={"problem": "add", "device": "cpu"}).text
+    entry = c.get(f"/archive/{slow}/cpu")
+    assert entry.status_code == 200
+    assert "MIT" in entry.text and "by ann" in entry.text and "size=100" in entry.text and "seed" not in entry.text
+    assert '<span class="k">def</span><span class="w"> </span><span class="nf">custom_kernel</span>' in entry.text
+    assert "the slow one" in entry.text
+    missing = c.get(f"/archive/{hidden}/cpu")
+    assert missing.status_code == 404 and "unpublished-marker" not in missing.text
+    assert c.get("/archive", params={"sort": "slowest"}).status_code == 422
