@@ -54,5 +54,5 @@ def load(model: type[S], **overrides: Any) -> S:
             what = "is required but not set" if err["type"] == "missing" else f"is invalid: {error_message(err)}"
             lines.append(f"setting {env_name(model, field)} {what}" if field else f"settings: {error_message(err)}")
         raise SettingsError(
-            "; ".join(lines) + " (set it in the environment or in .env; see README 'Settings')"
+            "; ".join(lines) + " (set it in the environment or in .env; see docs/settings.md)"
         ) from None

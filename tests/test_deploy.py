@@ -107,10 +107,12 @@ def test_units_exist_for_the_web_server_a_worker_and_the_bot() -> None:
     assert {u.name for u in UNITS} == {"kernelcup-web.service", "kernelcup-worker.service", "kernelcup-bot.service"}
 
 
-def test_the_runbooks_kernelcup_commands_exist() -> None:
-    """Every `kernelcup ...` line in docs/deploy.md's shell blocks names a real command (up to its first argument)."""
-    doc = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```sh\n(.*?)```", doc, flags=re.DOTALL)
+@pytest.mark.parametrize("doc", ["docs/deploy.md", "README.md"])
+def test_the_documented_kernelcup_commands_exist(doc: str) -> None:
+    """Every `kernelcup ...` line in the runbook's and the README's shell blocks names a real command (up to its first
+    argument), with real options up to there."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)
     paths = set()
     for line in "\n".join(blocks).splitlines():
         words = line.split("#", 1)[0].split()
@@ -121,7 +123,14 @@ def test_the_runbooks_kernelcup_commands_exist() -> None:
                     break
                 path.append(word)
             paths.add(tuple(path))
-    assert ("admin", "deadline") in paths and ("tokens", "create") in paths and ("runners", "check") in paths
+    assert {("admin", "deadline"), ("tokens", "create")} <= {path[:2] for path in paths}
     for path in sorted(paths):
         code, output = help_of(list(path))
-        assert code == 0, f"docs/deploy.md: `kernelcup {' '.join(path)}` is not a command:\n{output}"
+        assert code == 0, f"{doc}: `kernelcup {' '.join(path)}` is not a command:\n{output}"
+
+
+def test_the_readme_opens_with_its_picture_of_a_leaderboard() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    picture = re.search(r"!\[[^\]]+\]\((docs/images/[^)]+\.png)\)", readme)
+    assert picture is not None and readme.index(picture.group(0)) < readme.index("## Three quick starts")
+    assert (REPO / picture.group(1)).stat().st_size > 10_000

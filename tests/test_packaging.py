@@ -166,10 +166,12 @@ def test_the_readme_installs_from_the_checkout() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "pip install 'kernelcup[modal]'" not in readme and "pip install -e '.[modal]'" in readme
     assert "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in readme
-    first = readme.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
+    assert readme.index("## Three quick starts") < readme.index("## The two commands")  # issue 31's order
+    two = readme.split("## The two commands\n", 1)[1]
+    first = two.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
     assert [line.split()[:2] for line in first] == [["make", "demo"], ["make", "test"]]
     layout = next(line for line in readme.splitlines() if line.startswith("| `problems/` |"))
     for problem_set in sorted((REPO / "problems").glob("*.yaml")):  # the Layout table names every problem set
         assert f"`{problem_set.name}`" in layout, problem_set.name
-    after = readme.split("```sh\n", 1)[1].split("```", 1)[1].strip().splitlines()[0]
+    after = two.split("```sh\n", 1)[1].split("```", 1)[1].strip().splitlines()[0]
     assert ". .venv/bin/activate" in after and ".venv/bin/kernelcup" in after  # how `kernelcup` gets on PATH
