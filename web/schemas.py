@@ -222,6 +222,11 @@ class JobOut(Model):
     secret_passed: bool | None = Field(description="Ranked: whether the secret-seed run passed (nothing more).")
     rank: int | None = Field(description="Its rank on this device while it is the user's best.")
     events: tuple[JobEventOut, ...] = ()
+    runner_online: bool | None = Field(
+        default=None,
+        description="A queued job: whether a live worker serves its device (false: nothing runs it right now); "
+        "null when the job is not waiting.",
+    )
     finished: bool
     accepted: bool
 
@@ -452,6 +457,8 @@ class WorkerOut(Model):
     hostname: str
     devices: tuple[str, ...]
     heartbeat_at: datetime
+    healthy: bool = Field(default=True, description="False while its runner fails its self-check: it claims no jobs.")
+    health_note: str = Field(default="", description="Why it is unhealthy (the failing check).")
 
 
 class QueueStatsOut(Model):
