@@ -19,7 +19,7 @@ TORCH_PIP_ARGS := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 TRITON_SPEC ?= triton==3.7.1
 STAMP := $(VENV)/.kernelcup-installed
 
-.PHONY: setup system-deps demo test test-fast coverage lint schemas settings-doc lock clean
+.PHONY: setup system-deps demo test test-fast coverage lint schemas settings-doc openapi lock clean
 
 setup: system-deps $(STAMP)
 
@@ -104,6 +104,10 @@ schemas: setup
 # docs/settings.md from the settings models' own field descriptions (a test checks the committed page is in step).
 settings-doc: setup
 	$(BIN)/python -m kernelcup.settings_doc
+
+# tests/web/openapi_snapshot.json from the app's OpenAPI document (a test fails with a diff until it is regenerated).
+openapi: setup
+	$(BIN)/python scripts/openapi_snapshot.py
 
 # The service's hash-pinned lock (the Docker image installs it); regenerate after changing pyproject.toml's dependencies.
 UV ?= uv
