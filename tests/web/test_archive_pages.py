@@ -4,7 +4,7 @@ unpublished one is a 404 page."""
 
 from __future__ import annotations
 
-from web_world import GOOD, World
+from web_world import GOOD, World, csrf_of
 
 from runners.contract import RunRequest, RunResult
 from runners.launchers.fake import FakeLauncher, accepted_result
@@ -42,3 +42,19 @@ def test_browse_sort_and_read_a_published_kernel(world: World) -> None:
     missing = c.get(f"/archive/{hidden}/cpu")
     assert missing.status_code == 404 and "unpublished-marker" not in missing.text
     assert c.get("/archive", params={"sort": "slowest"}).status_code == 422
+
+
+def test_the_submit_form_takes_a_licence(world: World) -> None:
+    w, c = world, world.client
+    page = c.get("/signin")
+    c.post("/signin", data={"token": w.ann, "csrf": csrf_of(page.text), "next": "/me"}, follow_redirects=False)
+    form = c.get("/submit")
+    assert '<select id="license" name="license">' in form.text and '<option value="CC-BY-4.0">' in form.text
+    data = {"leaderboard": "add", "devices": "cpu", "mode": "test", "csrf": csrf_of(form.text)}
+    wrong = c.post("/submit", data={**data, "license": "GPL-3.0"}, files={"file": ("k.py", GOOD)})
+    assert wrong.status_code == 422 and "Unknown license" in wrong.text
+    sent = c.post("/submit", data={**data, "license": "CC-BY-4.0"}, files={"file": ("k.py", GOOD)},
+                  follow_redirects=False)  # fmt: skip
+    assert sent.status_code == 303
+    sid = int(sent.headers["location"].rsplit("/", 1)[-1])
+    assert c.get(f"/api/v1/submissions/{sid}/license", headers=w.auth(w.ann)).json()["licence"] == "CC-BY-4.0"

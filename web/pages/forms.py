@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 
 from leaderboards.errors import InvalidToken, UserError
+from leaderboards.licences import CHOICES as LICENCE_CHOICES
 from leaderboards.results import (
     COMPARE_CPU_ROUNDS,
     COMPARE_DEFAULT_ROUNDS,
@@ -130,6 +131,7 @@ def _submit_form(
         context.setdefault("picked", offered[:1])  # one device to start with; tick more to run on each
     context.setdefault("rounds", None)  # the device's default, which the service picks
     context.setdefault("mode", SubmissionMode.TEST.value)
+    context.setdefault("licence", "")  # the file's '#!kernelcup license:' line, else the account's default
     return render(
         request,
         "submit.html",
@@ -138,6 +140,7 @@ def _submit_form(
         boards=boards,
         board=board,
         modes=MODE_HINTS,
+        licence_choices=LICENCE_CHOICES,
         round_choices=list(range(COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS + 1, 2)),
         default_rounds=f"at most {COMPARE_DEFAULT_ROUNDS} on a GPU, {COMPARE_CPU_ROUNDS} on the CPU",
         **context,
@@ -169,6 +172,7 @@ def submit(
     against: UploadFile | None = File(None),
     rounds: int | None = Form(None, ge=COMPARE_MIN_ROUNDS, le=COMPARE_MAX_ROUNDS),
     force: bool = Form(False),
+    license: str = Form("", max_length=32),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
@@ -203,7 +207,7 @@ def submit(
             )
         else:
             receipt = service.submit(view.who.user, name, content, leaderboard or None, picked, mode or None,
-                                     force=force)  # fmt: skip
+                                     force=force, licence=license or None)  # fmt: skip
     except UserError as exc:
         return _submit_form(
             request,
@@ -218,6 +222,7 @@ def submit(
             force=force,
             code=code,
             file_name=file_name,
+            licence=license,
         )
     # The same file a moment ago: its earlier submission, saying so (a newcomer's second try showed it silently).
     again = "?duplicate=1" if receipt.duplicate else ""
