@@ -29,6 +29,7 @@ from bot.reports import report, show_text, status_text, submissions_text, task_r
 from bot.standings import standings_reply
 from leaderboards.directives import parse_directives
 from leaderboards.errors import UserError
+from leaderboards.licences import CHOICES as LICENCE_CHOICES
 from leaderboards.results import (
     COMPARE_MAX_ROUNDS,
     COMPARE_MIN_ROUNDS,
@@ -221,8 +222,11 @@ class LeaderboardCommands(app_commands.Group):
         device="A device of that leaderboard, several separated by commas, or 'all' (compare: one)",
         against="Mode compare: the second file (B), timed against the first (A) on one device",
         rounds="Mode compare: the most rounds, even, 2 to 20 (default 14 on a GPU, 6 on the CPU; may stop sooner)",
+        license="The open archive's licence (default: the file's '#!kernelcup license:' line, else your account's; "
+        "none: never published)",
     )
     @app_commands.autocomplete(leaderboard=_leaderboards, device=_devices)
+    @app_commands.choices(license=[app_commands.Choice(name=c, value=c) for c in LICENCE_CHOICES])
     async def submit(
         self,
         interaction: discord.Interaction,
@@ -232,6 +236,7 @@ class LeaderboardCommands(app_commands.Group):
         device: str | None = None,
         against: discord.Attachment | None = None,
         rounds: app_commands.Range[int, COMPARE_MIN_ROUNDS, COMPARE_MAX_ROUNDS] | None = None,
+        license: str | None = None,
     ) -> None:
         await defer(interaction)
         bot = self.ctx
@@ -271,8 +276,9 @@ class LeaderboardCommands(app_commands.Group):
                     if devices is None:
                         return
         receipt = await call(
-            bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode
-        )
+            bot.service.submit, user_ref(interaction), file.filename, content, leaderboard, devices, mode,
+            licence=license,
+        )  # fmt: skip
         await self._follow(interaction, receipt)
 
     async def _follow(self, interaction: discord.Interaction, receipt: SubmissionReceipt) -> None:
