@@ -19,7 +19,16 @@ from web.pages.base import session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
 from web.routes import admin as api_admin
 from web.routes.common import ID_MAX, USER_MAX
-from web.schemas import BAN_REASON_MAX, BanIn, StatsOut, SyncIn, SyncReportOut, UpdateLeaderboardIn
+from web.schemas import (
+    BAN_REASON_MAX,
+    RATE_LIMIT_MAX,
+    BanIn,
+    RateLimitIn,
+    StatsOut,
+    SyncIn,
+    SyncReportOut,
+    UpdateLeaderboardIn,
+)
 
 router = APIRouter(include_in_schema=False)
 
@@ -60,6 +69,7 @@ def admin_action(
     force: bool = Form(False),
     new_name: str = Form("", max_length=200),
     deadline: str = Form("", max_length=100),
+    per_hour: str = Form("", max_length=20),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
@@ -74,6 +84,9 @@ def admin_action(
         "delete": lambda: _delete(request, submission_id, who, service),
         "sync": lambda: _sync(request, force, who, service),
         "update": lambda: _update(request, leaderboard, new_name, deadline, force, who, service),
+        "hide": lambda: _visibility(request, leaderboard, False, who, service),
+        "show": lambda: _visibility(request, leaderboard, True, who, service),
+        "rate_limit": lambda: _rate_limit(leaderboard, per_hour, who, service),
     }
     if action not in actions:
         raise UserError(f"Unknown action {action!r}; use the page's buttons.", code="invalid_field", field="action")
@@ -104,6 +117,28 @@ def _update(
     if not result.changed:
         return f"{leaderboard}: nothing to change."
     return f"{result.leaderboard.name} updated: {', '.join(result.changed)}."
+
+
+def _visibility(request: Request, leaderboard: str, visible: bool, who: Principal, service: LeaderboardService) -> str:
+    body = UpdateLeaderboardIn(visible=visible)
+    name = api_admin.update_leaderboard(request, leaderboard, body, who, service).leaderboard.name
+    return f"{name} is shown to everyone." if visible else f"{name} is hidden: admins and invited members see it."
+
+
+def _rate_limit(leaderboard: str, per_hour: str, who: Principal, service: LeaderboardService) -> str:
+    """Submissions per user per hour on a leaderboard; blank: back to the server's defaults."""
+    try:
+        body = RateLimitIn(per_hour=int(per_hour) if per_hour.strip() else None)
+    except ValueError:  # not a number, or out of RateLimitIn's range (pydantic's ValidationError is a ValueError)
+        raise UserError(
+            f"A rate limit is a number of submissions per hour from 1 to {RATE_LIMIT_MAX}, or blank for the "
+            f"server's default; {per_hour.strip()!r} is not.",
+            code="invalid_field",
+            field="per_hour",
+        ) from None
+    board = api_admin.rate_limit(leaderboard, body, who, service)
+    limit = f"{board.rate_limit_per_hour} per hour" if board.rate_limit_per_hour else "the server's default"
+    return f"{board.name}: rate limit {limit}."
 
 
 def _delete(request: Request, submission_id: int | None, who: Principal, service: LeaderboardService) -> str:
