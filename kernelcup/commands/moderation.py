@@ -14,6 +14,7 @@ import typer
 from kernelcup.commands.common import format_time, open_service, print_json, user_errors
 from kernelcup.commands.standings import _leaderboard_group
 from kernelcup.commands.text import safe
+from leaderboards.dates import DATE_HELP
 
 
 def shell_actor(command: str) -> str:
@@ -26,13 +27,9 @@ def shell_actor(command: str) -> str:
 
 
 def _since(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is no time; give one like 2031-01-01 or 2031-01-01T12:00Z") from None
-    return when if when.tzinfo is not None else when.astimezone()
+    from leaderboards.dates import parse_when
+
+    return parse_when(text, field="since") if text else None
 
 
 def register(app: typer.Typer) -> None:
@@ -79,7 +76,7 @@ def register(app: typer.Typer) -> None:
         actor: str | None = typer.Option(None, "--actor", help="Only this actor (e.g. discord:1)."),
         action: str | None = typer.Option(None, "--action", help="Only this action (e.g. moderate, ban)."),
         leaderboard: str | None = typer.Option(None, "--leaderboard", "-l", help="Only entries about it."),
-        since: str | None = typer.Option(None, "--since", help="From this time (ISO 8601; local time without a zone)."),
+        since: str | None = typer.Option(None, "--since", help=f"From this time ({DATE_HELP})."),
         before: int | None = typer.Option(None, "--before", min=1, help="Entries older than this id (paging)."),
         limit: int = typer.Option(50, "--limit", "-n", min=1, max=200),
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),

@@ -105,6 +105,9 @@ def test_the_local_database_is_audited_as_the_shell_user(env: Path, monkeypatch:
     bad = cli("admin", "deadline", "add", "31/12/2030")
     assert bad.exit_code == 1 and BAD_DATE in said(bad)
     assert cli("admin", "deadline", "add", "2030-12-31").exit_code == 0
+    audit = cli("leaderboard", "audit", "--since", "31/12/2030")  # the audit filter reads the same format
+    assert audit.exit_code == 1 and "The since '31/12/2030' is not a date and time" in said(audit)
+    assert "pause" in cli("leaderboard", "audit", "--since", "2020-01-01 00:00").output
     banned = cli("admin", "ban", "discord:42", "--reason", "spam")
     assert banned.exit_code == 0 and "discord:42" in banned.output and "banned (spam)" in banned.output
 

@@ -31,3 +31,12 @@ def test_hide_show_and_rate_limit_from_the_admin_page(world: World) -> None:
     status, text = post(world, action="rate_limit", leaderboard="add", per_hour="")
     assert status == 200 and "add: rate limit the server&#39;s default." in text
     assert world.service.leaderboard("add").rate_limit_per_hour is None
+
+
+def test_the_audit_filter_asks_for_the_same_date_format(world: World) -> None:
+    sign_in(world, world.admin)
+    page = world.client.get("/admin/moderation").text
+    assert "Since (YYYY-MM-DD HH:MM, in UTC, like 2026-12-31 18:00)" in page
+    bad = world.client.get("/admin/moderation", params={"since": "yesterday"}).text
+    assert "The since &#39;yesterday&#39; is not a date and time: write it as YYYY-MM-DD HH:MM, in UTC" in bad
+    assert "is not a date" not in world.client.get("/admin/moderation", params={"since": "2020-01-01 00:00"}).text

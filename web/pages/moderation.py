@@ -5,11 +5,10 @@ service call, audit actor and cache clearing), behind the pages' CSRF check."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 
+from leaderboards.dates import DATE_EXAMPLE, DATE_HELP, InvalidDate, parse_when
 from leaderboards.errors import UserError
 from leaderboards.moderation import MAX_REASON, ModerationState, parse_state
 from leaderboards.service import LeaderboardService
@@ -38,9 +37,9 @@ def _page(
     since = None
     if f.get("since"):
         try:
-            since = datetime.fromisoformat(f["since"].replace(" ", "T")).replace(tzinfo=UTC)
-        except ValueError:
-            context["error"] = f"{f['since']!r} is not a date (UTC, like 2031-01-01 or 2031-01-01 12:00)."
+            since = parse_when(f["since"], field="since")
+        except InvalidDate as exc:
+            context["error"] = exc.message
     page = api.audit(actor=f.get("actor") or None, action=f.get("action") or None,
                      leaderboard=f.get("leaderboard") or None, since=since, before=before, limit=50, who=who,
                      service=service)  # fmt: skip
@@ -49,7 +48,8 @@ def _page(
     return render(
         request, "moderation.html", view, status=status, audit=page, filters=f, states=list(ModerationState),
         moderated=api.moderated(state=None, leaderboard=None, limit=100, who=who, service=service),
-        rejudges=rejudges, alerts=api.alerts(include_resolved=False, who=who, service=service), **context,
+        rejudges=rejudges, alerts=api.alerts(include_resolved=False, who=who, service=service), date_help=DATE_HELP,
+        date_example=DATE_EXAMPLE, **context,
     )  # fmt: skip
 
 
