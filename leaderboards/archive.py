@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +43,7 @@ from leaderboards.models import (
 from leaderboards.moderation_states import ranks_condition
 from leaderboards.results import UserRef
 from leaderboards.service_base import ServiceBase
+from leaderboards.similarity import NEAR, fingerprint, similarity
 
 ARCHIVE_PAGE_MAX = 100
 """Most entries in one page of the archive."""
@@ -103,6 +104,10 @@ class ArchiveEntry:
     system: dict[str, Any]
     cases: tuple[ArchiveCase, ...]
     speedups: tuple[ArchiveSpeedup, ...]
+    near_copy_of: int | None = None
+    """An earlier published kernel of the same problem by someone else that this one nearly copies (``similarity``
+    at least ``leaderboards.similarity.NEAR``), the most similar one; None when there is none."""
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -393,14 +398,15 @@ class ArchiveMixin(ServiceBase):
             if f.min_speedup is None:
                 total = s.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
                 rows = s.execute(stmt.limit(limit).offset(offset)).all()
-                entries = tuple(self._entry(s, r) for r in rows)
+                entries = self._near_copies(s, [self._entry(s, r) for r in rows], now)
                 return ArchivePage(entries, total, offset, limit)
             matching = [
                 entry
                 for entry in (self._entry(s, r) for r in s.execute(stmt))
                 if entry.speedup is not None and entry.speedup >= f.min_speedup
             ]
-            return ArchivePage(tuple(matching[offset : offset + limit]), len(matching), offset, limit)
+            page = self._near_copies(s, matching[offset : offset + limit], now)
+            return ArchivePage(page, len(matching), offset, limit)
 
     def archive_entry(self, submission_id: int, device: str) -> ArchiveEntry:
         """One published entry; ``SubmissionNotFound`` for anything unpublished, exactly as for a missing one."""
@@ -409,7 +415,52 @@ class ArchiveMixin(ServiceBase):
             row = s.execute(stmt).first()
             if row is None:
                 raise SubmissionNotFound(submission_id)
-            return self._entry(s, row)
+            return self._near_copies(s, [self._entry(s, row)], self.clock())[0]
+
+    def _near_copies(self, s: Session, entries: list[ArchiveEntry], now: datetime) -> tuple[ArchiveEntry, ...]:
+        """``entries`` with ``near_copy_of`` set where one nearly copies an earlier published kernel of the same
+        problem by another author (``leaderboards/similarity.py``): the most similar earlier kernel is someone else's
+        (an author's own earlier kernel, as similar, is their own line of work). Only published kernels are compared:
+        a flag never tells anything about code that is not in the archive."""
+        problems = {e.problem for e in entries}
+        if not problems:
+            return ()
+        published = (
+            self._published(now)
+            .where(Leaderboard.problem.in_(problems))
+            .with_only_columns(
+                Submission.id, Submission.user_id, Submission.created_at, Submission.file_name, Submission.code_id,
+                Leaderboard.problem,
+            )
+            .distinct()
+            .order_by(None)
+        )  # fmt: skip
+        others = s.execute(published).all()
+        prints: dict[int, frozenset[bytes]] = {}
+
+        def print_of(code_id: int, file_name: str) -> frozenset[bytes]:
+            if code_id not in prints:
+                code = s.get(SubmissionCode, code_id)
+                text = code.content.decode("utf-8", errors="replace") if code is not None else ""
+                prints[code_id] = fingerprint(text, file_name)
+            return prints[code_id]
+
+        flagged = []
+        for entry in entries:
+            mine = next(o for o in others if o.id == entry.submission_id)
+            own = print_of(mine.code_id, mine.file_name)
+            best: tuple[float, bool, int] | None = None  # (similarity, the author's own, submission id)
+            for o in others:
+                if o.problem != entry.problem or o.created_at >= mine.created_at:
+                    continue
+                score = similarity(own, print_of(o.code_id, o.file_name))
+                ours = o.user_id == mine.user_id
+                if score >= NEAR and (best is None or (score, ours) > best[:2]):
+                    best = (score, ours, o.id)
+            if best is not None and not best[1]:  # nearest to someone else's, not to the author's own earlier one
+                entry = replace(entry, near_copy_of=best[2], similarity=round(best[0], 3))
+            flagged.append(entry)
+        return tuple(flagged)
 
     def archive_all(self) -> Iterator[ArchiveEntry]:
         """Every published entry, ordered by submission id and device (the export's order)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from helpers import write_problem
+from test_archive_similarity import RENAMED, TORCH, TRITON
 from test_system_tests import Clock, serve
 
 from leaderboards.archive import ArchiveFilter
@@ -176,3 +177,22 @@ def test_the_export_holds_the_published_entries_and_is_byte_identical(svc: Leade
     later = export_archive(svc.archive_all(), tmp_path / "one")
     assert (later.entries, later.manifest["licences"]) == (1, {"CC0-1.0": 1})
     assert pq.read_table(tmp_path / "one" / "entries.parquet").column("submission_id").to_pylist() == [bob]
+
+
+def test_a_published_near_copy_of_someone_elses_earlier_kernel_is_flagged(
+    svc: LeaderboardService, clock: Clock
+) -> None:
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    original = svc.submit(ANN, "k.py", TRITON.encode(), "add", ["cpu"], Mode.TEST, licence="MIT").submission_id
+    clock.now += timedelta(hours=2)
+    copy = svc.submit(BOB, "k.py", RENAMED.encode(), "add", ["cpu"], Mode.TEST, licence="MIT").submission_id
+    honest = svc.submit(BOB, "t.py", TORCH.encode(), "add", ["cpu"], Mode.TEST, licence="MIT").submission_id
+    clock.now += timedelta(hours=1)  # ann sends her own kernel again, after bob's copy of it
+    own = svc.submit(ANN, "k.py", TRITON.encode() + b"\n", "add", ["cpu"], Mode.TEST, licence="MIT").submission_id
+    serve(svc, FakeLauncher(respond))
+    flags = {e.submission_id: (e.near_copy_of, e.similarity) for e in svc.archive(ArchiveFilter()).entries}
+    assert flags[copy][0] == original and flags[copy][1] is not None and flags[copy][1] >= 0.8
+    assert flags[original] == flags[honest] == flags[own] == (None, None)  # the first, an honest one, one's own
+    assert svc.archive_entry(copy, "cpu").near_copy_of == original
+    svc.withdraw_from_archive(original, ANN)  # only published kernels are compared
+    assert svc.archive_entry(copy, "cpu").near_copy_of is None

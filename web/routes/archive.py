@@ -63,6 +63,11 @@ class ArchiveEntryOut(Model):
     system: dict[str, Any] = Field(description="What the public run ran on (runtime versions, GPU, driver).")
     cases: tuple[ArchiveCaseOut, ...]
     speedups: tuple[ArchiveSpeedupOut, ...]
+    near_copy_of: int | None = Field(
+        description="An earlier published kernel of the same problem by another author that this one nearly copies "
+        "(similarity of normalised token runs at least 0.8; docs/archive.md); null when none."
+    )
+    similarity: float | None = Field(description="Its similarity to `near_copy_of` (0 to 1).")
 
 
 class ArchivePageOut(Model):
