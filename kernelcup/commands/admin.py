@@ -78,7 +78,9 @@ def stats_lines(queue: QueueStats | QueueStatsOut, usage: UsageStats | UsageStat
     lines.append(f"live workers: {len(queue.workers)}")
     for w in queue.workers:
         devices = ", ".join(safe(d) for d in w.devices) or "every device"
-        lines.append(f"  {safe(w.worker_id)} on {safe(w.hostname)}: {devices}; heartbeat {format_time(w.heartbeat_at)}")
+        health = "" if w.healthy else f"; UNHEALTHY, claims no jobs: {safe(w.health_note)}"
+        lines.append(f"  {safe(w.worker_id)} on {safe(w.hostname)}: {devices}; heartbeat {format_time(w.heartbeat_at)}"
+                     f"{health}")  # fmt: skip
     since = f"since {format_time(usage.since)}" if usage.since else "all time"
     lines.append(f"usage ({since}): {usage.submissions} submissions by {usage.users} users, "
                  f"{usage.runs_seconds / 3600:.1f} runner hours, {usage.impossible_runs} impossible runs")  # fmt: skip

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from kernelcup.cli import build_app
 from leaderboards.db import open_database
 from leaderboards.models import AuditLog
+from leaderboards.queue import JobQueue
 from leaderboards.results import Scope, UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
@@ -88,9 +89,14 @@ def test_an_organiser_runs_a_competition_through_the_server(served: Served) -> N
     assert "local:agent (agent): not banned" in unbanned.output
 
     served.client.submission(served.client.submit(("k.py", FILE), "add", ["cpu"], "test").id).wait(timeout=60)
+    queue = JobQueue(s.db)
+    queue.register_worker("gpu-box", ["H100"])
+    queue.set_worker_health("gpu-box", False, "nvidia-smi failed")
     stats = cli("admin", "stats", "--days", "7", "--server", url, token=admin)
     assert stats.exit_code == 0, stats.output
     assert "cpu: 1 succeeded" in stats.output and "1 submissions by 1 users" in stats.output
+    assert "gpu-box on " in stats.output and "H100; heartbeat" in stats.output
+    assert "UNHEALTHY, claims no jobs: nvidia-smi failed" in said(stats)
 
 
 def test_the_local_database_is_audited_as_the_shell_user(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
