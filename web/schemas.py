@@ -457,8 +457,6 @@ class WorkerOut(Model):
     hostname: str
     devices: tuple[str, ...]
     heartbeat_at: datetime
-    healthy: bool = Field(default=True, description="False while it claims no jobs: its runner failed its self-check.")
-    health_note: str = Field(default="", description="Why it is unhealthy (the failing check).")
     healthy: bool = Field(default=True, description="False while its runner fails its self-check: it claims no jobs.")
     health_note: str = Field(default="", description="Why it is unhealthy (the failing check).")
 
