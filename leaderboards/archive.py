@@ -131,6 +131,20 @@ class ArchiveFilter:
 
 
 @dataclass(frozen=True)
+class SimilarKernel:
+    """A published kernel near a given one (``similar_kernels``): what a generation program retrieves."""
+
+    submission_id: int
+    leaderboard: str
+    problem: str
+    file_name: str
+    licence: str
+    author: str
+    submitted_at: datetime
+    similarity: float
+
+
+@dataclass(frozen=True)
 class LicenceView:
     submission_id: int
     licence: str
@@ -461,6 +475,56 @@ class ArchiveMixin(ServiceBase):
                 entry = replace(entry, near_copy_of=best[2], similarity=round(best[0], 3))
             flagged.append(entry)
         return tuple(flagged)
+
+    def similar_kernels(
+        self, problem: str, code: str, file_name: str, *, limit: int = 10, exclude: int | None = None
+    ) -> tuple[SimilarKernel, ...]:
+        """The published kernels of ``problem`` nearest to ``code`` (``leaderboards/similarity.py``), most similar
+        first (then newest), at most ``limit``; those sharing nothing are left out."""
+        limit = max(1, min(limit, ARCHIVE_PAGE_MAX))
+        target = fingerprint(code, file_name)
+        with self.db.transaction() as s:
+            stmt = (
+                self._published(self.clock())
+                .where(Leaderboard.problem == problem)
+                .with_only_columns(
+                    Submission.id, Submission.user_id, Submission.created_at, Submission.file_name,
+                    Submission.code_id, Leaderboard.name, SubmissionLicence.licence,
+                )
+                .distinct()
+                .order_by(None)
+            )  # fmt: skip
+            found = []
+            for row in s.execute(stmt).all():
+                if row.id == exclude:
+                    continue
+                content = s.get(SubmissionCode, row.code_id)
+                text = content.content.decode("utf-8", errors="replace") if content is not None else ""
+                score = similarity(target, fingerprint(text, row.file_name))
+                if score > 0:
+                    user = s.get(User, row.user_id)
+                    assert user is not None  # the join found it
+                    found.append(
+                        SimilarKernel(
+                            row.id, row.name, problem, row.file_name, row.licence,
+                            author_name(user, s.get(ArchiveAccount, row.user_id)), row.created_at, round(score, 3),
+                        )
+                    )  # fmt: skip
+            found.sort(key=lambda k: (-k.similarity, -k.submitted_at.timestamp(), -k.submission_id))
+            return tuple(found[:limit])
+
+    def similar_to_published(self, submission_id: int, *, limit: int = 10) -> tuple[SimilarKernel, ...]:
+        """The published kernels of the same problem nearest to a published one (itself left out); an unpublished
+        submission is answered like a missing one."""
+        with self.db.transaction() as s:
+            row = s.execute(self._published(self.clock()).where(Submission.id == submission_id)).first()
+            if row is None:
+                raise SubmissionNotFound(submission_id)
+            sub: Submission = row[0]
+            code = s.get(SubmissionCode, sub.code_id)
+            text = code.content.decode("utf-8", errors="replace") if code is not None else ""
+            problem, file_name = sub.leaderboard.problem, sub.file_name
+        return self.similar_kernels(problem, text, file_name, limit=limit, exclude=submission_id)
 
     def archive_all(self) -> Iterator[ArchiveEntry]:
         """Every published entry, ordered by submission id and device (the export's order)."""

@@ -91,10 +91,61 @@ def test_no_archive_route_shows_a_secret_run_a_seed_or_unpublished_code(world: W
     other = w.submit(w.bob, mode="ranked", content=GOOD + b"# bob-unpublished-marker\n").json()["submission_id"]
     w.serve(FakeLauncher(respond))
     paths = [p for p in c.get("/api/openapi.json").json()["paths"] if p.startswith("/api/v1/archive")]
-    assert paths == ["/api/v1/archive", "/api/v1/archive/{submission_id}/{device}"]
+    assert sorted(paths) == [
+        "/api/v1/archive",
+        "/api/v1/archive/similar",
+        "/api/v1/archive/{submission_id}/similar",
+        "/api/v1/archive/{submission_id}/{device}",
+    ]
     answers = [c.get("/api/v1/archive", params={"sort": sort}) for sort in ("newest", "speed")]
-    answers += [c.get(f"/api/v1/archive/{i}/{d}") for i in (sid, other) for d in ("cpu", "H100")]
-    assert [a.status_code for a in answers] == [200, 200, 200, 404, 404, 404]
+    answers += [c.get(f"/api/v1/archive/{i}/{d}") for i in (sid, other) for d in ("cpu", "H100", "similar")]
+    problem = answers[0].json()["entries"][0]["problem"]
+    answers.append(c.post("/api/v1/archive/similar", data={"problem": problem}, files={"file": ("q.py", GOOD)}))
+    assert [a.status_code for a in answers] == [200, 200, 200, 404, 200, 404, 404, 404, 200]
+    assert [k["submission_id"] for k in answers[-1].json()] == [sid]  # bob's unlicensed file is never a match
     assert answers[0].json()["entries"][0]["score_ns"] == pytest.approx(1000.0)  # the public run's
     for answer in answers:
         assert "987654" not in answer.text and "bob-unpublished-marker" not in answer.text and "seed" not in answer.text
+
+
+ANN_CODE = b"""def custom_kernel(data):
+    a, b = data
+    out = a.new_empty(a.shape)
+    for i in range(0, a.numel(), 4096):
+        out.view(-1)[i : i + 4096] = a.view(-1)[i : i + 4096] + b.view(-1)[i : i + 4096]
+    return out
+"""
+BOB_CODE = b"""import torch
+
+
+def custom_kernel(data):
+    return torch.add(*data)
+"""
+ANN_RENAMED = b"""def custom_kernel(xs):
+    left, right = xs
+    res = left.new_empty(left.shape)
+    for k in range(0, left.numel(), 4096):
+        res.view(-1)[k : k + 4096] = left.view(-1)[k : k + 4096] + right.view(-1)[k : k + 4096]
+    return res
+"""
+
+
+def test_similar_kernels_by_id_and_by_file(world: World) -> None:
+    w, c = world, world.client
+    publish_at_once(w)
+    ann = w.submit(w.ann, mode="test", license="MIT", content=ANN_CODE).json()["submission_id"]
+    bob = w.submit(w.bob, mode="test", license="MIT", content=BOB_CODE).json()["submission_id"]
+    hidden = w.submit(w.bob, mode="test", content=ANN_RENAMED).json()["submission_id"]  # licence none
+    w.serve()
+    problem = c.get("/api/v1/archive").json()["entries"][0]["problem"]
+    found = c.post("/api/v1/archive/similar", data={"problem": problem}, files={"file": ("q.py", ANN_RENAMED)})
+    assert found.status_code == 200, found.text
+    ranked = found.json()
+    assert [k["submission_id"] for k in ranked] == [ann, bob]
+    assert ranked[0]["similarity"] > 0.8 > ranked[1]["similarity"]
+    assert ranked[0]["author"] == "ann" and ranked[0]["licence"] == "MIT"
+    near = c.get(f"/api/v1/archive/{ann}/similar").json()
+    assert [k["submission_id"] for k in near] == [bob]  # itself left out; the unpublished copy never appears
+    assert c.get(f"/api/v1/archive/{hidden}/similar").status_code == 404
+    assert c.post("/api/v1/archive/similar", data={"problem": "nope"}, files={"file": ("q.py", b"x")}).json() == []
+    assert c.get(f"/api/v1/archive/{ann}/similar", params={"limit": 51}).status_code == 422

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from pydantic import BaseModel, Field
 
 from leaderboards.archive import ARCHIVE_PAGE_MAX, MAX_AUTHOR_NAME, SORTS, ArchiveFilter
@@ -140,6 +140,60 @@ def get_archive(
     timings and speedups. Never a secret run, a held-out case or a case's seed."""
     f = ArchiveFilter(problem, leaderboard, device, language, accepted, min_speedup, after, sort)
     return ArchivePageOut.model_validate(service.archive(f, limit=limit, offset=offset))
+
+
+class SimilarKernelOut(Model):
+    submission_id: int
+    leaderboard: str
+    problem: str
+    file_name: str
+    licence: str
+    author: str
+    submitted_at: datetime
+    similarity: float = Field(description="Jaccard index of the normalised token runs (0 to 1; docs/archive.md).")
+
+
+SIMILAR_MAX = 50
+"""The most kernels one similarity query answers with."""
+
+
+@router.get(
+    "/archive/{submission_id}/similar",
+    response_model=list[SimilarKernelOut],
+    tags=["archive"],
+    summary="Published kernels near a published one",
+    responses={404: {"model": ErrorOut, "description": "Not published (or no such submission)"}},
+)
+def get_similar(
+    submission_id: SubmissionId,
+    limit: int = Query(10, ge=1, le=SIMILAR_MAX, description="The most kernels to answer with."),
+    service: LeaderboardService = Depends(service_of),
+) -> list[SimilarKernelOut]:
+    """The published kernels of the same problem nearest to this one (itself left out), most similar first."""
+    return [SimilarKernelOut.model_validate(k) for k in service.similar_to_published(submission_id, limit=limit)]
+
+
+@router.post(
+    "/archive/similar",
+    response_model=list[SimilarKernelOut],
+    tags=["archive"],
+    summary="Published kernels near a file",
+    responses={413: {"model": ErrorOut, "description": "File too large"}},
+)
+def post_similar(
+    file: UploadFile = File(..., description="The kernel to compare: a .py or .cu file."),
+    problem: str = Form(..., min_length=1, max_length=NAME_MAX, description="The problem whose kernels to search."),
+    limit: int = Form(10, ge=1, le=SIMILAR_MAX, description="The most kernels to answer with."),
+    service: LeaderboardService = Depends(service_of),
+) -> list[SimilarKernelOut]:
+    """The published kernels of `problem` nearest to the file sent, most similar first: what a kernel-generation
+    program retrieves. Nothing is stored."""
+    name = file.filename or "kernel.py"
+    service.check_upload_size(name, file.size or 0)
+    content = file.file.read(service.settings.max_submission_bytes + 1)
+    service.check_upload_size(name, len(content))
+    code = content.decode("utf-8", errors="replace")
+    return [SimilarKernelOut.model_validate(k) for k in service.similar_kernels(problem, code, name, limit=limit)]
 
 
 @router.get(
