@@ -14,8 +14,7 @@ from enum import Enum
 from pathlib import Path
 
 from pydantic import SecretStr
-from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
+from pydantic.fields import FieldInfo, PydanticUndefined
 from pydantic_settings import BaseSettings
 
 from kernelcup.settings import env_name
