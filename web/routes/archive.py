@@ -183,7 +183,7 @@ def get_similar(
 def post_similar(
     file: UploadFile = File(..., description="The kernel to compare: a .py or .cu file."),
     problem: str = Form(..., min_length=1, max_length=NAME_MAX, description="The problem whose kernels to search."),
-    limit: int = Form(10, ge=1, le=SIMILAR_MAX, description="The most kernels to answer with."),
+    limit: int = Query(10, ge=1, le=SIMILAR_MAX, description="The most kernels to answer with."),
     service: LeaderboardService = Depends(service_of),
 ) -> list[SimilarKernelOut]:
     """The published kernels of `problem` nearest to the file sent, most similar first: what a kernel-generation
