@@ -1,7 +1,7 @@
-"""`kernelcup archive export|policy|license|withdraw`: the open archive (issue 34, docs/archive.md) on this machine's
-configured database. `export` writes the published entries as Parquet files with a manifest; `policy` says when a
-board publishes (an operator's command); `license` and `withdraw` are an author's, on the local database (through a
-server, use the API's `PUT /api/v1/submissions/{id}/license`)."""
+"""`kernelcup archive export|policy|license|withdraw|account`: the open archive (issue 34, docs/archive.md) on this
+machine's configured database. `export` writes the published entries as Parquet files with a manifest; `policy` says
+when a board publishes (an operator's command); `license`, `withdraw` and `account` are an author's, on the local
+database (through a server: the API's `PUT /api/v1/submissions/{id}/license` and `PUT /api/v1/me/archive`)."""
 
 from __future__ import annotations
 
@@ -94,3 +94,32 @@ def withdraw_cmd(
     with user_errors():
         view = open_service().withdraw_from_archive(submission_id, UserRef(user or _shell_user()))
     typer.echo(f"#{view.submission_id}: withdrawn from the archive")
+
+
+@archive_app.command("account")
+def account_cmd(
+    default_license: str | None = typer.Option(
+        None,
+        "--default-license",
+        help="The licence of your submissions that name none (none, CC0-1.0, CC-BY-4.0, MIT, Apache-2.0).",
+    ),
+    name: str | None = typer.Option(
+        None, "--name", help="How the archive names you: '' anonymous, '-' your leaderboard name."
+    ),
+    user: str = typer.Option("", "--user", "-u", help="Local database only: act as this local user."),
+) -> None:
+    """Show, or change, your archive settings: the default licence and the name the archive gives you."""
+    from leaderboards.results import UserRef
+
+    who = UserRef(user or _shell_user())
+    with user_errors():
+        service = open_service()
+        if default_license is None and name is None:
+            view = service.archive_account(who)
+        else:
+            view = service.set_archive_account(who, default_licence=default_license, author_name=name)
+    if view.author_name is None:
+        shown = "your leaderboard name"
+    else:
+        shown = repr(view.author_name) if view.author_name else "anonymous"
+    typer.echo(f"default licence: {view.default_licence}; named as: {shown}")

@@ -1,5 +1,6 @@
 """`kernelcup archive` (issue 34): a practice board's licensed kernel is exported to Parquet with its manifest; an
-author withdraws it (and only theirs) and the next export leaves it out; every command has help."""
+author withdraws it (and only theirs) and the next export leaves it out; an author sets their default licence and
+name; every command has help."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_export_policy_license_and_withdraw(env: Path) -> None:
     sid = service.submit(UserRef("ann"), "k.py", CODE, "add", ["cpu"], Mode.BENCHMARK).submission_id
     worker = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0)
     asyncio.run(Worker(service, lambda _d: FakeLauncher(), worker).run(once=True))
-    for command in ("export", "policy", "license", "withdraw"):
+    for command in ("export", "policy", "license", "withdraw", "account"):
         shown = run("archive", command, "--help")
         assert shown.exit_code == 0 and "Usage" in shown.output, command
     before = run("archive", "export", "--out", str(env / "before"))
@@ -55,3 +56,9 @@ def test_export_policy_license_and_withdraw(env: Path) -> None:
     assert run("archive", "withdraw", str(sid), "--user", "ann").exit_code == 0
     after = run("archive", "export", "--out", str(env / "out"))
     assert after.exit_code == 0 and "exported 0 entries" in after.output
+    account = run("archive", "account", "--default-license", "cc0", "--name", "", "--user", "ann")
+    assert account.exit_code == 0 and "default licence: CC0-1.0; named as: anonymous" in account.output
+    shown = run("archive", "account", "--user", "ann")
+    assert shown.exit_code == 0 and "default licence: CC0-1.0; named as: anonymous" in shown.output
+    bad = run("archive", "account", "--default-license", "GPL", "--user", "ann")
+    assert bad.exit_code == 1 and "Unknown license 'GPL'" in bad.output
