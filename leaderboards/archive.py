@@ -19,7 +19,6 @@ leaderboards, or anything of another user.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -526,12 +525,12 @@ class ArchiveMixin(ServiceBase):
             problem, file_name = sub.leaderboard.problem, sub.file_name
         return self.similar_kernels(problem, text, file_name, limit=limit, exclude=submission_id)
 
-    def archive_all(self) -> Iterator[ArchiveEntry]:
-        """Every published entry, ordered by submission id and device (the export's order)."""
+    def archive_all(self) -> tuple[ArchiveEntry, ...]:
+        """Every published entry with its near-copy flag, ordered by submission id and device (the export's order)."""
+        now = self.clock()
         with self.db.transaction() as s:
-            stmt = self._published(self.clock()).order_by(Submission.id, Job.device)
-            for row in s.execute(stmt):
-                yield self._entry(s, row)
+            stmt = self._published(now).order_by(Submission.id, Job.device)
+            return self._near_copies(s, [self._entry(s, row) for row in s.execute(stmt)], now)
 
     def archive_choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The problems and the devices that have published entries (the archive page's filters)."""

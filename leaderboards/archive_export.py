@@ -47,6 +47,8 @@ ENTRIES_SCHEMA = pa.schema(
         ("score_ns", pa.float64()),
         ("speedup", pa.float64()),
         ("roofline_share", pa.float64()),
+        ("near_copy_of", pa.int64()),
+        ("similarity", pa.float64()),
         *((f"system_{name}", pa.int64() if name == "gpu_count" else pa.string()) for name in SYSTEM_FIELDS),
     ]
 )

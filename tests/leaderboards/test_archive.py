@@ -169,6 +169,7 @@ def test_the_export_holds_the_published_entries_and_is_byte_identical(svc: Leade
     assert entries.schema.equals(ENTRIES_SCHEMA)
     assert entries.column("submission_id").to_pylist() == [ann, bob]
     assert entries.column("code").to_pylist() == [FAST.decode(), OTHER.decode()]
+    assert entries.column("near_copy_of").to_pylist() == [None, None]  # two different files
     cases = pq.read_table(tmp_path / "one" / "cases.parquet")
     assert cases.schema.equals(CASES_SCHEMA)
     assert cases.column("case").to_pylist() == ['{"size":100}', '{"size":1000}'] * 2  # no seed
@@ -194,5 +195,7 @@ def test_a_published_near_copy_of_someone_elses_earlier_kernel_is_flagged(
     assert flags[copy][0] == original and flags[copy][1] is not None and flags[copy][1] >= 0.8
     assert flags[original] == flags[honest] == flags[own] == (None, None)  # the first, an honest one, one's own
     assert svc.archive_entry(copy, "cpu").near_copy_of == original
+    exported = {e.submission_id: e.near_copy_of for e in svc.archive_all()}  # what the export writes
+    assert exported[copy] == original and exported[own] is None
     svc.withdraw_from_archive(original, ANN)  # only published kernels are compared
     assert svc.archive_entry(copy, "cpu").near_copy_of is None
