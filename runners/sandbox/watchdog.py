@@ -37,6 +37,8 @@ class Watch:
     """The least free space seen on the job directory's filesystem."""
     unlinked_after: int = 0
     """Where the next look for unlinked files starts (they are looked for a bounded time per poll)."""
+    unlinked_held: dict[int, dict[tuple[int, int], int]] = field(default_factory=dict)
+    """What each process of the run held unlinked when last looked at (see ``_add_unlinked``)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -132,7 +134,7 @@ def check_disk(workdir: Path, spec: SandboxSpec, watch: Watch, pids: Iterable[in
     """Count the job's disk (and the host's free space); True, with the reason recorded, when the job is over its
     limit."""
     limit = spec.disk_mb * MIB
-    usage = disk_usage(workdir, limit, pids, watch.unlinked_after)
+    usage = disk_usage(workdir, limit, pids, watch.unlinked_after, watch.unlinked_held)
     watch.unlinked_after = usage.resume
     watch.disk_bytes = max(watch.disk_bytes, usage.bytes)
     free = host_free_bytes(workdir)
@@ -238,7 +240,9 @@ class _Open:
             os.close(self.fd)
 
 
-def disk_usage(root: Path, stop_above: int, pids: Iterable[int] = (), after: int = 0) -> DiskUsage:
+def disk_usage(
+    root: Path, stop_above: int, pids: Iterable[int] = (), after: int = 0, held: Held | None = None
+) -> DiskUsage:
     """What the files under ``root`` take on disk, and the files of that filesystem that ``pids`` hold open after
     unlinking them (a walk never sees those), looking at the processes past pid ``after`` first for a bounded time
     (``usage.resume`` says where the next look starts). Stops counting past ``stop_above`` bytes.
@@ -292,7 +296,7 @@ def disk_usage(root: Path, stop_above: int, pids: Iterable[int] = (), after: int
             if parent.pending > 0:
                 parent.took_one()
     if not usage.over and usage.bytes <= stop_above:
-        usage.resume = _add_unlinked(usage, dev, pids, after)
+        usage.resume = _add_unlinked(usage, dev, pids, after, held)
     return usage
 
 
@@ -330,51 +334,73 @@ is checked meanwhile (issue 37 follow-up: the task limit was seen 37 s late, or 
 processes not reached are looked at first next time."""
 
 
-def _add_unlinked(usage: DiskUsage, dev: int, pids: Iterable[int], after: int = 0) -> int:
+Held = dict[int, dict[tuple[int, int], int]]
+"""Per process of the run: the unlinked files it was last seen holding, (device, inode) -> allocated bytes."""
+
+
+def _add_unlinked(usage: DiskUsage, dev: int, pids: Iterable[int], after: int = 0, held: Held | None = None) -> int:
     """Add the files on the job's filesystem (``dev``) that the run's processes hold open or mapped after unlinking
     them: their blocks stay allocated, yet no walk finds them. Looks at processes in pid order, starting past
     ``after``, until :data:`UNLINKED_LOOK_S` is spent; returns the last pid looked at when it stopped early (pass it as
-    ``after`` next time), else 0."""
+    ``after`` next time), else 0.
+
+    ``held`` (kept by the caller from look to look) remembers what each process held when last looked at, so a look
+    cut short still adds what the processes it did not reach were holding: a run of many processes with many mappings
+    must not hide files by making every look partial. Processes that ended are dropped from it."""
     ring = sorted(pids)
+    held = {} if held is None else held
+    for gone in set(held) - set(ring):
+        del held[gone]
     order = [p for p in ring if p > after] + [p for p in ring if p <= after]
     deadline = time.monotonic() + UNLINKED_LOOK_S
+    resume = 0
     for pid in order:
-        _add_unlinked_of(usage, dev, pid)
+        held[pid] = _unlinked_of(usage, dev, pid)
         if usage.over:
-            return 0
+            break
         if time.monotonic() > deadline:
-            return 0 if pid == ring[-1] else pid  # (past the highest pid, the next look starts from the lowest)
-    return 0
+            resume = 0 if pid == ring[-1] else pid  # (past the highest pid, the next look starts from the lowest)
+            break
+    counted: set[tuple[int, int]] = set()
+    for files in held.values():
+        for key, size in files.items():
+            if key not in usage.inodes and key not in counted:
+                counted.add(key)
+                usage.bytes += size
+    return resume
 
 
-def _add_unlinked_of(usage: DiskUsage, dev: int, pid: int) -> None:
+def _unlinked_of(usage: DiskUsage, dev: int, pid: int) -> dict[tuple[int, int], int]:
+    """The unlinked files on ``dev`` that ``pid`` holds open or mapped: (device, inode) -> allocated bytes. Counts each
+    descriptor in ``usage.files`` (a run holding :data:`MAX_FILES` of them is over)."""
+    found: dict[tuple[int, int], int] = {}
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         fds = []
     for name in fds:
-        usage.files += 1  # (a descriptor is a file the run holds: a run holding MAX_FILES of them is over)
+        usage.files += 1
         if usage.files > MAX_FILES:
             usage.over = f"made more than {MAX_FILES:,} files and folders"
-            return
+            return found
         try:
             st = os.stat(f"/proc/{pid}/fd/{name}")  # follows the magic link to the open file itself
         except OSError:
             continue
         if st.st_dev == dev and st.st_nlink == 0 and stat.S_ISREG(st.st_mode):
-            usage.add(st)
+            found[(st.st_dev, st.st_ino)] = st.st_blocks * 512
     for start, end, inode in _deleted_mappings(pid, dev):
-        if (dev, inode) in usage.inodes:
+        if (dev, inode) in found:
             continue
         try:
             # map_files needs CAP_SYS_ADMIN; without it, the mapping's length stands for the file's blocks.
             st = os.stat(f"/proc/{pid}/map_files/{start:x}-{end:x}")
         except OSError:
-            usage.inodes.add((dev, inode))
-            usage.bytes += end - start
+            found[(dev, inode)] = end - start
             continue
         if st.st_dev == dev and st.st_nlink == 0 and stat.S_ISREG(st.st_mode):
-            usage.add(st)
+            found[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return found
 
 
 def _deleted_mappings(pid: int, dev: int) -> list[tuple[int, int, int]]:

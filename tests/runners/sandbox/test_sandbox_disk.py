@@ -166,7 +166,12 @@ def test_a_look_for_unlinked_files_is_bounded_and_the_next_one_goes_on_from_ther
     # next starts with the processes the last one did not reach.
     looked: list[int] = []
     monkeypatch.setattr(watchdog, "UNLINKED_LOOK_S", 0.0)  # every look stops after one process
-    monkeypatch.setattr(watchdog, "_add_unlinked_of", lambda usage, dev, pid: looked.append(pid))
+
+    def look(usage: watchdog.DiskUsage, dev: int, pid: int) -> dict[tuple[int, int], int]:
+        looked.append(pid)
+        return {}
+
+    monkeypatch.setattr(watchdog, "_unlinked_of", look)
     pids = [301, 102, 205]
     after, rounds = 0, 0
     while True:
@@ -177,3 +182,22 @@ def test_a_look_for_unlinked_files_is_bounded_and_the_next_one_goes_on_from_ther
     assert looked == [102, 205, 301] and rounds == 3
     looked.clear()
     assert disk_usage(tmp_path, 1 << 40, pids, 102).resume == 205 and looked == [205]  # from where the last one stopped
+
+
+def test_files_held_by_processes_a_short_look_did_not_reach_still_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Red team: with every look cut short (a tree of processes with heavy mappings), each poll saw only one process's
+    # files, and four processes each holding 10 MB never broke a 25 MB limit. What a process was last seen holding
+    # counts until it is looked at again or ends.
+    holding = {11: {(1, 101): 10 * MIB}, 12: {(1, 102): 10 * MIB}, 13: {(1, 103): 10 * MIB}, 14: {(1, 104): 10 * MIB}}
+    monkeypatch.setattr(watchdog, "UNLINKED_LOOK_S", 0.0)  # every look stops after one process
+    monkeypatch.setattr(watchdog, "_unlinked_of", lambda usage, dev, pid: dict(holding[pid]))
+    held: watchdog.Held = {}
+    after, seen = 0, []
+    for _ in range(4):
+        usage = watchdog.DiskUsage()
+        after = watchdog._add_unlinked(usage, 1, list(holding), after, held)
+        seen.append(usage.bytes // MIB)
+    assert seen == [10, 20, 30, 40]
+    usage = watchdog.DiskUsage()
+    watchdog._add_unlinked(usage, 1, [11, 12], 0, held)  # 13 and 14 ended: their files are no longer held
+    assert usage.bytes == 20 * MIB and set(held) == {11, 12}
