@@ -16,7 +16,7 @@ import discord
 
 from bot.limits import EMBED_DESCRIPTION_CHARS, FILES_PER_MESSAGE, File, Reply, cut
 from bot.render import FAIL, PASS, WAIT, failure_excerpt, format_case, format_ns, logs_text, one_line, result_lines
-from leaderboards.formatting import score_text
+from leaderboards.formatting import outcome_text, score_text
 from leaderboards.results import (
     ComparisonView,
     JobStatus,
@@ -100,8 +100,7 @@ def job_line(job: JobView, *, public: bool = False) -> str:
         elif job.secret_passed:
             parts.append("not better than your best: your rank stays")
         return " · ".join(parts)
-    label = job.verdict.label if job.verdict is not None else job.status.value.replace("_", " ")
-    text = f"{FAIL} **{job.device}**: {label}"
+    text = f"{FAIL} **{job.device}**: {outcome_text(job.status, job.verdict)}"
     if job.error and not public:
         text += f": {quiet(one_line(job.error, 200))}"
     return text
@@ -263,10 +262,10 @@ def submissions_text(leaderboard: str, subs: Sequence[SubmissionSummary]) -> str
     lines = [f"**Your submissions on {leaderboard}** (newest first)"]
     for s in subs:
         lines.append(f"**#{s.submission_id}** · `{safe(s.file_name, 40)}` · {s.mode} · {timestamp(s.created_at)}")
-        if s.late:
-            lines.append(f"  _{s.late}_")
         if s.moderation_note:
             lines.append(f"  ⚠️ {quiet(s.moderation_note)}")
+        if s.late:
+            lines.append(f"  _{s.late}_")
         lines.extend(f"  {job_line(job)}" for job in s.jobs)
     lines.append("Details of one: `/leaderboard submission ID`.")
     return "\n".join(lines)
