@@ -36,6 +36,7 @@ from leaderboards.models import (
     SystemTest,
     User,
 )
+from leaderboards.moderation_states import ranks_condition
 from leaderboards.results import SubmissionMode, UserRef
 from leaderboards.service_base import ServiceBase, hour_full_until
 from leaderboards.snapshot import problem_from_snapshot
@@ -134,7 +135,8 @@ class LateMixin(ServiceBase):
         self, leaderboard: str, *, viewer: UserRef | None = None, limit: int = 50, offset: int = 0
     ) -> LatePage:
         """The leaderboard's "after the deadline" list, newest first: each practice submission (and admitted entry)
-        with its jobs' status, verdict and score. Deleted submissions and banned users are left out."""
+        with its jobs' status, verdict and score. Deleted submissions, quarantined or hacked ones and banned users are
+        left out."""
         if not 1 <= limit <= LATE_LIST_MAX:
             raise InvalidChange(f"limit is 1 to {LATE_LIST_MAX}; page with offset.", field="limit")
         if offset < 0:
@@ -145,7 +147,12 @@ class LateMixin(ServiceBase):
                 select(Submission, LateSubmission, User.name)
                 .join(LateSubmission, LateSubmission.submission_id == Submission.id)
                 .join(User, User.id == Submission.user_id)
-                .where(LateSubmission.leaderboard_id == lb.id, Submission.deleted.is_(False), User.is_banned.is_(False))
+                .where(
+                    LateSubmission.leaderboard_id == lb.id,
+                    Submission.deleted.is_(False),
+                    User.is_banned.is_(False),
+                    ranks_condition(),
+                )
             )
             total = s.scalar(select(func.count()).select_from(shown.with_only_columns(Submission.id).subquery()))
             rows = s.execute(shown.order_by(Submission.id.desc()).offset(offset or None).limit(limit)).all()

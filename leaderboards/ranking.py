@@ -382,6 +382,12 @@ class BestUpdate:
     change: RankChange | None
 
 
+def lock_leaderboard(session: Session, leaderboard: Leaderboard) -> None:
+    """Lock the leaderboard's row until the transaction ends (PostgreSQL; SQLite has one writer anyway), so that
+    rank changes on it happen in turn."""
+    session.execute(select(Leaderboard.id).where(Leaderboard.id == leaderboard.id).with_for_update())
+
+
 def offer(
     session: Session,
     leaderboard: Leaderboard,
@@ -395,7 +401,7 @@ def offer(
 
     The leaderboard row is locked (PostgreSQL) so that two workers finishing at once compute ranks in turn.
     """
-    session.execute(select(Leaderboard.id).where(Leaderboard.id == leaderboard.id).with_for_update())
+    lock_leaderboard(session, leaderboard)
     note_improvement(session, leaderboard, submission, device, score)
     best = session.scalar(
         select(BestScore).where(

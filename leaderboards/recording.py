@@ -18,6 +18,7 @@ from leaderboards.models import (
     BestScore,
     Job,
     JobStatus,
+    Leaderboard,
     Run,
     Submission,
     SubmissionComparison,
@@ -285,6 +286,8 @@ class RecordingMixin(ServiceBase):
                 or secret_run.fingerprint != lb.fingerprint
             ):
                 return recorded
+            if not self._still_ranks(s, lb, sub):
+                return recorded
             pooled = self._pooled(public, secret_run, RankingRule(lb.ranking_by))
             score_ranked = ranking.ranked_score(public.score, secret_run.score) if pooled is None else pooled.score_ns
             if pooled is not None:
@@ -313,6 +316,15 @@ class RecordingMixin(ServiceBase):
             return replace(
                 recorded, eligible=True, rank=best.rank, personal_best=best.personal_best, rank_change=change
             )
+
+    @staticmethod
+    def _still_ranks(s: Session, lb: Leaderboard, sub: Submission) -> bool:
+        """Whether ``sub`` may still rank, read again under the leaderboard's row lock (PostgreSQL), the lock that
+        ``moderate`` holds while it rebuilds the ranking: a quarantine or a practice marking committed after this
+        transaction first read the entry is seen here, so ``ranking.offer`` never ranks it back in."""
+        ranking.lock_leaderboard(s, lb)
+        s.refresh(sub, ["moderation", "deleted"])
+        return ranks(sub.moderation) and not sub.deleted and not ranking.practice_only(s, sub.id)
 
     @staticmethod
     def _pooled(public: Run, secret: Run, rule: RankingRule) -> pooling.RankedScore | None:

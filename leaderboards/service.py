@@ -90,6 +90,8 @@ from runners.contract import LANGUAGES, Language, Mode, RankingRule
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
 MAX_FILE_NAME = 255
+HIDDEN_BOARD = "hidden board"
+"""``RankChange.announced_by`` of a hidden leaderboard's change: handled without a post (``claim_announcements``)."""
 
 
 def _base_name(file_name: str) -> str:
@@ -832,14 +834,28 @@ class LeaderboardService(
 
         Each change is handed out once across processes and restarts (at most once: a claimer that crashes
         after claiming loses that announcement rather than repeating it). Changes of quarantined or hacked entries,
-        and of leaderboards an open admin alert holds (``leaderboards/rejudge.py``), wait.
+        and of leaderboards an open admin alert holds (``leaderboards/rejudge.py``), wait. Changes of hidden
+        leaderboards are never announced: they are marked handled (by ``HIDDEN_BOARD``), so a board made public later
+        does not post its past.
         """
         now = self.clock()
         with self.db.transaction() as s:
+            hidden = select(Leaderboard.id).where(Leaderboard.visible.is_(False))
+            s.execute(
+                update(RankChange)
+                .where(RankChange.announced_at.is_(None), RankChange.leaderboard_id.in_(hidden))
+                .values(announced_at=now, announced_by=HIDDEN_BOARD)
+            )
             ids = s.scalars(
                 select(RankChange.id)
                 .join(Submission, Submission.id == RankChange.submission_id)
-                .where(RankChange.announced_at.is_(None), ranks_condition(), ~announcements_held(RankChange))
+                .join(Leaderboard, Leaderboard.id == RankChange.leaderboard_id)
+                .where(
+                    RankChange.announced_at.is_(None),
+                    Leaderboard.visible.is_(True),
+                    ranks_condition(),
+                    ~announcements_held(RankChange),
+                )
                 .order_by(RankChange.id)
                 .limit(limit)
                 .with_for_update(skip_locked=True)
