@@ -163,8 +163,9 @@ def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, de
         _fail(f"--compare runs benchmark mode; drop --mode {mode.value}")
     if compare and rounds is not None and rounds % 2:
         _fail(f"--rounds must be even (each file runs first as often as second), not {rounds}; try {rounds + 1}")
+    from_server = False
     if problem_dir is None:
-        problem = _leaderboard_problem(str(leaderboard), server)
+        problem, from_server = _leaderboard_problem(str(leaderboard), server)
     else:
         try:
             problem = load_problem(problem_dir)
@@ -192,6 +193,8 @@ def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, de
     requests = [
         problem.request(f.name, f.read_bytes(), run_mode, device=target, device_name=target, seed=seed) for f in files
     ]
+    if from_server:
+        _need_sandbox(str(leaderboard))
     try:
         runner = load(RunnerSettings)
     except SettingsError as exc:
@@ -199,6 +202,8 @@ def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, de
     # Several runs in a row: each one's processes start while the one before it runs (KERNELCUP_PRESTART).
     prestart = Prestarter(runner) if len(requests) > 1 and runner.prestart else None
     placement, release = _take_gpus(requests, target, runner)
+    if from_server:
+        placement = {**placement, "require_sandbox": True}  # (and refused above where bubblewrap cannot run)
     try:
         if compare:
             _compare(problem.name, requests[0], requests[1], runner, rounds, as_json, prestart, placement)
@@ -216,18 +221,35 @@ def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, de
     raise typer.Exit(0 if all(r.passed for r in results) else 1)
 
 
-def _leaderboard_problem(leaderboard: str, server: str | None) -> Problem:
+def _leaderboard_problem(leaderboard: str, server: str | None) -> tuple[Problem, bool]:
     """A leaderboard's problem from its public folder (fetched and cached, or the local database's), run as the
-    server runs it: its own files, its own ``_lib``."""
+    server runs it: its own files, its own ``_lib``; and whether it came from a server (not this machine's database)."""
     from kernelcup.commands.common import user_errors
-    from kernelcup.commands.problems import fetch_public_folder
+    from kernelcup.problem_cache import fetch_folder
+    from kernelcup.remote import resolve
     from leaderboards.public_problem import problem_from_folder
 
+    def warn(message: str) -> None:
+        typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)
+
     with user_errors():
-        folder, cached = fetch_public_folder(server, leaderboard)
+        login = resolve(server)
+        folder, cached = fetch_folder(login, leaderboard, warn=warn)
         if cached is not None:
             typer.echo(f"{leaderboard}: the problem folder is {cached}", err=True)
-        return problem_from_folder(folder.problem, folder.files)
+        return problem_from_folder(folder.problem, folder.files), login is not None
+
+
+def _need_sandbox(leaderboard: str) -> None:
+    """A problem fetched from a server runs its reference and ``_lib`` (code from that server, or from whoever sits
+    between it and here) in the evaluator: only in the sandbox, whatever runs your own folders unsandboxed."""
+    from runners.sandbox.view import probe_sandbox
+
+    bwrap, _hardened, note = probe_sandbox()
+    if bwrap is None:
+        _fail(f"{leaderboard}'s reference and _lib come from the server, and run here only in the sandbox, which "
+              f"cannot run ({note}). Install bubblewrap, or fetch the folder (`kernelcup problems get {leaderboard}`), "
+              "read it, and run it as your own: `kernelcup run FOLDER FILE`")  # fmt: skip
 
 
 def _take_gpus(

@@ -113,3 +113,18 @@ def test_run_l_fetches_the_folder_and_runs_it_with_the_harness(served: Served) -
     result = json.loads(Path("r.json").read_text())
     assert result["verdict"] == "accepted" and len(result["tests"]) == 5
     assert "wrote the result to r.json" in done.output
+
+
+def test_run_l_from_a_server_refuses_to_run_its_files_where_the_sandbox_cannot(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team: the fetched reference and _lib are the server's code (or a man in the middle's), and `kernelcup run`
+    runs your own folders unsandboxed where bubblewrap is missing: a folder from a server runs only sandboxed."""
+    import runners.sandbox.view as view
+
+    monkeypatch.setattr(view, "probe_sandbox", lambda bwrap=None: (None, False, "bubblewrap not found"))
+    solution = REPO / "problems" / "vectoradd" / "solutions" / "correct" / "pytorch.py"
+    done = cli("run", "-l", "va", str(solution), "--server", served.url, "--gpu", "cpu")
+    assert done.exit_code != 0
+    assert "come from the server" in done.output and "bubblewrap not found" in done.output
+    assert "kernelcup problems get va" in done.output
