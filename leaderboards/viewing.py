@@ -142,14 +142,15 @@ class ViewingMixin(ServiceBase):
     ) -> SubmissionCodeView:
         """A submission's code: always for its owner and admins; for anyone else only when it is an entry of its
         leaderboard's ranking, the deadline has passed and the problem set made code public after it
-        (``code_public_after_deadline``). Otherwise ``SubmissionNotFound``, as for a missing submission.
-        ``second``: a compare's second file (B); ``InvalidSubmission`` for a submission of one file."""
+        (``code_public_after_deadline``), and, on a hidden leaderboard, ``user`` is a member. Otherwise
+        ``SubmissionNotFound``, as for a missing submission. ``second``: a compare's second file (B);
+        ``InvalidSubmission`` for a submission of one file."""
         with self.db.transaction() as s:
             sub = s.get(Submission, submission_id)
             if sub is None:
                 raise SubmissionNotFound(submission_id)
             mine = user is not None and sub.user.identity == user.identity and not sub.deleted
-            public = self._code_is_public(s, sub)
+            public = self._code_is_public(s, sub, user)
             if not (admin or mine or public):
                 raise SubmissionNotFound(submission_id, mine=True)
             name, code = sub.file_name, sub.code
@@ -178,9 +179,13 @@ class ViewingMixin(ServiceBase):
             raise SubmissionNotFound(submission_id, mine=True)
         return sub
 
-    def _code_is_public(self, s: Session, sub: Submission) -> bool:
+    def _code_is_public(self, s: Session, sub: Submission, viewer: UserRef | None) -> bool:
+        """Whether ``viewer`` may read the entry's code as anyone may: a ranked entry after the deadline of a board
+        that makes code public then, and that ``viewer`` sees (a hidden board: its members only)."""
         lb = sub.leaderboard
         if sub.deleted or not lb.code_public_after_deadline or self.clock() < lb.deadline or sub.user.is_banned:
+            return False
+        if not lb.visible and not self._member(s, lb.id, viewer):
             return False
         return s.scalar(select(BestScore.id).where(BestScore.submission_id == sub.id).limit(1)) is not None
 

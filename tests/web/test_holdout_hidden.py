@@ -166,7 +166,9 @@ def test_the_public_problem_folder_holds_no_held_out_case_nor_secret_seed(held_w
     current = c.get("/api/v1/leaderboards/held/problem", headers={"If-None-Match": answer.headers["etag"]})
     assert current.status_code == 304 and not current.content
     page = c.get("/leaderboards/held").text
-    assert 'href="/api/v1/leaderboards/held/problem?format=zip"' in page
+    assert 'href="/leaderboards/held/problem.zip"' in page
+    with zipfile.ZipFile(io.BytesIO(c.get("/leaderboards/held/problem.zip").content)) as z:  # the page's link
+        assert {name: z.read(name).decode() for name in z.namelist()} == unpacked
     c.patch("/api/v1/admin/leaderboards/held", headers=w.auth(w.admin), json={"visible": False})
     hidden = c.get("/api/v1/leaderboards/held/problem")
     assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "leaderboard_not_found"

@@ -150,6 +150,15 @@ def template_download(
     )
 
 
+@router.get("/leaderboards/{name}/problem.zip")
+def problem_folder_download(
+    request: Request, name: str, view: Viewer = Depends(viewer), service: LeaderboardService = Depends(service_of)
+) -> Response:
+    """The leaderboard page's problem folder link: the API's zip, read as the signed-in viewer (a member's hidden
+    board too)."""
+    return api_leaderboards.get_problem_folder(request, name, "zip", service, view.who)
+
+
 def _safe_file_name(name: str) -> str:
     return "".join(c for c in name if c.isalnum() or c in "._-") or "template.txt"
 
@@ -193,7 +202,8 @@ def submission_page(
                 results={r.device: r for r in out.results},
                 duplicate=request.query_params.get("duplicate") == "1",
             )
-    code = CodeOut.model_validate(service.submission_code(submission_id, None))  # public, or SubmissionNotFound
+    reader = who.user if who is not None else None  # a hidden board's public code: for its members only
+    code = CodeOut.model_validate(service.submission_code(submission_id, reader))  # public, or SubmissionNotFound
     return render(request, "code.html", view, code=code, highlighted=highlight(code.code, code.file_name))
 
 
