@@ -108,6 +108,8 @@ class SubmissionReceipt:
     duplicate: bool = False
     """True when nothing new was queued: the same user sent the same file to the same leaderboard, mode and devices
     a moment ago, and this is that earlier submission's receipt (its id, its jobs). ``force`` runs it again."""
+    visible: bool = True
+    """Whether the leaderboard is public: a hidden one's submission is shown to its author only, never to a channel."""
 
 
 @dataclass(frozen=True)

@@ -363,6 +363,7 @@ class LeaderboardService(
             created_at=sub.created_at,
             jobs=tuple(JobReceipt(j.id, j.device, positions.get(j.id)) for j in jobs),
             duplicate=duplicate,
+            visible=sub.leaderboard.visible,
         )
 
     def _duplicate(

@@ -282,7 +282,8 @@ class LeaderboardCommands(app_commands.Group):
         await self._follow(interaction, receipt)
 
     async def _follow(self, interaction: discord.Interaction, receipt: SubmissionReceipt) -> None:
-        """Answer a queued submission: where its report will be, a public status message kept up to date."""
+        """Answer a queued submission: where its report will be, a status message kept up to date (public, but the
+        author's alone on a hidden leaderboard)."""
         bot = self.ctx
         thread = await private_thread(interaction, receipt) if bot.settings.private_threads else None
         where = f" Its report will be in {thread.mention}." if thread else " You'll get its report here."
@@ -294,7 +295,7 @@ class LeaderboardCommands(app_commands.Group):
             )
         await send(interaction, Reply(content=received + where))
         text = status_text(await call(bot.service.submission_status, receipt.submission_id))
-        message = await send(interaction, Reply(content=text), ephemeral=False)
+        message = await send(interaction, Reply(content=text), ephemeral=not receipt.visible)
         status = StatusMessage(message, upload_limit(interaction))
         author = AuthorChannel(interaction, upload_limit(interaction), thread)
         bot.follow(

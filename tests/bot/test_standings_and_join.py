@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from bot_fakes import accepted, launcher
-from bot_steps import GOOD, raised, serve_queue
+from bot_steps import GOOD, STATUS_INTERVAL, raised, serve_queue, submit
 
 from leaderboards.results import UserRef
 
@@ -56,3 +56,15 @@ async def test_a_private_board_shows_after_join(world) -> None:
     used = await world.bob.slash(world.channel, "leaderboard join", code=code)
     assert "all it allows" in used.response.content
     assert [type(e).__name__ for e in raised(world)] == ["InviteError", "LeaderboardNotFound", "InviteError"]
+
+
+async def test_a_private_boards_submission_status_is_for_its_author_only(world) -> None:
+    world.service.update_leaderboard("addone", visible=False)
+    code = world.service.create_invite("addone", actor="admin", uses=1).code
+    await world.alice.slash(world.channel, "leaderboard join", code=code)
+    result = await submit(world, world.alice, mode="ranked", device="cpu")
+    [status] = result.followups
+    assert status.ephemeral and status.content.startswith("**Submission #1**")  # not posted for the channel
+    await serve_queue(world)
+    await world.env.advance_time(STATUS_INTERVAL)
+    assert result.followups[0].ephemeral and "rank **#1**" in result.followups[0].content

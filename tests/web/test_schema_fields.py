@@ -101,6 +101,8 @@ NOT_EXPOSED: dict[tuple[type, str], str] = {
     (results.LeaderboardUpdate, "created"): "set only when problems sync creates a board; this route only updates one",
     (results.UserView, "discord_id"): "a Discord account's id: personal data the API does not hand out",
     (late.LateEntry, "admitted_reason"): "shown inside `note` ('late, admitted by X because Y')",
+    (results.SubmissionReceipt, "visible"): "tells the bot to show a hidden board's status to its author only; the "
+    "API answers the author alone anyway",
 }
 """Fields of a core view that the API leaves out on purpose, each with why."""
 
