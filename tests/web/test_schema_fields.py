@@ -73,6 +73,7 @@ PAIRS: tuple[tuple[type[BaseModel], type], ...] = (
     (archive_api.ArchivePageOut, archive.ArchivePage),
     (archive_api.LicenceOut, archive.LicenceView),
     (archive_api.ArchiveAccountOut, archive.ArchiveAccountView),
+    (archive_api.SimilarKernelOut, archive.SimilarKernel),
     (invites_api.InviteOut, invites.InviteView),
     (invites_api.NewInviteOut, invites.NewInvite),
     (invites_api.JoinedOut, invites.Joined),
