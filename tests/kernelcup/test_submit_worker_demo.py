@@ -22,6 +22,16 @@ from runners.launchers.fake import FakeLauncher, verdict_result
 SOLUTION = "def custom_kernel(data):\n    return data\n"
 
 
+@pytest.fixture(autouse=True)
+def _no_log_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The output as a competitor's terminal shows it: `kernelcup submit` prints no log lines, but a handler that an
+    earlier test in the same process left on the root logger would write the in-process worker's operator log
+    ("job 1 (cpu): succeeded ...") into the captured output (seen under xdist only)."""
+    import logging
+
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+
+
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in ("DATABASE_URL", "KERNELCUP_DATABASE_URL", "KERNELCUP_ROUTES"):

@@ -5,7 +5,9 @@ message must contain (``words:``) and ``device: cuda`` when it only makes sense 
 runs on both). What the expectations mean:
 
 - ``rejected`` / ``wrong_answer`` / ``runtime_error`` / ``out_of_memory`` / ``timeout``: that verdict, and the
-  words in the message;
+  words in the message; ``A|B``: verdict A with the words (the defence that names the cheat), or verdict B, a
+  failure the cheat's own answer earned when a race went the other way (e.g. under load the evaluator sent "go"
+  before the cheat's premature "done" arrived, and the answer it had made on no inputs was judged wrong);
 - ``no_gain``: whatever the cheat changed in its own process made no difference where it counts: the run is not
   blamed on the platform, and if it is accepted, no benchmark median is below a third of an honest solution's
   fastest sample (its fastest: load on a shared CI machine only ever makes samples slower), in two of three
@@ -91,9 +93,11 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
     result = evaluate(cheat, mode, device=device, name="submission.py", seed=seed)
     shown = f"{result.verdict}: {result.message}\n{result.stdout[-500:]}\n{result.stderr[-1500:]}"
     assert result.verdict is not Verdict.INFRASTRUCTURE_ERROR, shown  # never the platform's fault
-    if expect in VERDICTS:
-        assert result.verdict is Verdict(expect), shown
-        assert header.get("words", "") in result.message, shown
+    if set(expect.split("|")) <= VERDICTS:
+        first, *others = expect.split("|")
+        assert result.verdict in {Verdict(first), *(Verdict(v) for v in others)}, shown
+        if result.verdict is Verdict(first):
+            assert header.get("words", "") in result.message, shown
     elif expect == "slow_or_wrong":
         assert result.verdict in (Verdict.WRONG_ANSWER, Verdict.ACCEPTED), shown
         if result.verdict is Verdict.ACCEPTED:
@@ -125,5 +129,6 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
 def test_every_cheat_declares_an_expectation() -> None:
     for path in CHEATS.glob("*.py"):
         header = _header(path)
-        assert header.get("expect") in KNOWN, path.name
+        expect = header.get("expect", "")
+        assert expect in KNOWN or set(expect.split("|")) <= VERDICTS, path.name
         Mode(header["mode"])
