@@ -670,3 +670,82 @@ class ArchivePolicy(Base):
         Id, ForeignKey("leaderboards.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
     )
     at_once: Mapped[bool] = mapped_column(Boolean(), comment="publish as soon as they run (practice boards)")
+
+
+class Batch(Base):
+    """Candidates a program sent in one call (issue 33, ``leaderboards/batches.py``): one problem, device and mode;
+    each candidate is a ``BatchItem`` (its submission, or why it was refused)."""
+
+    __tablename__ = "batches"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_id: Mapped[int | None] = mapped_column(Id, ForeignKey("api_tokens.id", ondelete="SET NULL"))
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    mode: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = _created()
+
+
+class BatchItem(Base):
+    """One candidate of a batch, in the order it was sent: its submission, or the error that refused it alone."""
+
+    __tablename__ = "batch_items"
+
+    batch_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    position: Mapped[int] = mapped_column(Integer(), primary_key=True, autoincrement=False)
+    file_name: Mapped[str] = mapped_column(String(255))
+    submission_id: Mapped[int | None] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True, comment="None: refused (see error)"
+    )
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONType, comment="a refused candidate's code, message, field")
+
+
+class SubmissionOrigin(Base):
+    """Where a submission came from, when it matters (issue 33): the API token that sent it (what a token's GPU
+    budget is spent by) and the run it replays. No row: none of these."""
+
+    __tablename__ = "submission_origins"
+
+    submission_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    token_id: Mapped[int | None] = mapped_column(Id, ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True)
+    replay_of: Mapped[int | None] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="SET NULL"), comment="the submission whose run this re-times"
+    )
+
+
+class IdempotencyKey(Base):
+    """A submitting request's ``Idempotency-Key`` (issue 33, ``leaderboards/idempotency.py``), per account: the
+    request's digest and, once answered, the answer a retry gets back. Kept until ``expires_at``."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("user_id", "key"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(255))
+    route: Mapped[str] = mapped_column(String(100), comment="which route the key was first used on")
+    body_sha256: Mapped[str] = mapped_column(String(64), comment="digest of the request's fields and files")
+    status_code: Mapped[int | None] = mapped_column(Integer(), comment="None while the first request runs")
+    response: Mapped[Any | None] = mapped_column(JSONType, comment="the first answer's JSON body")
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class GpuBudget(Base):
+    """GPU seconds an account or one API token may spend per period (issue 33, ``leaderboards/budgets.py``): exactly
+    one of ``user_id`` and ``token_id`` is set. No row: no budget."""
+
+    __tablename__ = "gpu_budgets"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"), unique=True)
+    token_id: Mapped[int | None] = mapped_column(Id, ForeignKey("api_tokens.id", ondelete="CASCADE"), unique=True)
+    seconds: Mapped[float] = mapped_column(Float(), comment="evaluation seconds on devices per period")
+    period_s: Mapped[int] = mapped_column(Integer(), comment="the period; periods start at multiples of it (UTC)")
+    set_by: Mapped[str] = mapped_column(String(200), default="")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
