@@ -17,9 +17,11 @@ import importlib
 import importlib.util
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from runners.contract import LANGUAGES, Language, Verdict
 
@@ -136,3 +138,51 @@ def import_reference(problem: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+CHECK_CASES = "checks.py"
+"""A problem's own property cases of its check (docs/authoring.md, section 6), beside its reference."""
+CHECK_CASE_NAMES = ("CASE", "CORRECT", "WRONG")
+
+
+@dataclass(frozen=True)
+class CheckCases:
+    """What a problem's checks.py declares: one case of ``generate_input``'s arguments, the outputs a correct kernel
+    may give (``data -> output``: must pass) and its own mistakes (``(data, good) -> output``: must fail)."""
+
+    case: dict[str, Any]
+    correct: dict[str, Callable[[tuple], Any]]
+    wrong: dict[str, Callable[[tuple, Any], Any]]
+
+
+def check_case_problems() -> list[str]:
+    """The problems whose folder holds a checks.py."""
+    return [p.name for p in problem_dirs() if (p / CHECK_CASES).is_file()]
+
+
+def import_check_cases(problem: str) -> CheckCases:
+    """The problem's checks.py, imported as a module of its own and read; a malformed one raises ``ValueError`` naming
+    the file and what it lacks."""
+    path = PROBLEMS / problem / CHECK_CASES
+    name = f"kernelcup_check_cases_{problem}"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    where = path.relative_to(REPO)
+    unknown = sorted(n for n in vars(module) if n.isupper() and n not in CHECK_CASE_NAMES)
+    if unknown:
+        raise ValueError(f"{where}: {', '.join(unknown)} is not one of {', '.join(CHECK_CASE_NAMES)} (a misspelling?)")
+    case = getattr(module, "CASE", None)
+    if not isinstance(case, dict) or not isinstance(case.get("seed"), int):
+        raise ValueError(f"{where}: CASE must be a dict of generate_input's arguments with an integer seed")
+    tables = {}
+    for table in ("CORRECT", "WRONG"):
+        entries = getattr(module, table, {})
+        if not isinstance(entries, dict) or not all(isinstance(k, str) and callable(v) for k, v in entries.items()):
+            raise ValueError(f"{where}: {table} must map a name (str) to a function")
+        tables[table] = dict(entries)
+    return CheckCases(case=dict(case), correct=tables["CORRECT"], wrong=tables["WRONG"])
