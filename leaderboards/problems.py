@@ -47,6 +47,7 @@ from pydantic import (
 )
 
 from leaderboards.errors import UserError
+from leaderboards.hack_space import HackSpace
 from leaderboards.problem_files import (
     MAX_FILE_BYTES,
     MAX_YAML_BYTES,
@@ -179,6 +180,22 @@ class Precision(StrEnum):
     """TF32, fp16 and bf16 may pass; fp8 may not."""
 
 
+class LintItem(StrEnum):
+    """The lint items a problem may be exempted from, with its reason (``task.yml``'s ``lint_exempt``)."""
+
+    SHAPE_FAMILY = "shape_family"
+    """The ranked cases are all one shape family (``leaderboards.battery_lint``)."""
+    WEAK_REFERENCE = "weak_reference"
+    """The reference (or a baseline) is far from the roofline (``leaderboards.battery_lint``)."""
+
+
+class LintExemption(_Strict):
+    lint: LintItem
+    reason: FreeText = Field(
+        min_length=20, max_length=1000, description="Why the lint is right about the problem and it stays as it is."
+    )
+
+
 class Task(_Strict):
     """The schema of ``task.yml``."""
 
@@ -231,6 +248,19 @@ class Task(_Strict):
         "passes the check on every case; left out, a lower precision that passes is a warning.",
         exclude_if=lambda policy: policy is None,  # a problem without one keeps the snapshot (and fingerprint) it had
     )
+    lint_exempt: list[LintExemption] = Field(
+        default_factory=list,
+        max_length=len(LintItem),
+        description="Lint items that rightly flag the problem and why it stays as it is: [{lint: weak_reference, "
+        "reason: ...}]. An exempted item is not reported (docs/authoring.md section 8).",
+        exclude_if=lambda items: not items,
+    )
+    hack_space: HackSpace | None = Field(
+        default=None,
+        description="The cases of generate_input anyone may submit as an input hack against the board's entries: "
+        "each parameter's type and range, and a cap on the product of the sizes (docs/authoring.md, input hacks).",
+        exclude_if=lambda space: space is None,
+    )
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0
     ranked_timeout_s: Seconds = 600.0
@@ -260,6 +290,22 @@ class Task(_Strict):
                     raise ValueError(f"no {kind[:-1]} runs at world_size {self.world_size} (give a case without a "
                                      "world_size key, or one with it)")  # fmt: skip
         return self
+
+    @model_validator(mode="after")
+    def _hack_space_covers_the_cases(self) -> Task:
+        if len({e.lint for e in self.lint_exempt}) != len(self.lint_exempt):
+            raise ValueError("lint_exempt names a lint item twice")
+        if self.hack_space is None:
+            return self
+        keys = {k for case in self.tests for k in case if k != "world_size"}
+        if set(self.hack_space.params) != keys:
+            raise ValueError(f"hack_space's params ({', '.join(sorted(self.hack_space.params))}) must be the tests' "
+                             f"parameters of generate_input ({', '.join(sorted(keys))})")  # fmt: skip
+        return self
+
+    def exempt(self, item: LintItem) -> bool:
+        """Whether task.yml exempts the problem from the lint ``item`` (with its reason)."""
+        return any(e.lint is item for e in self.lint_exempt)
 
     @property
     def multi_rank(self) -> bool:
