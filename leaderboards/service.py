@@ -26,6 +26,8 @@ from leaderboards.accounts import AccountsMixin
 from leaderboards.admin import AdminMixin
 from leaderboards.archive import ArchiveMixin
 from leaderboards.audit import AuditMixin
+from leaderboards.batches import BatchesMixin
+from leaderboards.budgets import BudgetsMixin
 from leaderboards.competition import StandingsMixin
 from leaderboards.directives import parse_directives
 from leaderboards.errors import (
@@ -39,6 +41,7 @@ from leaderboards.errors import (
     SubmissionNotFound,
 )
 from leaderboards.events import queue_positions
+from leaderboards.idempotency import IdempotencyMixin
 from leaderboards.invites import InvitesMixin
 from leaderboards.late import LateMixin, late_notes
 from leaderboards.models import (
@@ -53,6 +56,7 @@ from leaderboards.models import (
     Submission,
     SubmissionCode,
     SubmissionComparison,
+    SubmissionOrigin,
     User,
 )
 from leaderboards.moderation import ModerationMixin
@@ -139,6 +143,9 @@ class LeaderboardService(
     InvitesMixin,
     LateMixin,
     ArchiveMixin,
+    BatchesMixin,
+    BudgetsMixin,
+    IdempotencyMixin,
     RecordingMixin,
     ServiceBase,
 ):
@@ -161,6 +168,7 @@ class LeaderboardService(
         *,
         force: bool = False,
         licence: str | None = None,
+        token_id: int | None = None,
     ) -> SubmissionReceipt:
         """Check a submission and queue one job per device; raise a ``UserError`` saying what to fix.
 
@@ -173,6 +181,7 @@ class LeaderboardService(
         set (``force`` runs it anyway). The user's row is locked first, so that concurrent submissions of one user
         are checked against the rate limits and caps one after the other, never side by side. ``licence`` (else the
         file's ``license`` line, else the account's default) is the archive licence (``leaderboards/archive.py``).
+        ``token_id``: the API token that sent it, whose GPU budget it spends (``leaderboards/budgets.py``).
         """
         now = self.clock()
         name = self._check_content(file_name, content)
@@ -204,23 +213,44 @@ class LeaderboardService(
                 self._check_practice(s, u, lb, now)
             else:
                 self._check_rate(s, u, lb, SubmissionMode(mode.value), now)
+            self._check_budget(s, u.id, token_id, now)
             self._check_pending(s, u, len(chosen))
             self._check_new_files(s, u, [digest], now)
-            sub = Submission(
-                user_id=u.id,
-                leaderboard_id=lb.id,
-                code_id=self._store_code(s, content),
-                file_name=name,
-                mode=mode.value,
-                created_at=now,
-            )
-            s.add(sub)
-            s.flush()
+            sub = self._store_submission(s, u, lb, name, content, mode, now, token_id, late, licence, header.licence)
             self._flag_screened(s, sub, screening)
-            self._store_licence(s, sub.id, self._licence_for_new(s, u, licence, header.licence))
-            if late:
-                self._mark_late(s, sub)
             return self._receipt(s, sub, jobs=self._queue_jobs(s, sub, chosen, now))
+
+    def _store_submission(
+        self,
+        s: Session,
+        u: User,
+        lb: Leaderboard,
+        name: str,
+        content: bytes,
+        mode: Mode,
+        now: datetime,
+        token_id: int | None,
+        late: bool,
+        licence: str | None,
+        header_licence: str | None,
+    ) -> Submission:
+        """Store a checked submission (not a compare) with its origin, licence and late mark; its jobs are the
+        caller's."""
+        sub = Submission(
+            user_id=u.id,
+            leaderboard_id=lb.id,
+            code_id=self._store_code(s, content),
+            file_name=name,
+            mode=mode.value,
+            created_at=now,
+        )
+        s.add(sub)
+        s.flush()
+        self._note_origin(s, sub.id, token_id)
+        self._store_licence(s, sub.id, self._licence_for_new(s, u, licence, header_licence))
+        if late:
+            self._mark_late(s, sub)
+        return sub
 
     def compare(
         self,
@@ -232,6 +262,8 @@ class LeaderboardService(
         leaderboard: str | None = None,
         device: str | None = None,
         rounds: int | None = None,
+        *,
+        token_id: int | None = None,
     ) -> SubmissionReceipt:
         """Queue a compare of two files on one device: at most ``rounds`` interleaved benchmark runs of each (A B,
         then B A, …; ``runners.compare``, which stops once the ratio is settled; None: 14 on a GPU, 6 on the CPU),
@@ -291,6 +323,7 @@ class LeaderboardService(
                 self._check_practice(s, u, lb, now)
             else:
                 self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost)
+            self._check_budget(s, u.id, token_id, now)
             self._check_pending(s, u, cost, compare_rounds=rounds)
             self._check_new_files(s, u, digests, now)
             sub = Submission(
@@ -303,6 +336,7 @@ class LeaderboardService(
             )
             s.add(sub)
             s.flush()
+            self._note_origin(s, sub.id, token_id)
             if late:
                 self._mark_late(s, sub)
             s.add(
@@ -312,6 +346,12 @@ class LeaderboardService(
             )
             jobs = self._queue_jobs(s, sub, [chosen], now, detail=f"compare: {rounds} rounds")
             return self._receipt(s, sub, jobs=jobs)
+
+    @staticmethod
+    def _note_origin(s: Session, submission_id: int, token_id: int | None, replay_of: int | None = None) -> None:
+        """Remember the token that sent a submission (its GPU budget is spent by it) and the run it replays."""
+        if token_id is not None or replay_of is not None:
+            s.add(SubmissionOrigin(submission_id=submission_id, token_id=token_id, replay_of=replay_of))
 
     def _queue_jobs(
         self, s: Session, sub: Submission, devices: Sequence[str], now: datetime, detail: str = ""
@@ -547,14 +587,7 @@ class LeaderboardService(
 
     def _check_pending(self, s: Session, u: User, new_jobs: int, *, compare_rounds: int = 0) -> None:
         """At most N runs queued or running per user; a compare's job counts as its runs (2 per round)."""
-        weight = func.coalesce(2 * SubmissionComparison.rounds, 1)
-        pending = s.scalar(
-            select(func.coalesce(func.sum(weight), 0))
-            .select_from(Job)
-            .join(Submission, Submission.id == Job.submission_id)
-            .outerjoin(SubmissionComparison, SubmissionComparison.submission_id == Submission.id)
-            .where(Submission.user_id == u.id, Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)))
-        )
+        pending = self._pending_runs(s, u)
         cap = self.settings.program_max_pending_jobs if u.is_program else self.settings.max_pending_jobs_per_user
         if compare_rounds:
             self._check_cost(new_jobs, cap, f"the {cap} runs you may have waiting or running")
@@ -564,6 +597,19 @@ class LeaderboardService(
                 f"You have {pending} runs waiting or running (at most {cap}){counting}; wait for some to finish.",
                 self.clock() + timedelta(minutes=1),
             )
+
+    @staticmethod
+    def _pending_runs(s: Session, u: User) -> int:
+        """The user's runs queued or running; a compare's job counts as its runs (2 per round)."""
+        weight = func.coalesce(2 * SubmissionComparison.rounds, 1)
+        pending = s.scalar(
+            select(func.coalesce(func.sum(weight), 0))
+            .select_from(Job)
+            .join(Submission, Submission.id == Job.submission_id)
+            .outerjoin(SubmissionComparison, SubmissionComparison.submission_id == Submission.id)
+            .where(Submission.user_id == u.id, Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)))
+        )
+        return int(pending or 0)
 
     def _store_code(self, s: Session, content: bytes) -> int:
         """The id of the stored copy of ``content`` (files are stored once): a look-up, else one insert that a

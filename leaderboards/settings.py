@@ -69,6 +69,18 @@ class CoreSettings(BaseSettings):
     program_max_pending_jobs: int = Field(
         default=20, ge=1, description="Queued or running jobs one program account may have at once."
     )
+    batch_max_candidates: int = Field(
+        default=64,
+        ge=1,
+        le=1000,
+        description="The most candidates one batch (POST /api/v1/batches) may hold; a batch may fill the pending-job "
+        "quota up to this many runs.",
+    )
+    idempotency_ttl_s: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="How long an Idempotency-Key of a submitting request is kept (its retries get the first answer).",
+    )
     rankings_show_programs: bool = Field(
         default=True, description="Whether rankings list program accounts' entries unless a reader asks otherwise."
     )

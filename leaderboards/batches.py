@@ -1,0 +1,362 @@
+"""Batches (issue 33): up to ``KERNELCUP_BATCH_MAX_CANDIDATES`` candidates for one problem, device and mode in one
+call, stored at once, followed by one id.
+
+- ``submit_batch`` checks what concerns the whole batch first (the leaderboard, the device, the mode, the GPU budget,
+  the hourly limit with the batch's size as its cost, the pending-job quota, the daily new-file cap) and refuses the
+  batch as a whole when one fails: nothing is stored. Then each candidate is checked alone (its name, size, text,
+  language, the screening hook): one that fails is kept as a refused item with its error, the others are stored as
+  submissions with their job, all in one transaction. A candidate identical to one the account sent a moment ago
+  (the duplicate window) answers with that earlier submission, as ``submit`` does; ``force`` runs it again.
+- The pending-job quota of a batch is the larger of the account's quota and the batch size, so a program whose
+  quota is 20 can still send a batch of 64 once its earlier work is done.
+- ``batch`` answers every item: its submission, status, verdict and, once finished, its reward record
+  (``leaderboards/reward.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from leaderboards.directives import parse_directives
+from leaderboards.errors import InvalidSubmission, NotFound, RateLimited, UserError
+from leaderboards.models import (
+    Batch,
+    BatchItem,
+    Job,
+    JobStatus,
+    Leaderboard,
+    Run,
+    Submission,
+    User,
+)
+from leaderboards.results import SubmissionMode, UserRef
+from leaderboards.reward import reward_record
+from leaderboards.service_base import ServiceBase
+from runners.contract import Mode, RunResult
+
+if TYPE_CHECKING:
+    from leaderboards.moderation import Screening
+
+
+class BatchNotFound(NotFound):
+    code = "batch_not_found"
+
+
+@dataclass(frozen=True)
+class BatchItemView:
+    """One candidate of a batch, in the order it was sent."""
+
+    position: int
+    file_name: str
+    submission_id: int | None
+    """None: refused (``error_*`` say why)."""
+    status: str
+    """``refused``, or its job's status: queued, running, succeeded, failed, timed_out, cancelled."""
+    verdict: str | None
+    score_ns: float | None
+    duplicate: bool
+    """Answered by an earlier submission of the same file (the duplicate window)."""
+    error_code: str | None
+    error_message: str | None
+    error_field: str | None
+    reward: dict[str, Any] | None
+    """The reward record (``docs/schemas/reward.schema.json``) once finished (or refused), else None."""
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "refused" or JobStatus(self.status).finished
+
+
+@dataclass(frozen=True)
+class BatchView:
+    batch_id: int
+    leaderboard: str
+    device: str
+    mode: str
+    user_name: str
+    created_at: datetime
+    items: tuple[BatchItemView, ...]
+
+    @property
+    def finished(self) -> int:
+        return sum(1 for i in self.items if i.finished)
+
+    @property
+    def done(self) -> bool:
+        return all(i.finished for i in self.items)
+
+
+class BatchesMixin(ServiceBase):
+    """``submit_batch`` and ``batch`` (``LeaderboardService``)."""
+
+    if TYPE_CHECKING:  # defined by LeaderboardService and its other parts
+
+        def _open_board(self, s: Session, user: UserRef, leaderboard: str) -> tuple[User, Leaderboard]: ...
+        def _check_content(self, file_name: str, content: bytes, *, field: str = "file") -> str: ...
+        def _check_language(self, lb: Leaderboard, name: str) -> None: ...
+        def _check_rate(
+            self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, *, cost: int = 1
+        ) -> None: ...
+        def _check_practice(self, s: Session, u: User, lb: Leaderboard, now: datetime) -> None: ...
+        def _check_new_files(self, s: Session, u: User, digests: Sequence[str], now: datetime) -> None: ...
+        def _check_budget(self, s: Session, user_id: int, token_id: int | None, now: datetime) -> None: ...
+        def _duplicate(
+            self, s: Session, u: User, lb: Leaderboard, digest: str, mode: Mode, devices: Sequence[str], now: datetime
+        ) -> Submission | None: ...
+        def _pending_runs(self, s: Session, u: User) -> int: ...
+        def _store_submission(
+            self,
+            s: Session,
+            u: User,
+            lb: Leaderboard,
+            name: str,
+            content: bytes,
+            mode: Mode,
+            now: datetime,
+            token_id: int | None,
+            late: bool,
+            licence: str | None,
+            header_licence: str | None,
+        ) -> Submission: ...
+        def _queue_jobs(
+            self, s: Session, sub: Submission, devices: Sequence[str], now: datetime, detail: str = ""
+        ) -> list[Job]: ...
+        def _screen(
+            self, user: UserRef, leaderboard: str, file_name: str, mode: str, content: bytes
+        ) -> Screening | None: ...
+        def _flag_screened(self, s: Session, sub: Submission, screening: Screening | None) -> None: ...
+
+    def submit_batch(
+        self,
+        user: UserRef,
+        files: Sequence[tuple[str, bytes]],
+        leaderboard: str,
+        device: str | None = None,
+        mode: Mode | str | None = None,
+        *,
+        token_id: int | None = None,
+        force: bool = False,
+    ) -> BatchView:
+        """Store a batch of candidates (``(file_name, content)`` each) for one leaderboard, device and mode (default
+        benchmark), one job each; see the module's text for what refuses the batch and what refuses one candidate."""
+        limit = self.settings.batch_max_candidates
+        if not files:
+            raise InvalidSubmission("A batch needs at least one candidate file.", code="empty_batch", field="files")
+        if len(files) > limit:
+            raise InvalidSubmission(
+                f"A batch takes at most {limit} candidates ({len(files)} sent); split it into batches of {limit}.",
+                code="batch_too_large",
+                field="files",
+            )
+        if not (leaderboard or "").strip():
+            raise InvalidSubmission("Name the leaderboard of the batch.", code="no_leaderboard", field="leaderboard")
+        chosen_mode = _batch_mode(mode)
+        now = self.clock()
+        checked: list[tuple[str, bytes, UserError | None, Screening | None]] = []
+        for name, content in files:
+            try:
+                safe = self._check_content(name, content)
+                screening = self._screen(user, leaderboard, safe, chosen_mode.value, content)  # before any lock
+                checked.append((safe, content, None, screening))
+            except UserError as exc:
+                checked.append((name[-255:] or "(no name)", content, exc, None))
+        with self.db.transaction() as s:
+            u, lb = self._open_board(s, user, leaderboard)
+            (dev,) = self._one_device(lb, device)
+            self._check_budget(s, u.id, token_id, now)
+            late = now >= lb.deadline
+            good = [c for c in checked if c[2] is None]
+            if late:
+                self._check_practice(s, u, lb, now)
+            elif good:
+                self._check_batch_rate(s, u, lb, SubmissionMode(chosen_mode.value), now, len(good))
+            self._check_batch_pending(s, u, len(good))
+            self._check_new_files(s, u, sorted({hashlib.sha256(c[1]).hexdigest() for c in good}), now)
+            batch = Batch(user_id=u.id, token_id=token_id, leaderboard_id=lb.id, device=dev, mode=chosen_mode.value)
+            batch.created_at = now
+            s.add(batch)
+            s.flush()
+            for position, (name, content, error, screening) in enumerate(checked):
+                if error is None:
+                    try:
+                        self._check_language(lb, name)
+                    except UserError as exc:
+                        error = exc
+                if error is not None:
+                    s.add(BatchItem(batch_id=batch.id, position=position, file_name=name, error=_error(error)))
+                    continue
+                earlier = None
+                if not force:
+                    earlier = self._duplicate(s, u, lb, hashlib.sha256(content).hexdigest(), chosen_mode, [dev], now)
+                if earlier is None:
+                    header = parse_directives(content.decode("utf-8")).licence
+                    earlier = self._store_submission(
+                        s, u, lb, name, content, chosen_mode, now, token_id, late, None, header
+                    )
+                    self._flag_screened(s, earlier, screening)
+                    self._queue_jobs(s, earlier, [dev], now, detail="batch")
+                    duplicate = False
+                else:
+                    duplicate = True
+                s.add(
+                    BatchItem(
+                        batch_id=batch.id,
+                        position=position,
+                        file_name=name,
+                        submission_id=earlier.id,
+                        error={"duplicate": True} if duplicate else None,
+                    )
+                )
+            s.flush()
+            return self._batch_view(s, batch)
+
+    def _check_batch_rate(
+        self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, size: int
+    ) -> None:
+        """The hourly limit with the batch's size as its cost; a batch larger than the limit itself can never run."""
+        try:
+            self._check_rate(s, u, lb, mode, now, cost=size)
+        except InvalidSubmission as exc:
+            if exc.code != "too_many_rounds":  # the limit's own words for "more than the limit at once"
+                raise
+            limit = exc.message.split("more than ", 1)[-1].split(";", 1)[0]
+            raise InvalidSubmission(
+                f"A batch of {size} candidates is more than {limit}; send a smaller batch.",
+                code="batch_over_rate_limit",
+                field="files",
+            ) from None
+
+    def _one_device(self, lb: Leaderboard, device: str | None) -> tuple[str]:
+        wanted = (device or "").strip()
+        if not wanted:
+            if len(lb.devices) == 1:
+                return (lb.devices[0],)
+            raise InvalidSubmission(
+                f"A batch runs on one device; name one of {', '.join(lb.devices)} as `device`.",
+                code="one_device",
+                field="device",
+            )
+        (chosen,) = self._check_devices(lb, [wanted])
+        return (chosen,)
+
+    def _check_batch_pending(self, s: Session, u: User, new_jobs: int) -> None:
+        """At most max(the account's pending-job quota, the batch limit) runs waiting or running with this batch."""
+        pending = self._pending_runs(s, u)
+        quota = self.settings.program_max_pending_jobs if u.is_program else self.settings.max_pending_jobs_per_user
+        cap = max(quota, self.settings.batch_max_candidates)
+        if pending + new_jobs > cap:
+            raise RateLimited(
+                f"You have {pending} runs waiting or running; with this batch's {new_jobs} that is more than the "
+                f"{cap} a batch may join. Wait for some to finish, or send a smaller batch (at most {cap - pending} "
+                "now).",
+                self.clock() + timedelta(minutes=1),
+                code="pending_quota",
+            )
+
+    def batch(self, batch_id: int, user: UserRef | None, *, admin: bool = False) -> BatchView:
+        """A batch and every candidate's state, for its owner (or an admin); anyone else gets ``BatchNotFound``."""
+        with self.db.transaction() as s:
+            batch = s.get(Batch, batch_id)
+            owner = s.get(User, batch.user_id) if batch is not None else None
+            if batch is None or owner is None or (not admin and (user is None or owner.identity != user.identity)):
+                raise BatchNotFound(f"There is no batch #{batch_id} of yours.", field="batch_id")
+            return self._batch_view(s, batch)
+
+    def _batch_view(self, s: Session, batch: Batch) -> BatchView:
+        lb = s.get(Leaderboard, batch.leaderboard_id)
+        owner = s.get(User, batch.user_id)
+        items = s.scalars(select(BatchItem).where(BatchItem.batch_id == batch.id).order_by(BatchItem.position)).all()
+        ids = [i.submission_id for i in items if i.submission_id is not None]
+        jobs = {j.submission_id: j for j in s.scalars(select(Job).where(Job.submission_id.in_(ids)))} if ids else {}
+        results = (
+            {
+                sub_id: RunResult.model_validate(result)
+                for sub_id, result in s.execute(
+                    select(Run.submission_id, Run.result).where(Run.submission_id.in_(ids), Run.secret.is_(False))
+                )
+            }
+            if ids
+            else {}
+        )
+        moderation = (
+            dict(s.execute(select(Submission.id, Submission.moderation).where(Submission.id.in_(ids))).all())
+            if ids
+            else {}
+        )
+        views = []
+        for item in items:
+            job = jobs.get(item.submission_id) if item.submission_id is not None else None
+            duplicate = bool(item.error and item.error.get("duplicate"))
+            if item.submission_id is None or job is None:
+                error = item.error or {"code": "not_found", "message": "This candidate's submission is gone."}
+                views.append(
+                    BatchItemView(
+                        position=item.position,
+                        file_name=item.file_name,
+                        submission_id=item.submission_id,
+                        status="refused",
+                        verdict=None,
+                        score_ns=None,
+                        duplicate=False,
+                        error_code=error.get("code"),
+                        error_message=error.get("message"),
+                        error_field=error.get("field"),
+                        reward=reward_record(None, None, refused=True),
+                    )
+                )
+                continue
+            view = self._job_view(s, job, events=False)
+            result = results.get(item.submission_id)
+            views.append(
+                BatchItemView(
+                    position=item.position,
+                    file_name=item.file_name,
+                    submission_id=item.submission_id,
+                    status=view.status.value,
+                    verdict=view.verdict.value if view.verdict else None,
+                    score_ns=view.score_ns,
+                    duplicate=duplicate,
+                    error_code=None,
+                    error_message=view.error,
+                    error_field=None,
+                    reward=(
+                        reward_record(view, result, duplicate=duplicate, moderation=moderation.get(item.submission_id))
+                        if view.finished
+                        else None
+                    ),
+                )
+            )
+        return BatchView(
+            batch_id=batch.id,
+            leaderboard=lb.name if lb is not None else "",
+            device=batch.device,
+            mode=batch.mode,
+            user_name=owner.name if owner is not None else "",
+            created_at=batch.created_at,
+            items=tuple(views),
+        )
+
+
+def _batch_mode(mode: Mode | str | None) -> Mode:
+    text = str(mode or Mode.BENCHMARK.value).strip().lower()
+    try:
+        return Mode(text)
+    except ValueError:
+        choices = ", ".join(m.value for m in Mode)
+        raise InvalidSubmission(
+            f"Unknown mode {mode!r} for a batch; choose one of: {choices} (a compare takes two files: "
+            "POST /api/v1/submissions with mode=compare).",
+            code="unknown_mode",
+            field="mode",
+        ) from None
+
+
+def _error(exc: UserError) -> dict[str, Any]:
+    return {"code": exc.code, "message": exc.message, "field": exc.field}

@@ -1,0 +1,178 @@
+"""Programs as first-class users (issue 33), in the core, on SQLite and PostgreSQL: batches (stored at once, each
+candidate refused alone, the whole batch refused before anything is stored), GPU-second budgets (spent by the runs'
+own times, per account and per token, refused with what is left and when it refills), idempotency keys, and the
+reward record against its JSON Schema."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import jsonschema
+import pytest
+from helpers import future, make_problem, run_result
+from sqlalchemy import func, select
+
+from leaderboards.batches import BatchNotFound
+from leaderboards.budgets import BudgetExhausted, period_bounds
+from leaderboards.errors import DeviceNotAllowed, InvalidSubmission, RateLimited, UserError
+from leaderboards.idempotency import IdempotencyKeyInUse, IdempotencyKeyReused, request_digest
+from leaderboards.models import Job, JobStatus, Submission
+from leaderboards.results import UserRef
+from leaderboards.reward import FLAGS
+from leaderboards.service import LeaderboardService
+from runners.contract import Mode, Verdict
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "schemas" / "reward.schema.json").read_text())
+BOT = UserRef("bot")
+
+
+@pytest.fixture
+def svc(service: LeaderboardService, tmp_path: Path) -> LeaderboardService:
+    service.create_leaderboard(make_problem(tmp_path), name="add", deadline=future(), devices=["cpu", "H100"])
+    return service
+
+
+def code(n: int) -> bytes:
+    return f"def custom_kernel(d):  # {n}\n    return d\n".encode()
+
+
+def stored(svc: LeaderboardService) -> int:
+    with svc.db.transaction() as s:
+        return int(s.scalar(select(func.count()).select_from(Submission)) or 0)
+
+
+def finish(svc: LeaderboardService, submission_id: int, verdict: Verdict = Verdict.ACCEPTED) -> None:
+    """Store the job's run (2 s of the runner's own time) and end the job, as a worker would."""
+    job_id = svc.submission_status_of(submission_id, None, admin=True).jobs[0].job_id
+    svc.record_run(job_id, run_result(mode=Mode.BENCHMARK, verdict=verdict))
+    with svc.db.transaction() as s:
+        job = s.get(Job, job_id)
+        assert job is not None
+        job.status, job.verdict, job.finished_at = JobStatus.SUCCEEDED.value, verdict.value, svc.clock()
+
+
+def test_a_batch_stores_its_candidates_and_refuses_a_bad_one_alone(svc: LeaderboardService) -> None:
+    earlier = svc.submit(BOT, "k.py", code(0), "add", ["cpu"], "benchmark").submission_id
+    svc = LeaderboardService(svc.db, svc.settings.model_copy(update={"duplicate_window_s": 60}), clock=svc.clock)
+    files = [("a.py", code(1)), ("b.cu", b"__global__ void k() {}\n"), ("c.py", code(0)), ("", b"")]
+    batch = svc.submit_batch(BOT, files, "add", "cpu", "benchmark")
+    assert [i.status for i in batch.items] == ["queued", "refused", "queued", "refused"]
+    assert batch.items[1].error_code == "wrong_file_type" and "takes" in (batch.items[1].error_message or "")
+    assert batch.items[2].submission_id == earlier and batch.items[2].duplicate  # ran a moment ago: not again
+    assert batch.items[3].error_field == "file"
+    assert stored(svc) == 2 and not batch.done and batch.finished == 2
+    assert batch.items[1].reward is not None and batch.items[1].reward["flags"] == ["refused"]
+
+    finish(svc, batch.items[0].submission_id)  # type: ignore[arg-type]
+    finish(svc, earlier, verdict=Verdict.WRONG_ANSWER)
+    again = svc.batch(batch.batch_id, BOT)
+    assert again.done and again.finished == 4
+    first, dup = again.items[0].reward, again.items[2].reward
+    assert first is not None and dup is not None
+    assert first["verdict"] == "accepted" and first["accepted"] and first["correct_fraction"] == 1.0
+    assert first["ci_half_width"] is not None and first["ci_half_width"] > 0
+    assert dup["verdict"] == "wrong_answer" and not dup["accepted"] and "duplicate" in dup["flags"]
+    for item in again.items:
+        jsonschema.validate(item.reward, SCHEMA)
+    with pytest.raises(BatchNotFound):
+        svc.batch(batch.batch_id, UserRef("someone-else"))
+    assert svc.batch(batch.batch_id, None, admin=True).batch_id == batch.batch_id
+
+
+def test_what_concerns_the_whole_batch_refuses_it_before_anything_is_stored(svc: LeaderboardService) -> None:
+    with pytest.raises(DeviceNotAllowed):
+        svc.submit_batch(BOT, [("a.py", code(1))], "add", "B200", "test")
+    with pytest.raises(InvalidSubmission, match="one device"):
+        svc.submit_batch(BOT, [("a.py", code(1))], "add", None, "test")
+    with pytest.raises(InvalidSubmission, match="compare"):
+        svc.submit_batch(BOT, [("a.py", code(1))], "add", "cpu", "compare")
+    too_many = [(f"{i}.py", code(i)) for i in range(svc.settings.batch_max_candidates + 1)]
+    with pytest.raises(InvalidSubmission, match="at most 64") as exc:
+        svc.submit_batch(BOT, too_many, "add", "cpu", "test")
+    assert exc.value.code == "batch_too_large"
+    limited = LeaderboardService(svc.db, svc.settings.model_copy(update={"rate_limit_per_hour": 3}), clock=svc.clock)
+    with pytest.raises(InvalidSubmission, match="A batch of 4 candidates is more than the 3 test") as exc:
+        limited.submit_batch(BOT, [(f"{i}.py", code(i)) for i in range(4)], "add", "cpu", "test")
+    assert exc.value.code == "batch_over_rate_limit"
+    assert stored(svc) == 0
+    limited.submit_batch(BOT, [(f"{i}.py", code(i)) for i in range(2)], "add", "cpu", "test")
+    with pytest.raises(RateLimited, match="3 test"):
+        limited.submit_batch(BOT, [(f"{i}.py", code(i)) for i in range(2, 4)], "add", "cpu", "test")
+    assert stored(svc) == 2
+
+
+def test_a_batch_may_fill_the_pending_quota_up_to_its_own_size(svc: LeaderboardService) -> None:
+    small = LeaderboardService(
+        svc.db, svc.settings.model_copy(update={"max_pending_jobs_per_user": 2, "batch_max_candidates": 5}),
+        clock=svc.clock,
+    )  # fmt: skip
+    batch = small.submit_batch(BOT, [(f"{i}.py", code(i)) for i in range(5)], "add", "cpu", "test")
+    assert all(i.status == "queued" for i in batch.items)
+    with pytest.raises(RateLimited, match="5 runs waiting") as exc:
+        small.submit_batch(BOT, [("x.py", code(9))], "add", "cpu", "test")
+    assert exc.value.code == "pending_quota"
+
+
+def test_budgets_are_spent_by_run_time_per_account_and_per_token(svc: LeaderboardService) -> None:
+    now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    svc.clock = lambda: now
+    a = svc.create_token(BOT, name="a").info.token_id
+    b = svc.create_token(BOT, name="b").info.token_id
+    svc.set_budget(token_id=a, seconds=3.0, period_s=3600, actor="admin")
+
+    def send(n: int, token: int | None) -> int:
+        return svc.submit(BOT, "k.py", code(n), "add", ["cpu"], "test", token_id=token).submission_id
+
+    finish(svc, send(1, a))  # run_result: 2 s of the runner's own time each
+    finish(svc, send(2, a))
+    (view,) = svc.budgets_of(BOT, a)
+    assert view.subject == "token" and view.spent_s >= 4.0 and view.left_s == 0
+    with pytest.raises(BudgetExhausted) as exc:
+        send(3, a)
+    assert "0 s left" in exc.value.message and "refills at 2026-11-28 13:00:00 UTC" in exc.value.message
+    assert exc.value.retry_at == datetime(2026, 11, 28, 13, 0, tzinfo=UTC)
+    with pytest.raises(BudgetExhausted):
+        svc.submit_batch(BOT, [("x.py", code(4))], "add", "cpu", "test", token_id=a)
+    send(5, b)  # another token of the account is not bound by a's budget
+    svc.set_budget(user=BOT, seconds=100.0, actor="admin")
+    assert {v.subject for v in svc.budgets()} == {"account", "token"}
+    svc.set_budget(user=BOT, seconds=1.0, actor="admin")
+    with pytest.raises(BudgetExhausted, match="Your account's"):
+        send(6, b)  # the account's budget binds every token
+    assert svc.set_budget(user=BOT, seconds=None, actor="admin") is None
+    send(7, b)
+    with pytest.raises(UserError, match="period"):
+        svc.set_budget(user=BOT, seconds=5.0, period_s=1, actor="admin")
+
+
+def test_a_period_starts_at_a_multiple_of_its_length() -> None:
+    start, end = period_bounds(datetime(2026, 11, 28, 17, 30, tzinfo=UTC), 86_400)
+    assert start == datetime(2026, 11, 28, tzinfo=UTC) and end - start == timedelta(days=1)
+
+
+def test_an_idempotency_key_answers_its_request_once(svc: LeaderboardService) -> None:
+    one = request_digest("POST /submissions", {"mode": "test"}, {"file": ("a.py", b"x")})
+    other = request_digest("POST /submissions", {"mode": "test"}, {"file": ("a.py", b"y")})
+    assert svc.idempotency_begin(BOT, "k1", "POST /submissions", one) is None
+    with pytest.raises(IdempotencyKeyInUse):
+        svc.idempotency_begin(BOT, "k1", "POST /submissions", one)
+    svc.idempotency_finish(BOT, "k1", 202, {"submission_id": 7})
+    answer = svc.idempotency_begin(BOT, "k1", "POST /submissions", one)
+    assert answer is not None and answer.status_code == 202 and answer.body == {"submission_id": 7}
+    with pytest.raises(IdempotencyKeyReused, match="'k1'"):
+        svc.idempotency_begin(BOT, "k1", "POST /submissions", other)
+    assert svc.idempotency_begin(UserRef("someone-else"), "k1", "POST /submissions", other) is None  # per account
+    assert svc.idempotency_begin(BOT, "k2", "POST /batches", one) is None
+    svc.idempotency_release(BOT, "k2")  # its request failed: the retry runs
+    assert svc.idempotency_begin(BOT, "k2", "POST /batches", one) is None
+    later = svc.clock() + timedelta(seconds=svc.settings.idempotency_ttl_s + 1)
+    svc.clock = lambda: later
+    assert svc.idempotency_begin(BOT, "k1", "POST /submissions", other) is None  # kept for a bounded time
+    with pytest.raises(InvalidSubmission):
+        svc.idempotency_begin(BOT, " spaced ", "POST /submissions", one)
+
+
+def test_the_schema_lists_every_flag() -> None:
+    assert set(SCHEMA["properties"]["flags"]["items"]["enum"]) == set(FLAGS)
