@@ -17,11 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-CONTRACT_VERSION = 3
-"""Bump when a field changes meaning or is added (the models refuse unknown fields, so an older runner would fail on
-a newer request with a less helpful error); runners refuse other versions. 3: baselines, dtype, profile metrics.
-``world_size`` (docs/multigpu.md) is written only when above 1 (:func:`_single_rank`): a one-GPU request and
-result are byte for byte what they were, and a runner without it refuses a multi-GPU request naming the field."""
+from runners.contract_version import CONTRACT_VERSION as CONTRACT_VERSION  # its history is there
+
 MAX_WORLD_SIZE = 16
 
 
