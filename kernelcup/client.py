@@ -55,7 +55,7 @@ from web.schemas import (
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from web.routes.invites import InviteOut, JoinedOut, NewInviteOut
+    from web.routes.invites import InviteOut, JoinedOut, MemberOut, NewInviteOut
     from web.routes.late import LateEntryOut, LatePageOut
     from web.routes.standings import StandingsOut
 
@@ -417,6 +417,29 @@ class Client:
         from web.routes.invites import InviteOut
 
         return InviteOut.model_validate(self._request("DELETE", f"/admin/invites/{invite_id}").json())
+
+    def members(self, name: str) -> list[MemberOut]:
+        """Admin: who joined a hidden leaderboard, earliest first, and by which invite (none: an admin added them)."""
+        from web.routes.invites import MemberOut
+
+        answer = self._request("GET", f"/admin/leaderboards/{_seg(name)}/members")
+        return [MemberOut.model_validate(x) for x in answer.json()]
+
+    def add_member(self, name: str, user: str, *, reason: str = "") -> MemberOut:
+        """Admin: let ``user`` (``discord:ID`` or a local name) into a hidden leaderboard without a code."""
+        from web.routes.invites import MemberOut
+
+        answer = self._request(
+            "POST", f"/admin/leaderboards/{_seg(name)}/members", json={"user": user, "reason": reason}
+        )
+        return MemberOut.model_validate(answer.json())
+
+    def remove_member(self, name: str, user: str, *, reason: str = "") -> MemberOut:
+        """Admin: take ``user`` out of a hidden leaderboard (it is hidden from them again)."""
+        from web.routes.invites import MemberOut
+
+        path = f"/admin/leaderboards/{_seg(name)}/members/{_seg(user)}"
+        return MemberOut.model_validate(self._request("DELETE", path, params={"reason": reason}).json())
 
     # -- admin: the organiser's operations (kernelcup admin ...) ---------------------------------------------------
 

@@ -21,7 +21,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound, RateLimited, UserError
-from leaderboards.models import BoardMember, Invite, InviteFailure, Leaderboard
+from leaderboards.models import BoardMember, Invite, InviteFailure, Leaderboard, User
 from leaderboards.results import UserRef
 from leaderboards.service_base import ServiceBase, hour_full_until
 
@@ -69,6 +69,26 @@ class Joined:
     leaderboard: str
     already: bool
     """The user was a member before: no use of the code was spent."""
+
+
+@dataclass(frozen=True)
+class MemberView:
+    """Someone let into a hidden leaderboard, as admins see them: who, when, and how (which invite, by its id and
+    prefix, or an admin's hand); never a code."""
+
+    leaderboard: str
+    user: str
+    """Their identity (``discord:<id>`` or ``local:<name>``): what ``remove_member`` and ``add_member`` take."""
+    user_name: str
+    joined_at: datetime
+    invite_id: int | None
+    invite_prefix: str | None
+    """None with ``invite_id``: an admin added them (the audit log's ``add_member`` row says who and why)."""
+
+
+def member_via(invite_id: int | None, invite_prefix: str | None) -> str:
+    """How a member got in, in words every surface uses: "invite #3 (kci_AbCd…)" or "added by an admin"."""
+    return f"invite #{invite_id} ({invite_prefix}…)" if invite_id is not None else "added by an admin"
 
 
 def code_hash(code: str) -> str:
@@ -155,6 +175,66 @@ class InvitesMixin(ServiceBase):
                 invite.revoked_at = self.clock()
                 self._audit(s, actor, "revoke_invite", board, invite_id=invite.id, prefix=invite.prefix)
             return _view(invite, board)
+
+    def board_members(self, leaderboard: str) -> tuple[MemberView, ...]:
+        """Who may see the hidden ``leaderboard`` besides admins: its members, earliest first, each with the invite
+        they joined by (or none: an admin added them). For admins only: surfaces check the role."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard)
+            rows = s.execute(
+                select(BoardMember, User, Invite.prefix)
+                .join(User, User.id == BoardMember.user_id)
+                .outerjoin(Invite, Invite.id == BoardMember.invite_id)
+                .where(BoardMember.leaderboard_id == lb.id)
+                .order_by(BoardMember.joined_at, BoardMember.id)
+            )
+            return tuple(
+                MemberView(lb.name, u.identity, u.name, m.joined_at, m.invite_id, prefix) for m, u, prefix in rows
+            )
+
+    def add_member(self, leaderboard: str, user: UserRef, *, actor: str, reason: str = "") -> MemberView:
+        """Let ``user`` into the hidden ``leaderboard`` without a code (an admin's hand, audited as ``add_member``).
+        A member already is left as they are."""
+        now = self.clock()
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard)
+            if lb.visible:
+                raise InvalidChange(
+                    f"Leaderboard {lb.name!r} is public: everyone sees it already. Hide it first (visible: false).",
+                    field="leaderboard",
+                )
+            u = s.scalar(select(User).where(User.identity == user.identity)) or self._user(s, user)
+            member = s.scalar(
+                select(BoardMember).where(BoardMember.leaderboard_id == lb.id, BoardMember.user_id == u.id)
+            )
+            if member is None:
+                member = BoardMember(leaderboard_id=lb.id, user_id=u.id, invite_id=None, joined_at=now)
+                s.add(member)
+                s.flush()
+                self._audit(s, actor, "add_member", lb.name, user=u.identity, reason=reason)
+            prefix = s.scalar(select(Invite.prefix).where(Invite.id == member.invite_id)) if member.invite_id else None
+            return MemberView(lb.name, u.identity, u.name, member.joined_at, member.invite_id, prefix)
+
+    def remove_member(self, leaderboard: str, user: UserRef, *, actor: str, reason: str = "") -> MemberView:
+        """Take ``user`` out of the hidden ``leaderboard``: it is hidden from them again (their submissions stay, and
+        rank as before). Audited as ``remove_member``. A user who is no member is told apart (``NotFound``)."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard)
+            row = s.execute(
+                select(BoardMember, User, Invite.prefix)
+                .join(User, User.id == BoardMember.user_id)
+                .outerjoin(Invite, Invite.id == BoardMember.invite_id)
+                .where(BoardMember.leaderboard_id == lb.id, User.identity == user.identity)
+            ).first()
+            if row is None:
+                raise NotFound(
+                    f"{user.name!r} is no member of {lb.name!r}; `kernelcup invites members {lb.name}` lists them."
+                )
+            member, u, prefix = row
+            view = MemberView(lb.name, u.identity, u.name, member.joined_at, member.invite_id, prefix)
+            s.delete(member)
+            self._audit(s, actor, "remove_member", lb.name, user=u.identity, reason=reason)
+            return view
 
     def join(self, user: UserRef, code: str) -> Joined:
         """Let ``user`` into the hidden leaderboard ``code`` invites to, spending one of its uses (none when they are

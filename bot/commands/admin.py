@@ -1,4 +1,5 @@
-"""``/admin …``: problem sync, leaderboard changes, bans, rate limits, statistics. Admins only.
+"""``/admin …``: problem sync, leaderboard changes, bans, rate limits, statistics, moderation, invite codes and the
+members of hidden leaderboards. Admins only.
 
 The guard is one check on the whole group (``check_admin``): in a served server (``DISCORD_GUILD_IDS``), members
 holding one of the admin roles (``DISCORD_ADMIN_ROLE_IDS``), compared by id, never by name, may use it;
@@ -17,6 +18,7 @@ from discord import app_commands
 from bot.calls import call, user_ref
 from bot.commands.leaderboard import MAX_CHOICES, parse_devices
 from bot.context import BotContext
+from bot.invites import invite_line, invites_text, member_line, members_text, new_invite_text
 from bot.limits import Reply
 from bot.moderation import audit_text, moderation_text, rejudge_text
 from bot.replies import Refused, defer, send
@@ -24,9 +26,11 @@ from bot.reports import queue_text, timestamp, usage_text
 from bot.settings import BotSettings
 from leaderboards.dates import DATE_HELP, parse_when
 from leaderboards.errors import InvalidChange
+from leaderboards.invites import MAX_INVITE_DAYS, MAX_INVITE_USES
 from leaderboards.moderation import ModerationState
 from leaderboards.paths import inside
 from leaderboards.problems import ProblemFormatError, load_problem
+from leaderboards.results import UserRef
 from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
 
 NOT_ADMIN = "Sorry, only this server's kernelcup admins can use admin commands. Nothing was changed."
@@ -324,6 +328,78 @@ class AdminCommands(app_commands.Group):
         queued = await call(self.ctx.service.queue_rejudges, leaderboard, actor=actor(interaction), top=top,
                             device=device)  # fmt: skip
         await send(interaction, Reply(content=rejudge_text(leaderboard, queued)))
+
+    @app_commands.command(name="invite-create", description="A code that lets people into a hidden leaderboard")
+    @app_commands.describe(
+        uses="How many people may join with it (default 1)",
+        days="How many days it stays valid (default 7)",
+        never_expires="Valid until withdrawn with /admin invite-revoke",
+    )
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def invite_create(
+        self,
+        interaction: discord.Interaction,
+        leaderboard: str,
+        uses: app_commands.Range[int, 1, MAX_INVITE_USES] = 1,
+        days: app_commands.Range[float, 0.001, float(MAX_INVITE_DAYS)] = 7.0,
+        never_expires: bool = False,
+    ) -> None:
+        await defer(interaction)  # ephemeral: the code is shown once, to this admin only
+        expires = None if never_expires else timedelta(days=days)
+        new = await call(self.ctx.service.create_invite, leaderboard, actor=actor(interaction), uses=uses,
+                         expires_in=expires)  # fmt: skip
+        await send(interaction, Reply(content=new_invite_text(new)), ephemeral=True)
+
+    @app_commands.command(name="invites", description="Invite codes: their number, prefix, uses and expiry")
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def invites(self, interaction: discord.Interaction, leaderboard: str | None = None) -> None:
+        await defer(interaction)
+        listed = await call(self.ctx.service.list_invites, leaderboard)
+        await send(interaction, Reply(content=invites_text(listed, leaderboard)))
+
+    @app_commands.command(name="invite-revoke", description="Withdraw an invite code (its members stay in)")
+    @app_commands.describe(invite_id="The invite's number (#N in /admin invites)")
+    async def invite_revoke(
+        self, interaction: discord.Interaction, invite_id: app_commands.Range[int, 1, ID_MAX]
+    ) -> None:
+        await defer(interaction)
+        invite = await call(self.ctx.service.revoke_invite, invite_id, actor=actor(interaction))
+        await send(interaction, Reply(content=f"Withdrawn (nobody else joins with it): {invite_line(invite)}"))
+
+    @app_commands.command(name="members", description="Who is in a hidden leaderboard, and by which invite")
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def members(self, interaction: discord.Interaction, leaderboard: str) -> None:
+        await defer(interaction)
+        listed = await call(self.ctx.service.board_members, leaderboard)
+        await send(interaction, Reply(content=members_text(leaderboard, listed)))
+
+    @app_commands.command(name="member-add", description="Let someone into a hidden leaderboard without a code")
+    @app_commands.describe(reason="Why: the audit log keeps it")
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def member_add(
+        self, interaction: discord.Interaction, leaderboard: str, user: discord.User, reason: str = ""
+    ) -> None:
+        await defer(interaction)
+        member = await call(self.ctx.service.add_member, leaderboard, user_ref(user), actor=actor(interaction),
+                            reason=reason)  # fmt: skip
+        await send(interaction, Reply(content=member_line(member)))
+
+    @app_commands.command(name="member-remove", description="Take a member out of a hidden leaderboard")
+    @app_commands.describe(
+        user="The member as /admin members shows them: discord:ID or a local name", reason="Why: the audit log keeps it"
+    )
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def member_remove(
+        self,
+        interaction: discord.Interaction,
+        leaderboard: str,
+        user: app_commands.Range[str, 1, 200],
+        reason: str = "",
+    ) -> None:
+        await defer(interaction)
+        member = await call(self.ctx.service.remove_member, leaderboard, UserRef.parse(user.strip()),
+                            actor=actor(interaction), reason=reason)  # fmt: skip
+        await send(interaction, Reply(content=f"Removed (the board is hidden from them again): {member_line(member)}"))
 
     @app_commands.command(name="stats", description="The queue, the workers and usage")
     @app_commands.describe(days="Usage of the last N days (default: all time)")

@@ -4,7 +4,9 @@
 - `kernelcup leaderboard late NAME`: its "after the deadline" list (practice submissions, in no standings);
 - `kernelcup leaderboard admit ID --reason WHY`: an admin lets one late ranked entry in as ranked;
 - `kernelcup invites create NAME|list|revoke ID`: an admin's invite codes (a code is printed once; only its hash is
-  kept).
+  kept);
+- `kernelcup invites members NAME|add NAME USER|remove NAME USER`: who is in a hidden leaderboard, and by which invite
+  (or an admin's hand); an admin lets someone in without a code, or takes a member out.
 
 Through a server the token decides who joins and whether the admin commands are allowed; on the local database
 ``--user`` (default: your login name) joins, and the admin commands are audited as the shell user.
@@ -23,9 +25,9 @@ from kernelcup.commands.text import safe
 from kernelcup.remote import client_for, resolve, server_option
 
 if TYPE_CHECKING:
-    from leaderboards.invites import InviteView, Joined, NewInvite
+    from leaderboards.invites import InviteView, Joined, MemberView, NewInvite
     from leaderboards.late import LateEntry, LatePage
-    from web.routes.invites import InviteOut, JoinedOut, NewInviteOut
+    from web.routes.invites import InviteOut, JoinedOut, MemberOut, NewInviteOut
     from web.routes.late import LateEntryOut, LatePageOut
 
 
@@ -65,6 +67,13 @@ def invite_line(invite: InviteView | InviteOut) -> str:
     state = f", withdrawn {format_time(invite.revoked_at)}" if invite.revoked_at else ""
     return (f"#{invite.invite_id} {safe(invite.leaderboard)} {invite.prefix}… used {invite.uses} of "
             f"{invite.max_uses}, expires {expires}{state}")  # fmt: skip
+
+
+def member_line(member: MemberView | MemberOut) -> str:
+    from leaderboards.invites import member_via
+
+    via = member_via(member.invite_id, member.invite_prefix)
+    return f"{safe(member.user_name)} ({safe(member.user)}) joined {format_time(member.joined_at)}, {via}"
 
 
 def register(app: typer.Typer) -> None:
@@ -205,3 +214,69 @@ def register(app: typer.Typer) -> None:
             else:
                 invite = open_service().revoke_invite(invite_id, actor=_actor("invites revoke"))
         typer.echo(invite_line(invite))
+
+    @invites_app.command("members")
+    def members_cmd(
+        name: str = typer.Argument(..., help="The hidden leaderboard."),
+        json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        server: str | None = server_option(),
+    ) -> None:
+        """Who is in a hidden leaderboard, earliest first, and how: by which invite (its number and prefix), or added
+        by an admin. Admins only."""
+        login = resolve(server)
+        with user_errors():
+            members: list[MemberOut] | tuple[MemberView, ...]
+            if login is not None:
+                with client_for(login) as client:
+                    members = client.members(name)
+            else:
+                members = open_service().board_members(name)
+        if json_out:
+            print_json(members)
+            return
+        lines = [member_line(m) for m in members]
+        typer.echo("\n".join(lines) or f"{safe(name)} has no members: only admins see it (invite people with "
+                   f"`kernelcup invites create {safe(name)}`)")  # fmt: skip
+
+    @invites_app.command("add")
+    def add_cmd(
+        name: str = typer.Argument(..., help="The hidden leaderboard."),
+        user: str = typer.Argument(..., help="discord:ID or a local name."),
+        reason: str = typer.Option("", "--reason", help="Why: the audit log keeps it."),
+        server: str | None = server_option(),
+    ) -> None:
+        """Let a user into a hidden leaderboard without a code (audited). Admins only."""
+        from leaderboards.results import UserRef
+
+        login = resolve(server)
+        with user_errors():
+            member: MemberView | MemberOut
+            if login is not None:
+                with client_for(login) as client:
+                    member = client.add_member(name, user, reason=reason)
+            else:
+                member = open_service().add_member(name, UserRef.parse(user), actor=_actor("invites add"),
+                                                   reason=reason)  # fmt: skip
+        typer.echo(member_line(member))
+
+    @invites_app.command("remove")
+    def remove_cmd(
+        name: str = typer.Argument(..., help="The hidden leaderboard."),
+        user: str = typer.Argument(..., help="The member: discord:ID or a local name (as `invites members` shows)."),
+        reason: str = typer.Option("", "--reason", help="Why: the audit log keeps it."),
+        server: str | None = server_option(),
+    ) -> None:
+        """Take a member out of a hidden leaderboard: it is hidden from them again (their submissions stay). Audited.
+        Admins only."""
+        from leaderboards.results import UserRef
+
+        login = resolve(server)
+        with user_errors():
+            member: MemberView | MemberOut
+            if login is not None:
+                with client_for(login) as client:
+                    member = client.remove_member(name, user, reason=reason)
+            else:
+                member = open_service().remove_member(name, UserRef.parse(user), actor=_actor("invites remove"),
+                                                      reason=reason)  # fmt: skip
+        typer.echo(f"Removed: {member_line(member)}")

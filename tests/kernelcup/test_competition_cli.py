@@ -91,6 +91,17 @@ def test_invites_and_join_through_a_server(served: Served) -> None:
     assert joined.exit_code == 0 and "add: you're in" in joined.output
     assert "add" in cli("leaderboard", "list", "--server", url, token=served.token).output
     assert "add" not in cli("leaderboard", "list", "--server", url).output  # nobody else sees it
+    refused = cli("invites", "members", "add", "--server", url, token=served.token)  # a member is no admin
+    assert refused.exit_code == 1 and "admin" in refused.output and "agent" not in refused.stdout
+    members = cli("invites", "members", "add", "--server", url, token=admin)
+    assert members.exit_code == 0, members.output
+    assert "agent (local:agent) joined" in members.output and f"invite #1 ({code[:8]}…)" in members.output
+    assert code not in members.output
+    removed = cli("invites", "remove", "add", "local:agent", "--reason", "left", "--server", url, token=admin)
+    assert removed.exit_code == 0 and removed.output.startswith("Removed: agent (local:agent)")
+    assert "add" not in cli("leaderboard", "list", "--server", url, token=served.token).output
+    added = cli("invites", "add", "add", "agent", "--server", url, token=admin)
+    assert added.exit_code == 0 and "added by an admin" in added.output
     revoked = cli("invites", "revoke", "1", "--server", url, token=admin)
     assert revoked.exit_code == 0 and "withdrawn" in revoked.output
 
@@ -106,5 +117,10 @@ def test_invites_and_join_on_the_local_database(env: Path, monkeypatch: pytest.M
     joined = cli("join", made.stdout.strip(), "--user", "zoe")
     assert joined.exit_code == 0 and "add: you're in" in joined.output
     assert [b.name for b in service.list_leaderboards(viewer=UserRef("zoe"))] == ["add"]
+    assert "zoe (local:zoe) joined" in cli("invites", "members", "add").output
+    assert cli("invites", "remove", "add", "zoe").exit_code == 0
+    assert "add has no members" in cli("invites", "members", "add").output
+    missing = cli("invites", "remove", "add", "zoe")
+    assert missing.exit_code == 1 and "'zoe' is no member of 'add'" in missing.output
     with service.db.transaction() as s:  # audited as the shell user
         assert s.scalars(select(AuditLog.actor).where(AuditLog.action == "create_invite")).one().startswith("shell:")

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from test_system_tests import HELD_OUT, Clock, serve
 
 from leaderboards.db import Database
-from leaderboards.errors import InvalidChange, LeaderboardClosed, LeaderboardNotFound, RateLimited
+from leaderboards.errors import InvalidChange, LeaderboardClosed, LeaderboardNotFound, NotFound, RateLimited
 from leaderboards.invites import MAX_CODE_CHARS, InviteError
 from leaderboards.late import PRACTICE
 from leaderboards.models import AuditLog, FinalStanding, Invite, SystemTest
@@ -226,3 +226,44 @@ def test_invites_are_for_hidden_boards(svc: LeaderboardService, clock: Clock, tm
     board(svc, tmp_path, clock)
     with pytest.raises(InvalidChange, match="is public"):
         svc.create_invite("add", actor="admin")
+
+
+def test_an_admin_lists_adds_and_removes_a_hidden_boards_members(
+    svc: LeaderboardService, clock: Clock, tmp_path: Path
+) -> None:
+    board(svc, tmp_path, clock, visible=False)
+    assert svc.board_members("add") == ()
+    new = svc.create_invite("add", actor="admin", uses=5)
+    svc.join(BOB, new.code)
+    clock.now += timedelta(minutes=1)
+    added = svc.add_member("add", UserRef("discord:42", 42), actor="admin", reason="a judge")
+    assert (added.user, added.invite_id, added.invite_prefix) == ("discord:42", None, None)
+    assert svc.add_member("add", UserRef("discord:42", 42), actor="admin").joined_at == added.joined_at  # no twice
+    members = svc.board_members("add")
+    assert [(m.user, m.user_name, m.invite_id, m.invite_prefix) for m in members] == [
+        ("local:bob", "bob", new.invite.invite_id, new.code[:8]),
+        ("discord:42", "discord:42", None, None),
+    ]
+    assert all(new.code not in repr(m) for m in members)  # the prefix only, never the code
+    assert [b.name for b in svc.list_leaderboards(viewer=UserRef("x", 42))] == ["add"]
+
+    removed = svc.remove_member("add", BOB, actor="admin", reason="left the team")
+    assert removed.user == "local:bob"
+    assert [b.name for b in svc.list_leaderboards(viewer=BOB)] == []  # hidden from bob again
+    with pytest.raises(LeaderboardNotFound):
+        svc.ranking("add", viewer=BOB)
+    with pytest.raises(NotFound, match="'bob' is no member of 'add'"):
+        svc.remove_member("add", BOB, actor="admin")
+    with svc.db.transaction() as s:
+        acts = [
+            (a.action, a.detail.get("user"), a.detail.get("reason"))
+            for a in s.scalars(
+                select(AuditLog).where(AuditLog.action.in_(["add_member", "remove_member"])).order_by(AuditLog.id)
+            )
+        ]
+    assert acts == [("add_member", "discord:42", "a judge"), ("remove_member", "local:bob", "left the team")]
+    svc.update_leaderboard("add", visible=True)
+    with pytest.raises(InvalidChange, match="is public"):
+        svc.add_member("add", CAROL, actor="admin")
+    with pytest.raises(LeaderboardNotFound):
+        svc.board_members("nope")

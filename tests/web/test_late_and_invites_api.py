@@ -114,3 +114,53 @@ def test_an_invite_code_opens_a_hidden_board_to_its_member_only(world: World) ->
     assert c.get("/leaderboards/add").status_code == 200
     revoked = c.delete(f"{API}/admin/invites/{again['invite']['invite_id']}", headers=as_admin)
     assert revoked.status_code == 200 and revoked.json()["revoked_at"]
+
+
+def test_a_hidden_boards_members_for_admins_only_through_the_api_and_the_admin_page(world: World) -> None:
+    c = world.client
+    world.service.update_leaderboard("add", visible=False)
+    as_ann, as_bob, as_admin = world.auth(world.ann), world.auth(world.bob), world.auth(world.admin)
+    members = f"{API}/admin/leaderboards/add/members"
+    code = c.post(f"{API}/admin/leaderboards/add/invites", headers=as_admin, json={"uses": 3}).json()["code"]
+    assert c.post(f"{API}/join", headers=as_ann, json={"code": code}).status_code == 200
+    assert c.get(members).status_code == 401
+    assert c.get(members, headers=as_ann).status_code == 403  # a member is no admin
+    assert c.post(members, headers=as_ann, json={"user": "bob"}).status_code == 403
+    assert c.delete(f"{members}/local:ann", headers=as_ann).status_code == 403
+    listed = c.get(members, headers=as_admin)
+    assert listed.status_code == 200 and code not in listed.text
+    [row] = listed.json()
+    assert (row["user"], row["user_name"], row["invite_prefix"]) == ("local:ann", "ann", code[:8])
+    added = c.post(members, headers=as_admin, json={"user": "discord:77", "reason": "a judge"})
+    assert added.status_code == 201 and added.json()["invite_id"] is None
+    assert c.post(members, headers=as_admin, json={"user": "discord:0"}).status_code == 422
+    gone = c.delete(f"{members}/local:ann", headers=as_admin, params={"reason": "left"})
+    assert gone.status_code == 200 and gone.json()["user"] == "local:ann"
+    assert c.get(f"{API}/leaderboards/add/rankings", headers=as_ann, params={"device": "cpu"}).status_code == 404
+    again = c.delete(f"{members}/local:ann", headers=as_admin)
+    assert again.status_code == 404 and "no member of 'add'" in error_of(again)["message"]
+    assert c.get(f"{API}/admin/leaderboards/nope/members", headers=as_admin).status_code == 404
+
+    sign_in(world, world.bob)  # not an admin: the page refuses, whatever the form
+    assert "for admins" in c.get("/admin").text
+    sign_in(world, world.admin)
+    page = c.get("/admin")
+    assert "Members of add" in page.text and "discord:77" in page.text and "added by an admin" in page.text
+    assert code not in page.text and f"{code[:8]}…" in page.text
+
+    def post(**form: str):
+        return c.post("/admin", data={**form, "csrf": csrf_of(c.get("/admin").text)})
+
+    made = post(action="invite_create", leaderboard="add", uses="2", days="")
+    new_code = made.text.split("only its hash is kept): ")[1].split("<")[0].strip()
+    assert made.status_code == 200 and new_code.startswith("kci_")
+    assert new_code not in c.get("/admin").text  # shown once, in the answer to the form that made it
+    invite_id = world.service.list_invites("add")[0].invite_id
+    assert "is withdrawn" in post(action="invite_revoke", invite_id=str(invite_id)).text
+    bad = post(action="invite_create", leaderboard="add", days="soon")
+    assert bad.status_code == 422 and "valid for a number of days" in bad.text
+    assert "bob is in add (added by an admin)" in post(action="member_add", leaderboard="add", user="bob").text
+    assert "bob is out of add" in post(action="member_remove", leaderboard="add", user="local:bob").text
+    assert c.get(f"{API}/leaderboards/add/rankings", headers=as_bob, params={"device": "cpu"}).status_code == 404
+    refused = post(action="member_add", leaderboard="add", user="")
+    assert refused.status_code == 422 and "Give the user" in refused.text

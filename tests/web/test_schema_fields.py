@@ -77,6 +77,7 @@ PAIRS: tuple[tuple[type[BaseModel], type], ...] = (
     (invites_api.InviteOut, invites.InviteView),
     (invites_api.NewInviteOut, invites.NewInvite),
     (invites_api.JoinedOut, invites.Joined),
+    (invites_api.MemberOut, invites.MemberView),
     (late_api.LateJobOut, late.LateJob),
     (late_api.LateEntryOut, late.LateEntry),
     (late_api.LatePageOut, late.LatePage),

@@ -1,5 +1,6 @@
 """``/admin`` for a session with the admin scope: pause/resume, rename or move the deadline of a leaderboard (asking
-to confirm when it is live), ban/unban, delete a submission, sync the problem set, the queue. Each action is the
+to confirm when it is live), ban/unban, delete a submission, sync the problem set, the queue; the private boards'
+invite codes (a new code is in the answer to the form that made it, once) and members. Each action is the
 API's admin route function itself (the same service call, audit actor and cache clearing), behind the pages' CSRF
 check."""
 
@@ -12,12 +13,14 @@ from fastapi.responses import Response
 
 from leaderboards.dates import DATE_EXAMPLE, DATE_HELP, parse_when
 from leaderboards.errors import LiveChangeNeedsForce, PermissionDenied, UserError
+from leaderboards.invites import MAX_INVITE_DAYS, MAX_INVITE_USES, member_via
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
 from web.pages.base import session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
 from web.routes import admin as api_admin
+from web.routes import invites as api_invites
 from web.routes.common import ID_MAX, USER_MAX
 from web.schemas import (
     BAN_REASON_MAX,
@@ -46,7 +49,10 @@ def _page(
     stats: StatsOut = api_admin.stats(days=None, who=who, service=service)
     boards = api_admin.all_leaderboards(who=who, service=service)
     dates = {"date_help": DATE_HELP, "date_example": DATE_EXAMPLE}
-    return render(request, "admin.html", view, status=status, stats=stats, boards=boards, **dates, **context)
+    invites = api_invites.list_invites(leaderboard=None, who=who, service=service)
+    members = {b.name: api_invites.members(b.name, who=who, service=service) for b in boards if not b.visible}
+    return render(request, "admin.html", view, status=status, stats=stats, boards=boards, invites=invites,
+                  members=members, **dates, **context)  # fmt: skip
 
 
 @router.get("/admin")
@@ -70,6 +76,9 @@ def admin_action(
     new_name: str = Form("", max_length=200),
     deadline: str = Form("", max_length=100),
     per_hour: str = Form("", max_length=20),
+    uses: int = Form(1, ge=1, le=MAX_INVITE_USES),
+    days: str = Form("", max_length=20),
+    invite_id: int | None = Form(None, ge=1, le=ID_MAX),
     csrf: str = Form(""),
     view: Viewer = Depends(viewer),
     service: LeaderboardService = Depends(service_of),
@@ -87,6 +96,10 @@ def admin_action(
         "hide": lambda: _visibility(request, leaderboard, False, who, service),
         "show": lambda: _visibility(request, leaderboard, True, who, service),
         "rate_limit": lambda: _rate_limit(leaderboard, per_hour, who, service),
+        "invite_create": lambda: _invite(leaderboard, uses, days, who, service),
+        "invite_revoke": lambda: _revoke(invite_id, who, service),
+        "member_add": lambda: _member(request, leaderboard, user, reason, True, who, service),
+        "member_remove": lambda: _member(request, leaderboard, user, reason, False, who, service),
     }
     if action not in actions:
         raise UserError(f"Unknown action {action!r}; use the page's buttons.", code="invalid_field", field="action")
@@ -154,3 +167,39 @@ def _sync(request: Request, force: bool, who: Principal, service: LeaderboardSer
     state = "applied" if report.applied else "NOT applied (an entry needs force)"
     warnings = f" Warnings: {'; '.join(report.warnings)}" if report.warnings else ""
     return f"Sync {state}: {changes}.{warnings}"
+
+
+def _invite(leaderboard: str, uses: int, days: str, who: Principal, service: LeaderboardService) -> str:
+    """A new code, in this answer only (the page never shows it again; only its hash is kept)."""
+    try:
+        body = api_invites.InviteIn(uses=uses, expires_days=float(days) if days.strip() else None)
+    except ValueError:  # not a number, or out of InviteIn's range
+        raise UserError(
+            f"An invite is valid for a number of days above 0 and up to {MAX_INVITE_DAYS}, or blank for until "
+            f"withdrawn; {days.strip()!r} is not.",
+            code="invalid_field",
+            field="days",
+        ) from None
+    new = api_invites.create_invite(leaderboard, body, who, service)
+    return (f"Invite #{new.invite.invite_id} to {new.invite.leaderboard} made. Its code, shown only now (copy it; "
+            f"only its hash is kept): {new.code}")  # fmt: skip
+
+
+def _revoke(invite_id: int | None, who: Principal, service: LeaderboardService) -> str:
+    if invite_id is None:
+        raise UserError("Give the number of the invite to withdraw.", code="invalid_field", field="invite_id")
+    invite = api_invites.revoke_invite(invite_id, who, service)
+    return f"Invite #{invite.invite_id} ({invite.prefix}…) to {invite.leaderboard} is withdrawn; its members stay in."
+
+
+def _member(
+    request: Request, leaderboard: str, user: str, reason: str, add: bool, who: Principal, service: LeaderboardService
+) -> str:
+    if not user.strip():
+        raise UserError("Give the user: discord:ID or a local name.", code="invalid_field", field="user")
+    if add:
+        body = api_invites.MemberIn(user=user, reason=reason)
+        member = api_invites.add_member(request, leaderboard, body, who, service)
+        return f"{member.user_name} is in {member.leaderboard} ({member_via(member.invite_id, member.invite_prefix)})."
+    member = api_invites.remove_member(request, leaderboard, user, reason, who, service)
+    return f"{member.user_name} is out of {member.leaderboard}: it is hidden from them again."

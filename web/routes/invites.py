@@ -5,15 +5,17 @@ a request's body and the answer that makes it, never in a URL (URLs are logged).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from leaderboards.invites import MAX_INVITE_DAYS, MAX_INVITE_USES
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
 from web.auth import admin, service_of, submitter
-from web.routes.common import ID_MAX
+from web.routes.admin import forget_cached_reads
+from web.routes.common import ID_MAX, UserName, parse_user
 from web.schemas import API_PREFIX, ErrorOut, Model
 
 router = APIRouter(prefix=API_PREFIX)
@@ -87,6 +89,81 @@ def revoke_invite(
 ) -> InviteOut:
     """Nobody else joins with it; those who joined stay in."""
     return InviteOut.model_validate(service.revoke_invite(invite_id, actor=who.actor))
+
+
+class MemberIn(BaseModel):
+    user: str = Field(
+        min_length=1, max_length=200, description="`discord:ID` or a local name (`local:NAME` or `NAME`)."
+    )
+    reason: str = Field("", max_length=500, description="Why: the audit log keeps it.")
+
+
+class MemberOut(Model):
+    leaderboard: str
+    user: str = Field(description="The member's identity (`discord:ID` or `local:NAME`).")
+    user_name: str
+    joined_at: datetime
+    invite_id: int | None = Field(description="The invite they joined with; null: an admin added them.")
+    invite_prefix: str | None = Field(description="That invite's first characters (never the code).")
+
+
+_ADMIN_ONLY: dict[int | str, dict[str, Any]] = {403: {"model": ErrorOut, "description": "The token lacks the admin scope"}}
+
+
+@router.get(
+    "/admin/leaderboards/{name}/members",
+    response_model=list[MemberOut],
+    tags=["admin"],
+    summary="Who joined a hidden leaderboard, and how",
+    responses=_ADMIN_ONLY,
+)
+def members(
+    name: str, who: Principal = Depends(admin), service: LeaderboardService = Depends(service_of)
+) -> list[MemberOut]:
+    """Its members, earliest first, each with the invite they joined by (its id and prefix) or none (an admin added
+    them)."""
+    return [MemberOut.model_validate(m) for m in service.board_members(name)]
+
+
+@router.post(
+    "/admin/leaderboards/{name}/members",
+    response_model=MemberOut,
+    status_code=201,
+    tags=["admin"],
+    summary="Let a user into a hidden leaderboard without a code",
+    responses=_ADMIN_ONLY,
+)
+def add_member(
+    request: Request,
+    name: str,
+    body: MemberIn,
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> MemberOut:
+    view = service.add_member(name, parse_user(body.user), actor=who.actor, reason=body.reason)
+    forget_cached_reads(request)
+    return MemberOut.model_validate(view)
+
+
+@router.delete(
+    "/admin/leaderboards/{name}/members/{user}",
+    response_model=MemberOut,
+    tags=["admin"],
+    summary="Take a member out of a hidden leaderboard",
+    responses=_ADMIN_ONLY,
+)
+def remove_member(
+    request: Request,
+    name: str,
+    user: UserName,
+    reason: str = Query("", max_length=500, description="Why: the audit log keeps it."),
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> MemberOut:
+    """The board is hidden from them again; their submissions stay."""
+    view = service.remove_member(name, parse_user(user), actor=who.actor, reason=reason)
+    forget_cached_reads(request)
+    return MemberOut.model_validate(view)
 
 
 @router.post(
