@@ -119,6 +119,40 @@ def test_no_part_imports_a_library_it_must_never_use(imports: list[Import]) -> N
     assert not broken, "never-rules of docs/architecture.md broken:\n" + "\n".join(broken)
 
 
+AWAITING_THE_LEAD = {
+    ("runners.oracle.benchmark", "runners.submission.serve"),  # BASELINE, CALIBRATION, SOCKET_FD_ENV
+    ("runners.oracle.window", "runners.submission.serve"),  # CALL_ARENA, DONE_OFFSET, GO_OFFSET
+}
+"""Imports the GPU box's rules forbid that are still there, each in a file being rewritten (issue 32's plan-then-run
+split): each is to read the same names from ``runners.ipc.wiring``. The test fails once one is gone, so this list
+only shrinks."""
+
+
+def box_row(module: str, rows: dict[str, set[str]]) -> str | None:
+    """The most specific row of the GPU box's table that ``module`` falls under."""
+    return max((row for row in rows if within(module, {row})), key=len, default=None)
+
+
+def test_the_gpu_box_sides_import_only_ipc_the_languages_and_the_contract(imports: list[Import]) -> None:
+    """The trusted evaluator and the submission process never import each other, nor the parent (``runners.entry``)
+    or anything else of ``runners`` their row of "Inside the GPU box" does not name: what they share (fd names,
+    offsets, language keys) is in ``runners.ipc``."""
+    rows = table("Inside the GPU box")
+    assert {"runners.oracle", "runners.submission", "runners.ipc"} <= set(rows)
+    found = set()
+    broken = []
+    for imp in imports:
+        row = box_row(imp.module, rows)
+        if row is None or not imp.target.startswith("runners.") or within(imp.target, {row, *rows[row]}):
+            continue
+        if (imp.module, imp.target) in AWAITING_THE_LEAD:
+            found.add((imp.module, imp.target))
+            continue
+        broken.append(f"{imp.where}: {imp.module} imports {imp.target}")
+    assert not broken, "GPU box rules of docs/architecture.md broken:\n" + "\n".join(broken)
+    assert found == AWAITING_THE_LEAD, f"fixed: take {sorted(AWAITING_THE_LEAD - found)} out of AWAITING_THE_LEAD"
+
+
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one node (Tarjan), each sorted."""
     index: dict[str, int] = {}

@@ -48,6 +48,7 @@ from runners.ipc.protocol import (
     RTestReference,
     Setup,
 )
+from runners.ipc.wiring import SOCKET_FD_ENV
 from runners.oracle.base import (
     DEFAULT_HEAP,
     JOB_FD_ENV,
@@ -76,7 +77,6 @@ from runners.oracle.checking import (
 )
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window
-from runners.submission.serve import SOCKET_FD_ENV
 
 _HOST_ARENA = 8 * 1024 * MIB  # sparse: only what is written takes memory
 

@@ -26,11 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 from runners.contract import Verdict
+from runners.ipc.wiring import GATE_FD_ENV as GATE_FD_ENV
+from runners.ipc.wiring import GROUP_FDS_ENV as GROUP_FDS_ENV
 from runners.oracle.base import Fatal
 
-GROUP_FDS_ENV = "KERNELCUP_GROUP_FDS"
-GATE_FD_ENV = "KERNELCUP_GATE_FD"
-"""A page of host memory (a memfd the entry made) that every evaluator of a run on GPUs maps: the start word."""
 MAX_LINE = 1024 * 1024
 
 

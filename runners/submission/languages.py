@@ -24,13 +24,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from runners.contract import LANGUAGES, Language
+from runners.ipc.wiring import HEADERS_ENV
 
 if TYPE_CHECKING:
     from runners.settings import RunnerSettings
 
 ENTRY_POINT = "custom_kernel"
-HEADERS_ENV = "KERNELCUP_LANGUAGE_HEADERS"
-"""The submission process's list (os.pathsep) of the include folders its language's library was found in."""
 
 
 class CompileError(Exception):

@@ -14,12 +14,8 @@ import os
 import subprocess
 import sys
 
-from runners.submission.serve import SOCKET_FD_ENV
+from runners.ipc.wiring import RANK_DEVICES_ENV, RANK_FDS_ENV, SOCKET_FD_ENV
 
-RANK_FDS_ENV = "KERNELCUP_RANK_FDS"
-"""The ranks' sockets to their evaluators, in rank order (comma-separated descriptors)."""
-RANK_DEVICES_ENV = "KERNELCUP_RANK_DEVICES"
-"""Each rank's ``CUDA_VISIBLE_DEVICES`` (GPU UUIDs, comma-separated, in rank order); unset on the CPU."""
 MASTER_PORT = 29500
 """Where rank 0's rendezvous store listens: on the sandbox's own loopback, so no other run's can collide."""
 

@@ -50,20 +50,17 @@ from runners.ipc.protocol import (
     Value,
 )
 from runners.ipc.wire import PeerGone, Wire
+from runners.ipc.wiring import (  # the process wiring: the evaluator reads it there too, never here
+    BASELINE,
+    CALIBRATION,
+    CALL_ARENA,
+    DONE_OFFSET,
+    GO_OFFSET,
+    NVTX_RANGE,
+    SOCKET_FD_ENV,
+    WARM_ENV,
+)
 
-SOCKET_FD_ENV = "KERNELCUP_SUBMISSION_FD"
-WARM_ENV = "KERNELCUP_WARM_TOOLCHAIN"
-"""Set (to 1) for a GPU run's submission process: it prepares what Triton does once per process before its job."""
-CALL_ARENA = "call_in"
-"""CPU: the name of the arena that holds one call's inputs, a memfd made for that call and handed over with "go"."""
-GO_OFFSET, DONE_OFFSET = 0, 128
-"""Where the two control words live in the control arena (separate cache lines)."""
-NVTX_RANGE = "kernelcup_profile"
-CALIBRATION = "calibration"
-"""The language key of the evaluator's echo process (a known kernel through the same protocol), never a user's."""
-BASELINE = "baseline"
-"""The language key of the evaluator's baseline process: ``display_name`` names a function of the problem's
-reference.py at ``path`` (never a user's file: a request's language is one of the contract's)."""
 _TRACE_CHARS = 4000
 _NEEDS_CUDA = re.compile(
     r"not compiled with cuda|no cuda gpus|nvidia driver|cuda driver|cuda.{0,40}not available|cuda_home|nvcc"

@@ -1,0 +1,34 @@
+"""The GPU box's process wiring, in one place: the environment variables through which ``runners.entry`` (the
+parent) hands each process its descriptors and settings, and the names and offsets the trusted evaluator
+(``runners.oracle``) and the submission process (``runners.submission``) agree on.
+
+Both sides read these from here, never from each other (docs/architecture.md, "Inside the GPU box"; checked by
+tests/test_architecture.py): the evaluator imports nothing of the untrusted side but the languages.
+"""
+
+SOCKET_FD_ENV = "KERNELCUP_SUBMISSION_FD"
+"""The descriptor of the socket between an evaluator and its submission process (each side has its own end)."""
+WARM_ENV = "KERNELCUP_WARM_TOOLCHAIN"
+"""Set (to 1) for a GPU run's submission process: it prepares what Triton does once per process before its job."""
+HEADERS_ENV = "KERNELCUP_LANGUAGE_HEADERS"
+"""The submission process's list (os.pathsep) of the include folders its language's library was found in."""
+RANK_FDS_ENV = "KERNELCUP_RANK_FDS"
+"""The ranks' sockets to their evaluators, in rank order (comma-separated descriptors)."""
+RANK_DEVICES_ENV = "KERNELCUP_RANK_DEVICES"
+"""Each rank's ``CUDA_VISIBLE_DEVICES`` (GPU UUIDs, comma-separated, in rank order); unset on the CPU."""
+GROUP_FDS_ENV = "KERNELCUP_GROUP_FDS"
+"""An evaluator's sockets to the other ranks' evaluators (comma-separated descriptors): never the submission's."""
+GATE_FD_ENV = "KERNELCUP_GATE_FD"
+"""A page of host memory (a memfd the entry made) that every evaluator of a run on GPUs maps: the start word."""
+
+CALL_ARENA = "call_in"
+"""CPU: the name of the arena that holds one call's inputs, a memfd made for that call and handed over with "go"."""
+GO_OFFSET, DONE_OFFSET = 0, 128
+"""Where the two control words live in the control arena (separate cache lines)."""
+NVTX_RANGE = "kernelcup_profile"
+"""The NVTX range the submission process opens around a profiled call (the profiler keeps only what is inside)."""
+CALIBRATION = "calibration"
+"""The language key of the evaluator's echo process (a known kernel through the same protocol), never a user's."""
+BASELINE = "baseline"
+"""The language key of the evaluator's baseline process: ``display_name`` names a function of the problem's
+reference.py at ``path`` (never a user's file: a request's language is one of the contract's)."""
