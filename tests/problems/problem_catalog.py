@@ -161,10 +161,13 @@ def check_case_problems() -> list[str]:
 
 
 def import_check_cases(problem: str) -> CheckCases:
-    """The problem's checks.py, imported as a module of its own and read; a malformed one raises ``ValueError`` naming
+    """The problem's checks.py, imported as a module of its own and read (``read_check_cases``)."""
+    return read_check_cases(PROBLEMS / problem / CHECK_CASES, f"kernelcup_check_cases_{problem}")
+
+
+def read_check_cases(path: Path, name: str) -> CheckCases:
+    """A checks.py imported as the module ``name`` (once) and read; a malformed one raises ``ValueError`` naming
     the file and what it lacks."""
-    path = PROBLEMS / problem / CHECK_CASES
-    name = f"kernelcup_check_cases_{problem}"
     module = sys.modules.get(name)
     if module is None:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -172,7 +175,7 @@ def import_check_cases(problem: str) -> CheckCases:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-    where = path.relative_to(REPO)
+    where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
     unknown = sorted(n for n in vars(module) if n.isupper() and n not in CHECK_CASE_NAMES)
     if unknown:
         raise ValueError(f"{where}: {', '.join(unknown)} is not one of {', '.join(CHECK_CASE_NAMES)} (a misspelling?)")

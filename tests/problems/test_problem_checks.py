@@ -13,10 +13,18 @@ test, not part of the problem: it never travels with a run nor leaves the server
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
-from problem_catalog import CheckCases, check_case_problems, import_check_cases, import_reference, python_problem_names
+from problem_catalog import (
+    CheckCases,
+    check_case_problems,
+    import_check_cases,
+    import_reference,
+    python_problem_names,
+    read_check_cases,
+)
 
 from leaderboards.problems import load_problem
 from leaderboards.public_problem import public_folder
@@ -83,6 +91,30 @@ def test_problems_declare_their_check_cases() -> None:
     assert set(PROBLEMS) <= set(python_problem_names()), "checks.py runs a Python reference in-process"
     for problem in PROBLEMS:
         assert CASES[problem].correct, f"problems/{problem}/checks.py: CORRECT names no output that must pass"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("CASE = {'size': 3, 'seed': 1}\nWRONGS = {}\n", "WRONGS is not one of CASE, CORRECT, WRONG"),
+        ("CASE = {'size': 3}\n", "CASE must be a dict of generate_input's arguments with an integer seed"),
+        ("CORRECT = {}\n", "CASE must be a dict"),
+        ("CASE = {'seed': 1}\nCORRECT = {'fp32': 'not a function'}\n", "CORRECT must map a name (str) to a function"),
+        ("CASE = {'seed': 1}\nWRONG = [lambda d, g: g]\n", "WRONG must map a name (str) to a function"),
+    ],
+)
+def test_a_malformed_checks_file_is_named(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "checks.py"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"checks\.py: ") as caught:
+        read_check_cases(path, f"kernelcup_check_cases_malformed_{abs(hash(text))}")
+    assert message in str(caught.value)
+
+
+def test_a_checks_file_may_leave_out_correct_and_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "checks.py"
+    path.write_text("import torch\n\nCASE = {'size': 3, 'seed': 7}\n")
+    assert read_check_cases(path, "kernelcup_check_cases_minimal") == CheckCases({"size": 3, "seed": 7}, {}, {})
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)
