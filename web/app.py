@@ -35,6 +35,8 @@ from web.pages.render import STATIC
 from web.pages.session import Sessions, load_secret
 from web.routes import admin, events, health, invites, late, leaderboards, me, moderation, standings, submissions
 from web.routes import archive as archive_api
+from web.routes import batches as batches_api
+from web.routes import budgets as budgets_api
 from web.schemas import API_PREFIX
 from web.settings import WebSettings
 
@@ -112,6 +114,7 @@ def create_app(
     errors.install(app)
     install_error_pages(app)
     for module in (archive_api, leaderboards, standings, late, invites, moderation, submissions, events, me, admin,
+                   batches_api, budgets_api,
                    health, views, forms, admin_page, moderation_page, competition_pages, discord,
                    archive_pages):  # fmt: skip
         app.include_router(module.router)

@@ -15,6 +15,8 @@ from pydantic import BaseModel
 from leaderboards import (
     archive,
     audit,
+    batches,
+    budgets,
     competition,
     events,
     holdout,
@@ -29,6 +31,8 @@ from leaderboards import (
 )
 from web import schemas
 from web.routes import archive as archive_api
+from web.routes import batches as batches_api
+from web.routes import budgets as budgets_api
 from web.routes import invites as invites_api
 from web.routes import late as late_api
 from web.routes import moderation as moderation_api
@@ -91,6 +95,11 @@ PAIRS: tuple[tuple[type[BaseModel], type], ...] = (
     (standings_api.StandingsOut, competition.StandingsView),
     (standings_api.CoverageOut, holdout.Coverage),
     (standings_api.SystemTestsOut, holdout.SystemTestsQueued),
+    (batches_api.BatchItemOut, batches.BatchItemView),
+    (batches_api.BatchOut, batches.BatchView),
+    (batches_api.DeviceRewardOut, batches.DeviceReward),
+    (batches_api.SubmissionRewardsOut, batches.SubmissionRewards),
+    (budgets_api.BudgetOut, budgets.BudgetView),
 )
 """(API model, the core view it is built from), nested models included."""
 
@@ -113,6 +122,7 @@ API_ONLY: dict[tuple[type[BaseModel], str], str] = {
     (schemas.SubmissionOut, "links"): "URLs to follow the submission: only the HTTP surface knows its URLs",
     (schemas.PublicResultOut, "ncu_report_url"): "the report is too big for JSON: this is where its own route is",
     (schemas.PublicResultOut, "ncu_report_bytes"): "the size of the report that ncu_report_url downloads",
+    (batches_api.BatchOut, "links"): "URLs to follow the batch: only the HTTP surface knows its URLs",
 }
 """Fields only the API has (the route fills them in), each with why."""
 
@@ -195,7 +205,8 @@ def test_every_model_a_route_validates_from_a_view_is_paired() -> None:
     paired = {model.__name__ for model, _ in PAIRS}
     ours = {
         name
-        for module in (schemas, archive_api, invites_api, late_api, moderation_api, standings_api)
+        for module in (schemas, archive_api, invites_api, late_api, moderation_api, standings_api, batches_api,
+                       budgets_api)  # fmt: skip
         for name, value in vars(module).items()
         if isinstance(value, type) and issubclass(value, BaseModel)
     }

@@ -24,6 +24,7 @@ from leaderboards.results import (
 from leaderboards.service import LeaderboardService
 from web.auth import bearer, maybe_user, service_of, submitter
 from web.routes.common import SubmissionId, links, ncu_report_response, submission_out
+from web.routes.idempotency import Once, idempotency_key
 from web.schemas import (
     API_PREFIX,
     CodeOut,
@@ -54,10 +55,13 @@ def split_devices(fields: list[str]) -> list[str] | None:
     summary="Submit a file",
     responses={
         **ERRORS,
-        409: {"model": ErrorOut, "description": "Leaderboard closed or paused"},
+        409: {
+            "model": ErrorOut,
+            "description": "Leaderboard closed or paused; or the Idempotency-Key was used for another request",
+        },
         413: {"model": ErrorOut, "description": "File too large"},
         422: {"model": ErrorOut, "description": "A field or the file is not acceptable"},
-        429: {"model": ErrorOut, "description": "Rate limit or pending-job quota reached (see Retry-After)"},
+        429: {"model": ErrorOut, "description": "Rate limit, pending-job quota or GPU budget reached (Retry-After)"},
     },
 )
 async def submit(
@@ -91,6 +95,7 @@ async def submit(
         "file's '#!kernelcup license:' line, else your account's default, else none.",
     ),
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
+    key: str | None = Depends(idempotency_key),
     service: LeaderboardService = Depends(service_of),
 ) -> JSONResponse:
     """Queue a submission: one job per device. With `mode=compare` and a second file as `against`: one job that
@@ -103,7 +108,9 @@ async def submit(
         service.check_upload_size(name, upload.size or 0)
         return name, upload.file.read(service.settings.max_submission_bytes + 1)
 
-    def accept() -> SubmissionReceipt:  # the token, the size and the submission in one trip to a thread
+    once = Once(service, key, "POST /submissions")
+
+    def accept() -> JSONResponse:  # the token, the size and the submission in one trip to a thread
         who = service.authenticate(credentials.credentials if credentials else None, Scope.SUBMIT)
         if against is not None and not comparing:
             raise InvalidSubmission(
@@ -112,21 +119,33 @@ async def submit(
                 field="against",
             )
         name, content = read(file)
-        if comparing and against is not None:
+        second = read(against) if comparing and against is not None else None
+        fields = {"leaderboard": leaderboard, "devices": devices, "mode": mode, "rounds": rounds, "force": force,
+                  "license": license}  # fmt: skip
+        stored = once.begin(who.user, fields, {"file": (name, content), "against": second})
+        return stored or once.run(lambda: receipt_response(request, queue(who, name, content, second)))
+
+    def queue(who: Principal, name: str, content: bytes, second: tuple[str, bytes] | None) -> SubmissionReceipt:
+        if second is not None:
             device = split_devices(devices)
             if device is not None and len(device) > 1:
                 raise InvalidSubmission(
                     f"A compare runs on one device; name one, not {len(device)}.", code="one_device", field="devices"
                 )
-            name_b, content_b = read(against)
             return service.compare(
-                who.user, name, content, name_b, content_b, leaderboard, device[0] if device else None, rounds
-            )
+                who.user, name, content, *second, leaderboard, device[0] if device else None, rounds,
+                token_id=who.token_id,
+            )  # fmt: skip
         return service.submit(
-            who.user, name, content, leaderboard, split_devices(devices), mode, force=force, licence=license
-        )
+            who.user, name, content, leaderboard, split_devices(devices), mode, force=force, licence=license,
+            token_id=who.token_id,
+        )  # fmt: skip
 
-    receipt = await asyncio.to_thread(accept)
+    return await asyncio.to_thread(accept)
+
+
+def receipt_response(request: Request, receipt: SubmissionReceipt) -> JSONResponse:
+    """A queued submission's 202: its receipt, and where to follow it (``Location``)."""
     out = SubmissionReceiptOut(
         **{k: getattr(receipt, k) for k in ("submission_id", "leaderboard", "user_name", "file_name", "mode")},
         created_at=receipt.created_at,
