@@ -6,8 +6,8 @@ each command (``kernelcup.settings``), so ``--help`` works with no configuration
 The console script loads lazily (issue 32): ``main`` builds a group that knows each top-level command by its name
 and its one-line help (``TOP_LEVEL``) and imports a command's modules only when that command runs (or its own help
 is asked for), so ``kernelcup --help``, ``--version`` and ``version`` import no command module at all, and
-``kernelcup run`` imports only ``commands/run.py`` (``lazy_app``). ``build_app`` still registers every module at once, in
-``COMMAND_MODULES``'s order (tests use it, and it takes the reference check to inject).
+``kernelcup run`` imports only ``commands/run.py`` (``lazy_app``). ``build_app`` still registers every module at
+once, in ``COMMAND_MODULES``'s order (tests use it, and it takes the reference check to inject).
 ``tests/kernelcup/test_cli_lazy.py`` checks that the two list the same commands with the same help, and what a
 start imports; ``benchmarks/cli_startup.py`` times it.
 """
