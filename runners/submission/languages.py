@@ -21,15 +21,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from runners.contract import LANGUAGES, Language
 from runners.ipc.wiring import HEADERS_ENV
 
-if TYPE_CHECKING:
-    from runners.settings import RunnerSettings
-
 ENTRY_POINT = "custom_kernel"
+
+
+class LibraryPaths(Protocol):
+    """Where this runner's C++ libraries are, as its operator set them (``runners.settings.RunnerSettings`` is one):
+    the languages take these paths, never the runner's settings, so the evaluator and the submission process, which
+    import this module, import nothing of the parent's."""
+
+    @property
+    def cutlass_include(self) -> Path | None: ...
+
+    @property
+    def thunderkittens_include(self) -> Path | None: ...
 
 
 class CompileError(Exception):
@@ -79,7 +88,7 @@ class LanguageRuntime:
         return None
 
     @classmethod
-    def headers(cls, settings: RunnerSettings) -> Headers | None:
+    def headers(cls, paths: LibraryPaths) -> Headers | None:
         """The library this language compiles against, found by the trusted entry before the run (None: it needs
         none). Raises :class:`Unavailable` when this runner does not have it."""
         return None
@@ -212,8 +221,8 @@ class CutlassRuntime(_HeaderLibraryRuntime):
         return [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
 
     @classmethod
-    def headers(cls, settings: RunnerSettings) -> Headers:
-        include, source = settings.cutlass_include, "KERNELCUP_CUTLASS_INCLUDE"
+    def headers(cls, paths: LibraryPaths) -> Headers:
+        include, source = paths.cutlass_include, "KERNELCUP_CUTLASS_INCLUDE"
         if include is None:
             spec = importlib.util.find_spec("cutlass_library")  # finds the package without importing it
             if spec is None or spec.origin is None:
@@ -263,8 +272,8 @@ class ThunderKittensRuntime(_HeaderLibraryRuntime):
         return [*(f"-L{d}" for d in stubs if d.is_dir()), "-lcuda"]
 
     @classmethod
-    def headers(cls, settings: RunnerSettings) -> Headers:
-        include = settings.thunderkittens_include
+    def headers(cls, paths: LibraryPaths) -> Headers:
+        include = paths.thunderkittens_include
         if include is None or not (include / "kittens.cuh").is_file():
             where = f"{include} has no kittens.cuh" if include else "KERNELCUP_THUNDERKITTENS_INCLUDE is not set"
             raise Unavailable(f"this runner does not offer ThunderKittens ({where}): set KERNELCUP_THUNDERKITTENS_"
@@ -316,7 +325,7 @@ class _PythonPackageRuntime(PythonRuntime):
         return importlib.util.find_spec(cls.module)
 
     @classmethod
-    def headers(cls, settings: RunnerSettings) -> Headers:
+    def headers(cls, paths: LibraryPaths) -> Headers:
         hint = f"pip install {cls.distribution} into the runner's Python (the runner image pins its version)"
         try:
             version = importlib.metadata.version(cls.distribution)
@@ -413,15 +422,15 @@ def runtime_for(lang: str, job_dir: Path) -> LanguageRuntime:
     return RUNTIMES[Language(lang)](job_dir)
 
 
-def self_tests(settings: RunnerSettings | None = None) -> dict[str, str | None]:
+def self_tests(paths: LibraryPaths | None = None) -> dict[str, str | None]:
     """Each language's self-test on this machine: None where it can run, else why not (display name as key). Given
-    the runner's settings, a language whose C++ library is not installed says so too."""
+    the runner's library paths (its settings), a language whose C++ library is not installed says so too."""
     found: dict[str, str | None] = {}
     for key, runtime in RUNTIMES.items():
         why = runtime.self_test()
-        if why is None and settings is not None:
+        if why is None and paths is not None:
             try:
-                runtime.headers(settings)
+                runtime.headers(paths)
             except Unavailable as exc:
                 why = str(exc)
             except OSError as exc:  # an unreadable version file: the language is not usable, the check goes on
