@@ -12,6 +12,7 @@ tokens`` in the server's shell for anyone (the way to the first admin token).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import secrets
@@ -35,6 +36,12 @@ LAST_USED_RESOLUTION_S = 60.0
 """``last_used_at`` is written at most this often per token, so reading with a token costs no write each time."""
 MAX_LIFETIME = timedelta(days=36500)
 """The longest lifetime a person may write (100 years; beyond it, ask for 'never' where that is allowed)."""
+OAUTH_VIAS = ("discord", "github")
+"""Web sessions opened by a provider's sign-in (web/pages/oauth.py): their token was made for them, ends with them."""
+CLI_CODE_VIA = "cli:"
+"""``web_sessions.via`` of a CLI sign-in's one-time code (``cli:`` + how the approving session signed in): a code is
+kept as a row of that table (its hash, the approving session's token, its expiry, ``ended_at`` once used), never a
+session anyone can be signed in by."""
 GET_A_TOKEN = "with /token in Discord, or on the server with `kernelcup tokens create NAME`"
 """How a person gets a token, in every message that asks for one: a deployment with the bot, or a local one without."""
 
@@ -203,27 +210,90 @@ class AccountsMixin(ServiceBase):
         was revoked or expired."""
         now = self.clock()
         with self.db.transaction() as s:
-            row = s.scalar(select(WebSession).where(WebSession.sid_hash == hash_token(sid or "")))
-            if row is None or row.ended_at is not None or row.expires_at <= now:
-                raise InvalidToken("This sign-in has ended (signed out, or expired); sign in again.")
-            token = s.get(ApiToken, row.token_id)
-            if token is None:  # gone with its row (ON DELETE CASCADE); only a race sees this
-                raise InvalidToken("This sign-in has ended; sign in again.")
+            _, token = _live_session(s, sid, now)
             return self._principal(s, token, None, now)
 
     def end_session(self, sid: str | None, *, actor: str = "") -> None:
-        """Sign out: the session ``sid`` ends at once (a copy of its cookie is no longer anyone); a Discord
-        sign-in's token, made for it, is revoked with it. Ending an unknown or ended session does nothing."""
+        """Sign out: the session ``sid`` ends at once (a copy of its cookie is no longer anyone); a Discord or
+        GitHub sign-in's token, made for it, is revoked with it. Ending an unknown or ended session does nothing."""
         now = self.clock()
         with self.db.transaction() as s:
             row = s.scalar(select(WebSession).where(WebSession.sid_hash == hash_token(sid or "")))
             if row is None or row.ended_at is not None:
                 return
             row.ended_at = now
-            token = s.get(ApiToken, row.token_id) if row.via == "discord" else None
+            token = s.get(ApiToken, row.token_id) if row.via in OAUTH_VIAS else None
             if token is not None and token.revoked_at is None:
                 token.revoked_at = now
                 self._audit(s, actor or token.user.identity, "revoke_token", token.user.identity, token_id=token.id)
+
+    # -- the CLI's browser sign-in (kernelcup login --server URL; docs/deploy.md, "Sign-in") ----------------------
+
+    def approve_cli_sign_in(self, sid: str | None, challenge: str, *, client: str, ttl: timedelta) -> str:
+        """A one-time code for the CLI that asked with ``challenge`` (PKCE: the SHA-256 of a secret only that CLI
+        holds), approved by the signed-in web session ``sid``; it can be exchanged once, within ``ttl``, by
+        :meth:`redeem_cli_sign_in`. Only its hash with the challenge is kept. Audited (``approve_cli_sign_in``).
+        ``InvalidToken`` when the session has ended."""
+        now = self.clock()
+        with self.db.transaction() as s:
+            row, token = _live_session(s, sid, now)
+            who = self._principal(s, token, None, now)
+            code = secrets.token_urlsafe(TOKEN_BYTES)
+            s.add(
+                WebSession(
+                    sid_hash=_code_hash(code, challenge),
+                    token_id=token.id,
+                    via=f"{CLI_CODE_VIA}{row.via}"[:16],
+                    expires_at=now + ttl,
+                )
+            )
+            self._audit(
+                s, who.user.identity, "approve_cli_sign_in", who.user.identity, client=client[:100], session=row.via
+            )
+        return code
+
+    def redeem_cli_sign_in(self, code: str, verifier: str, *, client: str) -> NewToken:
+        """The API token a CLI gets for the code :meth:`approve_cli_sign_in` gave its browser, with the secret whose
+        hash it asked with (``verifier``): once per code, before it expires, while the approving sign-in's token is
+        still valid. The token has the submit scope only, whatever the approver's; its lifetime is the server's
+        default, and never longer than the approver's token when that sign-in was a pasted token. ``InvalidToken``
+        otherwise, naming the way out."""
+        challenge = pkce_challenge(verifier)
+        now = self.clock()
+        again = "Run `kernelcup login --server URL` again."
+        with self.db.transaction() as s:
+            used = s.execute(
+                update(WebSession)
+                .where(
+                    WebSession.sid_hash == _code_hash(code.strip(), challenge),
+                    WebSession.via.startswith(CLI_CODE_VIA),
+                    WebSession.ended_at.is_(None),
+                    WebSession.expires_at > now,
+                )
+                .values(ended_at=now)
+            )
+            if getattr(used, "rowcount", 0) != 1:
+                raise InvalidToken(
+                    "This sign-in code is not valid: it was used already, it expired (a code must be used within "
+                    f"minutes of its approval), or it was not made for this login. {again}"
+                )
+            row = s.scalar(select(WebSession).where(WebSession.sid_hash == _code_hash(code.strip(), challenge)))
+            token = s.get(ApiToken, row.token_id) if row is not None else None
+            if row is None or token is None:
+                raise InvalidToken(f"The web sign-in that approved this code has ended. {again}")
+            try:
+                who = self._principal(s, token, None, now)
+            except InvalidToken:
+                raise InvalidToken(f"The web sign-in that approved this code has ended. {again}") from None
+            via = row.via.removeprefix(CLI_CODE_VIA)
+            self._audit(s, who.user.identity, "cli_sign_in", who.user.identity, client=client[:100], session=via)
+        return self.create_token(
+            who.user,
+            name=f"CLI sign-in ({client})"[:100],
+            scopes=(Scope.SUBMIT,),
+            made_with=None if via in OAUTH_VIAS else who,
+            actor=f"CLI browser sign-in ({who.user.identity})",
+        )
 
     def _principal(self, s: Session, row: ApiToken, scope: Scope | None, now: datetime) -> Principal:
         """The principal of a token row, or ``InvalidToken``/``MissingScope`` (see :meth:`authenticate`)."""
@@ -319,10 +389,35 @@ class AccountsMixin(ServiceBase):
         )
 
 
+def _live_session(s: Session, sid: str | None, now: datetime) -> tuple[WebSession, ApiToken]:
+    """The web session ``sid`` and its token row, or ``InvalidToken`` once it was signed out or expired (a CLI
+    sign-in's code, kept in the same table, is never a session)."""
+    row = s.scalar(select(WebSession).where(WebSession.sid_hash == hash_token(sid or "")))
+    if row is None or row.ended_at is not None or row.expires_at <= now or row.via.startswith(CLI_CODE_VIA):
+        raise InvalidToken("This sign-in has ended (signed out, or expired); sign in again.")
+    token = s.get(ApiToken, row.token_id)
+    if token is None:  # gone with its row (ON DELETE CASCADE); only a race sees this
+        raise InvalidToken("This sign-in has ended; sign in again.")
+    return row, token
+
+
+def pkce_challenge(verifier: str) -> str:
+    """RFC 7636's S256 challenge of ``verifier``: base64url of its SHA-256, unpadded."""
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _code_hash(code: str, challenge: str) -> str:
+    """How a CLI sign-in code is kept: with the challenge it was made for, so the code alone finds nothing."""
+    return hash_token(f"{code}:{challenge}")
+
+
 def _local(u: User) -> UserRef:
     """The ``UserRef`` of a local account: its identity is ``local:<name>``, which its name may no longer spell
     (names are display names), so the identity is what is kept."""
     kind, _, rest = u.identity.partition(":")
+    if kind == "github" and rest.isdigit():  # a GitHub sign-in's account (web/pages/oauth.py)
+        return UserRef(name=u.name, github_id=int(rest))
     return UserRef(name=rest if kind == "local" else u.identity)
 
 

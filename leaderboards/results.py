@@ -71,21 +71,28 @@ class ComparisonView:
 
 @dataclass(frozen=True)
 class UserRef:
-    """Who is acting, as a surface knows them: a Discord user (``discord_id``) or a local/CLI name."""
+    """Who is acting, as a surface knows them: a Discord user (``discord_id``), a GitHub user who signed in on the web
+    (``github_id``, GitHub's numeric account id, which survives a rename) or a local/CLI name."""
 
     name: str
     discord_id: int | None = None
+    github_id: int | None = None
 
     @property
     def identity(self) -> str:
-        return f"discord:{self.discord_id}" if self.discord_id is not None else f"local:{self.name}"
+        if self.discord_id is not None:
+            return f"discord:{self.discord_id}"
+        return f"github:{self.github_id}" if self.github_id is not None else f"local:{self.name}"
 
     @classmethod
     def parse(cls, text: str) -> UserRef:
-        """A user as an admin types one: ``discord:<id>`` or a local name (``local:<name>`` or just ``<name>``)."""
+        """A user as an admin types one: ``discord:<id>``, ``github:<id>`` or a local name (``local:<name>`` or just
+        ``<name>``)."""
         kind, sep, rest = text.partition(":")
         if sep and kind == "discord" and rest.strip().isdigit():
             return cls(name=f"discord:{rest.strip()}", discord_id=int(rest.strip()))
+        if sep and kind == "github" and rest.strip().isdigit():
+            return cls(name=f"github:{rest.strip()}", github_id=int(rest.strip()))
         return cls(name=rest if sep and kind == "local" else text)
 
 

@@ -34,6 +34,7 @@ INDIRECT = {
     "psycopg2-binary": "the PostgreSQL driver SQLAlchemy loads from DATABASE_URL",
     "python-multipart": "FastAPI's form parsing for uploads",
     "uvloop": "uvicorn's event loop",
+    "itsdangerous": "Starlette's SessionMiddleware signs the OAuth sign-in's state cookie with it",
     "triton": "Triton submissions import it in the sandbox",
 }
 """Declared dependencies that no shipped module imports by name, and why they are declared."""

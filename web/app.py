@@ -17,6 +17,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from leaderboards.problem_rules import DeviceCheck
@@ -28,7 +29,7 @@ from web.metrics import ApiMetrics, MetricsMiddleware
 from web.pages import admin as admin_page
 from web.pages import archive as archive_pages
 from web.pages import competition as competition_pages
-from web.pages import discord, forms, views
+from web.pages import forms, oauth, views
 from web.pages import moderation as moderation_page
 from web.pages.base import PageHeadersMiddleware, error_page, install_error_pages
 from web.pages.render import STATIC
@@ -37,6 +38,7 @@ from web.routes import admin, events, health, invites, late, leaderboards, me, m
 from web.routes import archive as archive_api
 from web.routes import batches as batches_api
 from web.routes import budgets as budgets_api
+from web.routes import login as cli_login
 from web.schemas import API_PREFIX
 from web.settings import WebSettings
 
@@ -111,12 +113,14 @@ def create_app(
     secret = settings.session_secret.get_secret_value() if settings.session_secret else None
     data_dir = service.settings.resolved_data_dir()
     app.state.sessions = Sessions(lambda: load_secret(secret, data_dir), settings.session_max_age_s)
+    app.state.sign_in_providers = oauth.providers(settings)
+    app.state.oauth = oauth.build_oauth(settings)
     errors.install(app)
     install_error_pages(app)
     for module in (archive_api, leaderboards, standings, late, invites, moderation, submissions, events, me, admin,
                    batches_api, budgets_api,
-                   health, views, forms, admin_page, moderation_page, competition_pages, discord,
-                   archive_pages):  # fmt: skip
+                   health, views, forms, admin_page, moderation_page, competition_pages, oauth,
+                   archive_pages, cli_login):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route(DOCS_URL, api_docs, include_in_schema=False)
@@ -143,6 +147,15 @@ def create_app(
         pattern=leaderboards.RANKINGS_PATH,
         route=leaderboards.RANKINGS_ROUTE,
     )
+    if app.state.sign_in_providers:  # Authlib keeps a provider sign-in's state in Starlette's signed session cookie
+        app.add_middleware(
+            SessionMiddleware,
+            secret_key=oauth.state_secret(load_secret(secret, data_dir)),
+            session_cookie=oauth.STATE_COOKIE,
+            max_age=oauth.STATE_MAX_AGE_S,
+            path=oauth.STATE_PATH,
+            https_only=(settings.public_url or "").startswith("https://"),
+        )
     app.add_middleware(PageHeadersMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

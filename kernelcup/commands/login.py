@@ -10,21 +10,41 @@ import typer
 from kernelcup.commands.common import user_errors
 from kernelcup.remote import Login, config_path, forget_login, normalise, store_login, stored_login
 
+BROWSER_TIMEOUT_S = 300.0
+"""How long `kernelcup login` waits for the browser's sign-in by default."""
+
 
 def register(app: typer.Typer) -> None:
     @app.command("login")
     def login_cmd(
         server: str = typer.Option(..., "--server", help="The kernelcup server, e.g. https://kernelcup.example.org"),
         token: str | None = typer.Option(
-            None, "--token", help="The API token (default: KERNELCUP_TOKEN, else asked for, hidden)."
+            None, "--token", help="An API token to use instead of signing in with the browser (or KERNELCUP_TOKEN)."
+        ),
+        browser: bool | None = typer.Option(
+            None,
+            "--browser/--no-browser",
+            help="Sign in with the browser (the default in a terminal): --browser opens it on this machine and the "
+            "page hands the CLI a token; --no-browser prints the address to open anywhere and asks for the code the "
+            "page then shows. Without either, a token piped on stdin is read instead.",
+        ),
+        ask_token: bool = typer.Option(False, "--ask-token", help="Ask for an API token (hidden) instead."),
+        timeout: float = typer.Option(
+            BROWSER_TIMEOUT_S, "--timeout", min=10, help="Seconds to wait for the browser's sign-in."
         ),
     ) -> None:
-        """Check a token against a server and keep both for later commands (in your config dir, mode 0600)."""
+        """Log in to a kernelcup server for later commands: sign in with the browser (Discord, GitHub or a token,
+        whatever the server offers), or give an API token. Both are kept in your config dir (mode 0600)."""
         from kernelcup.client import Client
         from leaderboards.accounts import expiry_text
 
-        token = token or os.environ.get("KERNELCUP_TOKEN") or _ask_token()
-        login = Login(normalise(server), token.strip())
+        server = normalise(server)
+        token = token or os.environ.get("KERNELCUP_TOKEN") or None  # (set but empty: none)
+        if token is None and (ask_token or (browser is None and not sys.stdin.isatty())):
+            token = _ask_token()  # also `echo $TOKEN | kernelcup login --server URL`
+        if token is None:
+            token = _browser_token(server, open_browser=browser is not False, timeout_s=timeout)
+        login = Login(server, token.strip())
         with user_errors(), Client(login.server, login.token) as client:
             me = client.me()
         path = store_login(login)
@@ -49,6 +69,25 @@ def register(app: typer.Typer) -> None:
                 client.revoke_token(client.me().token_id)
         forget_login()
         typer.echo(f"logged out of {login.server}{' (token revoked)' if revoke else ''}")
+
+
+def _browser_token(server: str, *, open_browser: bool, timeout_s: float) -> str:
+    """A token from the browser sign-in (``login_browser``); a clear message and status 1 when it fails."""
+    from kernelcup.commands.login_browser import BrowserLoginFailed, browser_sign_in
+
+    with user_errors():
+        try:
+            new = browser_sign_in(
+                server,
+                open_browser=open_browser,
+                timeout_s=timeout_s,
+                echo=typer.echo,
+                ask_code=lambda: str(typer.prompt("Code from the page")),
+            )
+        except BrowserLoginFailed as exc:
+            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(1) from None
+    return new.token
 
 
 def _ask_token() -> str:

@@ -21,6 +21,7 @@ from web.auth import service_of
 from web.pages.base import principal_of, session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
 from web.routes.submissions import split_devices
+from web.settings import PROVIDER_TITLES
 
 router = APIRouter(include_in_schema=False)
 
@@ -34,19 +35,23 @@ def safe_next(target: str | None) -> str:
     return "/"
 
 
+def sign_in_buttons(request: Request) -> list[tuple[str, str]]:
+    """The providers' sign-in the page offers (``/auth/{name}``), as (name, title): those the operator turned on."""
+    return [(name, PROVIDER_TITLES[name]) for name in request.app.state.settings.enabled_providers()]
+
+
 @router.get("/signin")
 def signin_page(request: Request, next: str = "/") -> Response:
     sessions = sessions_of(request)
     session = session_of(request)
     fresh = session is None
     session = session or sessions.new()
-    discord = request.app.state.settings.discord_client_id is not None
     response = render(
         request,
         "signin.html",
         Viewer(principal_of(request, session), sessions.csrf_token(session)),
         next=safe_next(next),
-        discord=discord,
+        providers=sign_in_buttons(request),
     )
     if fresh:
         sessions.store(response, request, session)
@@ -69,9 +74,14 @@ def signin(
         sid, _ = service.open_session(token.strip(), via="token", max_age=timedelta(seconds=sessions.max_age_s))
     except InvalidToken as exc:
         view = Viewer(None, sessions.csrf_token(session))
-        discord = request.app.state.settings.discord_client_id is not None
         return render(
-            request, "signin.html", view, status=401, error=exc.message, next=safe_next(next), discord=discord
+            request,
+            "signin.html",
+            view,
+            status=401,
+            error=exc.message,
+            next=safe_next(next),
+            providers=sign_in_buttons(request),
         )
     response = RedirectResponse(safe_next(next), status_code=303)
     sessions.store(response, request, sessions.new(sid))

@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
+from sse_starlette import ServerSentEvent
 from starlette.types import Receive, Send
 from starlette.types import Scope as ASGIScope
 
@@ -109,8 +110,17 @@ class _SlotStream(StreamingResponse):
 
 
 def sse(event: str, data: str, event_id: int | None = None) -> str:
-    head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {data}\n\n"
+    """One event, framed by sse-starlette's ``ServerSentEvent`` (a line break in ``data`` is split into ``data:``
+    lines and one in the name or id dropped, so nothing sent can make an event of its own)."""
+    return _framed(ServerSentEvent(data, event=event, id=None if event_id is None else str(event_id), sep="\n"))
+
+
+def _framed(event: ServerSentEvent) -> str:
+    return event.encode().decode()
+
+
+RETRY_LINE = _framed(ServerSentEvent(retry=RETRY_MS, sep="\n"))
+KEEPALIVE_LINE = _framed(ServerSentEvent(comment="keep-alive", sep="\n"))
 
 
 def _error(code: str, message: str) -> str:
@@ -176,7 +186,7 @@ def event_stream(
         loop = asyncio.get_running_loop()
         quiet_since = checked_at = loop.time()
         try:
-            yield f"retry: {RETRY_MS}\n\n"
+            yield RETRY_LINE
             async for progress in service.follow_async(
                 submission_id, poll_s=settings.sse_poll_s, timeout_s=settings.sse_timeout_s, after_id=resume
             ):
@@ -193,7 +203,7 @@ def event_stream(
                     yield sse("done", SubmissionStatusOut.model_validate(status).model_dump_json())
                     return
                 if loop.time() - quiet_since >= settings.sse_keepalive_s:
-                    yield ": keep-alive\n\n"
+                    yield KEEPALIVE_LINE
                     quiet_since = loop.time()
         except FollowTimeout as exc:
             yield sse("timeout", json.dumps({"error": {"code": exc.code, "message": exc.message, "field": None}}))
