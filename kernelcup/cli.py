@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "serve",
     "tokens",
     "admin",  # `admin pause|resume|deadline|hide|show|rate-limit|ban|unban|stats`
+    "batch",  # `batch submit|show|wait`, and `admin budget list|set|remove` in the group admin made
     "runners",
     "schema",
     "demo",
@@ -119,9 +120,14 @@ TOP_LEVEL: dict[str, TopLevel] = {
     ),
     "tokens": TopLevel(("tokens",), "API tokens (on the server's own database).", group=True),
     "admin": TopLevel(
-        ("admin",),
+        ("admin", "batch"),
         "An organiser's operations (the admin API's): pause, resume, deadline, hide, show, rate-limit, ban, unban, "
         "stats. On the local database, or a server's with an admin token (--server).",
+        group=True,
+    ),
+    "batch": TopLevel(
+        ("batch",),
+        "Many candidates for one problem in one request (a server's API): submit, show, wait.",
         group=True,
     ),
     "runners": TopLevel(("runners",), "Remote and local runners: routing and launcher checks.", group=True),

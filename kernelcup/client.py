@@ -10,6 +10,10 @@ answers are the API's own pydantic models (``web.schemas``).
         print(result.status.jobs[0].score_ns)
 
 ``compare(a, b, leaderboard, device, rounds)`` compares two files on one device (``.wait().status.comparison``).
+``submit_batch`` sends up to 64 candidates for one problem, device and mode in one request (``Batch``: its
+``events()`` yield each candidate as it finishes, ``wait()`` the whole batch with a reward record per candidate);
+``reward(id)`` is a submission's reward record; ``idempotency_key=`` on every submitting call makes a retry of the same
+request answer with the first answer instead of running again (docs/programs.md).
 ``submit_many`` submits a batch and returns when all are done (a 429 — rate limit or pending-job quota — is
 waited out, not fatal). Every error of the API is raised as ``ApiError`` with its ``code``, ``message`` and
 ``field``. See docs/api.md.
@@ -20,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,6 +59,8 @@ from web.schemas import (
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from web.routes.batches import BatchItemOut, BatchOut, SubmissionRewardsOut
+    from web.routes.budgets import BudgetOut
     from web.routes.invites import InviteOut, JoinedOut, MemberOut, NewInviteOut
     from web.routes.late import LateEntryOut, LatePageOut
     from web.routes.standings import StandingsOut
@@ -63,6 +69,7 @@ __all__ = [
     "ApiError",
     "AsyncClient",
     "AsyncSubmission",
+    "Batch",
     "Candidate",
     "Client",
     "ComparisonOut",
@@ -237,6 +244,37 @@ class _Stream:
 # -- synchronous ---------------------------------------------------------------------------------------------------
 
 
+def _sse_events(
+    client: Client, url: str, headers: Callable[[], dict[str, str]], timeout: float | None, what: str
+) -> Iterator[tuple[str, str, str | None]]:
+    """The events (name, data, id) of an event stream, opened again whenever it ends or its connection drops (with
+    ``headers()`` each time: where to resume), until the caller stops reading; ``TimeoutError`` after ``timeout``
+    seconds, ``ApiError`` ``unreachable`` after ``MAX_RECONNECTS`` failed reconnections in a row."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    failures = 0
+    while True:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"{what} is not done after {timeout:.0f} s")
+        try:
+            with client.http.stream("GET", url, headers=headers()) as response:
+                if response.is_error:
+                    response.read()
+                    _check(response)
+                parser = _SSE()
+                for line in response.iter_lines():
+                    parsed = parser.feed(line)
+                    if parsed is not None:
+                        failures = 0
+                        yield parsed
+                    if deadline is not None and time.monotonic() >= deadline:
+                        break
+        except httpx.TransportError as exc:
+            if failures >= MAX_RECONNECTS:
+                raise _unreachable(client.server, exc) from None
+        time.sleep(RECONNECT_S[min(failures, len(RECONNECT_S) - 1)])
+        failures += 1
+
+
 class Submission:
     """A submission on the server: follow it, wait for it, read its result and code, cancel it."""
 
@@ -255,33 +293,14 @@ class Submission:
     def events(self, timeout: float | None = None) -> Iterator[ProgressOut]:
         """Its live progress until it is done (reconnecting, and resuming where it was, when the connection
         drops); ``TimeoutError`` after ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        stream, failures = _Stream(), 0
+        stream = _Stream()
         url = f"{API_PREFIX}/submissions/{self.id}/events"
-        while stream.done is None:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"submission {self.id} is not done after {timeout:.0f} s")
-            try:
-                with self.client.http.stream("GET", url, headers=stream.headers()) as response:
-                    if response.is_error:
-                        response.read()
-                        _check(response)
-                    parser = _SSE()
-                    for line in response.iter_lines():
-                        parsed = parser.feed(line)
-                        if parsed is not None:
-                            failures = 0
-                            update = stream.handle(*parsed)
-                            if update is not None:
-                                yield update
-                        if deadline is not None and time.monotonic() >= deadline:
-                            break
-            except httpx.TransportError as exc:
-                if failures >= MAX_RECONNECTS:
-                    raise _unreachable(self.client.server, exc) from None
-            if stream.done is None:
-                time.sleep(RECONNECT_S[min(failures, len(RECONNECT_S) - 1)])
-                failures += 1
+        for parsed in _sse_events(self.client, url, stream.headers, timeout, f"submission {self.id}"):
+            update = stream.handle(*parsed)
+            if update is not None:
+                yield update
+            if stream.done is not None:
+                return
 
     def wait(self, timeout: float | None = None) -> SubmissionOut:
         """Follow it until it is done, then return its result."""
@@ -302,6 +321,50 @@ class Submission:
         """Take it off the rankings if it has finished, else cancel it. Says which: "deleted" or "cancelled"."""
         response = self.client._request("DELETE", f"/submissions/{self.id}")
         return str(response.json()["action"])
+
+
+class Batch:
+    """A batch on the server (``Client.submit_batch``): follow its candidates as they finish, wait for all of them."""
+
+    def __init__(self, client: Client, batch_id: int, answer: BatchOut | None = None) -> None:
+        self.client = client
+        self.id = batch_id
+        self.answer = answer
+
+    def __repr__(self) -> str:
+        return f"Batch({self.id})"
+
+    def status(self) -> BatchOut:
+        """Every candidate's state now (a reward record for each finished one)."""
+        from web.routes.batches import BatchOut
+
+        return self.client._get(f"/batches/{self.id}", BatchOut)
+
+    def events(self, timeout: float | None = None) -> Iterator[BatchItemOut]:
+        """Each candidate once, as it finishes (refused ones first), until all have; reconnects when the connection
+        drops (skipping what it gave already). ``TimeoutError`` after ``timeout`` seconds."""
+        from web.routes.batches import BatchItemOut
+
+        seen: set[int] = set()
+        url = f"{API_PREFIX}/batches/{self.id}/events"
+        for event, data, _ in _sse_events(self.client, url, dict, timeout, f"batch {self.id}"):
+            if event == "candidate":
+                item = BatchItemOut.model_validate_json(data)
+                if item.position not in seen:  # a reconnect sends the finished ones again
+                    seen.add(item.position)
+                    yield item
+            elif event == "done":
+                return
+            elif event == "error":  # a timeout event ends the stream: it is opened again
+                err = json.loads(data).get("error", {})
+                if err.get("code") != "database_unavailable":
+                    raise ApiError(0, str(err.get("code", event)), str(err.get("message", event)))
+
+    def wait(self, timeout: float | None = None) -> BatchOut:
+        """Follow it until every candidate has finished, then return it whole."""
+        for _ in self.events(timeout):
+            pass
+        return self.status()
 
 
 class Client:
@@ -495,16 +558,19 @@ class Client:
         *,
         force: bool = False,
         licence: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Submission:
         """Submit a file (a path, bytes, or ``(file_name, bytes)``). What is not given comes from the file's
         ``#!kernelcup`` header lines, else the server's defaults (ranked; the leaderboard's only device). The same
         file sent again a moment ago answers with that earlier submission (``.receipt.duplicate``); ``force`` runs
         it again. ``licence`` is the archive licence (none, CC0-1.0, CC-BY-4.0, MIT, Apache-2.0; default: the file's
-        ``#!kernelcup license:`` line, else the account's default)."""
+        ``#!kernelcup license:`` line, else the account's default). ``idempotency_key``: a retry of this very request
+        with the same key answers with the first submission and runs nothing (the same key with another file is an
+        ``ApiError`` 409)."""
         upload = _upload(file, leaderboard, devices, mode, force)
         if licence:
             upload["data"]["license"] = licence
-        response = self._request("POST", "/submissions", **upload)
+        response = self._request("POST", "/submissions", headers=_key_header(idempotency_key), **upload)
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
 
@@ -515,6 +581,8 @@ class Client:
         leaderboard: str | None = None,
         device: str | None = None,
         rounds: int | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Submission:
         """Compare two files on one device: at most ``rounds`` (even, 2 to 20; None: the service's default, 14 on a GPU
         and 6 on the CPU) interleaved benchmark runs of each on one machine, fewer once the overall ratio is known
@@ -522,7 +590,8 @@ class Client:
         case (``cases``) and overall (``ratio``, ``ci_low``, ``ci_high``), and the rounds run. Never ranked; counts as
         ``2 × rounds`` runs (the most it may run) against your hourly limit and pending-job quota. The same file twice
         is fine (it measures the noise)."""
-        response = self._request("POST", "/submissions", **_compare_upload(file_a, file_b, leaderboard, device, rounds))
+        upload = _compare_upload(file_a, file_b, leaderboard, device, rounds)
+        response = self._request("POST", "/submissions", headers=_key_header(idempotency_key), **upload)
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
 
@@ -535,6 +604,73 @@ class Client:
             SubmissionSummaryOut.model_validate(x)
             for x in self._request("GET", "/me/submissions", params=params).json()
         ]
+
+    def submit_batch(
+        self,
+        candidates: Iterable[Candidate | str | Path | bytes | tuple[str, bytes]],
+        leaderboard: str,
+        device: str | None = None,
+        mode: Mode | str = "benchmark",
+        *,
+        force: bool = False,
+        idempotency_key: str | None = None,
+    ) -> Batch:
+        """Send up to the server's batch limit (64 by default) of candidates for one leaderboard, device and mode in
+        one request; stored at once. ``.answer`` holds each candidate's submission (or why it alone was refused);
+        ``.events()`` yields each as it finishes, ``.wait()`` the batch with a reward record per candidate. A batch
+        refused as a whole (leaderboard, device, mode, limits, GPU budget) raises ``ApiError``."""
+        from web.routes.batches import BatchOut
+
+        items = [Candidate.of(c) for c in candidates]
+        data: dict[str, Any] = {"leaderboard": leaderboard, "mode": str(mode), **({"force": "true"} if force else {})}
+        if device:
+            data["device"] = device
+        response = self._request(
+            "POST",
+            "/batches",
+            headers=_key_header(idempotency_key),
+            files=[("files", (c.file_name, c.content)) for c in items],
+            data=data,
+        )
+        answer = BatchOut.model_validate(response.json())
+        return Batch(self, answer.batch_id, answer)
+
+    def batch(self, batch_id: int) -> Batch:
+        return Batch(self, batch_id)
+
+    def reward(self, submission_id: int) -> SubmissionRewardsOut:
+        """A submission's reward record per device (docs/schemas/reward.schema.json); null until its job finished."""
+        from web.routes.batches import SubmissionRewardsOut
+
+        return self._get(f"/submissions/{submission_id}/reward", SubmissionRewardsOut)
+
+    def my_budgets(self) -> list[BudgetOut]:
+        """The GPU budgets that bind this client: its account's and its token's, where set."""
+        from web.routes.budgets import BudgetOut
+
+        return [BudgetOut.model_validate(b) for b in self._request("GET", "/me/budgets").json()]
+
+    def budgets(self) -> list[BudgetOut]:
+        """Admin: every GPU budget, with what is spent of it in its current period."""
+        from web.routes.budgets import BudgetOut
+
+        return [BudgetOut.model_validate(b) for b in self._request("GET", "/admin/budgets").json()]
+
+    def set_budget(
+        self, seconds: float | None, *, user: str | None = None, token_id: int | None = None, period_s: int = 86_400
+    ) -> BudgetOut | None:
+        """Admin: set (``seconds=None``: remove) the GPU-second budget per ``period_s`` of an account (``user``:
+        ``discord:ID`` or a local name) or of one token (``token_id``)."""
+        from web.routes.budgets import BudgetOut
+
+        if (user is None) == (token_id is None):
+            raise ValueError("name either user or token_id")
+        path = f"/admin/budgets/accounts/{_seg(user)}" if user is not None else f"/admin/budgets/tokens/{token_id}"
+        if seconds is None:
+            self._request("DELETE", path)
+            return None
+        answer = self._request("PUT", path, json={"seconds": seconds, "period_s": period_s})
+        return BudgetOut.model_validate(answer.json())
 
     def submit_many(
         self,
@@ -573,6 +709,10 @@ class Client:
             else:
                 out.append(results.get(h.id) or h.wait(_left(deadline)))
         return out
+
+
+def _key_header(key: str | None) -> dict[str, str]:
+    return {"Idempotency-Key": key} if key else {}
 
 
 def _seg(text: str) -> str:
