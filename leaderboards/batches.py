@@ -93,6 +93,21 @@ class BatchView:
         return all(i.finished for i in self.items)
 
 
+@dataclass(frozen=True)
+class DeviceReward:
+    device: str
+    status: str
+    reward: dict[str, Any] | None
+    """The reward record (``docs/schemas/reward.schema.json``) once the job finished, else None."""
+
+
+@dataclass(frozen=True)
+class SubmissionRewards:
+    submission_id: int
+    done: bool
+    rewards: tuple[DeviceReward, ...]
+
+
 class BatchesMixin(ServiceBase):
     """``submit_batch`` and ``batch`` (``LeaderboardService``)."""
 
@@ -111,6 +126,7 @@ class BatchesMixin(ServiceBase):
             self, s: Session, u: User, lb: Leaderboard, digest: str, mode: Mode, devices: Sequence[str], now: datetime
         ) -> Submission | None: ...
         def _pending_runs(self, s: Session, u: User) -> int: ...
+        def _owned(self, s: Session, submission_id: int, user: UserRef | None, *, admin: bool) -> Submission: ...
         def _store_submission(
             self,
             s: Session,
@@ -268,6 +284,24 @@ class BatchesMixin(ServiceBase):
             if batch is None or owner is None or (not admin and (user is None or owner.identity != user.identity)):
                 raise BatchNotFound(f"There is no batch #{batch_id} of yours.", field="batch_id")
             return self._batch_view(s, batch)
+
+    def rewards(self, submission_id: int, user: UserRef | None, *, admin: bool = False) -> SubmissionRewards:
+        """The reward record of each of a submission's jobs (one per device; None until it finished), for its owner
+        (or an admin)."""
+        with self.db.transaction() as s:
+            sub = self._owned(s, submission_id, user, admin=admin)
+            results = {
+                job_id: RunResult.model_validate(result)
+                for job_id, result in s.execute(
+                    select(Run.job_id, Run.result).where(Run.submission_id == sub.id, Run.secret.is_(False))
+                )
+            }
+            rewards = []
+            for job in s.scalars(select(Job).where(Job.submission_id == sub.id).order_by(Job.id)):
+                view = self._job_view(s, job, events=False)
+                record = reward_record(view, results.get(job.id), moderation=sub.moderation) if view.finished else None
+                rewards.append(DeviceReward(job.device, view.status.value, record))
+            return SubmissionRewards(sub.id, all(r.reward is not None for r in rewards), tuple(rewards))
 
     def _batch_view(self, s: Session, batch: Batch) -> BatchView:
         lb = s.get(Leaderboard, batch.leaderboard_id)
