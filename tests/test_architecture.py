@@ -119,10 +119,7 @@ def test_no_part_imports_a_library_it_must_never_use(imports: list[Import]) -> N
     assert not broken, "never-rules of docs/architecture.md broken:\n" + "\n".join(broken)
 
 
-AWAITING_THE_LEAD = {
-    ("runners.oracle.benchmark", "runners.submission.serve"),  # BASELINE, CALIBRATION, SOCKET_FD_ENV
-    ("runners.oracle.window", "runners.submission.serve"),  # CALL_ARENA, DONE_OFFSET, GO_OFFSET
-}
+AWAITING_THE_LEAD: set[tuple[str, str]] = set()
 """Imports the GPU box's rules forbid that are still there, each in a file being rewritten (issue 32's plan-then-run
 split): each is to read the same names from ``runners.ipc.wiring``. The test fails once one is gone, so this list
 only shrinks."""

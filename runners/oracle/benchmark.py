@@ -31,6 +31,7 @@ from runners.ipc.protocol import (
     Trust,
 )
 from runners.ipc.wire import Wire, socket_pair
+from runners.ipc.wiring import BASELINE, CALIBRATION, SOCKET_FD_ENV
 from runners.oracle.base import (
     DEFAULT_HEAP,
     EVALUATOR_ONLY_ENV,
@@ -46,7 +47,6 @@ from runners.oracle.checking import speed_of_light_of
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.timing import CPU_MIN_WINDOWS, Sample, cap_overhead, sample_of, tighten_case, time_case
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
-from runners.submission.serve import BASELINE, CALIBRATION, SOCKET_FD_ENV
 
 SLACK_SHARE = 50
 """Batches hold enough work that the most a rewritten reading could hide in one window is 1/50 of it."""

@@ -48,8 +48,8 @@ from runners.ipc.protocol import (
     TensorRef,
 )
 from runners.ipc.protocol import Value as ValueTree
+from runners.ipc.wiring import CALL_ARENA, DONE_OFFSET, GO_OFFSET
 from runners.oracle.peer import Peer, PeerFailed
-from runners.submission.serve import CALL_ARENA, DONE_OFFSET, GO_OFFSET
 
 
 @dataclass
