@@ -40,7 +40,8 @@ class _Answer:
 
 def _page(title: str, text: str) -> bytes:
     return (
-        f"<!doctype html><html lang=en><meta charset=utf-8><title>{html.escape(title)}</title>"
+        "<!doctype html><html lang=en><meta charset=utf-8><link rel=icon href='data:,'>"
+        f"<title>{html.escape(title)}</title>"
         f"<body style='font-family:sans-serif;max-width:40em;margin:3em auto'><h1>{html.escape(title)}</h1>"
         f"<p>{html.escape(text)}</p></body></html>"
     ).encode()
