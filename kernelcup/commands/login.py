@@ -24,9 +24,9 @@ def register(app: typer.Typer) -> None:
         browser: bool | None = typer.Option(
             None,
             "--browser/--no-browser",
-            help="Sign in with the browser (the default in a terminal): --browser opens it on this machine and the "
-            "page hands the CLI a token; --no-browser prints the address to open anywhere and asks for the code the "
-            "page then shows. Without either, a token piped on stdin is read instead.",
+            help="Sign in with the browser: --browser opens it on this machine and the page hands the CLI a token; "
+            "--no-browser prints the address to open anywhere (SSH, a container) and asks for the code the page then "
+            "shows. Without either: --browser in a terminal, a token piped on stdin otherwise.",
         ),
         ask_token: bool = typer.Option(False, "--ask-token", help="Ask for an API token (hidden) instead."),
         timeout: float = typer.Option(
