@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runners.contract_version import CONTRACT_VERSION as CONTRACT_VERSION  # its history is there
+from runners.provenance import CaseKernels, LibraryPolicy, Provenance
 
 MAX_WORLD_SIZE = 16
 
@@ -306,6 +307,12 @@ class RunRequest(_Model):
         default=1,
         description="Ranks (one per GPU) the submission runs as (docs/multigpu.md); omitted from the JSON when 1.",
     )
+    library_policy: LibraryPolicy | None = Field(
+        default=None,
+        description="The problem's library policy (task.yml; runners/provenance.py): a timed GPU run whose denied "
+        "kernels take more than a small share of a call is rejected. Omitted from the JSON when None.",
+        exclude_if=lambda policy: policy is None,
+    )
 
     def baselines_allowance_s(self) -> float:
         """What timing the baselines may add (``BASELINES_BUDGET_S`` for a benchmark or ranked run that has any)."""
@@ -378,6 +385,12 @@ class BenchmarkResult(_Model):
     )
     roofline_limit: str = Field(
         default="", description="What sets the bound: 'memory', or the peak's unit ('fp16 tensor', 'fp32')."
+    )
+    kernels: CaseKernels | None = Field(
+        default=None,
+        description="The kernels one call of the case launched, recorded by the provenance pass after timing "
+        "(RunResult.provenance says by what): the longest first, with library, share and coverage.",
+        exclude_if=lambda kernels: kernels is None,
     )
 
 
@@ -503,6 +516,12 @@ class RunResult(_Model):
     )
     kernel_metrics: list[KernelMetrics] = Field(
         default_factory=list, description="Profile mode under Nsight Compute: its metrics of each kernel launch."
+    )
+    provenance: Provenance | None = Field(
+        default=None,
+        description="Timed GPU runs: what recorded each case's kernels (benchmarks[i].kernels), the problem's library "
+        "policy, and what the record lacks.",
+        exclude_if=lambda provenance: provenance is None,
     )
     ncu_report: bytes | None = Field(
         default=None,

@@ -51,13 +51,21 @@ from runners.entry.admission import (
 )
 from runners.entry.clock import OVERLOADED, bounds_for
 from runners.entry.prestart import Prestarter
-from runners.entry.profiling import NcuOutcome, ProfilerChoice, choose_profiler, collect
+from runners.entry.profiling import (
+    NcuOutcome,
+    ProfilerChoice,
+    cannot_record_kernels,
+    choose_profiler,
+    collect,
+    provenance_profiler,
+)
 from runners.entry.ranks import RankSession, rank_gpus
 from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session, make_shape
 from runners.entry.verdict import blame_the_floor, build_result
 from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline, RProfile
 from runners.oracle.base import derive_seed
+from runners.provenance import CANNOT_CHECK, MARKER, REJECTION, Launch, Provenance, record
 from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
 from runners.submission.languages import HEADERS_ENV
@@ -131,6 +139,7 @@ def _run(
     gpu: Gpu | None = None,
     gpus: list[Gpu] | None = None,
     prestart: Prestarter | None = None,
+    provenance_pass: bool = False,
 ) -> RunResult:
     if on_progress is not None:
         with contextlib.suppress(Exception):
@@ -159,6 +168,12 @@ def _run(
             return RunResult.infrastructure_error(request.mode, str(exc), system=system)
         system.headers = headers.version if headers else None
     on_gpu = request.device != "cpu"
+    if _records_kernels(request, reference_only, ranks) and request.library_policy is not None:
+        why = cannot_record_kernels(settings)
+        if why:  # the runner's lack: another runner may have ncu (an infrastructure error is retried elsewhere)
+            system.ran = False
+            message = f"{CANNOT_CHECK} ({why}), which problem {request.problem!r} has"
+            return RunResult.infrastructure_error(request.mode, message, system=system, fault="runner")
     allocator = allocator_library(settings.cache_path()) if on_gpu else None
     extra_ro = (*((allocator.parent,) if allocator else ()), *(headers.include_dirs if headers else ()))
     submission_env = (
@@ -177,7 +192,13 @@ def _run(
     root = Path(launch.dirs.root) if launch is not None else new_job_root(settings.job_root)
     try:
         dirs = write_job(root, request)
-        profiler = choose_profiler(settings, request, dirs.submission) if not ranks else ProfilerChoice()
+        profiler = (
+            provenance_profiler(settings, dirs.submission)
+            if provenance_pass
+            else choose_profiler(settings, request, dirs.submission)
+            if not ranks
+            else ProfilerChoice()
+        )
         # Several ranks: no baselines (the reference runs on one device; docs/multigpu.md).
         plan = _BaselinePlan(request, system, settings, active=not reference_only and request.world_size == 1)
         bounds = bounds_for(request, settings.startup_timeout_s,
@@ -267,8 +288,10 @@ def _run(
                                  peaks_for(system.gpu_name, settings.peaks_table()))  # fmt: skip
         if profiler.ncu:
             _add_ncu(result, profiler, dirs.submission, root / "ncu-import", settings, require_sandbox,
-                     profiled="profiling" in outcomes.report.times)  # fmt: skip
+                     profiled="profiling" in outcomes.report.times, markers=provenance_pass)  # fmt: skip
             result = bound_profile(result, settings.ncu_report_max_mb * 1024 * 1024)
+        if _records_kernels(request, reference_only, ranks) and result.verdict.passed:
+            result = _with_provenance(request, result, settings, require_sandbox, cancel, gpu, on_progress)
         return _strip_paths(result, root)
     finally:
         if launch is not None:  # taken, but the run failed before its session began: never used for another job
@@ -343,6 +366,58 @@ class _BaselinePlan:
         return result.model_copy(update={"baselines": out}) if result.verdict.passed else result
 
 
+def _records_kernels(request: RunRequest, reference_only: bool, ranks: bool) -> bool:
+    """Whether a run gets a provenance pass: a timed run of one rank on a GPU (issue 30)."""
+    timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks)
+    return timed and request.device != "cpu" and not reference_only and not ranks
+
+
+def _with_provenance(
+    request: RunRequest,
+    result: RunResult,
+    settings: RunnerSettings,
+    require_sandbox: bool,
+    cancel: threading.Event | None,
+    gpu: Gpu | None,
+    on_progress: ProgressCallback | None,
+) -> RunResult:
+    """The provenance pass (``runners.provenance``, docs/anti-cheat.md): after timing, untimed, a separate run of
+    the submission under Nsight Compute records the kernels one call of each benchmark case launches; each case's
+    record goes into its ``kernels``, and a run the problem's library policy refuses is rejected here."""
+    t0 = time.monotonic()
+    if on_progress is not None:
+        with contextlib.suppress(Exception):
+            on_progress(ProgressEvent(phase=Phase.PROFILING, detail="which kernels ran (provenance)"))
+    policy = request.library_policy
+    why = cannot_record_kernels(settings)
+    launches: list[Launch] | None = None
+    note = why
+    if not why:
+        sub = request.model_copy(update={"mode": Mode.PROFILE, "tests": [], "baselines": []})
+        try:
+            got = _run(sub, None, settings, require_sandbox, cancel, gpu=gpu, provenance_pass=True)
+        except Exception as exc:
+            got = RunResult.infrastructure_error(Mode.PROFILE, f"{type(exc).__name__}: {exc}")
+        if got.verdict.passed and got.kernel_metrics:
+            launches = [Launch(m.name, m.duration_ns, m.grid, m.block) for m in got.kernel_metrics]
+        else:
+            said = (got.profile or "").strip().splitlines()
+            note = f"the provenance pass failed: {got.verdict.label}: {got.message or ' '.join(said[-2:])}"[:600]
+    medians = [b.stats.median_ns if b.stats else None for b in result.benchmarks]
+    cases, violations, lacks = record(launches, medians, policy, note=note)
+    seconds = round(time.monotonic() - t0, 3)
+    prov = Provenance(collector="ncu" if launches is not None else "none", policy=policy.describe() if policy else "",
+                      note=lacks[:2000], seconds=seconds)  # fmt: skip
+    benches = [b.model_copy(update={"kernels": c}) for b, c in zip(result.benchmarks, cases, strict=False)]
+    update: dict[str, object] = {"benchmarks": benches, "provenance": prov,
+                                 "phase_times": {**result.phase_times, "provenance": seconds}}  # fmt: skip
+    if violations:
+        message = "; ".join(violations)
+        update.update(verdict=Verdict.REJECTED, message=message[:2000], rejection=REJECTION, score_ns=None,
+                      baselines=[])  # fmt: skip
+    return result.model_copy(update=update)
+
+
 def _add_ncu(
     result: RunResult,
     profiler: ProfilerChoice,
@@ -352,15 +427,17 @@ def _add_ncu(
     require_sandbox: bool,
     *,
     profiled: bool,
+    markers: bool = False,
 ) -> None:
-    """Nsight Compute's metrics and report into the result, read by this trusted process after the run."""
+    """Nsight Compute's metrics and report into the result, read by this trusted process after the run. The
+    provenance pass's markers (``runners.provenance.MARKER``) stay where ``markers``, else they are left out."""
     assert profiler.ncu is not None
     try:
         got = collect(profiler.ncu, sub_dir, work, max_report_bytes=settings.ncu_report_max_mb * 1024 * 1024,
                       require_sandbox=require_sandbox, profiled=profiled)  # fmt: skip
     except Exception as exc:  # the run itself stands: only its profile is missing, and the note says why
         got = NcuOutcome(notes=[f"Reading Nsight Compute's report failed: {type(exc).__name__}: {exc}"])
-    result.kernel_metrics = got.metrics
+    result.kernel_metrics = got.metrics if markers else [m for m in got.metrics if not MARKER.search(m.name)]
     result.ncu_report = got.report
     lines = list(got.notes)
     if got.metrics:

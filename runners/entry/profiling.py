@@ -20,6 +20,7 @@ from pathlib import Path
 from runners.contract import KernelMetrics, Mode, RunRequest
 from runners.entry.admission import read_capped
 from runners.ncu import MAX_CSV_CHARS, NcuCsvError, parse_raw_csv
+from runners.provenance import MAX_LAUNCHES_RECORDED
 from runners.sandbox import SandboxSpec, run_sandboxed
 from runners.settings import RunnerSettings
 
@@ -71,6 +72,35 @@ def choose_profiler(
         ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--clock-control", "none",
         *sections, "--launch-count", str(settings.ncu_max_kernels), "--export", str(sub_dir / NCU_REPORT),
         "--force-overwrite", "--log-file", str(sub_dir / NCU_LOG),
+    ]  # fmt: skip
+    return ProfilerChoice("ncu", prefix, ncu)
+
+
+PROVENANCE_METRICS = "gpu__time_duration.sum,launch__grid_size,launch__block_size"
+"""What the provenance pass asks ncu for: one pass per kernel, no replay (what a kernel is, and how long it ran)."""
+
+
+def cannot_record_kernels(settings: RunnerSettings, *, params: Path = NVIDIA_PARAMS) -> str:
+    """Why this runner cannot record the kernels of a GPU call with Nsight Compute ('' when it can)."""
+    if not settings.ncu:
+        return "Nsight Compute is switched off on this runner (KERNELCUP_NCU=false)"
+    if shutil.which("ncu") is None:
+        return "Nsight Compute (ncu) is not installed on this runner"
+    return counters_denied(params)
+
+
+def provenance_profiler(settings: RunnerSettings, sub_dir: Path, *, params: Path = NVIDIA_PARAMS) -> ProfilerChoice:
+    """The ncu prefix of the provenance pass (``runners.provenance``): every kernel launched between the submission
+    side's cudaProfilerStart and cudaProfilerStop, from any thread or stream, with its duration, grid and block, at
+    the GPU's own clocks; or the torch profiler's choice with a note saying why not."""
+    why = cannot_record_kernels(settings, params=params)
+    ncu = shutil.which("ncu")
+    if why or ncu is None:
+        return ProfilerChoice(note=why or "Nsight Compute (ncu) is not installed on this runner")
+    prefix = [
+        ncu, "--target-processes", "all", "--profile-from-start", "off", "--clock-control", "none",
+        "--metrics", PROVENANCE_METRICS, "--launch-count", str(MAX_LAUNCHES_RECORDED),
+        "--export", str(sub_dir / NCU_REPORT), "--force-overwrite", "--log-file", str(sub_dir / NCU_LOG),
     ]  # fmt: skip
     return ProfilerChoice("ncu", prefix, ncu)
 

@@ -285,8 +285,14 @@ class SubmissionProcess:
                 self.fn(data)
                 torch.cuda.synchronize()
                 torch.cuda.nvtx.range_push(NVTX_RANGE)
+                # The range for profile mode (--nvtx-include: this thread's); cudaProfilerStart/Stop for the
+                # provenance pass (--profile-from-start off: every thread's and stream's launches), which finds
+                # where each call begins by the spin_kernel launched first (runners/provenance.py MARKER).
+                torch.cuda.cudart().cudaProfilerStart()
+                torch.cuda._sleep(1)
                 self.fn(data)
                 torch.cuda.synchronize()
+                torch.cuda.cudart().cudaProfilerStop()
                 torch.cuda.nvtx.range_pop()
                 return ProfileText(k=msg.k)
             self.fn(data)
