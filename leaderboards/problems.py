@@ -91,6 +91,7 @@ from runners.contract import (
     SubmissionFile,
 )
 from runners.devices import split_device
+from runners.provenance import LibraryPolicy
 from runners.validation import error_message
 
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation")
@@ -228,6 +229,13 @@ class Task(_Strict):
         description="How many of each device's best entries the deadline's system tests run on the holdout cases.",
         exclude_if=lambda top: top == 10,
     )
+    holdout_timed: bool = Field(
+        default=False,
+        strict=True,
+        description="Whether the system tests time the held-out cases too (each then needs a seed): the final "
+        "standings then rank by the public benchmarks and the held-out cases together (docs/competitions.md).",
+        exclude_if=lambda timed: not timed,
+    )
     ranking_by: RankingRule = RankingRule.GEOMEAN
     baselines: list[BaselineSpec] = Field(
         default_factory=list,
@@ -260,6 +268,13 @@ class Task(_Strict):
         description="The cases of generate_input anyone may submit as an input hack against the board's entries: "
         "each parameter's type and range, and a cap on the product of the sizes (docs/authoring.md, input hacks).",
         exclude_if=lambda space: space is None,
+    )
+    library_policy: LibraryPolicy | None = Field(
+        default=None,
+        description="Which libraries' kernels a timed GPU run may spend its time in: {deny: [cublas, cublaslt, "
+        "cudnn, aten_mm]} or {allow: [own, aten]}, by the kernel groups of runners/provenance.py. A run whose denied "
+        "kernels take more than 5% of a call is rejected; a runner that cannot record kernels refuses the problem.",
+        exclude_if=lambda policy: policy is None,  # a problem without one keeps the snapshot (and fingerprint) it had
     )
     test_timeout_s: Seconds = 180.0
     benchmark_timeout_s: Seconds = 300.0
@@ -317,6 +332,11 @@ class Task(_Strict):
         if self.holdout and "task.yml" in self.files:
             raise ValueError("a problem with holdout cases cannot list task.yml in files: the files travel with every "
                              "run and are shown with the task, so the held-out cases would be too")  # fmt: skip
+        if self.holdout_timed and not self.holdout:
+            raise ValueError("holdout_timed: true needs holdout: cases to time")
+        if self.holdout_timed and any("seed" not in c for c in self.holdout):
+            raise ValueError("holdout_timed: true needs a seed in every holdout case (timed calls get fresh inputs "
+                             "from it, as benchmarks do)")  # fmt: skip
         return self
 
     def cases(self, kind: str, world_size: int) -> list[dict[str, Any]]:
@@ -557,6 +577,7 @@ class Problem:
             limits=limits,
             baselines=[REFERENCE_BASELINE, *self.task.baselines] if world_size == 1 else [],
             world_size=world_size,
+            library_policy=self.task.library_policy,
         )
 
     def system_test_request(
@@ -568,16 +589,20 @@ class Problem:
         device_name: str = "",
         limits: Limits | None = None,
     ) -> RunRequest:
-        """The run request of a system test (``leaderboards.holdout``): test mode, the held-out cases as its tests and
-        nothing else. The only request that carries them: ``request`` (a competitor's own run) never does. Raises
-        ``ProblemFormatError`` when no held-out case runs on ``device_name``'s ranks."""
-        made = self.request(submission_name, submission, Mode.TEST, device=device, device_name=device_name,
+        """The run request of a system test (``leaderboards.holdout``): the held-out cases as its tests and nothing
+        else, in test mode; where the problem times them (``holdout_timed``), a ranked-mode run that checks them and
+        times them too (as its benchmarks, with fresh inputs; no baseline). The only request that carries them:
+        ``request`` (a competitor's own run) never does. Raises ``ProblemFormatError`` when no held-out case runs on
+        ``device_name``'s ranks."""
+        mode = Mode.RANKED if self.task.holdout_timed else Mode.TEST
+        made = self.request(submission_name, submission, mode, device=device, device_name=device_name,
                             limits=limits)  # fmt: skip
         holdout = self.task.cases("holdout", made.world_size)
         if not holdout:
             what = f"no held-out case runs at world_size {made.world_size}"
             raise ProblemFormatError([FormatIssue(str(self.path / "task.yml"), "holdout", what)])
-        return made.model_copy(update={"tests": holdout, "benchmarks": [], "baselines": []})
+        timed = holdout if self.task.holdout_timed else []
+        return made.model_copy(update={"tests": holdout, "benchmarks": timed, "baselines": []})
 
 
 def _pydantic_issues(file: Path, exc: ValidationError, prefix: str = "") -> list[FormatIssue]:
