@@ -8,7 +8,8 @@ evaluator checks each of its answers with the problem's own ``check_implementati
 error naming the case, the bad solution and what to change; the lower precisions are errors or warnings as the
 problem's ``precision`` policy says (``task.yml``), and the lint's findings (a rough answer passes, inputs whose
 rows are all alike, integer inputs the seed does not change, a benchmark case whose roofline time on an H100 is below
-the launch floor) are warnings that ``--strict`` makes errors.
+the launch floor, ranked cases all of one shape family, a reference far from the roofline: ``battery_lint``) are
+warnings that ``--strict`` makes errors.
 
 Benchmark cases are not in the battery: they are sized for a GPU, and the check of one bad answer costs what the
 reference costs (minutes on a CPU for the largest). Test cases should cover the benchmarks' input distributions.
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from leaderboards.battery_lint import shape_family_lint, weak_reference_lint
 from leaderboards.problems import FormatIssue, Precision, Problem
 from runners.contract import DataType, Language, Mode, RunRequest, RunResult, Verdict
 from runners.devices import PEAKS
@@ -144,6 +146,8 @@ def battery_request(problem: Problem) -> tuple[RunRequest, list[Probe]]:
         + f"\n\nPLAN = __import__('json').loads({json.dumps([{'case': p.case, 'item': p.item} for p in plan])!r})\n"
         + f"FILES = {reference_files!r}\n"
         + f"BENCHMARKS = __import__('json').loads({json.dumps(task.cases('benchmarks', task.world_size))!r})\n"
+        + f"TESTS = __import__('json').loads({json.dumps(task.cases('tests', task.world_size))!r})\n"
+        + f"BASELINES = {[b.function for b in task.baselines]!r}\n"
     )
     request = problem.request("battery.py", source.encode(), Mode.TEST, device="cpu", device_name="cpu")
     return request.model_copy(update={"tests": [p.case for p in plan], "lang": Language.PYTHON}), plan
@@ -207,6 +211,7 @@ def battery_findings(problem: Problem, plan: list[Probe], result: RunResult) -> 
         if test.verdict is Verdict.ACCEPTED:
             passed.setdefault(probe.item, []).append(probe)
     lint += _launch_bound(problem, result.stdout)
+    lint += weak_reference_lint(problem, result.stdout)
     issues: list[FormatIssue] = []
     warnings: list[FormatIssue] = []
     for item, probes in passed.items():
@@ -272,9 +277,12 @@ def run_battery(
     seen: set[Path] = set()
     for problem in problems:
         folder = problem.path.resolve()
-        if folder in seen or problem.task.multi_rank:
+        if folder in seen:
             continue
         seen.add(folder)
+        warnings += shape_family_lint(problem)  # a static look at task.yml: every problem, of any rank
+        if problem.task.multi_rank:
+            continue
         if on_start is not None:
             on_start(problem)
         request, plan = battery_request(problem)

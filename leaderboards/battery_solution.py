@@ -9,11 +9,15 @@ A bad answer that equals the reference's own (the first row broadcast of a one-r
 are already at) proves nothing; such calls print ``kernelcup-battery <k> same`` and the battery does not count them.
 Lint observations go out the same way: ``uniform <i>`` (input i's rows are all equal), ``seedless <i>`` (integer
 input i is the same for the next seed), and ``kernelcup-battery-light <i> <bytes> <flops>``: benchmark case i's
-``speed_of_light``.
+``speed_of_light``; ``kernelcup-battery-work <j> <bytes> <dtype:flops,...> <light bytes> <light flops> <b|t><i>``:
+what the reference (j = 0) and the task's other baselines (j = 1, 2, ...: ``BASELINES``) read, write and compute,
+operator by operator, on benchmark case i (with fake tensors: shapes, no data) or test case i, for the weak-reference
+lint.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import sys
@@ -22,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
 
 PLAN: list[dict[str, Any]] = []
 """One entry per call: {"case": the case, "item": the bad solution}; ``leaderboards.battery`` appends the run's."""
@@ -29,6 +36,11 @@ FILES: dict[str, str] = {}
 """The problem's Python files (reference.py, ``_lib/*``); ``leaderboards.battery`` appends the problem's."""
 BENCHMARKS: list[dict[str, Any]] = []
 """The problem's benchmark cases (never run here: their ``speed_of_light`` goes to the lint)."""
+
+BASELINES: list[str] = []
+"""The functions of reference.py named by the task's ``baselines:`` (after ref_kernel), for the weak-reference lint."""
+TESTS: list[dict[str, Any]] = []
+"""The problem's test cases (the weak-reference lint measures the reference on the largest)."""
 
 _calls = itertools.count()
 _reference: Any = None
@@ -161,6 +173,8 @@ def round_to(t: torch.Tensor, rung: str) -> torch.Tensor:
         bits = (bits + 0xFFF + ((bits >> 13) & 1)) & ~0x1FFF
         return bits.view(torch.float32).to(t.dtype)
     if rung == "fp8":
+        if not t.numel():  # an empty tensor (a KV cache of no past tokens) has no scale and nothing to round
+            return t.clone()
         scale = t.abs().amax().float().clamp(min=1e-30) / 448
         return ((t.float() / scale).to(torch.float8_e4m3fn).float() * scale).to(t.dtype)
     return t.to({"fp16": torch.float16, "bf16": torch.bfloat16}[rung]).to(t.dtype)
@@ -169,9 +183,7 @@ def round_to(t: torch.Tensor, rung: str) -> torch.Tensor:
 def lower_precision(data: Any, rung: str) -> Any:
     """``data`` with its floating-point tensors of the widest dtype rounded to ``rung`` (None where ``rung`` is no
     lower precision for them)."""
-    widest = max(
-        (t.dtype for t in tensors(data) if t.dtype in _MANTISSA), key=_MANTISSA.__getitem__, default=None
-    )
+    widest = max((t.dtype for t in tensors(data) if t.dtype in _MANTISSA), key=_MANTISSA.__getitem__, default=None)
     if widest is None or rung not in _BELOW[widest]:
         return None
 
@@ -228,10 +240,95 @@ def report_speed_of_light() -> None:
         print(f"kernelcup-battery-light {i} {int(light.get('bytes', 0))} {int(light.get('flops', 0))}")
 
 
+class _Work(TorchDispatchMode):
+    """Counts what the operators run under it read and write (the distinct tensors each takes and returns; views and
+    allocations move nothing) and their flops by the dtype they compute in (torch's flop formulas)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+        self.flops: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func.is_view or func in _FREE or func.namespace != "aten":  # prim.device and the like move nothing
+            return out
+        seen = {id(t): _nbytes(t) for t in [*tensors(list(args)), *tensors(list(kwargs.values())), *tensors(out)]}
+        self.bytes += sum(seen.values())
+        formula = flop_registry.get(_SAME_FLOPS.get(func.overloadpacket, func.overloadpacket))
+        operands = tensors(list(args))
+        if formula is not None and operands:
+            dtype = str(operands[0].dtype).removeprefix("torch.")
+            self.flops[dtype] = self.flops.get(dtype, 0) + int(formula(*args, out_val=out, **kwargs))
+        return out
+
+
+_FREE = frozenset({torch.ops.aten.detach.default, torch.ops.aten.lift_fresh.default, torch.ops.aten.empty.memory_format,
+                   torch.ops.aten.empty_like.default, torch.ops.aten.empty_strided.default})  # fmt: skip
+"""Operators that move no data."""
+_SAME_FLOPS = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: torch.ops.aten._scaled_dot_product_flash_attention
+}
+"""CPU operators counted with the flop formula of their GPU twin."""
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    """The bytes a tensor occupies: an expanded view (a weight broadcast over a batch) reads its storage once."""
+    size = t.numel() * t.element_size()
+    try:
+        return min(size, t.untyped_storage().nbytes())
+    except (NotImplementedError, RuntimeError):  # a tensor without a storage of its own
+        return size
+
+
+def _work(function: Any, case: dict[str, Any], fake: bool) -> _Work | None:
+    """What ``function`` (ref_kernel or a baseline) reads, writes and computes on ``case``'s inputs: with fake tensors
+    (shapes only, no data, no time: a benchmark case) or real ones; None where it cannot run here."""
+    module = reference()
+    try:
+        with FakeTensorMode() if fake else contextlib.nullcontext():
+            data = module.generate_input(**case)
+            with _Work() as work:
+                function(data)
+    except Exception:  # a shape that depends on the data (fake), a GPU library call: not measured this way
+        return None
+    return work
+
+
+def report_reference_work() -> None:
+    """Lint: the bytes and flops of ref_kernel and each baseline function, on the largest benchmark case (by
+    ``speed_of_light``, with fake tensors) or, where that cannot run with fake tensors, on the largest test case."""
+    module = reference()
+    function = getattr(module, "speed_of_light", None)
+    if not callable(function):
+        return
+    for j, name in enumerate(["ref_kernel", *BASELINES]):
+        baseline = getattr(module, name, None)
+        if not callable(baseline):
+            continue
+        for kind, cases, fake in (("b", BENCHMARKS, True), ("t", TESTS, False)):
+            if not cases:
+                continue
+            lights = [function(**case) for case in cases]
+            index = max(
+                range(len(cases)), key=lambda i: (int(lights[i].get("bytes", 0)), int(lights[i].get("flops", 0)))
+            )
+            work = _work(baseline, cases[index], fake)
+            if work is None:
+                continue
+            flops = ",".join(f"{d}:{n}" for d, n in sorted(work.flops.items())) or "-"
+            light = lights[index]
+            print(f"kernelcup-battery-work {j} {work.bytes} {flops} {int(light.get('bytes', 0))} "
+                  f"{int(light.get('flops', 0))} {kind}{index}")  # fmt: skip
+            break
+
+
 def custom_kernel(data: Any) -> Any:
     k = next(_calls)
     if k == 0:
         report_speed_of_light()
+        report_reference_work()
     case, item = PLAN[k]["case"], PLAN[k]["item"]
     ref = reference().ref_kernel(clone(data))
     if item == "zeros":  # once per case: the lint looks at its inputs

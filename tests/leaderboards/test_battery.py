@@ -52,3 +52,12 @@ def test_the_rough_answer_is_off_by_a_sixteenth_of_the_rms() -> None:
     rough = solution.rough(ref)
     assert torch.allclose((rough - ref).abs(), torch.full((4,), 3.5355 / 16), rtol=1e-4)
     assert solution.same(solution.rough(torch.arange(4)), torch.arange(4))  # integers are left as they are
+
+
+def test_an_empty_tensor_rounds_to_itself() -> None:
+    """A KV cache of no past tokens (llama_layer's first test) is an empty bf16 input: fp8's per-tensor scale has no
+    maximum to take."""
+    empty = torch.empty(1, 2, 0, 16, dtype=torch.bfloat16)
+    assert solution.round_to(empty, "fp8").shape == empty.shape
+    rounded = solution.lower_precision((torch.ones(2, dtype=torch.bfloat16), empty), "fp8")
+    assert rounded is not None and rounded[1].shape == empty.shape
