@@ -1,0 +1,37 @@
+# expect: wrong_answer
+# No causal mask: every new token sees every new token, its future too. Right on the decode cases (one new
+# token), wrong on every prefill.
+import torch
+
+EPS, ROPE_THETA = 1e-5, 500000.0
+
+
+def rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + EPS)).to(x.dtype) * weight
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
+
+
+def custom_kernel(data: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    x, k_cache, v_cache, attn_norm, wq, wk, wv, wo, mlp_norm, w_gate, w_up, w_down = data
+    batch, seq, _ = x.shape
+    kv_heads, past, head_dim = k_cache.shape[1:]
+    heads = wq.shape[0] // head_dim
+    h = rmsnorm(x, attn_norm)
+    q = (h @ wq.T).view(batch, seq, heads, head_dim).transpose(1, 2)
+    k = (h @ wk.T).view(batch, seq, kv_heads, head_dim).transpose(1, 2)
+    v = (h @ wv.T).view(batch, seq, kv_heads, head_dim).transpose(1, 2)
+    inv = ROPE_THETA ** (-torch.arange(0, head_dim, 2, dtype=torch.float64, device=x.device) / head_dim)
+    angles = torch.arange(past, past + seq, dtype=torch.float64, device=x.device)[:, None] * inv[None, :]
+    angles = torch.cat([angles, angles], dim=-1)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+    keys, values = torch.cat([k_cache, k], dim=2), torch.cat([v_cache, v], dim=2)
+    attn = torch.nn.functional.scaled_dot_product_attention(q, keys, values, enable_gqa=True)
+    h1 = x + attn.transpose(1, 2).reshape(batch, seq, heads * head_dim) @ wo.T
+    m = rmsnorm(h1, mlp_norm)
+    return h1 + (torch.nn.functional.silu(m @ w_gate.T) * (m @ w_up.T)) @ w_down.T
