@@ -330,7 +330,8 @@ def record(
     recorded, ``note`` says why). ``medians``: each case's timed median (ns)."""
     notes = [note] if note else []
     if launches is None:
-        violations = [f"{CANNOT_CHECK}: {note or 'no kernels were recorded'}"] if policy is not None else []
+        why = note or "no kernels were recorded"
+        violations = [f"the library policy could not be checked: {why}"] if policy is not None else []
         return [None] * len(medians), violations, note
     parts = split_cases(launches, len(medians))
     if parts is None:  # a kernel named like the marker, or a pass that stopped early: one record for the whole

@@ -412,7 +412,8 @@ def _with_provenance(
     update: dict[str, object] = {"benchmarks": benches, "provenance": prov,
                                  "phase_times": {**result.phase_times, "provenance": seconds}}  # fmt: skip
     if violations:
-        message = "; ".join(violations)
+        more = f" (and {len(violations) - 1} more case(s) alike)" if len(violations) > 1 else ""
+        message = violations[0] + more
         update.update(verdict=Verdict.REJECTED, message=message[:2000], rejection=REJECTION, score_ns=None,
                       baselines=[])  # fmt: skip
     return result.model_copy(update=update)
@@ -434,7 +435,7 @@ def _add_ncu(
     assert profiler.ncu is not None
     try:
         got = collect(profiler.ncu, sub_dir, work, max_report_bytes=settings.ncu_report_max_mb * 1024 * 1024,
-                      require_sandbox=require_sandbox, profiled=profiled)  # fmt: skip
+                      require_sandbox=require_sandbox, profiled=profiled, demangled=markers)  # fmt: skip
     except Exception as exc:  # the run itself stands: only its profile is missing, and the note says why
         got = NcuOutcome(notes=[f"Reading Nsight Compute's report failed: {type(exc).__name__}: {exc}"])
     result.kernel_metrics = got.metrics if markers else [m for m in got.metrics if not MARKER.search(m.name)]

@@ -123,11 +123,20 @@ class NcuOutcome:
 
 
 def collect(
-    ncu: str, sub_dir: Path, work: Path, *, max_report_bytes: int, require_sandbox: bool, profiled: bool
+    ncu: str,
+    sub_dir: Path,
+    work: Path,
+    *,
+    max_report_bytes: int,
+    require_sandbox: bool,
+    profiled: bool,
+    demangled: bool = False,
 ) -> NcuOutcome:
     """After the run: ncu's report from the submission's folder, its metrics read by a sandboxed ``ncu --import``
     and parsed here, and the report itself when it is at most ``max_report_bytes``. ``profiled``: the evaluator
-    reached profile mode (else a missing report is no news: the run failed before it)."""
+    reached profile mode (else a missing report is no news: the run failed before it). ``demangled``: kernels by
+    their whole demangled names (``void at::native::reduce_kernel<...>(...)``, what the provenance pass classifies),
+    else by ncu's default, the function's name alone."""
     out = NcuOutcome()
     log = read_capped(sub_dir / NCU_LOG, _LOG_CHARS) or ""
     if "ERR_NVGPUCTRPERM" in log:
@@ -151,7 +160,7 @@ def collect(
             f"The Nsight Compute report ({size / 2**20:.1f} MiB) is over this runner's cap of "
             f"{max_report_bytes / 2**20:.0f} MiB (KERNELCUP_NCU_REPORT_MAX_MB), so it is not attached."
         )
-    csv_text, problem = import_csv(ncu, work, require_sandbox=require_sandbox)
+    csv_text, problem = import_csv(ncu, work, require_sandbox=require_sandbox, demangled=demangled)
     if problem:
         out.notes.append(problem)
         return out
@@ -162,11 +171,12 @@ def collect(
     return out
 
 
-def import_csv(ncu: str, work: Path, *, require_sandbox: bool) -> tuple[str, str]:
+def import_csv(ncu: str, work: Path, *, require_sandbox: bool, demangled: bool = False) -> tuple[str, str]:
     """``ncu --import`` of ``work/profile.ncu-rep`` as the raw CSV page, in a sandbox without the GPU: (the CSV,
     '') or ('', what went wrong)."""
     spec = SandboxSpec(
-        argv=[ncu, "--import", NCU_REPORT, "--csv", "--page", "raw", "--print-units", "base"],
+        argv=[ncu, "--import", NCU_REPORT, "--csv", "--page", "raw", "--print-units", "base",
+              *(["--print-kernel-base", "demangled"] if demangled else [])],
         workdir=work,
         env={},
         timeout_s=120.0,

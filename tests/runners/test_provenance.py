@@ -121,7 +121,7 @@ def test_coverage_outside_its_bounds_is_a_violation_under_a_policy_and_a_flag_wi
 def test_no_record_under_a_policy_cannot_check_it() -> None:
     cases, violations, note = record(None, [1.0, 2.0], MATMUL_POLICY, note="Nsight Compute (ncu) is not installed")
     assert cases == [None, None] and note.startswith("Nsight Compute")
-    assert violations == ["this runner cannot check the library policy: Nsight Compute (ncu) is not installed"]
+    assert violations == ["the library policy could not be checked: Nsight Compute (ncu) is not installed"]
     assert record(None, [1.0], None)[1] == []
 
 
