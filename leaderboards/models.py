@@ -714,7 +714,7 @@ class SubmissionOrigin(Base):
     )
     token_id: Mapped[int | None] = mapped_column(Id, ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True)
     replay_of: Mapped[int | None] = mapped_column(
-        Id, ForeignKey("submissions.id", ondelete="SET NULL"), comment="the submission whose run this re-times"
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), comment="the submission whose run this re-times"
     )
 
 

@@ -34,6 +34,7 @@ from leaderboards.models import (
     Run,
     ScoreImprovement,
     Submission,
+    SubmissionOrigin,
     User,
 )
 from leaderboards.moderation_states import ranks_condition
@@ -58,22 +59,31 @@ def ranked_score(public: float, secret: float) -> float:
 
 
 def _practice() -> ColumnElement[bool]:
-    """SQL: the submission was made after its deadline and no admin admitted it (``leaderboards/late.py``)."""
-    return (
+    """SQL: the submission was made after its deadline and no admin admitted it (``leaderboards/late.py``), or it is
+    a replay (``leaderboards/replay.py``): neither ranks."""
+    late = (
         select(LateSubmission.submission_id)
         .where(LateSubmission.submission_id == Submission.id, LateSubmission.admitted_by.is_(None))
         .exists()
     )
+    replay = (
+        select(SubmissionOrigin.submission_id)
+        .where(SubmissionOrigin.submission_id == Submission.id, SubmissionOrigin.replay_of.is_not(None))
+        .exists()
+    )
+    return or_(late, replay)
 
 
 def practice_only(session: Session, submission_id: int) -> bool:
-    """Whether a submission is practice after the deadline: it runs, but ranks nowhere until an admin admits it."""
+    """Whether a submission is practice after the deadline (it runs, but ranks nowhere until an admin admits it), or
+    a replay (``leaderboards/replay.py``), which never ranks."""
     found = session.scalar(
         select(LateSubmission.submission_id).where(
             LateSubmission.submission_id == submission_id, LateSubmission.admitted_by.is_(None)
         )
     )
-    return found is not None
+    replay = session.scalar(select(SubmissionOrigin.replay_of).where(SubmissionOrigin.submission_id == submission_id))
+    return found is not None or replay is not None
 
 
 def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None) -> tuple[list, list]:

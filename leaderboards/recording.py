@@ -26,6 +26,7 @@ from leaderboards.models import (
 from leaderboards.moderation import flag_unmoderated
 from leaderboards.moderation_states import ranks
 from leaderboards.problems import Problem
+from leaderboards.replay import seed_submission
 from leaderboards.results import (
     PlannedRun,
     RankChangeView,
@@ -89,7 +90,13 @@ class RecordingMixin(ServiceBase):
                     job_id=job.id,
                     secret=secret,
                     request=self._request(
-                        problem, sub, job.device, mode, secret, run_nonce(lb.secret_seed, job.id, secret)
+                        problem,
+                        sub,
+                        job.device,
+                        mode,
+                        secret,
+                        run_nonce(lb.secret_seed, job.id, secret),
+                        seed_id=seed_submission(s, sub),
                     ),
                     recorded=secret in done,
                 )
@@ -97,10 +104,19 @@ class RecordingMixin(ServiceBase):
             )
 
     def _request(
-        self, problem: Problem, sub: Submission, device: str, mode: Mode, secret: bool, nonce: str
+        self,
+        problem: Problem,
+        sub: Submission,
+        device: str,
+        mode: Mode,
+        secret: bool,
+        nonce: str,
+        *,
+        seed_id: int | None = None,
     ) -> RunRequest:
         """The request of one run of ``sub`` on ``device`` (its secret-seed run with ``secret``), bounded by the
-        leaderboard's time limit."""
+        leaderboard's time limit. ``seed_id``: the submission whose secret-seed inputs it times (a replay's original,
+        ``leaderboards/replay.py``; default ``sub``)."""
         lb = sub.leaderboard
         return self._within_board_limit(
             problem.request(
@@ -109,7 +125,7 @@ class RecordingMixin(ServiceBase):
                 mode,
                 device=harness_device(device),
                 device_name=device,
-                seed=secret_seed_for(lb.secret_seed, sub.id, device) if secret else None,
+                seed=secret_seed_for(lb.secret_seed, seed_id or sub.id, device) if secret else None,
                 limits=Limits(max_submission_bytes=self.settings.max_submission_bytes),
             ).model_copy(update={"nonce": nonce})
         )

@@ -64,6 +64,7 @@ from leaderboards.moderation_states import author_text, ranks_condition
 from leaderboards.public_problem import PublicFolder, public_folder, served_file_name, served_template
 from leaderboards.recording import RecordingMixin, harness_device, secret_seed_for
 from leaderboards.rejudge import RejudgeMixin, announcements_held
+from leaderboards.replay import ReplayMixin
 from leaderboards.results import (
     COMPARE_CPU_ROUNDS,
     COMPARE_DEFAULT_ROUNDS,
@@ -146,6 +147,7 @@ class LeaderboardService(
     BatchesMixin,
     BudgetsMixin,
     IdempotencyMixin,
+    ReplayMixin,
     RecordingMixin,
     ServiceBase,
 ):

@@ -77,7 +77,7 @@ def upgrade() -> None:
             ["replay_of"],
             ["submissions.id"],
             name=op.f("fk_submission_origins_replay_of_submissions"),
-            ondelete="SET NULL",
+            ondelete="CASCADE",
         ),
         sa.ForeignKeyConstraint(
             ["submission_id"],

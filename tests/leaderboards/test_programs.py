@@ -16,9 +16,17 @@ from sqlalchemy import func, select
 
 from leaderboards.batches import BatchNotFound
 from leaderboards.budgets import BudgetExhausted, period_bounds
-from leaderboards.errors import DeviceNotAllowed, InvalidSubmission, RateLimited, UserError
+from leaderboards.errors import (
+    DeviceNotAllowed,
+    InvalidSubmission,
+    NotFound,
+    RateLimited,
+    SubmissionNotFound,
+    UserError,
+)
 from leaderboards.idempotency import IdempotencyKeyInUse, IdempotencyKeyReused, request_digest
 from leaderboards.models import Job, JobStatus, Submission
+from leaderboards.replay import ReplayNotAllowed, replayed
 from leaderboards.results import UserRef
 from leaderboards.reward import FLAGS
 from leaderboards.service import LeaderboardService
@@ -176,3 +184,46 @@ def test_an_idempotency_key_answers_its_request_once(svc: LeaderboardService) ->
 
 def test_the_schema_lists_every_flag() -> None:
     assert set(SCHEMA["properties"]["flags"]["items"]["enum"]) == set(FLAGS)
+
+
+def test_a_replay_times_the_original_inputs_and_never_ranks(svc: LeaderboardService) -> None:
+    admin = UserRef("root")
+    bench = svc.submit(BOT, "k.py", code(1), "add", ["cpu"], "benchmark").submission_id
+    with pytest.raises(InvalidSubmission, match="no finished run"):
+        svc.replay(bench, BOT)
+    finish(svc, bench)
+    with pytest.raises(SubmissionNotFound):
+        svc.replay(bench, UserRef("someone-else"))  # not theirs: like a missing one
+    again = svc.replay(bench, BOT)
+    assert again.mode == "benchmark" and [j.device for j in again.jobs] == ["cpu"]
+    report = svc.replay_report(again.submission_id, BOT)
+    assert report.replay_of == bench and not report.done and report.holds is None
+    finish(svc, again.submission_id)
+    report = svc.replay_report(again.submission_id, BOT)
+    assert report.done and report.holds and report.devices[0].same_verdict
+    assert all(c.within for c in report.devices[0].cases) and len(report.devices[0].cases) == 2
+    with pytest.raises(NotFound, match="not a replay"):
+        svc.replay_report(bench, BOT)
+
+    ranked = svc.submit(BOT, "k.py", code(2), "add", ["cpu"], "ranked").submission_id
+    job = svc.submission_status_of(ranked, BOT).jobs[0].job_id
+    svc.record_run(job, run_result())
+    svc.record_run(job, run_result(), secret=True)
+    assert [e.submission_id for e in svc.ranking("add", "cpu").entries] == [ranked]
+    with pytest.raises(ReplayNotAllowed, match="only an admin"):
+        svc.replay(ranked, BOT)  # it would re-run the secret-seed inputs
+    replay = svc.replay(ranked, admin, admin=True)
+    original_requests = svc.run_requests(job)
+    replay_requests = svc.run_requests(replay.jobs[0].job_id)
+    assert [r.request.seed for r in replay_requests] == [r.request.seed for r in original_requests]
+    assert replay_requests[1].request.seed is not None  # the secret-seed run: the original's inputs
+    fresh = svc.submit(BOT, "k.py", code(3), "add", ["cpu"], "ranked")
+    assert svc.run_requests(fresh.jobs[0].job_id)[1].request.seed != replay_requests[1].request.seed
+    svc.record_run(replay.jobs[0].job_id, run_result([1.0, 1.0]))  # far faster: it still must not rank
+    svc.record_run(replay.jobs[0].job_id, run_result([1.0, 1.0]), secret=True)
+    assert [e.submission_id for e in svc.ranking("add", "cpu").entries] == [ranked]
+    svc.rebuild_rankings("add")
+    assert [e.submission_id for e in svc.ranking("add", "cpu").entries] == [ranked]
+    assert svc.replay(replay.submission_id, admin, admin=True).submission_id  # a replay of a replay: the original
+    with svc.db.transaction() as s:
+        assert replayed(s, replay.submission_id + 2) == ranked

@@ -138,3 +138,29 @@ def test_a_used_up_gpu_budget_is_a_429_with_what_is_left_and_when_it_refills(wor
     assert [b["token_id"] for b in listed] == [me["token_id"]]
     gone = world.client.delete(f"/api/v1/admin/budgets/tokens/{me['token_id']}", headers=world.auth(world.admin))
     assert gone.status_code == 200 and world.submit(world.ann).status_code == 202
+
+
+def test_a_replay_is_the_owners_for_a_benchmark_and_an_admins_for_a_ranked_run(world: World) -> None:
+    sub = world.submit(world.ann, mode="benchmark").json()["submission_id"]
+    world.serve()
+    replay = world.client.post(f"/api/v1/submissions/{sub}/replay", headers=world.auth(world.ann))
+    assert replay.status_code == 202, replay.text
+    replay_id = replay.json()["submission_id"]
+    assert replay.headers["Location"].endswith(f"/submissions/{replay_id}")
+    assert world.client.post(f"/api/v1/submissions/{sub}/replay", headers=world.auth(world.bob)).status_code == 404
+    world.serve()
+    report = world.client.get(f"/api/v1/submissions/{replay_id}/replay", headers=world.auth(world.ann)).json()
+    assert report["replay_of"] == sub and report["done"] and report["holds"]
+    assert report["devices"][0]["same_verdict"] and report["devices"][0]["cases"][0]["within"]
+
+    ranked = world.submit(world.ann, mode="ranked").json()["submission_id"]
+    world.serve()
+    refused = world.client.post(f"/api/v1/submissions/{ranked}/replay", headers=world.auth(world.ann))
+    assert refused.status_code == 403 and error_of(refused)["code"] == "replay_not_allowed"
+    key = {**world.auth(world.admin), "Idempotency-Key": "replay-1"}
+    first = world.client.post(f"/api/v1/submissions/{ranked}/replay", headers=key)
+    again = world.client.post(f"/api/v1/submissions/{ranked}/replay", headers=key)
+    assert first.status_code == again.status_code == 202 and first.json() == again.json()
+    world.serve()
+    ranking = world.client.get("/api/v1/leaderboards/add/rankings", params={"device": "cpu"}).json()
+    assert [e["submission_id"] for e in ranking["entries"]] == [ranked]

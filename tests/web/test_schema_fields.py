@@ -25,7 +25,9 @@ from leaderboards import (
     moderation,
     public_problem,
     rejudge,
+    replay,
     results,
+    retiming,
     stats,
     sync,
 )
@@ -95,11 +97,18 @@ PAIRS: tuple[tuple[type[BaseModel], type], ...] = (
     (standings_api.StandingsOut, competition.StandingsView),
     (standings_api.CoverageOut, holdout.Coverage),
     (standings_api.SystemTestsOut, holdout.SystemTestsQueued),
+    (standings_api.RetimeQueuedOut, retiming.RetimeQueued),
+    (standings_api.MachineFigureOut, retiming.MachineFigure),
+    (standings_api.RetimedRowOut, retiming.RetimedRow),
+    (standings_api.RetimingOut, retiming.RetimingView),
     (batches_api.BatchItemOut, batches.BatchItemView),
     (batches_api.BatchOut, batches.BatchView),
     (batches_api.DeviceRewardOut, batches.DeviceReward),
     (batches_api.SubmissionRewardsOut, batches.SubmissionRewards),
     (budgets_api.BudgetOut, budgets.BudgetView),
+    (batches_api.ReplayCaseOut, replay.ReplayCase),
+    (batches_api.ReplayDeviceOut, replay.ReplayDevice),
+    (batches_api.ReplayReportOut, replay.ReplayReport),
 )
 """(API model, the core view it is built from), nested models included."""
 

@@ -7,6 +7,8 @@
   ``BatchItemOut``, ``id:`` its position), then ``done`` (data: ``BatchOut``). A client that reconnects gets every
   finished candidate again (they are few; keep the positions you have).
 - ``GET /api/v1/submissions/{id}/reward``: a submission's reward record per device.
+- ``POST /api/v1/submissions/{id}/replay``: time a stored run again with its own seeds (``leaderboards/replay.py``);
+  ``GET /api/v1/submissions/{id}/replay`` (the replay's id): its verdicts and medians beside the original's.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from web.errors import UNAVAILABLE
 from web.routes.common import ID_MAX, SubmissionId, base_url
 from web.routes.events import RETRY_MS, _SlotStream, sse
 from web.routes.idempotency import IDEMPOTENCY_RESPONSES, Once, idempotency_key
-from web.schemas import API_PREFIX, ErrorOut, Model
+from web.routes.submissions import receipt_response
+from web.schemas import API_PREFIX, ErrorOut, Model, SubmissionReceiptOut
 
 router = APIRouter(prefix=API_PREFIX, tags=["programs"])
 log = logging.getLogger(__name__)
@@ -91,6 +94,33 @@ class BatchOut(Model):
     finished: int = Field(description="How many candidates have finished (refused ones included).")
     done: bool
     links: BatchLinks
+
+
+class ReplayCaseOut(Model):
+    index: int
+    original_median_ns: float | None
+    original_low_ns: float | None = Field(description="The original median's 95% interval.")
+    original_high_ns: float | None
+    replay_median_ns: float | None
+    within: bool | None = Field(description="The replay's median lies within the original's interval.")
+
+
+class ReplayDeviceOut(Model):
+    device: str
+    original_verdict: str | None
+    replay_status: str
+    replay_verdict: str | None
+    same_verdict: bool | None = Field(description="Null until the replay's job finished.")
+    cases: tuple[ReplayCaseOut, ...]
+
+
+class ReplayReportOut(Model):
+    submission_id: int = Field(description="The replay.")
+    replay_of: int = Field(description="The submission it re-times.")
+    mode: str
+    done: bool
+    holds: bool | None = Field(description="Same verdicts and every median within its interval; null until done.")
+    devices: tuple[ReplayDeviceOut, ...]
 
 
 class DeviceRewardOut(Model):
@@ -265,3 +295,59 @@ def get_reward(
     the share of tests passed, the speedups over the baselines, the roofline share, the 95% interval's half-width
     and flags; null for a job that has not finished."""
     return SubmissionRewardsOut.model_validate(service.rewards(submission_id, who.user, admin=who.is_admin))
+
+
+@router.post(
+    "/submissions/{submission_id}/replay",
+    status_code=202,
+    response_model=SubmissionReceiptOut,
+    summary="Time a stored run again with its own seeds",
+    responses={
+        **ERRORS,
+        **IDEMPOTENCY_RESPONSES,
+        403: {"model": ErrorOut, "description": "A ranked run, and the token is no admin's"},
+        422: {"model": ErrorOut, "description": "A compare, or no finished run yet"},
+        429: {"model": ErrorOut, "description": "Rate limit, pending-job quota or GPU budget reached (Retry-After)"},
+    },
+)
+async def replay(
+    request: Request,
+    submission_id: SubmissionId,
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
+    key: str | None = Depends(idempotency_key),
+    service: LeaderboardService = Depends(service_of),
+) -> JSONResponse:
+    """Queues a new submission of the same file, leaderboard and mode on each device the original ran on, timed on
+    the original's own inputs (a ranked run's secret-seed inputs too); it never ranks. Yours for a test, benchmark or
+    profile run; an admin's token for any, ranked ones included. Compare it with the original at
+    `GET /submissions/{replay}/replay` once it ran."""
+    once = Once(service, key, f"POST /submissions/{submission_id}/replay")
+
+    def accept() -> JSONResponse:
+        who = service.authenticate(credentials.credentials if credentials else None, Scope.SUBMIT)
+        stored = once.begin(who.user, {"submission_id": submission_id}, {})
+        if stored is not None:
+            return stored
+        return once.run(
+            lambda: receipt_response(
+                request, service.replay(submission_id, who.user, admin=who.is_admin, token_id=who.token_id)
+            )
+        )
+
+    return await asyncio.to_thread(accept)
+
+
+@router.get(
+    "/submissions/{submission_id}/replay",
+    response_model=ReplayReportOut,
+    responses=ERRORS,
+    summary="A replay beside the run it re-times",
+)
+def get_replay(
+    submission_id: SubmissionId,
+    who: Principal = Depends(submitter),
+    service: LeaderboardService = Depends(service_of),
+) -> ReplayReportOut:
+    """For a replay's id: per device the original's and the replay's verdicts, and per timed case the replay's median
+    against the original median's 95% interval (median ± 1.96 · 1.2533 · standard error)."""
+    return ReplayReportOut.model_validate(service.replay_report(submission_id, who.user, admin=who.is_admin))
