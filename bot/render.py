@@ -14,6 +14,8 @@ from leaderboards.formatting import (
     compact_kernel_row,
     format_speedup,
     format_timing,
+    kernels_text,
+    provenance_text,
     roofline_summary,
     roofline_text,
 )
@@ -73,6 +75,9 @@ def lines_of_benchmarks(benchmarks: Sequence[BenchmarkResult]) -> list[str]:
         else:
             line = f"{head}: {b.verdict.label}" + (f": {one_line(b.message)}" if b.message else "")
         lines.append(line)
+        kernels = kernels_text(b)
+        if kernels:  # a code span: kernel names are full of markdown's underscores and asterisks
+            lines.append(f"  kernels: `{one_line(kernels).replace('`', chr(39))}`")
     return lines
 
 
@@ -94,6 +99,8 @@ def result_lines(result: RunResult, *, max_passing_tests: int = 5) -> list[str]:
         lines.extend(lines_of_tests(sorted(failed + shown_passing, key=lambda t: t.index)))
     if result.benchmarks:
         lines.extend(lines_of_benchmarks(result.benchmarks))
+    if result.provenance is not None:
+        lines.append(one_line(provenance_text(result)))
     if result.score_ns is not None:
         overall = roofline_summary(result)
         lines.append(f"score: **{format_ns(result.score_ns)}**" + (f" · {overall}" if overall else ""))

@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from leaderboards.formatting import outcome_text
+from leaderboards.formatting import kernels_text, outcome_text, provenance_text
 from runners.contract import REFERENCE_BASELINE, RunResult
 from web.schemas import JobOut, SubmissionOut
 
@@ -68,12 +68,15 @@ def _job_summary(job: JobOut, result: RunResult | None) -> dict[str, Any]:
                 "verdict": str(b.verdict),
                 "median_ns": b.stats.median_ns if b.stats else None,
                 "roofline_share": b.roofline_share,
+                **({"kernels": kernels_text(b)} if b.kernels is not None else {}),
             }
             for b in result.benchmarks
         ],
         speedups={b.label: b.speedup for b in result.baselines if b.speedup is not None},
         roofline_share=result.roofline_share,
     )
+    if result.provenance is not None:
+        out["provenance"] = provenance_text(result)
     if result.compile_output and not result.verdict.passed:
         out["compile_output"] = _clip(result.compile_output)
     if result.stderr and not result.verdict.passed:

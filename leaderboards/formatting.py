@@ -191,6 +191,35 @@ def short_kernel_name(name: str, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+COLLECTORS = {"ncu": "Nsight Compute", "torch": "the torch profiler (the submission's own word)", "none": "nothing"}
+
+
+def kernels_text(bench: BenchmarkResult, top: int = 3) -> str:
+    """A timed case's top kernels in one line ('' when none were recorded): ``nvjet_sm90_… (cuBLASLt) 99% DENIED,
+    _token (own) 1%; coverage 99%``. The whole record is in the result's JSON."""
+    if bench.kernels is None:
+        return ""
+    from runners.provenance import summary
+
+    return printable(summary(bench.kernels, top))
+
+
+def provenance_text(result: RunResult) -> str:
+    """What recorded a timed result's kernels, the problem's library policy and what the record lacks, in a line
+    ('' for a result without a provenance pass)."""
+    prov = result.provenance
+    if prov is None:
+        return ""
+    text = f"kernels recorded by {COLLECTORS.get(prov.collector, prov.collector)}"
+    if prov.seconds is not None:
+        text += f" in {prov.seconds:.1f} s"
+    if prov.policy:
+        text += f"; library policy: {prov.policy}"
+    if prov.note:
+        text += f"; {prov.note}"
+    return printable(text)
+
+
 def format_stalls(stalls: list[StallReason], count: int = 3) -> str:
     """The top stall reasons with their values: ``long_scoreboard 41.7, wait 3.12``."""
     return ", ".join(f"{s.reason} {s.value:.3g}" for s in stalls[:count]) or MISSING

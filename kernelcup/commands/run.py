@@ -472,6 +472,14 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
                 f"[yellow]warning: some cases have fewer than {MIN_SAMPLES_FOR_SPREAD} samples; their times are "
                 "single readings, not a measurement to compare[/]"
             )
+    if any(b.kernels is not None for b in result.benchmarks) or result.provenance is not None:
+        from leaderboards.formatting import kernels_text, provenance_text
+
+        for b in result.benchmarks:
+            if b.kernels is not None:
+                console.print(f"kernels {b.index + 1}: {safe(kernels_text(b))}", highlight=False)
+        if result.provenance is not None:
+            console.print(safe(provenance_text(result)), highlight=False)
     if result.score_ns is not None:
         overall = roofline_summary(result)
         console.print(f"score: [bold]{format_ns(result.score_ns)}[/]" + (f" · {safe(overall)}" if overall else ""))
