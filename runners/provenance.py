@@ -322,18 +322,25 @@ CANNOT_CHECK = "this runner cannot check the library policy"
 
 
 def record(
-    launches: list[Launch] | None, medians: list[float | None], policy: LibraryPolicy | None, *, note: str = ""
+    launches: list[Launch] | None,
+    medians: list[float | None],
+    policy: LibraryPolicy | None,
+    *,
+    note: str = "",
+    parts: list[list[Launch]] | None = None,
 ) -> tuple[list[CaseKernels | None], list[str], str]:
     """Each case's record (None where there is none), the policy's violations in words, and what the record lacks.
 
     ``launches``: the collector's record of the pass in order, a marker before each case's call (None: nothing was
-    recorded, ``note`` says why). ``medians``: each case's timed median (ns)."""
+    recorded, ``note`` says why), or ``parts``: the launches already cut per case. ``medians``: each case's timed
+    median (ns)."""
     notes = [note] if note else []
-    if launches is None:
+    if launches is None and parts is None:
         why = note or "no kernels were recorded"
         violations = [f"the library policy could not be checked: {why}"] if policy is not None else []
         return [None] * len(medians), violations, note
-    parts = split_cases(launches, len(medians))
+    launches = launches if launches is not None else [x for part in parts or [] for x in part]
+    parts = parts if parts is not None else split_cases(launches, len(medians))
     if parts is None:  # a kernel named like the marker, or a pass that stopped early: one record for the whole
         calls = [x for x in launches if not MARKER.search(x.name)]
         known = [m for m in medians if m]
@@ -358,3 +365,52 @@ def record(
 
 MAX_LAUNCHES_RECORDED = 256
 """Launches the collector records in one pass at most (``runners.ncu.MAX_KERNELS``)."""
+
+
+_TORCH_LABEL = re.compile(r"^benchmark (\d{1,3}) .*:$")
+_TORCH_TIME = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s)$")
+_TORCH_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+TORCH_CALLS = 3
+"""Calls of each case inside the torch profiler's window (runners/submission/serve.py, profile mode)."""
+
+
+def parse_torch_tables(text: str, cases: int) -> list[list[Launch]] | None:
+    """The GPU operations of each case from profile mode's torch profiler tables (``key_averages().table()`` of
+    ``TORCH_CALLS`` calls, under a 'benchmark N ...:' line each): the rows the GPU ran and the CPU did not (a
+    kernel, a memset), each with its time per call. None when the text has no table for some case. The text is
+    the submission process's own: names only, its word, never enough for a library policy."""
+    found: dict[int, list[Launch]] = {}
+    current: int | None = None
+    header: list[str] = []
+    gpu = "Self CUDA"
+    for line in text[:MAX_TORCH_CHARS].splitlines():
+        label = _TORCH_LABEL.match(line.strip())
+        if label:
+            current, header = int(label.group(1)) - 1, []
+            found.setdefault(current, [])
+            continue
+        cells = re.split(r"\s{2,}", line.strip())
+        if "Name" in cells and "Self CPU" in cells:
+            header = cells
+            gpu = next((c for c in cells if c.startswith("Self ") and c not in ("Self CPU", "Self CPU %")
+                        and not c.endswith("%")), "Self CUDA")  # fmt: skip
+            continue
+        if current is None or not header or len(cells) != len(header) or len(found[current]) >= MAX_ROWS_PER_CASE * 4:
+            continue
+        row = dict(zip(header, cells, strict=True))
+        self_cpu, self_cuda = _torch_ns(row.get("Self CPU", "")), _torch_ns(row.get(gpu, ""))
+        calls = row.get("# of Calls", "")
+        if self_cpu == 0.0 and self_cuda and calls.isdigit():
+            found[current].append(Launch(row["Name"][:MAX_NAME], self_cuda / TORCH_CALLS))
+    if sorted(found) != list(range(cases)):
+        return None
+    return [found[i] for i in range(cases)]
+
+
+MAX_TORCH_CHARS = 200_000
+MAX_NAME = 256
+
+
+def _torch_ns(cell: str) -> float | None:
+    match = _TORCH_TIME.match(cell.strip())
+    return float(match.group(1)) * _TORCH_UNITS[match.group(2)] if match else None

@@ -65,7 +65,7 @@ from runners.entry.verdict import blame_the_floor, build_result
 from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline, RProfile
 from runners.oracle.base import derive_seed
-from runners.provenance import CANNOT_CHECK, MARKER, REJECTION, Launch, Provenance, record
+from runners.provenance import CANNOT_CHECK, MARKER, REJECTION, Launch, Provenance, parse_torch_tables, record
 from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
 from runners.submission.languages import HEADERS_ENV
@@ -391,23 +391,29 @@ def _with_provenance(
     policy = request.library_policy
     why = cannot_record_kernels(settings)
     launches: list[Launch] | None = None
+    parts: list[list[Launch]] | None = None
     note = why
-    if not why:
+    if not why or policy is None:  # without ncu, the torch profiler's names (never enough for a policy)
         sub = request.model_copy(update={"mode": Mode.PROFILE, "tests": [], "baselines": []})
         try:
             got = _run(sub, None, settings, require_sandbox, cancel, gpu=gpu, provenance_pass=True)
         except Exception as exc:
             got = RunResult.infrastructure_error(Mode.PROFILE, f"{type(exc).__name__}: {exc}")
-        if got.verdict.passed and got.kernel_metrics:
+        if got.verdict.passed and not why and got.kernel_metrics:
             launches = [Launch(m.name, m.duration_ns, m.grid, m.block) for m in got.kernel_metrics]
+        elif got.verdict.passed and why:
+            parts = parse_torch_tables(got.profile or "", len(request.benchmarks))
+            note = (f"{why}: the kernels are the torch profiler's in the submission's own process, its word for "
+                    "them" if parts is not None else f"{why}, and the torch profiler's tables could not be read")
         else:
             said = (got.profile or "").strip().splitlines()
             note = f"the provenance pass failed: {got.verdict.label}: {got.message or ' '.join(said[-2:])}"[:600]
     medians = [b.stats.median_ns if b.stats else None for b in result.benchmarks]
-    cases, violations, lacks = record(launches, medians, policy, note=note)
+    cases, violations, lacks = record(launches, medians, policy, note=note, parts=parts)
     seconds = round(time.monotonic() - t0, 3)
-    prov = Provenance(collector="ncu" if launches is not None else "none", policy=policy.describe() if policy else "",
-                      note=lacks[:2000], seconds=seconds)  # fmt: skip
+    collector = "ncu" if launches is not None else "torch" if parts is not None else "none"
+    prov = Provenance(collector=collector, policy=policy.describe() if policy else "", note=lacks[:2000],
+                      seconds=seconds)  # fmt: skip
     benches = [b.model_copy(update={"kernels": c}) for b, c in zip(result.benchmarks, cases, strict=False)]
     update: dict[str, object] = {"benchmarks": benches, "provenance": prov,
                                  "phase_times": {**result.phase_times, "provenance": seconds}}  # fmt: skip

@@ -18,6 +18,7 @@ from runners.provenance import (
     case_record,
     groups_of,
     library_of,
+    parse_torch_tables,
     record,
     short_name,
     summary,
@@ -160,3 +161,19 @@ def test_short_names_and_summary_fit_a_line() -> None:
     line = summary(case)
     assert line.startswith("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_co… (cuBLASLt) 99% DENIED, _token (own) 1%")
     assert line.endswith("coverage 99%")
+
+
+TORCH_TABLE = (FIXTURES.parent / "torch_table.txt").read_text()
+"""Profile mode's torch profiler table (``key_averages().table()``) in its layout, written by hand for this test
+(the recorded torch names are the fixtures' .cupti.json), with a '{i}' for the case."""
+
+
+def test_the_torch_profilers_tables_give_each_cases_gpu_operations_per_call() -> None:
+    text = "\n\n".join(TORCH_TABLE.format(i=i) for i in (1, 2))
+    parts = parse_torch_tables(text, 2)
+    assert parts is not None and [[(x.name, x.duration_ns) for x in p] for p in parts] == [
+        [("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", pytest.approx(538_000 / 3)),
+         ("Memset (Device)", pytest.approx(1000.0))]] * 2  # fmt: skip
+    assert parse_torch_tables(text, 3) is None and parse_torch_tables("no tables", 1) is None
+    cases, violations, _ = record(None, [180_000.0, 180_000.0], None, parts=parts)
+    assert cases[0] is not None and cases[0].kernels[0].library == "cublaslt" and violations == []

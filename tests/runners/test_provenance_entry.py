@@ -94,3 +94,19 @@ def test_a_failed_pass_is_said_and_under_a_policy_rejects(monkeypatch: pytest.Mo
     assert result.message == ("the library policy could not be checked: the provenance pass failed: runtime error: "
                               "custom_kernel raised")  # fmt: skip
     assert result.provenance is not None and result.provenance.collector == "none"
+
+
+def test_without_ncu_the_torch_profilers_names_are_carried_and_said_to_be_the_submissions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = (REPO / "tests" / "runners" / "fixtures" / "torch_table.txt").read_text().format(i=1)
+    monkeypatch.setattr(entry, "cannot_record_kernels", lambda settings: "Nsight Compute (ncu) is not installed")
+    monkeypatch.setattr(entry, "_run", lambda *a, **k: RunResult(verdict=Verdict.ACCEPTED, mode=Mode.PROFILE,
+                                                                 profile=table))  # fmt: skip
+    request = load_problem(REPO / "problems" / "matmul").request("d.py", b"", Mode.BENCHMARK, device="cuda")
+    request = request.model_copy(update={"benchmarks": request.benchmarks[:1]})
+    result = entry._with_provenance(request, _timed([185_000.0]), RunnerSettings(), False, None, None, None)
+    assert result.verdict is Verdict.ACCEPTED and result.provenance is not None
+    assert result.provenance.collector == "torch" and "its word for them" in result.provenance.note
+    kernels = result.benchmarks[0].kernels
+    assert kernels is not None and kernels.kernels[0].library == "cublaslt"
