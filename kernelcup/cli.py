@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "run",
     "problems",
     "kernelbench",  # adds `problems import-kernelbench` to the group problems made
+    "hack",  # adds `problems hack` (an input hack tried here) to that group
     "db",
     "submit",
     "submissions",
@@ -106,7 +107,7 @@ TOP_LEVEL: dict[str, TopLevel] = {
         "benchmark, profile), submit, compare, read results and rankings. Uses the login `kernelcup login` stored.",
     ),
     "problems": TopLevel(
-        ("problems", "kernelbench"),
+        ("problems", "kernelbench", "hack"),
         "Problem folders and problem sets; `get`: a leaderboard's public folder, to run it here.",
         group=True,
     ),

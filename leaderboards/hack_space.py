@@ -131,7 +131,7 @@ def _type_issue(value: Any, param: HackParam) -> str | None:
 def hack_case_issues(space: HackSpace, case: Any) -> list[HackField]:
     """Everything wrong with ``case`` (a JSON object a hacker sent) as a case of ``space``; empty when it is one."""
     if not isinstance(case, dict):
-        return [HackField("case", "a hack is an object of generate_input's parameters, e.g. {\"size\": 1000}")]
+        return [HackField("case", 'a hack is an object of generate_input\'s parameters, e.g. {"size": 1000}')]
     issues = [
         HackField(str(key)[:64], f"is not a parameter of this problem's hack space ({', '.join(space.params)})")
         for key in case

@@ -1,0 +1,4 @@
+
+
+def custom_kernel(data):
+    return data[0] * 3
