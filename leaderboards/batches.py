@@ -119,7 +119,7 @@ class BatchesMixin(ServiceBase):
         def _check_rate(
             self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, *, cost: int = 1
         ) -> None: ...
-        def _check_practice(self, s: Session, u: User, lb: Leaderboard, now: datetime) -> None: ...
+        def _check_practice(self, s: Session, u: User, lb: Leaderboard, now: datetime, cost: int = 1) -> None: ...
         def _check_new_files(self, s: Session, u: User, digests: Sequence[str], now: datetime) -> None: ...
         def _check_budget(self, s: Session, user_id: int, token_id: int | None, now: datetime) -> None: ...
         def _duplicate(
@@ -189,8 +189,8 @@ class BatchesMixin(ServiceBase):
             self._check_budget(s, u.id, token_id, now)
             late = now >= lb.deadline
             good = [c for c in checked if c[2] is None]
-            if late:
-                self._check_practice(s, u, lb, now)
+            if late:  # every candidate counts against the practice limit, as each single submission does
+                self._check_practice(s, u, lb, now, cost=max(len(good), 1))
             elif good:
                 self._check_batch_rate(s, u, lb, SubmissionMode(chosen_mode.value), now, len(good))
             self._check_batch_pending(s, u, len(good))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -107,18 +107,24 @@ def late_notes(s: Session, submission_ids: Iterable[int]) -> dict[int, str]:
 class LateMixin(ServiceBase):
     """Practice after the deadline: its rate limit, its list, and an admin's admission of one entry."""
 
-    def _check_practice(self, s: Session, u: User, lb: Leaderboard, now: datetime) -> None:
-        """A submission after ``lb``'s deadline: refused when practice is off, else within the practice limit (every
-        submission after the deadline counts one, whatever its mode)."""
+    def _check_practice(self, s: Session, u: User, lb: Leaderboard, now: datetime, cost: int = 1) -> None:
+        """``cost`` submissions after ``lb``'s deadline (a batch's candidates): refused when practice is off, else
+        within the practice limit (every submission after the deadline counts one, whatever its mode)."""
         limit = self.settings.late_submissions_per_hour
         if not limit:
             raise LeaderboardClosed(lb.name, lb.deadline)
+        if cost > limit:
+            raise RateLimited(
+                f"{lb.name!r} closed on {lb.deadline:%Y-%m-%d %H:%M} UTC; after it you can send {limit} practice "
+                f"submissions per hour, fewer than the {cost} sent at once: send at most {limit} at a time.",
+                now + timedelta(hours=1),
+            )
         mine = (
             select(Submission.created_at)
             .join(LateSubmission, LateSubmission.submission_id == Submission.id)
             .where(Submission.leaderboard_id == lb.id, Submission.user_id == u.id)
         )
-        retry_at = hour_full_until(s, mine, Submission.created_at, limit, now)
+        retry_at = hour_full_until(s, mine, Submission.created_at, limit - cost + 1, now)
         if retry_at is None:
             return
         raise RateLimited(

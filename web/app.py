@@ -46,6 +46,8 @@ MULTIPART_ENVELOPE = 64 * 1024
 """Room for the multipart headers and the other form fields around a submission's files."""
 UPLOAD_PATHS = (f"{API_PREFIX}/submissions", "/submit")
 """The routes that take submission files: up to two (a compare's ``against``), each checked on its own."""
+BATCH_PATH = f"{API_PREFIX}/batches"
+"""The route that takes a batch: up to ``batch_max_candidates`` files, each checked on its own."""
 
 DESCRIPTION = """\
 Submit GPU kernels to kernelcup's leaderboards and follow them, from a program or the `kernelcup` CLI.
@@ -132,9 +134,17 @@ def create_app(
     )
     body_message = f"The request body is larger than {settings.max_body_bytes / 1024:.0f} KiB."
 
+    batch_files = service.settings.batch_max_candidates
+    batch_message = (
+        f"The upload is larger than the limit: a batch takes up to {batch_files} files of up to "
+        f"{upload_limit / 1024:.0f} KiB each."
+    )
+
     def limit_for(scope: Scope) -> tuple[int, str, str]:
         if scope["path"] in UPLOAD_PATHS:  # each file's own limit is the service's check, as it is read
             return 2 * upload_limit + MULTIPART_ENVELOPE, "file_too_large", upload_message
+        if scope["path"] == BATCH_PATH:  # (red team, 2026-11-28: a batch was held to 1 MiB in all)
+            return batch_files * upload_limit + MULTIPART_ENVELOPE, "file_too_large", batch_message
         return settings.max_body_bytes, "body_too_large", body_message
 
     # Outermost last: metrics see every request, a fresh cached ranking is answered before routing, errors turn

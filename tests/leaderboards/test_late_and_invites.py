@@ -104,6 +104,25 @@ def test_practice_has_its_own_hourly_limit_and_none_closes_the_board(
         svc.submit(CAROL, "k.py", SLOW, "add", ["cpu"], Mode.TEST)
 
 
+def test_a_batch_after_the_deadline_counts_each_candidate_against_practice(
+    svc: LeaderboardService, settings: CoreSettings, clock: Clock, tmp_path: Path
+) -> None:
+    """Red team, 2026-11-28: a batch checked only that the hour was not yet full, so 9 of 10 used let 64 in."""
+    board(svc, tmp_path, clock)
+    clock.now += timedelta(days=2)
+    settings.late_submissions_per_hour = 3
+    svc.submit(ANN, "k.py", SLOW, "add", ["cpu"], Mode.TEST)
+    files = [(f"k{i}.py", SLOW + f"# {i}\n".encode()) for i in range(3)]
+    with pytest.raises(RateLimited, match="3 practice submissions per hour"):
+        svc.submit_batch(ANN, files, "add", "cpu", Mode.BENCHMARK)  # 1 used + 3 > 3
+    with pytest.raises(RateLimited, match="fewer than the 4 sent at once"):
+        svc.submit_batch(BOB, [*files, ("k9.py", SLOW + b"# 9\n")], "add", "cpu", Mode.BENCHMARK)
+    batch = svc.submit_batch(BOB, files, "add", "cpu", Mode.BENCHMARK)  # 0 used + 3: within the limit
+    assert [i.status for i in batch.items] == ["queued"] * 3
+    with pytest.raises(RateLimited):
+        svc.submit(BOB, "k.py", SLOW, "add", ["cpu"], Mode.TEST)
+
+
 def test_an_admin_admits_one_late_entry_and_it_ranks_with_a_note(
     svc: LeaderboardService, clock: Clock, tmp_path: Path
 ) -> None:

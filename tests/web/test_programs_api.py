@@ -81,6 +81,17 @@ def test_a_batch_refused_as_a_whole_stores_nothing(world: World) -> None:
     assert "at most 64" in error_of(answer)["message"] and submissions(world) == 0
 
 
+def test_a_batch_may_carry_more_than_a_plain_body_but_each_file_keeps_its_limit(world: World) -> None:
+    """Red team, 2026-11-28: the batch route was held to the 1 MiB of a plain request body in all."""
+    big = [(f"{i}.py", GOOD + b"#" * 700_000 + f" {i}\n".encode()) for i in range(3)]  # 2.1 MB in all
+    answer = send_batch(world, world.ann, big)
+    assert answer.status_code == 202, answer.text
+    assert [i["status"] for i in answer.json()["items"]] == ["queued"] * 3
+    too_big = [("x.py", GOOD + b"#" * (1024 * 1024))]
+    answer = send_batch(world, world.ann, too_big)
+    assert answer.status_code == 413 and "the limit is 1,048,576 bytes" in error_of(answer)["message"]
+
+
 def test_an_idempotency_key_answers_a_retry_with_the_first_answer(world: World) -> None:
     key = {"Idempotency-Key": "7f1c6a52-retry"}
     first = world.client.post(
