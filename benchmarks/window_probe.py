@@ -2,6 +2,7 @@
 as file descriptors) and order their streams with stream memory operations; one times the other's kernels.
 
     PYTHONPATH=. python3 benchmarks/window_probe.py launch OUTDIR     # on a GPU machine; bwrap on PATH
+    KC_PROBE_MODES=plain ...                                          # only the unsandboxed pair (e.g. under MPS)
 
 For each kernel (none, vector adds of 1024², 4096² and 16384² fp16, a 4096×5120×4096 fp16 matmul, and three
 cheats: a synchronising call, work left on a side stream, "done" written before the work) it prints the trusted
@@ -513,6 +514,8 @@ def launch(outdir: Path) -> None:
     print("sandbox:", bwrap, hardened, note, flush=True)
     ensure_nvidia_nodes()
     modes = (["bwrap"] if bwrap else []) + ["plain"]
+    if os.environ.get("KC_PROBE_MODES"):  # e.g. "plain": only those (an MPS server is reached only outside bwrap)
+        modes = [m for m in modes if m in os.environ["KC_PROBE_MODES"].split(",")]
     for mode in modes:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         procs = []
