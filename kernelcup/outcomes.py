@@ -69,6 +69,7 @@ def _job_summary(job: JobOut, result: RunResult | None) -> dict[str, Any]:
                 "median_ns": b.stats.median_ns if b.stats else None,
                 "roofline_share": b.roofline_share,
                 **({"kernels": kernels_text(b)} if b.kernels is not None else {}),
+                **({"digest": b.digest} if b.digest else {}),
             }
             for b in result.benchmarks
         ],

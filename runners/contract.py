@@ -386,6 +386,13 @@ class BenchmarkResult(_Model):
     roofline_limit: str = Field(
         default="", description="What sets the bound: 'memory', or the peak's unit ('fp16 tensor', 'fp32')."
     )
+    digest: str = Field(
+        default="",
+        max_length=2048,
+        description="The case's bottleneck in a sentence, from its roofline share and its recorded kernels "
+        "(runners/provenance_digest.py): 'memory-bound: 81% of the DRAM bound, headroom <= 19% of the time; ...'.",
+        exclude_if=lambda text: not text,
+    )
     kernels: CaseKernels | None = Field(
         default=None,
         description="The kernels one call of the case launched, recorded by the provenance pass after timing "

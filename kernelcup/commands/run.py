@@ -478,6 +478,8 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
         for b in result.benchmarks:
             if b.kernels is not None:
                 console.print(f"kernels {b.index + 1}: {safe(kernels_text(b))}", highlight=False)
+            if b.digest:
+                console.print(f"digest {b.index + 1}: {safe(b.digest)}", highlight=False)
         if result.provenance is not None:
             console.print(safe(provenance_text(result)), highlight=False)
     if result.score_ns is not None:

@@ -66,6 +66,7 @@ from runners.gpus import Gpu
 from runners.ipc.protocol import Job, RBaseline, RProfile
 from runners.oracle.base import derive_seed
 from runners.provenance import CANNOT_CHECK, MARKER, REJECTION, Launch, Provenance, parse_torch_tables, record
+from runners.provenance_digest import digest
 from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
 from runners.submission.languages import HEADERS_ENV
@@ -415,6 +416,7 @@ def _with_provenance(
     prov = Provenance(collector=collector, policy=policy.describe() if policy else "", note=lacks[:2000],
                       seconds=seconds)  # fmt: skip
     benches = [b.model_copy(update={"kernels": c}) for b, c in zip(result.benchmarks, cases, strict=False)]
+    benches = [b.model_copy(update={"digest": digest(b)}) for b in benches]
     update: dict[str, object] = {"benchmarks": benches, "provenance": prov,
                                  "phase_times": {**result.phase_times, "provenance": seconds}}  # fmt: skip
     if violations:

@@ -25,7 +25,8 @@ def _result() -> RunResult:
                          POLICY)  # fmt: skip
     stats = TimingStats(samples=20, median_ns=185_000.0, mean_ns=185_000.0, std_ns=10, stderr_ns=2, min_ns=184_000.0,
                         max_ns=186_000.0)  # fmt: skip
-    bench = BenchmarkResult(index=0, case={"m": 4096}, verdict=Verdict.ACCEPTED, stats=stats, kernels=record)
+    bench = BenchmarkResult(index=0, case={"m": 4096}, verdict=Verdict.ACCEPTED, stats=stats, kernels=record,
+                            digest="compute-bound: 60% of the fp16 tensor peak")  # fmt: skip
     prov = Provenance(collector="ncu", policy=POLICY.describe(), seconds=6.2)
     return RunResult(verdict=Verdict.REJECTED, mode=Mode.RANKED, benchmarks=[bench], provenance=prov,
                      message="benchmark 1: 99% of the time in nvjet_sm90_… (cuBLASLt), which this problem does not "
@@ -54,10 +55,11 @@ def test_the_cli_json_summary_and_table(monkeypatch: pytest.MonkeyPatch, capsys:
                           error="")  # fmt: skip
     summary = _job_summary(job, _result())  # type: ignore[arg-type]
     assert summary["benchmarks"][0]["kernels"] == LINE and summary["provenance"] == PROV
+    assert summary["benchmarks"][0]["digest"] == "compute-bound: 60% of the fp16 tensor peak"
     monkeypatch.setenv("COLUMNS", "240")
     render(_result(), "matmul_own", "decoy.py", "H200")
     text = capsys.readouterr().out
-    assert f"kernels 1: {LINE}" in text and PROV in text
+    assert f"kernels 1: {LINE}" in text and PROV in text and "digest 1: compute-bound: 60%" in text
 
 
 def test_the_web_pages_filters() -> None:
