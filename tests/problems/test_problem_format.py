@@ -45,8 +45,10 @@ def test_starter_set_lists_the_library() -> None:
     assert multigpu == {"allreduce", "allgather_gemm"}, "the problems on several GPUs have a set of their own"
     models = {e["directory"] for e in yaml.safe_load((PROBLEMS / "models.yaml").read_text())["problems"]}
     assert models == {"llama_layer"}, "the model-level problems have a set of their own"
+    policies = {e["directory"] for e in yaml.safe_load((PROBLEMS / "policies.yaml").read_text())["problems"]}
+    assert policies == {"matmul_own"}, "the problems with a library policy have a set of their own"
     folders = {p.name for p in problem_dirs()} - {"vectoradd_cu"}
-    assert folders <= names | libraries | advanced | multigpu | models, "every problem folder is in a set"
+    assert folders <= names | libraries | advanced | multigpu | models | policies, "every problem folder is in a set"
 
 
 def test_advanced_set_loads_and_validates() -> None:
