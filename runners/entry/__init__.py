@@ -449,9 +449,9 @@ def _add_ncu(
     result.kernel_metrics = got.metrics if markers else [m for m in got.metrics if not MARKER.search(m.name)]
     result.ncu_report = got.report
     lines = list(got.notes)
-    if got.metrics:
+    if result.kernel_metrics:
         attached = " (report attached)" if got.report is not None else ""
-        lines.insert(0, f"Nsight Compute profiled {len(got.metrics)} kernel launch(es){attached}.")
+        lines.insert(0, f"Nsight Compute profiled {len(result.kernel_metrics)} kernel launch(es){attached}.")
     if lines:
         result.profile = "\n".join(lines) + (f"\n\n{result.profile}" if result.profile else "")
 
