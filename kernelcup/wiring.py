@@ -152,6 +152,7 @@ def build_worker(
     of this machine's runner at start and every ``KERNELCUP_WORKER_SWEEP_S``."""
     from leaderboards.holdout import SystemTestRunner
     from leaderboards.rejudge import RejudgeRunner
+    from leaderboards.retiming import RetimeRunner
     from leaderboards.spool import ResultSpool
     from runners.cleanup import sweep
 
@@ -174,6 +175,7 @@ def build_worker(
         housekeeping=housekeeping,
         system_tests=SystemTestRunner(service, launchers, settings.launch_margin_s),
         rejudges=RejudgeRunner(service, launchers, settings.launch_margin_s),
+        retimings=RetimeRunner(service, launchers, settings.launch_margin_s),
     )
 
 

@@ -27,8 +27,9 @@ from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, Sys
 from leaderboards.moderation_states import ranks, ranks_condition
 from leaderboards.rejudge import drift_texts
 from leaderboards.results import UserRef
+from leaderboards.retiming import RoundStatus, deadline_rounds, queue_rounds, round_entries
 from leaderboards.snapshot import problem_from_snapshot
-from leaderboards.standings import Entry, rank
+from leaderboards.standings import Entry, holdout_figure, rank
 from runners.contract import Mode, RankingRule
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ class StandingRow:
     """"5 of 5 held-out cases" once the entry's system test ran, else None."""
     note: str | None = None
     """"late, admitted by X because Y" for an entry made after the deadline that an admin let in (``late.py``)."""
+    holdout_ns: float | None = None
+    """Where the problem times its held-out cases: the entry's one figure over them (the problem's rule over their
+    medians), once its system test passed them; never a case's own time."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ class StandingsMixin(SystemTestsMixin):
                         None,
                         None,
                         coverage,
+                        holdout_ns=test.score_ns if test is not None else None,
                     )
                 )
             live = with_late_notes(s, StandingsView(lb.name, dev, False, None, tuple(rows)))
@@ -160,6 +165,23 @@ class StandingsMixin(SystemTestsMixin):
             return _final_view(lb.name, frozen)
 
     def _freeze(self, s: Session, lb: Leaderboard, dev: str, actor: str) -> FinalStanding:
+        entries, excluded = self._finalists(s, lb, dev)
+        frozen = FinalStanding(
+            leaderboard_id=lb.id,
+            device=dev,
+            ranking_by=lb.ranking_by,
+            entries=[e.to_json() for e in _with_rounds(s, lb, dev, entries)],
+            excluded=excluded,
+            frozen_by=actor,
+            created_at=self.clock(),
+        )
+        s.add(frozen)
+        s.flush()
+        return frozen
+
+    def _finalists(self, s: Session, lb: Leaderboard, dev: str) -> tuple[list[Entry], list[dict[str, Any]]]:
+        """The entries the final standings of ``dev`` rank (the top ones that passed every held-out case), and those
+        left out (counts only). Raises ``InvalidChange`` while system tests are to run."""
         problem = problem_from_snapshot(lb.task)
         task = problem.task
         holdout = holdout_cases_on(problem, dev) > 0  # (none may run at this device's world size)
@@ -171,7 +193,8 @@ class StandingsMixin(SystemTestsMixin):
         if unrun:  # the runner's failure, not the entries': they wait for a run rather than fall out
             raise InvalidChange(f"{len(unrun)} system tests of {lb.name!r} on {dev} could not run (the runner failed); "
                                 "queue them again: kernelcup leaderboard system-test")  # fmt: skip
-        entries, excluded = [], []
+        entries: list[Entry] = []
+        excluded: list[dict[str, Any]] = []
         candidates: list[tuple[SystemTest | None, Submission | None]]
         if holdout:
             if not tests:
@@ -195,19 +218,14 @@ class StandingsMixin(SystemTestsMixin):
             cases = entry_cases(s, sub.id, dev)
             if not cases:
                 continue  # no ranked run with timings on this device (deleted, or ranked before runs were kept)
-            entries.append(Entry(user.id, user.name, sub.id, sub.file_name, cases, coverage).to_json())
-        frozen = FinalStanding(
-            leaderboard_id=lb.id,
-            device=dev,
-            ranking_by=lb.ranking_by,
-            entries=entries,
-            excluded=excluded,
-            frozen_by=actor,
-            created_at=self.clock(),
-        )
-        s.add(frozen)
-        s.flush()
-        return frozen
+            timed: tuple[dict[str, Any], ...] = ()
+            if task.holdout_timed and test is not None:
+                if not test.timings:  # passed every case, but a timing is missing: a runner's fault, not the entry's
+                    raise InvalidChange(f"The system test of #{sub.id} on {dev} passed without its held-out timings; "
+                                        "queue it again: kernelcup leaderboard system-test")  # fmt: skip
+                timed = tuple(dict(run) for run in test.timings)
+            entries.append(Entry(user.id, user.name, sub.id, sub.file_name, cases, coverage, timed))
+        return entries, excluded
 
     def competition_tick(self) -> list[str]:
         """What the deadline does, for every leaderboard whose deadline has passed: queue its system tests (once,
@@ -243,7 +261,33 @@ class StandingsMixin(SystemTestsMixin):
             if queued.already:
                 return []
             return [f"{name}: queued {len(queued.entries)} system tests at the deadline"]
-        return [f"{name}: froze the final standings on {d}" for d in devices if self._try_freeze(name, d)]
+        done = []
+        for d in devices:
+            if self.settings.deadline_retime_rounds and self._retime_finalists(name, d):
+                done.append(f"{name}: queued {self.settings.deadline_retime_rounds} re-timing rounds on {d}")
+            elif self._try_freeze(name, d):
+                done.append(f"{name}: froze the final standings on {d}")
+        return done
+
+    def _retime_finalists(self, name: str, device: str) -> bool:
+        """Queue the deadline's re-timing of ``device``'s finalists (those the final standings would rank), once,
+        when its system tests have all run; False when it was queued before, is not due yet, or has fewer than two
+        entries to compare."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)
+            if deadline_rounds(s, lb, device):
+                return False
+            try:
+                finalists, _ = self._finalists(s, lb, device)
+            except InvalidChange:  # system tests still to run: the freeze waits for them too
+                return False
+            if len(finalists) < 2:
+                return False
+            ids = [e.submission_id for e in finalists]
+            rounds = self.settings.deadline_retime_rounds
+            queued = queue_rounds(s, lb, device, ids, rounds, DEADLINE_ACTOR, self.clock())
+            self._audit(s, DEADLINE_ACTOR, "retime", lb.name, device=device, rounds=rounds, batches=[queued.batch])
+            return True
 
     def _try_freeze(self, name: str, device: str) -> bool:
         try:
@@ -251,6 +295,20 @@ class StandingsMixin(SystemTestsMixin):
         except (InvalidChange, IntegrityError):  # not ready, or another worker froze it first
             return False
         return True
+
+
+def _with_rounds(s: Session, lb: Leaderboard, dev: str, entries: list[Entry]) -> list[Entry]:
+    """The entries with their rounds of the deadline's re-timing of ``dev`` where it ran (``Entry.rounds``: the final
+    standings then rank by them). Raises ``InvalidChange`` while rounds are left to run."""
+    rows = deadline_rounds(s, lb, dev)
+    if not rows:
+        return entries
+    waiting = [r for r in rows if r.status in (RoundStatus.QUEUED, RoundStatus.RUNNING)]
+    if waiting:
+        raise InvalidChange(f"{len(waiting)} re-timing rounds of {lb.name!r} on {dev} have not run yet.")
+    retimed, _ = round_entries(rows, {})
+    rounds = {e.submission_id: e.rounds for e in retimed}
+    return [replace(e, rounds=rounds.get(e.submission_id, ())) for e in entries]
 
 
 def with_drift_notes(view: StandingsView, drifts: dict[int, str]) -> StandingsView:
@@ -278,7 +336,8 @@ def moderated_out(s: Session, frozen: FinalStanding) -> set[int]:
 
 def _final_view(name: str, frozen: FinalStanding, *, removed: Collection[int] = ()) -> StandingsView:
     kept = (Entry.from_json(e) for e in frozen.entries if int(e["submission_id"]) not in removed)
-    standings = rank(kept, RankingRule(frozen.ranking_by))
+    rule = RankingRule(frozen.ranking_by)
+    standings = rank(kept, rule, gpu=frozen.device != "cpu")
     rows = tuple(
         StandingRow(
             rank=st.rank,
@@ -290,6 +349,7 @@ def _final_view(name: str, frozen: FinalStanding, *, removed: Collection[int] = 
             low_ns=st.interval_ns[0],
             high_ns=st.interval_ns[1],
             coverage=coverage_text(*st.entry.coverage) if st.entry.coverage else None,
+            holdout_ns=holdout_figure(st.entry, rule),
         )
         for st in standings
     )

@@ -7,7 +7,12 @@ competition_tick``) queues one ``system_tests`` row per entry: the top K of each
 entry's ranked file in test mode on the held-out cases (``Problem.system_test_request``, the only request that carries
 them) and stores two numbers: how many held-out cases ran and how many passed. Nothing else of the run is kept: no
 case, input, output, message or log, so nothing an author or anyone else can read says what the held-out cases are.
-Correctness only: held-out cases are never timed (docs/competitions.md says what is not built).
+
+Where the problem says so (``holdout_timed: true`` in task.yml) the run is a ranked-mode one that also times the
+held-out cases (``Problem.system_test_request``), and a test that passed every case keeps each case's timing statistics
+in the cases' order (``timings``, for the final standings, which rank by them with the public benchmarks) and one
+figure per entry (``score_ns``: the problem's ranking rule over their medians). Surfaces show that figure and the
+counts, never a case or a per-case time.
 
 A system test that could not run (the runner failed, not the entry) goes back to the queue, up to
 ``SYSTEM_TEST_ATTEMPTS`` claims, then is ``failed`` with an admin-only note; a worker that died holding one leaves it
@@ -28,11 +33,13 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange
-from leaderboards.models import BestScore, Leaderboard, Rejudge, Submission, SystemTest, User
+from leaderboards.formatting import format_ns
+from leaderboards.models import BestScore, Leaderboard, Rejudge, RetimeRound, Submission, SystemTest, User
 from leaderboards.problems import Problem, ProblemFormatError
 from leaderboards.recording import RecordingMixin, harness_device
+from leaderboards.scoring import aggregate
 from leaderboards.snapshot import problem_from_snapshot
-from runners.contract import Limits, RunRequest, RunResult, Verdict
+from runners.contract import Limits, Mode, RunRequest, RunResult, Verdict
 from runners.launchers.base import Launcher, ProgressEvent
 
 log = logging.getLogger(__name__)
@@ -63,6 +70,8 @@ class Coverage:
     status: str
     cases: int
     passed: int | None
+    score_ns: float | None = None
+    """Where the problem times its held-out cases: the problem's rule over their medians (one figure, not a case's)."""
 
     @property
     def complete(self) -> bool:
@@ -76,6 +85,14 @@ class Coverage:
 def coverage_text(passed: int | None, cases: int) -> str | None:
     """An entry's held-out coverage as every surface shows it ("5 of 5 held-out cases"), None before it has run."""
     return None if passed is None else f"{passed} of {cases} held-out cases"
+
+
+def held_out_text(coverage: str | None, score_ns: float | None) -> str:
+    """A standings row's held-out column on every surface: the coverage, and where the problem times its held-out
+    cases the entry's one figure over them ("5 of 5 held-out cases, timed 12.3 µs"); '' before its test ran."""
+    if coverage is None:
+        return ""
+    return f"{coverage}, timed {format_ns(score_ns)}" if score_ns is not None else coverage
 
 
 @dataclass(frozen=True)
@@ -118,7 +135,7 @@ def holdout_cases_on(problem: Problem, device: str) -> int:
         return 0
 
 
-QueueRow = TypeVar("QueueRow", SystemTest, Rejudge)
+QueueRow = TypeVar("QueueRow", SystemTest, Rejudge, RetimeRound)
 
 
 def oldest_runnable(s: Session, model: type[QueueRow], devices: Sequence[str], now: datetime) -> QueueRow | None:
@@ -131,8 +148,30 @@ def oldest_runnable(s: Session, model: type[QueueRow], devices: Sequence[str], n
     return s.scalar(stmt.order_by(model.id).limit(1).with_for_update(skip_locked=True))
 
 
+def held_row(s: Session, model: type[QueueRow], row_id: int, token: str) -> QueueRow | None:
+    """The row of a queue below the jobs that the claim ``token`` still holds (running, its lease), locked, with its
+    lease let go; None when another holder took it over (the lease fences what a late worker stores)."""
+    row = s.scalar(
+        select(model)
+        .where(model.id == row_id, model.lease_owner == token, model.status == "running")
+        .with_for_update()
+    )
+    if row is not None:
+        row.lease_owner, row.lease_expires_at = None, None
+    return row
+
+
+def could_not_run(row: SystemTest | Rejudge | RetimeRound, attempts: int, error: str, now: datetime) -> None:
+    """A row whose run failed on the runner's side: queued again, or ``failed`` (with the note admins read) once its
+    ``attempts`` are spent. Never the entry's fault."""
+    done = row.attempts >= attempts
+    row.status = "failed" if done else "queued"
+    row.note = error[:2000] or "the runner failed"
+    row.finished_at = now if done else None
+
+
 def _coverage(test: SystemTest, user_name: str) -> Coverage:
-    return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed)
+    return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed, test.score_ns)
 
 
 class SystemTestsMixin(RecordingMixin):
@@ -170,6 +209,7 @@ class SystemTestsMixin(RecordingMixin):
                         test = SystemTest(leaderboard_id=lb.id, device=device, submission_id=best.submission_id)
                         s.add(test)
                     test.status, test.trigger, test.cases, test.passed = SystemTestStatus.QUEUED, trigger, cases, None
+                    test.timings, test.score_ns = None, None
                     test.attempts, test.lease_owner, test.lease_expires_at, test.note = 0, None, None, None
                     test.finished_at = None
                     s.flush()
@@ -229,23 +269,11 @@ class SystemTestsMixin(RecordingMixin):
         attempts are spent). Fenced by the claim's lease: False when another holder took it over."""
         now = self.clock()
         with self.db.transaction() as s:
-            test = s.scalar(
-                select(SystemTest)
-                .where(
-                    SystemTest.id == claim.test_id,
-                    SystemTest.lease_owner == claim.token,
-                    SystemTest.status == SystemTestStatus.RUNNING,
-                )
-                .with_for_update()
-            )
+            test = held_row(s, SystemTest, claim.test_id, claim.token)
             if test is None:
                 return False
-            test.lease_owner, test.lease_expires_at = None, None
             if result is None:
-                done = test.attempts >= SYSTEM_TEST_ATTEMPTS
-                test.status = SystemTestStatus.FAILED if done else SystemTestStatus.QUEUED
-                test.note = error[:2000] or "the runner failed"
-                test.finished_at = now if done else None
+                could_not_run(test, SYSTEM_TEST_ATTEMPTS, error, now)
                 return True
             ran = len(claim.request.tests)
             passed = sum(1 for t in result.tests if t.verdict is Verdict.ACCEPTED)
@@ -253,7 +281,22 @@ class SystemTestsMixin(RecordingMixin):
                 passed = min(passed, ran - 1)
             test.status, test.cases, test.passed, test.finished_at = SystemTestStatus.DONE, ran, min(passed, ran), now
             test.note = None
+            test.timings, test.score_ns = held_out_timings(claim.request, result) if passed == ran else (None, None)
             return True
+
+
+def held_out_timings(request: RunRequest, result: RunResult) -> tuple[list[dict[str, Any]] | None, float | None]:
+    """A timed system test's statistics per held-out case (in the request's order; the cases themselves left out)
+    and the entry's figure over them (the problem's rule over their medians); (None, None) for an untimed one or one
+    whose timings are incomplete."""
+    if request.mode is not Mode.RANKED or not request.benchmarks or not result.passed:
+        return None, None
+    stats = {b.index: b.stats for b in result.benchmarks if b.stats is not None and b.stats.median_ns > 0}
+    if sorted(stats) != list(range(len(request.benchmarks))):
+        return None, None
+    ordered = [stats[i] for i in range(len(request.benchmarks))]
+    figure = aggregate([st.median_ns for st in ordered], request.ranking_by)
+    return [st.model_dump(mode="json") for st in ordered], figure
 
 
 class _Handle:

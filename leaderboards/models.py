@@ -492,6 +492,41 @@ class SystemTest(Base):
     note: Mapped[str | None] = mapped_column(StoredText(), comment="admins only: why a test could not run")
     created_at: Mapped[datetime] = _created()
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    timings: Mapped[list[Any] | None] = mapped_column(
+        JSONType, comment="held-out cases timed (holdout_timed): each case's timing statistics, in order; no case"
+    )
+    score_ns: Mapped[float | None] = mapped_column(Float(), comment="the problem's rule over the timed held-out cases")
+
+
+class RetimeRound(Base):
+    """One round of a re-timing of a device's finalists (issue 29, ``leaderboards/retiming.py``): each entry's
+    benchmark run, one after another on one machine, in this round's order (alternating from round to round); rounds
+    are spread over the live workers serving the device (``assigned_worker``) and leased one by one."""
+
+    __tablename__ = "retime_rounds"
+    __table_args__ = (Index(None, "status", "device"), Index(None, "leaderboard_id", "device", "batch"))
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    batch: Mapped[str] = mapped_column(String(32), comment="the rounds queued together share it")
+    seed: Mapped[int] = mapped_column(BigInteger(), comment="the batch's inputs: every entry times the same ones")
+    round: Mapped[int] = mapped_column(Integer())
+    trigger: Mapped[str] = mapped_column(String(16), comment="admin or deadline")
+    entries: Mapped[list[Any]] = mapped_column(JSONType, comment="submission ids in this round's order")
+    status: Mapped[str] = mapped_column(String(16), comment="queued, running, done, failed (not the entries' fault)")
+    attempts: Mapped[int] = mapped_column(Integer(), default=0)
+    assigned_worker: Mapped[str | None] = mapped_column(String(200), comment="the live worker it was spread to")
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    worker_id: Mapped[str | None] = mapped_column(String(200), comment="the worker (machine) that ran it")
+    machine: Mapped[str | None] = mapped_column(String(200), comment="the runtime it reported, e.g. 'torch 2.6.0'")
+    results: Mapped[dict[str, Any] | None] = mapped_column(
+        JSONType, comment="per submission: passed, score_ns and each case's timing statistics"
+    )
+    note: Mapped[str | None] = mapped_column(StoredText(), comment="admins only: why a round could not run")
+    created_at: Mapped[datetime] = _created()
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class FinalStanding(Base):

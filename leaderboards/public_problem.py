@@ -29,8 +29,9 @@ from leaderboards.problem_lib import LIB_PACKAGE
 from leaderboards.problem_rules import MAX_PROBLEM_FILES, MAX_SNAPSHOT_BYTES, MAX_TEMPLATES
 from leaderboards.problems import STORED, Problem, Task
 
-SECRET_TASK_FIELDS = ("holdout", "system_test_top")
-"""task.yml's fields that stay on the server: the held-out cases, and how many entries run them."""
+SECRET_TASK_FIELDS = ("holdout", "system_test_top", "holdout_timed")
+"""task.yml's fields that stay on the server: the held-out cases, how many entries run them and whether they are
+timed (a public folder without its held-out cases could not declare them timed)."""
 TASK_FILE = "task.yml"
 MAX_FOLDER_FILES = 1 + MAX_PROBLEM_FILES + MAX_TEMPLATES + 64
 """The most files a public folder may hold: task.yml, the listed files, the templates and the shared library's."""

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from leaderboards import pooling, ranking
 from leaderboards.errors import InvalidChange, NotFound
-from leaderboards.holdout import launch_quietly, oldest_runnable, top_entries
+from leaderboards.holdout import could_not_run, held_row, launch_quietly, oldest_runnable, top_entries
 from leaderboards.models import AdminAlert, Job, Leaderboard, Rejudge, Run, RunnerSystem, Submission
 from leaderboards.recording import RecordingMixin
 from leaderboards.results import RecordedRun
@@ -304,19 +304,11 @@ class RejudgeMixin(RecordingMixin):
         (``error``: queued again until its attempts are spent). Fenced by the claim's lease."""
         now = self.clock()
         with self.db.transaction() as s:
-            row = s.scalar(
-                select(Rejudge)
-                .where(Rejudge.id == claim.rejudge_id, Rejudge.lease_owner == claim.token)
-                .where(Rejudge.status == RejudgeStatus.RUNNING)
-                .with_for_update()
-            )
+            row = held_row(s, Rejudge, claim.rejudge_id, claim.token)
             if row is None:
                 return False
-            row.lease_owner, row.lease_expires_at = None, None
             if results is None:
-                done = row.attempts >= REJUDGE_ATTEMPTS
-                row.status = RejudgeStatus.FAILED if done else RejudgeStatus.QUEUED
-                row.note, row.finished_at = error[:2000] or "the runner failed", now if done else None
+                could_not_run(row, REJUDGE_ATTEMPTS, error, now)
                 return True
             public, secret = results
             runtime = runtime_of(public.system)

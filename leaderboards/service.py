@@ -83,6 +83,7 @@ from leaderboards.results import (
     TemplateFile,
     UserRef,
 )
+from leaderboards.retiming import RetimingMixin
 from leaderboards.scoring import roofline_score
 from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
@@ -140,6 +141,7 @@ class LeaderboardService(
     ModerationMixin,
     StatsMixin,
     RejudgeMixin,
+    RetimingMixin,
     StandingsMixin,
     InvitesMixin,
     LateMixin,

@@ -133,6 +133,14 @@ class CoreSettings(BaseSettings):
         description="When a device's runs report a new runtime (driver, CUDA, torch, Triton, nvcc, GPU), re-time "
         "this many of the best entries of each leaderboard on it (0: none).",
     )
+    deadline_retime_rounds: int = Field(
+        default=0,
+        ge=0,
+        le=50,
+        description="At a leaderboard's deadline, after its system tests, re-time each device's finalists side by "
+        "side in this many interleaved rounds, spread over the live workers serving the device, and rank the final "
+        "standings by them (0, the default: no re-timing; docs/competitions.md).",
+    )
 
     def resolved_database_url(self) -> str:
         """``DATABASE_URL``, or the embedded SQLite file in the data directory."""

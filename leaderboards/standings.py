@@ -12,7 +12,9 @@ the same floats bit for bit (``math.fsum``, fixed order, no randomness).
   quadrature) and each median's standard error (``runners.compare.median_se``); pooling two readings halves it; where
   the two readings disagree (the secret run's taken), the square of their log ratio is added.
 - **An entry's score** is the problem's rule over the figures (geometric mean, mean or last) and the variance of its
-  log the figures' variances weighted as the rule weighs them (``runners.compare.score_weights``).
+  log the figures' variances weighted as the rule weighs them (``runners.compare.score_weights``). Where the problem
+  times its held-out cases (``holdout_timed``), their figures (one reading each, from the entry's system test) follow
+  the benchmark cases' in that list.
 - **Two entries are told apart** when the 95% interval of the log of their scores' ratio, ``±1.96 sqrt(va + vb)``,
   excludes 0. An entry's rank is 1 + the number of entries told apart from it and faster: entries none of which is
   clearly faster than the other share a rank (tied).
@@ -27,8 +29,8 @@ from typing import Any
 
 from leaderboards.pooling import Outcome, pool_case
 from leaderboards.scoring import aggregate
-from runners.compare import median_se, process_offset_sd, score_weights
-from runners.contract import RankingRule, TimingStats
+from runners.compare import median_se, overall_ratio, process_offset_sd, score_weights, t975
+from runners.contract import BenchmarkResult, Mode, RankingRule, RunResult, TimingStats, Verdict
 
 Z95 = 1.959963984540054
 """The two-sided 95% quantile of the normal distribution."""
@@ -46,9 +48,15 @@ class Entry:
     cases: tuple[tuple[Mapping[str, Any], ...], ...]
     coverage: tuple[int, int] | None = None
     """(held-out cases passed, held-out cases run) once its system test ran, else None."""
+    holdout: tuple[Mapping[str, Any], ...] = ()
+    """Where the problem times its held-out cases: each one's statistics from the entry's system test (one run), in
+    the cases' order. They count in the score like the benchmark cases; no surface shows them one by one."""
+    rounds: tuple[Mapping[str, Any], ...] = ()
+    """Where the finalists were re-timed side by side (``leaderboards/retiming.py``): each round the entry ran in, as
+    ``{"round", "machine", "score_ns", "stats"}``. With them the entry ranks by its rounds (``rank``)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "user_id": self.user_id,
             "user_name": self.user_name,
             "submission_id": self.submission_id,
@@ -56,6 +64,11 @@ class Entry:
             "cases": [[dict(run) for run in case] for case in self.cases],
             "coverage": list(self.coverage) if self.coverage is not None else None,
         }
+        if self.holdout:  # (absent where untimed: standings frozen before it recompute from the same JSON)
+            data["holdout"] = [dict(run) for run in self.holdout]
+        if self.rounds:
+            data["rounds"] = [dict(r) for r in self.rounds]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Entry:
@@ -67,6 +80,8 @@ class Entry:
             file_name=str(data["file_name"]),
             cases=tuple(tuple(dict(run) for run in case) for case in data["cases"]),
             coverage=(int(coverage[0]), int(coverage[1])) if coverage is not None else None,
+            holdout=tuple(dict(run) for run in data.get("holdout") or ()),
+            rounds=tuple(dict(r) for r in data.get("rounds") or ()),
         )
 
 
@@ -110,8 +125,10 @@ def case_figure(index: int, runs: Sequence[Mapping[str, Any]]) -> tuple[float, f
 
 
 def entry_score(entry: Entry, rule: RankingRule) -> tuple[float, float]:
-    """The entry's score (ns) under ``rule`` and the sd of its log."""
-    figures = [case_figure(i, runs) for i, runs in enumerate(entry.cases)]
+    """The entry's score (ns) under ``rule`` and the sd of its log: over its benchmark cases, then its timed held-out
+    cases (where the problem times them), as one list of figures."""
+    runs_per_case = [*entry.cases, *((run,) for run in entry.holdout)]
+    figures = [case_figure(i, runs) for i, runs in enumerate(runs_per_case)]
     if not figures:
         raise ValueError(f"submission #{entry.submission_id} has no benchmark case to rank by")
     medians = [f for f, _ in figures]
@@ -121,19 +138,72 @@ def entry_score(entry: Entry, rule: RankingRule) -> tuple[float, float]:
     return score, math.sqrt(var)
 
 
+def holdout_figure(entry: Entry, rule: RankingRule) -> float | None:
+    """The entry's one figure over its timed held-out cases (the rule over their medians), None where untimed."""
+    medians = [TimingStats.model_validate(run).median_ns for run in entry.holdout]
+    return aggregate(medians, rule) if medians else None
+
+
 def told_apart(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Whether scores ``a`` and ``b`` (score, sd of its log) differ beyond their 95% interval."""
     return abs(math.log(b[0] / a[0])) > Z95 * math.hypot(a[1], b[1])
 
 
-def rank(entries: Iterable[Entry], rule: RankingRule) -> tuple[Standing, ...]:
+def _round_result(stored: Mapping[str, Any]) -> RunResult:
+    """A re-timed round of one entry as the compare machinery reads a run: each case's statistics and the score."""
+    benches = [
+        BenchmarkResult(index=i, case={}, verdict=Verdict.ACCEPTED, stats=TimingStats.model_validate(st))
+        for i, st in enumerate(stored["stats"])
+    ]
+    return RunResult(verdict=Verdict.ACCEPTED, mode=Mode.BENCHMARK, benchmarks=benches, score_ns=stored["score_ns"])
+
+
+def rounds_score(entry: Entry) -> tuple[float, float]:
+    """An entry's re-timed score: the geometric mean of its rounds' scores, and the sd of its log such that
+    ``rank``'s 95% interval (±1.96 sd) is the rounds' t interval (at least two rounds)."""
+    logs = [math.log(float(r["score_ns"])) for r in entry.rounds]
+    n = len(logs)
+    mean = math.fsum(logs) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in logs) / (n - 1))
+    return math.exp(mean), t975(n - 1) * sd / math.sqrt(n) / Z95
+
+
+def rounds_told_apart(faster: Entry, slower: Entry, rule: RankingRule, gpu: bool) -> bool:
+    """Whether ``faster`` is faster than ``slower`` beyond noise by the compare machinery: the paired ratio of their
+    scores over the rounds both ran (one machine each, so its offset cancels) has a 95% interval below 1."""
+    mine = {int(r["round"]): r for r in faster.rounds}
+    theirs = {int(r["round"]): r for r in slower.rounds}
+    shared = sorted(set(mine) & set(theirs))
+    if len(shared) < 2:
+        return False
+    a = [_round_result(mine[i]) for i in shared]
+    b = [_round_result(theirs[i]) for i in shared]
+    ratio, _, high = overall_ratio(a, b, rule, gpu)
+    return ratio < 1 and high < 1
+
+
+def rank(entries: Iterable[Entry], rule: RankingRule, *, gpu: bool = True) -> tuple[Standing, ...]:
     """The standings of ``entries``: fastest first (equal scores: the earlier submission), each entry's rank 1 + the
-    number told apart from it and faster, ``tied`` where another entry shares that rank."""
+    number told apart from it and faster, ``tied`` where another entry shares that rank. Where every entry was
+    re-timed (``Entry.rounds``, two rounds at least) they rank by their rounds, told apart by the paired compare
+    (``gpu``: widened to the cases' own noise, as on a GPU); else by their runs' statistics."""
+    entries = list(entries)
+    if entries and all(len(e.rounds) >= 2 for e in entries):
+        by_rounds = sorted(((rounds_score(e), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
+        ranks = [
+            1 + sum(1 for _, other in by_rounds[:i] if rounds_told_apart(other, mine, rule, gpu))
+            for i, (_, mine) in enumerate(by_rounds)
+        ]
+        return _standings(ranks, by_rounds)
     scored = sorted(((entry_score(e, rule), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
     ranks = [
         1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])
         for i, (mine, _) in enumerate(scored)
     ]
+    return _standings(ranks, scored)
+
+
+def _standings(ranks: list[int], scored: list[tuple[tuple[float, float], Entry]]) -> tuple[Standing, ...]:
     return tuple(
         Standing(rank=r, tied=ranks.count(r) > 1, entry=e, score_ns=score, log_sd=sd)
         for r, ((score, sd), e) in zip(ranks, scored, strict=True)

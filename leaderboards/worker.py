@@ -46,6 +46,7 @@ from leaderboards.models import JobStatus
 from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
 from leaderboards.rejudge import RejudgeRunner
 from leaderboards.results import PlannedRun, RecordedRun
+from leaderboards.retiming import RetimeRunner
 from leaderboards.spool import ResultSpool
 from runners.compare import Tally, round_text, schedule
 from runners.contract import Comparison, Phase, ProgressEvent, RunRequest, RunResult, Verdict
@@ -231,10 +232,13 @@ class Worker:
         spool: ResultSpool | None = None,
         system_tests: SystemTestRunner | None = None,
         rejudges: RejudgeRunner | None = None,
+        retimings: RetimeRunner | None = None,
     ) -> None:
         self.service = service
         self.system_tests = system_tests
         """Run when no job is runnable (issue 29): system tests wait below everyone's submissions."""
+        self.retimings = retimings
+        """Run when neither a job nor a system test is runnable: the finalists' re-timing rounds (before rejudges)."""
         self.rejudges = rejudges
         """Run when neither a job nor a system test is runnable: rejudges wait below both."""
         self.launcher_for = launcher_for
@@ -372,11 +376,16 @@ class Worker:
                 self._held.pop(claim.job_id, None)
 
     async def _system_test(self) -> bool:
-        """Run one system test, else one rejudge, if there is one (never on a worker that serves one submission);
-        False otherwise."""
+        """Run one system test, else one re-timing round, else one rejudge, if there is one (never on a worker that
+        serves one submission); False otherwise."""
         if self.submission_id is not None:
             return False
-        for what, runner in (("system test", self.system_tests), ("rejudge", self.rejudges)):
+        idle: tuple[tuple[str, SystemTestRunner | RetimeRunner | RejudgeRunner | None], ...] = (
+            ("system test", self.system_tests),
+            ("re-timing round", self.retimings),
+            ("rejudge", self.rejudges),
+        )
+        for what, runner in idle:
             if runner is None:
                 continue
             try:

@@ -24,6 +24,7 @@ from bot.moderation import audit_text, moderation_text, rejudge_text
 from bot.replies import Refused, defer, send
 from bot.reports import queue_text, timestamp, usage_text
 from bot.settings import BotSettings
+from bot.standings import retime_queued_text, retiming_text
 from leaderboards.dates import DATE_HELP, parse_when
 from leaderboards.errors import InvalidChange
 from leaderboards.invites import MAX_INVITE_DAYS, MAX_INVITE_USES
@@ -31,6 +32,7 @@ from leaderboards.moderation import ModerationState
 from leaderboards.paths import inside
 from leaderboards.problems import ProblemFormatError, load_problem
 from leaderboards.results import UserRef
+from leaderboards.retiming import DEFAULT_RETIME_ROUNDS, MAX_RETIME_ROUNDS
 from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
 
 NOT_ADMIN = "Sorry, only this server's kernelcup admins can use admin commands. Nothing was changed."
@@ -328,6 +330,33 @@ class AdminCommands(app_commands.Group):
         queued = await call(self.ctx.service.queue_rejudges, leaderboard, actor=actor(interaction), top=top,
                             device=device)  # fmt: skip
         await send(interaction, Reply(content=rejudge_text(leaderboard, queued)))
+
+    @app_commands.command(name="retime", description="Re-time the best entries side by side on every live machine")
+    @app_commands.describe(
+        top="How many entries per device (default 10)",
+        rounds="Interleaved rounds (default 6)",
+        device="Only this device",
+    )
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def retime(
+        self,
+        interaction: discord.Interaction,
+        leaderboard: str,
+        top: app_commands.Range[int, 2, 1000] = 10,
+        rounds: app_commands.Range[int, 2, MAX_RETIME_ROUNDS] = DEFAULT_RETIME_ROUNDS,
+        device: str | None = None,
+    ) -> None:
+        await defer(interaction)
+        queued = await call(self.ctx.service.queue_retiming, leaderboard, actor=actor(interaction), top=top,
+                            rounds=rounds, device=device)  # fmt: skip
+        await send(interaction, Reply(content=retime_queued_text(leaderboard, queued)))
+
+    @app_commands.command(name="retiming", description="The latest re-timing: pooled scores, ties, each machine")
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def retiming(self, interaction: discord.Interaction, leaderboard: str, device: str | None = None) -> None:
+        await defer(interaction)
+        view = await call(self.ctx.service.retiming, leaderboard, device)
+        await send(interaction, Reply(content=retiming_text(view)))
 
     @app_commands.command(name="invite-create", description="A code that lets people into a hidden leaderboard")
     @app_commands.describe(

@@ -68,3 +68,17 @@ async def test_a_private_boards_submission_status_is_for_its_author_only(world) 
     await serve_queue(world)
     await world.env.advance_time(STATUS_INTERVAL)
     assert result.followups[0].ephemeral and "rank **#1**" in result.followups[0].content
+
+
+def test_a_timed_held_out_figure_shows_beside_the_coverage_and_never_a_case() -> None:
+    from datetime import UTC, datetime
+
+    from bot.standings import standings_text
+    from leaderboards.competition import StandingRow, StandingsView
+
+    row = StandingRow(1, False, "ann", 7, "k.py", 900.0, 850.0, 950.0, "3 of 3 held-out cases", holdout_ns=12_300.0)
+    untimed = StandingRow(2, False, "bob", 8, "k.py", 990.0, 900.0, 1100.0, "3 of 3 held-out cases")
+    view = StandingsView("addone", "cpu", True, datetime(2031, 1, 1, tzinfo=UTC), (row, untimed))
+    rows = standings_text(view).split("```")[1].strip().splitlines()
+    assert rows[1].endswith("3 of 3 held-out cases, timed 12.3 µs")
+    assert rows[2].endswith("3 of 3 held-out cases")

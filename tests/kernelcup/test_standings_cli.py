@@ -92,3 +92,50 @@ def test_system_test_then_live_and_final_standings(env: Path) -> None:
     assert [(r["rank"], r["user_name"], r["coverage"]) for r in view["rows"]] == [(1, "fair", "2 of 2 held-out cases")]
     for output in (queued.output, live.output, final.output, json.dumps(as_json)):
         assert "7331" not in output and "7919" not in output
+
+
+def test_the_table_shows_a_timed_held_out_figure_beside_the_coverage() -> None:
+    from rich.console import Console
+
+    from kernelcup.commands.standings import standings_table
+    from leaderboards.competition import StandingRow, StandingsView
+
+    row = StandingRow(1, False, "ann", 7, "k.py", 900.0, None, None, "3 of 3 held-out cases", holdout_ns=12_300.0)
+    console = Console(width=200, record=True)
+    console.print(standings_table(StandingsView("add", "cpu", False, None, (row,))))
+    assert "3 of 3 held-out cases, timed 12.3 µs" in console.export_text()
+
+
+def test_retime_then_retiming_through_a_worker(env: Path) -> None:
+    """`kernelcup leaderboard retime` queues interleaved rounds; a worker with nothing else to do runs them
+    (``Worker(retimings=...)``); `kernelcup leaderboard retiming` shows the pooled result, one machine here."""
+    from leaderboards.queue import JobQueue
+    from leaderboards.retiming import RetimeRunner
+
+    settings = CoreSettings(_env_file=None, data_dir=env / "data")
+    service = LeaderboardService(open_database(settings), settings)
+    service.create_leaderboard(load_problem(write_problem(env / "problems")), deadline=future(), devices=["cpu"])
+    for user, code in FILES.items():
+        service.submit(UserRef(user), "k.py", code, "add", ["cpu"], Mode.RANKED)
+    launcher = FakeLauncher(respond)
+    serve(service, launcher)
+    JobQueue(service.db).register_worker("gpu-box", ["cpu"])
+    queued = run("leaderboard", "retime", "add", "--rounds", "4")
+    assert queued.exit_code == 0, queued.output
+    assert "add on cpu: queued 4 rounds of 2 entries, spread over gpu-box" in queued.output
+    early = run("leaderboard", "retiming", "add")
+    assert early.exit_code == 0 and "fewer than two rounds have run" in early.output
+
+    settings_w = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0)
+    worker = Worker(service, lambda _d: launcher, settings_w, worker_id="gpu-box",
+                    retimings=RetimeRunner(service, lambda _d: launcher, 10.0))  # fmt: skip
+    asyncio.run(worker.run(once=True))
+    shown = run("leaderboard", "retiming", "add")
+    assert shown.exit_code == 0, shown.output
+    assert "re-timed, 4 of 4 rounds on 1 machine" in shown.output
+    lines = [line for line in shown.output.splitlines() if "#" in line and "│" in line]
+    assert "fast" in lines[0] and "500 ns" in lines[0] and "gpu-box" in lines[0]
+    as_json = json.loads(run("leaderboard", "retiming", "add", "--json").stdout)
+    assert [r["user_name"] for r in as_json["rows"]] == ["fast", "fair"] and as_json["machines"] == 1
+    refused = run("leaderboard", "retime", "add", "--top", "1")
+    assert refused.exit_code == 2  # below --top's minimum: nothing to compare

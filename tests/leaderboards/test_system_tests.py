@@ -24,7 +24,7 @@ from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
 from leaderboards.settings import CoreSettings
 from leaderboards.worker import Worker, WorkerSettings
-from runners.contract import Mode, RunRequest, RunResult, TestResult, Verdict
+from runners.contract import Mode, RunRequest, RunResult, TestResult, TimingStats, Verdict
 from runners.launchers.fake import FakeLauncher, accepted_result
 
 HELD_OUT = [{"size": 5, "seed": 50}, {"size": 9, "seed": 51}, {"size": 13, "seed": 52}]
@@ -227,3 +227,104 @@ def test_the_deadline_tests_as_many_entries_as_the_problem_says(
     service.competition_tick()
     final = service.standings("add", final=True)  # the only finalist failed: nobody stands
     assert (final.rows, [e.user_name for e in final.excluded]) == ((), ["cheat"])
+
+
+def timed_board(service: LeaderboardService, root: Path, clock: Clock) -> str:
+    """A problem that times its held-out cases (holdout_timed: true)."""
+    path = write_problem(root / "timed", name="timed")
+    task = yaml.safe_load((path / "task.yml").read_text())
+    task.update(holdout=HELD_OUT, holdout_timed=True)
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    service.create_leaderboard(load_problem(path), deadline=clock.now + timedelta(days=1), devices=["cpu"])
+    return "timed"
+
+
+def keyed_to_the_benchmarks(request: RunRequest) -> RunResult:
+    """KEYED is fastest on the ranked shapes and 10x slower on the held-out ones (a kernel tuned to the benchmark
+    shapes); HONEST is as fast on both."""
+    held_out = request.tests == HELD_OUT
+    if request.submission.content == CHEAT:
+        return accepted_result(request, 5000.0 if held_out else 500.0)
+    return accepted_result(request, 1000.0)
+
+
+def test_timed_held_out_cases_rank_the_final_standings_and_show_one_figure(
+    svc: LeaderboardService, clock: Clock, tmp_path: Path
+) -> None:
+    name = timed_board(svc, tmp_path, clock)
+    launcher = FakeLauncher(keyed_to_the_benchmarks)
+    keyed = svc.submit(UserRef("keyed"), "k.py", CHEAT, name, ["cpu"], Mode.RANKED).submission_id
+    honest = svc.submit(UserRef("honest"), "k.py", HONEST, name, ["cpu"], Mode.RANKED).submission_id
+    serve(svc, launcher)
+    assert [r.user_name for r in svc.standings(name).rows] == ["keyed", "honest"]  # live: the ranked shapes only
+
+    clock.now += timedelta(days=2)
+    assert f"{name}: queued 2 system tests at the deadline" in svc.competition_tick()  # (and the fixture's board)
+    serve(svc, launcher)
+    [system, _] = [r for r in launcher.requests if r.tests == HELD_OUT]
+    assert system.mode is Mode.RANKED and system.benchmarks == HELD_OUT and system.baselines == []
+    live = {r.user_name: r for r in svc.standings(name).rows}
+    assert live["keyed"].coverage == "3 of 3 held-out cases"
+    assert (live["keyed"].holdout_ns, live["honest"].holdout_ns) == (pytest.approx(5000.0), pytest.approx(1000.0))
+    figures = {c.submission_id: c.score_ns for c in svc.system_test_coverage(name)}
+    assert figures == {keyed: pytest.approx(5000.0), honest: pytest.approx(1000.0)}
+    with svc.db.transaction() as s:  # per case: statistics only, in order; never a case's shape or seed
+        [timings] = s.scalars(select(SystemTest.timings).where(SystemTest.submission_id == keyed)).all()
+    assert len(timings) == 3 and all(set(t) == set(TimingStats.model_fields) for t in timings)
+
+    assert f"{name}: froze the final standings on cpu" in svc.competition_tick()
+    final = svc.standings(name, final=True)
+    # 500 ns on two ranked cases and 5 µs on three held-out ones: the honest 1 µs everywhere wins.
+    assert [(r.rank, r.user_name) for r in final.rows] == [(1, "honest"), (2, "keyed")]
+    assert [r.holdout_ns for r in final.rows] == [pytest.approx(1000.0), pytest.approx(5000.0)]
+    assert final.rows[1].score_ns == pytest.approx((500.0**2 * 5000.0**3) ** (1 / 5))
+    assert final.rows[1].low_ns < final.rows[1].score_ns < final.rows[1].high_ns
+    assert svc.standings(name, final=True) == final  # recomputed from the frozen statistics: the same floats
+
+
+def test_timed_held_out_cases_need_seeds_and_stay_off_the_public_folder(tmp_path: Path) -> None:
+    from leaderboards.problems import ProblemFormatError
+    from leaderboards.public_problem import SECRET_TASK_FIELDS
+
+    path = write_problem(tmp_path / "p")
+    task = yaml.safe_load((path / "task.yml").read_text())
+    task.update(holdout=[{"size": 5}], holdout_timed=True)
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    with pytest.raises(ProblemFormatError, match="needs a seed in every holdout case"):
+        load_problem(path)
+    task.update(holdout=[])
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    with pytest.raises(ProblemFormatError, match="needs holdout: cases"):
+        load_problem(path)
+    assert "holdout_timed" in SECRET_TASK_FIELDS
+    task.pop("holdout_timed")
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    assert "holdout_timed" not in load_problem(path).snapshot()["task"]  # untimed problems keep their snapshot
+
+
+def test_a_timed_system_test_on_the_cpu_runner_keeps_coverage_and_one_figure(tmp_path: Path) -> None:
+    """The real runner (sandboxed where bubblewrap runs) on the CPU: a ranked-mode system test checks and times every
+    held-out case; what is kept is the count and the statistics, from which one figure is made."""
+    import shutil
+
+    from leaderboards.holdout import held_out_text, held_out_timings
+    from runners.entry import run_request
+    from runners.settings import RunnerSettings
+
+    folder = tmp_path / "vectoradd"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "problems" / "vectoradd", folder)
+    task = yaml.safe_load((folder / "task.yml").read_text())
+    task.update(holdout=[{"size": 33, "seed": 70}, {"size": 4099, "seed": 71}], holdout_timed=True)
+    (folder / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    code = b"import torch\n\ndef custom_kernel(data):\n    a, b, out = data\n    return torch.add(a, b, out=out)\n"
+    request = load_problem(folder).system_test_request("k.py", code, device="cpu", device_name="cpu")
+    result = run_request(request, settings=RunnerSettings(_env_file=None, job_root=tmp_path / "jobs",
+                                                          allow_unsandboxed=True))  # fmt: skip
+    assert result.passed, result.message
+    assert [t.verdict for t in result.tests] == [Verdict.ACCEPTED] * 2
+    timings, figure = held_out_timings(request, result)
+    assert timings is not None and figure is not None and len(timings) == 2
+    medians = [t["median_ns"] for t in timings]
+    assert all(m > 0 for m in medians) and figure == pytest.approx((medians[0] * medians[1]) ** 0.5)
+    shown = held_out_text("2 of 2 held-out cases", figure)
+    assert shown.startswith("2 of 2 held-out cases, timed ") and "4099" not in shown and "33" not in shown.split(",")[0]

@@ -18,6 +18,7 @@ from fastapi.responses import RedirectResponse, Response
 from leaderboards.competition import StandingsView
 from leaderboards.errors import NotFound, RateLimited
 from leaderboards.formatting import format_ns, format_range
+from leaderboards.holdout import held_out_text
 from leaderboards.invites import InviteError
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
@@ -50,7 +51,7 @@ def shown_rows(view: StandingsView) -> list[ShownRow]:
             user_name=r.user_name,
             score=format_ns(r.score_ns),
             interval=format_range(r.low_ns, r.high_ns) if r.low_ns and r.high_ns else "",
-            coverage=r.coverage or "",
+            coverage=held_out_text(r.coverage, r.holdout_ns),
             note=r.note or "",
             submission_id=r.submission_id,
             file_name=r.file_name,
