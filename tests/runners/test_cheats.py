@@ -21,15 +21,24 @@ runs on both). What the expectations mean:
 
 A cheat that gets through today declares ``xfail: <reason>``: it runs as a strict expected failure until the
 harness is fixed, then the line goes.
+
+On the CPU the timed runs (the cheats' and the honest ones they are compared with) time no baselines (a runner
+with ``KERNELCUP_TIME_BASELINES=false``, ``RunnerSettings.time_baselines``): the evaluator times the baselines
+before the submission's file loads, in processes of their own that are stopped by then, so no cheat runs beside
+them, and they cost a CPU run two more ``import torch`` (5.7 of its 13 CPU-seconds, measured 2026-11-28). What
+their times bound (a benchmark case's limit, the floor a result is blamed at) is tested in ``test_baselines.py``
+and ``test_entry_limits.py``; on a GPU, where the clock's calibration and the reference share the device with
+what a cheat leaves behind, the cheats run with them, as every run does.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from harness_helpers import CHEATS, SUBMISSIONS, Evaluate, build_request
+from harness_helpers import CHEATS, SUBMISSIONS, build_request
 
 from runners.contract import Mode, RunResult, Verdict
 from runners.entry import run_request
@@ -64,11 +73,17 @@ def _cases() -> list[object]:
     return cases
 
 
+def _settings(device: str, job_root: Path) -> RunnerSettings:
+    """The runner a cheat (and the honest solution) runs on: on the CPU one that times no baselines (see the
+    module's docstring)."""
+    return RunnerSettings(job_root=job_root, allow_unsandboxed=True, time_baselines=device != "cpu")
+
+
 def honest(mode: Mode, device: str, tmp_path: Path) -> RunResult:
     """An honest solution's result for the same problem, mode and device (once per session)."""
     if (mode, device) not in _honest:
         request = build_request(SUBMISSIONS / "correct_torch.py", mode, device=device)
-        result = run_request(request, settings=RunnerSettings(job_root=tmp_path, allow_unsandboxed=True))
+        result = run_request(request, settings=_settings(device, tmp_path))
         assert result.verdict is Verdict.ACCEPTED, result.message
         _honest[(mode, device)] = result
     return _honest[(mode, device)]
@@ -84,13 +99,16 @@ def _gain(result: RunResult, baseline: RunResult) -> str:
 
 
 @pytest.mark.parametrize(("cheat", "device"), _cases())
-def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
-    evaluate: Evaluate, cheat: Path, device: str, tmp_path: Path
-) -> None:
+def test_cheat_is_rejected_or_scored_no_better_than_honest_work(cheat: Path, device: str, tmp_path: Path) -> None:
     header = _header(cheat)
     expect, mode = header["expect"], Mode(header["mode"])
     seed = SECRET_SEED if expect == "secret_hidden" and mode is Mode.RANKED else None
-    result = evaluate(cheat, mode, device=device, name="submission.py", seed=seed)
+
+    def evaluate(**options: Any) -> RunResult:
+        request = build_request(cheat, mode, device=device, name="submission.py", **options)
+        return run_request(request, settings=_settings(device, tmp_path / "jobs"))
+
+    result = evaluate(seed=seed)
     shown = f"{result.verdict}: {result.message}\n{result.stdout[-500:]}\n{result.stderr[-1500:]}"
     assert result.verdict is not Verdict.INFRASTRUCTURE_ERROR, shown  # never the platform's fault
     if set(expect.split("|")) <= VERDICTS:
@@ -117,7 +135,7 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(
             # time is caught, one unlucky moment of load is not.
             if gains[0]:
                 for _ in range(2):
-                    again = evaluate(cheat, mode, device=device, name="submission.py")
+                    again = evaluate()
                     _honest.pop((mode, device), None)
                     base = honest(mode, device, tmp_path)
                     gains.append(_gain(again, base) if again.verdict is Verdict.ACCEPTED else "")
