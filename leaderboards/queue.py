@@ -21,6 +21,7 @@ its whole transaction when the database connection drops (``with_db_retry``), bo
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -48,6 +49,10 @@ NOT_YOUR_FAULT = "not your fault"
 WORKER_ALIVE_S = 60.0
 """A worker counts as alive (for ``kernelcup submit``) when it heartbeated this recently."""
 CLAIM_CANDIDATES = 16
+PROGRAM_RESERVE_SHARE = 0.5
+"""The program lane (issue 33): a program account's job starts on a device only while, after it, this share of the
+live workers serving the device (rounded up; at most all but one) is still idle. Programs fill what people leave
+idle, and a person's job finds a free worker at once instead of waiting behind a program's; 0: no lane."""
 """Candidates a claim tries to lock, in fair order (concurrent workers skip the ones another holds)."""
 MAX_DETAIL = 2000
 """Longest event detail / job error stored (launcher messages can be long)."""
@@ -126,10 +131,18 @@ def backoff_s(attempt: int, base_s: float, max_s: float) -> float:
 class JobQueue:
     """Queue operations on the ``jobs`` table of one database. Blocking; thread-safe (a session per call)."""
 
-    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow, db_retry_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        db_retry_s: float = 60.0,
+        program_reserve_share: float = PROGRAM_RESERVE_SHARE,
+    ) -> None:
         self.db = db
         self.clock = clock
         self.db_retry_s = db_retry_s
+        self.program_reserve_share = program_reserve_share
 
     def _retry(self, fn: Callable[[], T], what: str) -> T:
         return with_db_retry(fn, budget_s=self.db_retry_s, what=what)
@@ -165,7 +178,8 @@ class JobQueue:
 
         Fair between users: each user's oldest runnable job is a candidate, and the user whose job a worker took
         least recently (never, first) is served first, then the oldest job. So one user's hundred queued jobs
-        take turns with everyone else's instead of sitting in front of them.
+        take turns with everyone else's instead of sitting in front of them. A program account's job is passed over
+        while its device's program lane is full (``program_lane``).
         """
 
         def tx() -> Claim | None:
@@ -173,7 +187,11 @@ class JobQueue:
             with self.db.transaction() as s:
                 self._fail_exhausted(s, now, devices)
                 job = None
-                for job_id in self._fair_candidates(s, now, devices, submission_id):
+                candidates = self._fair_candidates(s, now, devices, submission_id)
+                lane_full = self._full_program_lanes(s, now, candidates)
+                for job_id in candidates:
+                    if job_id in lane_full:
+                        continue
                     # Lock the candidate only if it is still runnable (another worker may have taken it meanwhile).
                     job = s.scalar(
                         select(Job)
@@ -246,6 +264,41 @@ class JobQueue:
             .limit(CLAIM_CANDIDATES)
         ).all()
         return [int(r[0]) for r in rows]
+
+    def program_lane(self, s: Session, device: str, now: datetime) -> int:
+        """How many jobs may run on ``device`` with a program's among them: its live, healthy workers less those kept
+        idle for people (``program_reserve_share`` of them, rounded up, at most all but one)."""
+        since = now - timedelta(seconds=WORKER_ALIVE_S)
+        alive = s.scalars(
+            select(WorkerRow.devices).where(
+                WorkerRow.heartbeat_at >= since, WorkerRow.stopped_at.is_(None), WorkerRow.healthy.is_(True)
+            )
+        ).all()
+        workers = max(1, sum(1 for d in alive if serves(d, device)))
+        return workers - min(math.ceil(self.program_reserve_share * workers), workers - 1)
+
+    def _full_program_lanes(self, s: Session, now: datetime, candidates: Sequence[int]) -> set[int]:
+        """The candidates that are program accounts' jobs on a device whose program lane is full: as many jobs
+        (anyone's, their leases live) run there as ``program_lane`` allows. Concurrent claims may pass it by one
+        each: it is a share of the workers, not a lock."""
+        if self.program_reserve_share <= 0 or not candidates:
+            return set()
+        programs = s.execute(
+            select(Job.id, Job.device)
+            .join(Submission, Submission.id == Job.submission_id)
+            .join(User, User.id == Submission.user_id)
+            .where(Job.id.in_(list(candidates)), User.is_program.is_(True))
+        ).all()
+        full: set[int] = set()
+        for device in {d for _, d in programs}:
+            running = s.scalar(
+                select(func.count())
+                .select_from(Job)
+                .where(Job.device == device, Job.status == JobStatus.RUNNING.value, Job.lease_expires_at >= now)
+            )
+            if int(running or 0) >= self.program_lane(s, device, now):
+                full |= {job_id for job_id, d in programs if d == device}
+        return full
 
     def _fail_exhausted(self, s: Session, now: datetime, devices: Sequence[str] | None) -> None:
         """Fail running jobs whose lease expired on their last attempt (their worker died every time)."""

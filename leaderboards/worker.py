@@ -43,7 +43,14 @@ from leaderboards.errors import LeaseLost
 from leaderboards.formatting import verdict_words
 from leaderboards.holdout import SystemTestRunner
 from leaderboards.models import JobStatus
-from leaderboards.queue import Claim, JobQueue, new_worker_id, transient_db_error, with_db_retry
+from leaderboards.queue import (
+    PROGRAM_RESERVE_SHARE,
+    Claim,
+    JobQueue,
+    new_worker_id,
+    transient_db_error,
+    with_db_retry,
+)
 from leaderboards.rejudge import RejudgeRunner
 from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.retiming import RetimeRunner
@@ -106,6 +113,14 @@ class WorkerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KERNELCUP_WORKER_", extra="ignore")
 
     concurrency: int = Field(default=1, ge=1, le=256, description="Jobs served at once by one worker process.")
+    program_reserve_share: float = Field(
+        default=PROGRAM_RESERVE_SHARE,
+        ge=0,
+        le=1,
+        description="The program lane: a program account's job starts on a device only while this share of the live "
+        "worker processes serving it (rounded up, at most all but one) stays idle for people after it (0: no lane). "
+        "docs/queue.md.",
+    )
     lease_s: float = Field(default=60.0, gt=0, description="Lease of a claimed job; renewed by heartbeats.")
     heartbeat_s: float = Field(default=10.0, gt=0, description="Interval of lease and liveness heartbeats.")
     poll_s: float = Field(default=0.1, gt=0, description="How often an idle worker looks for a job.")
@@ -246,7 +261,12 @@ class Worker:
         self.devices = tuple(devices)
         self.worker_id = worker_id or new_worker_id()
         self.submission_id = submission_id
-        self.queue = queue or JobQueue(service.db, clock=service.clock, db_retry_s=self.settings.db_retry_s)
+        self.queue = queue or JobQueue(
+            service.db,
+            clock=service.clock,
+            db_retry_s=self.settings.db_retry_s,
+            program_reserve_share=self.settings.program_reserve_share,
+        )
         self.housekeeping = housekeeping
         self.spool = spool if spool is not None else ResultSpool(self.settings.spool_dir)
         self.reports: list[JobReport] = []

@@ -26,6 +26,7 @@ from leaderboards.errors import (
 )
 from leaderboards.idempotency import IdempotencyKeyInUse, IdempotencyKeyReused, request_digest
 from leaderboards.models import Job, JobStatus, Submission
+from leaderboards.queue import JobQueue
 from leaderboards.replay import ReplayNotAllowed, replayed
 from leaderboards.results import UserRef
 from leaderboards.reward import FLAGS
@@ -227,3 +228,24 @@ def test_a_replay_times_the_original_inputs_and_never_ranks(svc: LeaderboardServ
     assert svc.replay(replay.submission_id, admin, admin=True).submission_id  # a replay of a replay: the original
     with svc.db.transaction() as s:
         assert replayed(s, replay.submission_id + 2) == ranked
+
+
+def test_a_program_leaves_its_reserve_of_a_devices_workers_idle_for_people(svc: LeaderboardService) -> None:
+    queue = JobQueue(svc.db, clock=svc.clock)  # the default: two of four workers kept idle for people
+    for i in range(4):
+        queue.register_worker(f"w{i}", ["H100"])
+    svc.create_token(BOT, program=True)
+    programs = {svc.submit(BOT, "k.py", code(i), "add", ["H100"], "test").jobs[0].job_id for i in range(5)}
+    ann = svc.submit(UserRef("ann"), "k.py", code(8), "add", ["H100"], "test").jobs[0].job_id
+    first, second, third = (queue.claim(f"w{i}", lease_s=60, devices=["H100"]) for i in range(3))
+    assert first is not None and first.job_id in programs  # nobody served yet: the oldest job
+    assert second is not None and second.job_id == ann  # then round-robin: ann, whose job counts as running too
+    assert third is None  # two run: the other two stay idle for people
+    bob = svc.submit(UserRef("bob"), "k.py", code(9), "add", ["H100"], "test").jobs[0].job_id
+    claim = queue.claim("w2", lease_s=60, devices=["H100"])
+    assert claim is not None and claim.job_id == bob
+    unlaned = JobQueue(svc.db, clock=svc.clock, program_reserve_share=0.0).claim("w3", lease_s=60, devices=["H100"])
+    assert unlaned is not None and unlaned.job_id in programs
+    with svc.db.transaction() as s:  # the default: half kept idle (rounded up), never every worker
+        assert JobQueue(svc.db, clock=svc.clock, program_reserve_share=0.25).program_lane(s, "H100", svc.clock()) == 3
+        assert JobQueue(svc.db, clock=svc.clock).program_lane(s, "cpu", svc.clock()) == 1  # no worker: one
