@@ -7,6 +7,8 @@ Runs problems/matmul_own (which denies cuBLAS, cuBLASLt, cuDNN and ATen's matmul
 - solutions/rejected/decoy.py (a token Triton kernel beside ``torch.matmul``): rejected;
 - solutions/rejected/side_stream.py and side_thread.py (``torch.matmul`` on a stream / in a thread of its own):
   rejected;
+- solutions/rejected/evade_collector.py (timed with ``torch.matmul``, zeros in the call it recognises as the
+  collector's): rejected, its recorded call's output being checked;
 
 and prints, per run, the verdict, the message, each case's top kernels and coverage (one line each), and the wall
 time the provenance pass added (``result.provenance.seconds``; issue 30's target: <= 1.5 s per ranked evaluation),
@@ -38,7 +40,8 @@ from runners.settings import RunnerSettings
 REPO = Path(__file__).resolve().parents[1]
 PROBLEM = REPO / "problems" / "matmul_own"
 FILES = ("solutions/rejected/matmul.py", "solutions/correct/triton.py", "solutions/rejected/decoy.py",
-         "solutions/rejected/side_stream.py", "solutions/rejected/side_thread.py")  # fmt: skip
+         "solutions/rejected/side_stream.py", "solutions/rejected/side_thread.py",
+         "solutions/rejected/evade_collector.py")  # fmt: skip
 TARGET_S = 1.5
 
 

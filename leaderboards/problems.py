@@ -300,6 +300,9 @@ class Task(_Strict):
         if self.multi_rank:
             if self.baselines:
                 raise ValueError("a problem of several ranks has no baselines (its reference runs on one device)")
+            if self.library_policy is not None:  # (red team, 2026-11-28: it was silently not enforced)
+                raise ValueError("a problem of several ranks cannot have a library_policy: the kernels its ranks "
+                                 "run are not recorded (the provenance pass runs on one GPU)")  # fmt: skip
             for kind in ("tests", "benchmarks"):
                 if not self.cases(kind, self.world_size):
                     raise ValueError(f"no {kind[:-1]} runs at world_size {self.world_size} (give a case without a "

@@ -395,7 +395,8 @@ def _with_provenance(
     parts: list[list[Launch]] | None = None
     note = why
     if not why or policy is None:  # without ncu, the torch profiler's names (never enough for a policy)
-        sub = request.model_copy(update={"mode": Mode.PROFILE, "tests": [], "baselines": []})
+        limits = request.limits.model_copy(update={"run_timeout_s": request.provenance_run_s()})
+        sub = request.model_copy(update={"mode": Mode.PROFILE, "tests": [], "baselines": [], "limits": limits})
         try:
             got = _run(sub, None, settings, require_sandbox, cancel, gpu=gpu, provenance_pass=True)
         except Exception as exc:

@@ -165,6 +165,9 @@ class Profile(_Msg):
     data: Value
     label: str = Field(default="", max_length=256)
     nvtx: bool = False
+    recorded: Value | None = None
+    """Under Nsight Compute: the inputs of the recorded call, fresh ones (``data`` serves its warm-up call); its
+    output comes back in :class:`ProfileText` and is checked like a timed call's (the provenance pass)."""
 
 
 class Quit(_Msg):
@@ -255,6 +258,8 @@ class ProfileText(_Msg):
     k: int
     text: str = Field(default="", max_length=MAX_TEXT)
     error: CallError | None = None
+    outputs: list[Value] = Field(default_factory=list, max_length=1)
+    """The recorded call's output, where ``Profile.recorded`` gave it inputs."""
 
 
 class Checked(_Msg):

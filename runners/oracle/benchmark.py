@@ -46,7 +46,7 @@ from runners.oracle.base import (
 from runners.oracle.checking import speed_of_light_of
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.timing import CPU_MIN_WINDOWS, Sample, cap_overhead, sample_of, tighten_case, time_case
-from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate
+from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate, snapshots
 
 SLACK_SHARE = 50
 """Batches hold enough work that the most a rewritten reading could hide in one window is 1/50 of it."""
@@ -282,23 +282,48 @@ class Benchmarking:
         assert self.peer is not None
         self.progress("profiling", self.job.profiler)
         texts = []
+        ncu = self.job.profiler == "ncu"
         for i, case in enumerate(self.job.benchmarks):
             data = self.generate(case)
-            (placement,) = self.place([data])
-            for dst, src in placement.copies:
-                dst.copy_(src)
+            # Under Nsight Compute the recorded call gets inputs of its own (fresh where the case has a seed) and its
+            # output is checked: what the collector records must be a call that did the work (docs/anti-cheat.md).
+            recorded = None
+            if ncu:
+                recorded = self.generate({**case, "seed": derive_seed(self.secret, i, 1 << 30)} if "seed" in case
+                                         else case)  # fmt: skip
+            placements = self.place([data] if recorded is None else [data, recorded])
+            for placement in placements:
+                for dst, src in placement.copies:
+                    dst.copy_(src)
             if self.cuda:
                 self.torch.cuda.synchronize()
             k = self.next_k()
             label = f"benchmark {i + 1} {case_text(case)}"
-            self.peer.send(Profile(k=k, data=placement.value, label=label, nvtx=self.job.profiler == "ncu"))
+            extra = placements[1].value if recorded is not None else None
+            self.peer.send(Profile(k=k, data=placements[0].value, label=label, nvtx=ncu, recorded=extra))
             answer = self.peer.expect(ProfileText, self.remaining(), k)
             if answer.error is not None:
                 raise self.fail_call(answer.error, label)
+            if recorded is not None:
+                self._check_recorded(recorded, answer, label)
             if answer.text:
                 texts.append(answer.text)
         if texts:  # (under Nsight Compute there are none: the entry reads ncu's report after the run)
             self.report.send(RProfile(text="\n\n".join(texts)[-60_000:]))
+
+    def _check_recorded(self, inputs: Any, answer: ProfileText, label: str) -> None:
+        """The recorded call's output against the reference on its inputs (which the submission never held before
+        that call): a wrong one fails the pass, whose record then counts for nothing."""
+        try:
+            (output,) = snapshots(self.torch, answer.outputs, 1, self.arenas)
+        except (ArenaError, RuntimeError, TypeError, ValueError, OverflowError) as exc:
+            raise Fatal(Verdict.WRONG_ANSWER, f"{label}, the recorded call: the output could not be read: {exc}",
+                        "submission") from None  # fmt: skip
+        if self.cuda:
+            self.torch.cuda.synchronize()
+        ok, message = self.check_output(inputs, output)
+        if not ok:
+            raise Fatal(Verdict.WRONG_ANSWER, f"{label}, the recorded call: {message}", "submission")
 
     # ---- baselines: functions of the reference, timed like the submission --------------------------------------
     def time_baselines_calibrated(self) -> None:

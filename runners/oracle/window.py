@@ -172,7 +172,8 @@ _UNREADABLE = (ArenaError, RuntimeError, TypeError, ValueError, OverflowError)
 """What reading a submission's output reference can raise: every one is a bad output, the submission's."""
 
 
-def _snapshots(torch: Any, values: list[ValueTree], expected: int, arenas: dict[str, Arena]) -> list[Any]:
+def snapshots(torch: Any, values: list[ValueTree], expected: int, arenas: dict[str, Arena]) -> list[Any]:
+    """Private copies of a batch's outputs (``expected`` of them), every one checked before anything is copied."""
     if len(values) != expected:
         raise ArenaError(f"{len(values)} outputs came back for {expected} calls")
     named: dict[str, int] = {}
@@ -241,7 +242,7 @@ class GpuWindow:
             ev[1] = torch.cuda.Event(enable_timing=True)
             ev[1].record()  # the window closes when we can snapshot: the submission's host time counts
         try:
-            outputs = _snapshots(torch, reply.outputs, len(batch), self.arenas)
+            outputs = snapshots(torch, reply.outputs, len(batch), self.arenas)
         except _UNREADABLE as exc:
             self._unblock(k)
             return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
@@ -359,7 +360,7 @@ class CpuWindow:
         if done.error is not None:
             return CallOutcome(error=done.error)
         try:
-            outputs = _snapshots(self.torch, done.outputs, len(values), self.arenas)
+            outputs = snapshots(self.torch, done.outputs, len(values), self.arenas)
         except _UNREADABLE as exc:
             return CallOutcome(error=CallError(kind="bad_output", message=f"the output could not be read: {exc}"))
         # No allowance: everything inside the window (mapping the inputs, the call, a copy of the output into shared

@@ -284,17 +284,23 @@ class SubmissionProcess:
             if msg.nvtx:  # Nsight Compute wraps this process and profiles what runs inside the range
                 self.fn(data)
                 torch.cuda.synchronize()
+                # The recorded call runs on inputs of its own when the evaluator sent some, and its output goes back
+                # to be checked: the call under the collector must do the work (docs/anti-cheat.md, provenance).
+                recorded = data if msg.recorded is None else materialize(torch, msg.recorded, self.arenas)
                 torch.cuda.nvtx.range_push(NVTX_RANGE)
                 # The range for profile mode (--nvtx-include: this thread's); cudaProfilerStart/Stop for the
                 # provenance pass (--profile-from-start off: every thread's and stream's launches), which finds
                 # where each call begins by the spin_kernel launched first (runners/provenance.py MARKER).
                 torch.cuda.cudart().cudaProfilerStart()
                 torch.cuda._sleep(1)
-                self.fn(data)
+                out = self.fn(recorded)
                 torch.cuda.synchronize()
                 torch.cuda.cudart().cudaProfilerStop()
                 torch.cuda.nvtx.range_pop()
-                return ProfileText(k=msg.k)
+                if msg.recorded is None:
+                    return ProfileText(k=msg.k)
+                self.keep = [out]  # alive until the evaluator has read it where it lies
+                return ProfileText(k=msg.k, outputs=[self.describe(out)])
             self.fn(data)
             activities = [torch.profiler.ProfilerActivity.CPU]
             if self.device == "cuda":

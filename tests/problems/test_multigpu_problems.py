@@ -55,6 +55,7 @@ def test_a_one_gpu_problem_is_what_it_was() -> None:
     ("overrides", "message"),
     [
         ({"baselines": [{"label": "compiled", "function": "compiled"}]}, "has no baselines"),
+        ({"library_policy": {"deny": ["cublas"]}}, "cannot have a library_policy"),
         ({"tests": [{"size": 3, "seed": 1, "world_size": 4}]}, "no test runs at world_size 2"),
         ({"tests": [{"size": 3, "seed": 1, "world_size": 0}]}, "whole number from 1 to 16"),
         ({"world_size": 32}, "less than or equal to 16"),

@@ -5,6 +5,7 @@ from pydantic import ValidationError
 
 from runners.contract import (
     CONTRACT_VERSION,
+    PROVENANCE_RUN_S,
     Language,
     Mode,
     RunRequest,
@@ -53,3 +54,15 @@ def test_only_infrastructure_errors_are_not_the_users_fault() -> None:
     assert [v for v in Verdict if not v.user_fault] == [Verdict.INFRASTRUCTURE_ERROR]
     res = RunResult.infrastructure_error(Mode.TEST, "runner crashed")
     assert not res.passed and res.verdict.label.startswith("infrastructure")
+
+
+def test_a_timed_gpu_run_s_limit_holds_its_provenance_pass() -> None:
+    """Red team, 2026-11-28: the pass (issue 30) ran outside the worker's bound, so a slow honest run overran it."""
+    timed = _request(mode=Mode.BENCHMARK, benchmarks=[{"size": 3, "seed": 1}], device="cuda")
+    limits = timed.limits
+    assert timed.provenance_run_s() == min(limits.run_timeout_s, PROVENANCE_RUN_S)
+    assert timed.time_limit_s() == pytest.approx(
+        2 * limits.compile_timeout_s + limits.run_timeout_s + timed.provenance_run_s() + timed.baselines_allowance_s()
+    )
+    for untimed in (timed.model_copy(update={"device": "cpu"}), timed.model_copy(update={"mode": Mode.TEST})):
+        assert untimed.provenance_allowance_s() == 0.0

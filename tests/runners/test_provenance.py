@@ -13,6 +13,7 @@ from runners.ncu import parse_raw_csv
 from runners.provenance import (
     DENIED_SHARE_LIMIT,
     GROUP_NAMES,
+    MAX_LAUNCHES_RECORDED,
     Launch,
     LibraryPolicy,
     case_record,
@@ -117,6 +118,27 @@ def test_coverage_outside_its_bounds_is_a_violation_under_a_policy_and_a_flag_wi
     assert violations == [] and "under 80%" in note
     _, violations, _ = record([mark], [1000.0], MATMUL_POLICY)
     assert "no kernel was recorded" in violations[0]
+
+
+def test_the_policy_band_is_tight_enough_that_hidden_or_slower_work_does_not_pass() -> None:
+    """Red team, 2026-11-28: at 0.5-2x, a call could hide half its work from the collector, or be timed with a
+    library and recorded running a kernel of its own twice as slow."""
+    mark = Launch("spin_kernel", 700.0)
+    recorded = 217_408.0
+    assert record([mark, *_ncu("triton_mm")], [recorded * 0.97], MATMUL_POLICY)[1] == []  # honest: within a few %
+    assert record([mark, *_ncu("triton_mm")], [recorded / 0.85], MATMUL_POLICY)[1] == []  # gaps the sum leaves out
+    _, hidden, _ = record([mark, *_ncu("triton_mm")], [recorded / 0.7], MATMUL_POLICY)
+    assert "explain only 70%" in hidden[0]
+    _, slower, _ = record([mark, *_ncu("triton_mm")], [recorded / 1.4], MATMUL_POLICY)
+    assert "1.4x its timed time" in slower[0]
+
+
+def test_a_record_cut_off_at_the_collectors_cap_cannot_check_a_policy() -> None:
+    launches = [Launch("spin_kernel", 700.0), *[Launch("_own", 1000.0)] * (MAX_LAUNCHES_RECORDED - 1)]
+    _, violations, note = record(launches, [(MAX_LAUNCHES_RECORDED - 1) * 1000.0], MATMUL_POLICY)
+    assert any(f"{MAX_LAUNCHES_RECORDED} kernels or more" in v for v in violations)
+    assert "later ones are not recorded" in note
+    assert record(launches, [(MAX_LAUNCHES_RECORDED - 1) * 1000.0], None)[1] == []  # no policy: a note only
 
 
 def test_no_record_under_a_policy_cannot_check_it() -> None:
