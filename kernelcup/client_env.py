@@ -20,7 +20,7 @@ export ``KernelEnv``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from kernelcup.outcomes import Reward, default_reward, refused, reward_of
@@ -52,6 +52,8 @@ class _Client(Protocol):
         *,
         force: bool = False,
     ) -> _Submitted: ...
+
+    def reward(self, submission_id: int) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -142,4 +144,7 @@ class KernelEnv:
             if message is None:
                 raise
             return refused(message)
-        return reward_of(submitted.wait(self.timeout_s), self.reward_fn)
+        result = submitted.wait(self.timeout_s)
+        record = reward_of(result, self.reward_fn)
+        versioned = self.client.reward(result.status.submission_id).rewards[0].reward
+        return replace(record, versioned=versioned.model_dump(mode="json") if versioned is not None else None)

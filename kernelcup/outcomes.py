@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from leaderboards.formatting import kernels_text, outcome_text, provenance_text
+from leaderboards.reward import reward_record
 from runners.contract import REFERENCE_BASELINE, RunResult
 from web.schemas import JobOut, SubmissionOut
 
@@ -125,6 +126,9 @@ class Reward:
     message: str
     submission_id: int | None
     accepted: bool
+    versioned: dict[str, Any] | None = None
+    """The server's versioned reward record of the step (docs/schemas/reward.schema.json: verdict, correct fraction,
+    speedups by baseline, roofline share, the 95% interval's half-width, flags), where the client could read it."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,4 +162,4 @@ def reward_of(sub: SubmissionOut, reward_fn: Any = default_reward) -> Reward:
 
 def refused(message: str) -> Reward:
     """The reward record of a file the server would not take."""
-    return Reward("refused", 0.0, None, None, 0.0, _clip(message), None, False)
+    return Reward("refused", 0.0, None, None, 0.0, _clip(message), None, False, reward_record(None, None, refused=True))

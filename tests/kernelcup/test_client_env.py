@@ -3,9 +3,11 @@ reward record, against a kernelcup served in-process (``served.py``, the fake la
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from helpers import future, make_problem
 from served import TEMPLATE, TESTS, Served, served_kernelcup
@@ -49,6 +51,10 @@ def test_step_rewards_the_speedup_of_an_accepted_kernel(served: Served) -> None:
     assert (record.correct_fraction, record.speedup, record.reward) == (1.0, 4.0, 4.0)
     assert record.score_ns == pytest.approx(500, rel=0.02) and record.submission_id is not None
     assert record.as_dict()["speedup"] == 4.0
+    versioned = record.versioned  # the server's reward record, as its JSON Schema says
+    assert versioned is not None and versioned["version"] == 1 and versioned["speedups"]["reference"] == 4.0
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "schemas" / "reward.schema.json").read_text())
+    jsonschema.validate(versioned, schema)
     assert served.client.submission(record.submission_id).result().status.mode == "benchmark"
 
 
@@ -68,6 +74,7 @@ def test_a_refused_file_is_a_record_not_a_crash_and_reward_fn_is_the_callers(ser
     env.reset()
     empty = env.step("")
     assert (empty.verdict, empty.reward, empty.submission_id) == ("refused", 0.0, None) and "empty" in empty.message
+    assert empty.versioned is not None and empty.versioned["flags"] == ["refused"]
     tested = env.step("# median 800\n" + TEMPLATE)
     assert tested.accepted and tested.speedup is None and tested.reward == 1.0  # test mode: nothing timed
     assert env.step("# wrong 2\n" + TEMPLATE).reward == -0.5
