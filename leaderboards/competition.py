@@ -13,17 +13,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound
 from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, coverage_text, holdout_cases_on, top_entries
 from leaderboards.late import late_notes
-from leaderboards.models import FinalStanding, Leaderboard, Run, Submission, SystemTest, User
+from leaderboards.models import BestScore, FinalStanding, Leaderboard, Run, Submission, SystemTest, User
 from leaderboards.moderation_states import ranks, ranks_condition
 from leaderboards.rejudge import drift_texts
 from leaderboards.results import UserRef
@@ -35,6 +35,9 @@ from runners.contract import Mode, RankingRule
 log = logging.getLogger(__name__)
 
 DEADLINE_ACTOR = "deadline"
+NIGHTLY_ACTOR = "nightly"
+NIGHTLY_EVERY = timedelta(hours=24)
+"""How often an open leaderboard's top entries run its held-out cases (``competition_tick``)."""
 
 
 @dataclass(frozen=True)
@@ -229,8 +232,9 @@ class StandingsMixin(SystemTestsMixin):
 
     def competition_tick(self) -> list[str]:
         """What the deadline does, for every leaderboard whose deadline has passed: queue its system tests (once,
-        for a problem with held-out cases), then freeze each device's final standings once none is left to run.
-        Returns what it did, one line each."""
+        for a problem with held-out cases), then freeze each device's final standings once none is left to run; and
+        every night of an open leaderboard with held-out cases, the system tests of its top entries (live standings
+        show their coverage). Returns what it did, one line each."""
         now = self.clock()
         done: list[str] = []
         with self.db.transaction() as s:
@@ -244,7 +248,35 @@ class StandingsMixin(SystemTestsMixin):
                 continue  # not ready yet (system tests still running)
             except Exception:
                 log.exception("the end of competition %r could not proceed", name)
+        for name, top in self._nightly_due(now):
+            try:
+                queued = self.queue_system_tests(name, actor=NIGHTLY_ACTOR, trigger=NIGHTLY_ACTOR, top=top)
+            except Exception:
+                log.exception("the nightly system tests of %r could not be queued", name)
+                continue
+            if not queued.already:
+                done.append(f"{name}: queued {len(queued.entries)} nightly system tests")
         return done
+
+    def _nightly_due(self, now: datetime) -> list[tuple[str, int]]:
+        """The open leaderboards with held-out cases whose nightly system tests are due (none queued in the last
+        ``NIGHTLY_EVERY``; a board's first, ``NIGHTLY_EVERY`` after its first ranked entry), each with how many
+        entries per device its problem tests (``system_test_top``)."""
+        due = []
+        with self.db.transaction() as s:
+            for lb in s.scalars(select(Leaderboard).where(Leaderboard.deadline >= now)):
+                if not (lb.task or {}).get("task", {}).get("holdout"):
+                    continue
+                last = s.scalar(
+                    select(func.max(SystemTest.created_at)).where(
+                        SystemTest.leaderboard_id == lb.id, SystemTest.trigger == NIGHTLY_ACTOR
+                    )
+                )
+                first = s.scalar(select(func.min(BestScore.submitted_at)).where(BestScore.leaderboard_id == lb.id))
+                since = last or first
+                if since is not None and now - since >= NIGHTLY_EVERY:
+                    due.append((lb.name, problem_from_snapshot(lb.task).task.system_test_top))
+        return due
 
     def _tick_board(self, board_id: int, name: str, frozen: set[tuple[int, str]], triggered: bool) -> list[str]:
         with self.db.transaction() as s:

@@ -152,9 +152,7 @@ def held_row(s: Session, model: type[QueueRow], row_id: int, token: str) -> Queu
     """The row of a queue below the jobs that the claim ``token`` still holds (running, its lease), locked, with its
     lease let go; None when another holder took it over (the lease fences what a late worker stores)."""
     row = s.scalar(
-        select(model)
-        .where(model.id == row_id, model.lease_owner == token, model.status == "running")
-        .with_for_update()
+        select(model).where(model.id == row_id, model.lease_owner == token, model.status == "running").with_for_update()
     )
     if row is not None:
         row.lease_owner, row.lease_expires_at = None, None
@@ -181,7 +179,8 @@ class SystemTestsMixin(RecordingMixin):
         self, name: str, *, actor: str, top: int = SYSTEM_TEST_TOP, trigger: str = "admin"
     ) -> SystemTestsQueued:
         """Queue a system test of each device's ``top`` entries (again for an entry tested before: its counts are
-        cleared until it has run). Raises ``InvalidChange`` when the problem has no held-out cases."""
+        cleared until it has run). ``trigger``: admin, deadline (once) or nightly (``competition_tick``). Raises
+        ``InvalidChange`` when the problem has no held-out cases."""
         if not 1 <= top <= 1000:
             raise InvalidChange(f"--top must be from 1 to 1000, not {top}.")
         with self.db.transaction() as s:
@@ -210,6 +209,7 @@ class SystemTestsMixin(RecordingMixin):
                         s.add(test)
                     test.status, test.trigger, test.cases, test.passed = SystemTestStatus.QUEUED, trigger, cases, None
                     test.timings, test.score_ns = None, None
+                    test.created_at = self.clock()  # when it was (last) queued, by the service's clock
                     test.attempts, test.lease_owner, test.lease_expires_at, test.note = 0, None, None, None
                     test.finished_at = None
                     s.flush()

@@ -328,3 +328,34 @@ def test_a_timed_system_test_on_the_cpu_runner_keeps_coverage_and_one_figure(tmp
     assert all(m > 0 for m in medians) and figure == pytest.approx((medians[0] * medians[1]) ** 0.5)
     shown = held_out_text("2 of 2 held-out cases", figure)
     assert shown.startswith("2 of 2 held-out cases, timed ") and "4099" not in shown and "33" not in shown.split(",")[0]
+
+
+def test_open_boards_test_their_top_entries_nightly_and_live_standings_show_it(
+    svc: LeaderboardService, clock: Clock
+) -> None:
+    launcher = FakeLauncher(respond)
+    svc.update_leaderboard("add", deadline=clock.now + timedelta(days=3), force=True)
+    submit_all(svc)
+    serve(svc, launcher)
+    assert svc.competition_tick() == []  # the first night comes a day after the first ranked entry
+    clock.now += timedelta(hours=23)
+    assert svc.competition_tick() == []
+    clock.now += timedelta(hours=1, minutes=1)  # still open: its deadline is two days away
+    assert svc.competition_tick() == ["add: queued 3 nightly system tests"]
+    assert svc.competition_tick() == []  # once a night
+    serve(svc, launcher)
+    live = svc.standings("add")
+    assert [(r.user_name, r.coverage) for r in live.rows] == [
+        ("cheat", "2 of 3 held-out cases"),
+        ("honest", "3 of 3 held-out cases"),
+        ("third", "3 of 3 held-out cases"),
+    ]
+    with svc.db.transaction() as s:
+        assert set(s.scalars(select(SystemTest.trigger))) == {"nightly"}
+        assert s.scalars(select(AuditLog.actor).where(AuditLog.action == "system_test")).all() == ["nightly"]
+    clock.now += timedelta(hours=23)
+    assert svc.competition_tick() == []
+    clock.now += timedelta(hours=2)
+    assert svc.competition_tick() == ["add: queued 3 nightly system tests"]  # the next night
+    clock.now += timedelta(days=2)  # past the deadline now: the deadline's own tests, not a nightly one
+    assert svc.competition_tick() == ["add: queued 3 system tests at the deadline"]
