@@ -72,12 +72,14 @@ def test_a_batch_stores_its_candidates_and_refuses_a_bad_one_alone(svc: Leaderbo
     assert batch.items[2].submission_id == earlier and batch.items[2].duplicate  # ran a moment ago: not again
     assert batch.items[3].error_field == "file"
     assert stored(svc) == 2 and not batch.done and batch.finished == 2
+    assert svc.batch_finished(batch.batch_id) == 2  # what the event stream polls
     assert batch.items[1].reward is not None and batch.items[1].reward["flags"] == ["refused"]
 
     finish(svc, batch.items[0].submission_id)  # type: ignore[arg-type]
     finish(svc, earlier, verdict=Verdict.WRONG_ANSWER)
     again = svc.batch(batch.batch_id, BOT)
     assert again.done and again.finished == 4
+    assert svc.batch_finished(batch.batch_id) == 4
     first, dup = again.items[0].reward, again.items[2].reward
     assert first is not None and dup is not None
     assert first["verdict"] == "accepted" and first["accepted"] and first["correct_fraction"] == 1.0

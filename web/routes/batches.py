@@ -260,7 +260,9 @@ def batch_events(
                     await asyncio.to_thread(recheck)
                     checked_at = loop.time()
                 await asyncio.sleep(settings.sse_poll_s)
-                view = await asyncio.to_thread(read)
+                finished = await asyncio.to_thread(service.batch_finished, batch_id)
+                if finished != view.finished:  # the whole batch is read again only when a candidate finished
+                    view = await asyncio.to_thread(read)
         except KernelcupError as exc:
             yield sse("error", json.dumps({"error": {"code": exc.code, "message": exc.message, "field": None}}))
         except Exception as exc:
