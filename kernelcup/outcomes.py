@@ -1,5 +1,5 @@
 """What a finished submission came to, for programs: a plain JSON summary (the MCP server's answers) and a reward
-record (``kernelcup.client_env``), both read from the API's ``SubmissionOut``.
+record (``kernelcup.client.env``), both read from the API's ``SubmissionOut``.
 
 Nothing here measures anything: verdicts, scores and speedups are the trusted runner's, as the server stored them.
 """

@@ -33,7 +33,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from kernelcup.client_env import KernelEnv as KernelEnv  # re-exported: kernelcup.client.KernelEnv (RL loops)
+from kernelcup.client.env import KernelEnv as KernelEnv  # also kernelcup.client.KernelEnv (RL loops)
 from runners.contract import Mode
 from web.schemas import (
     API_PREFIX,

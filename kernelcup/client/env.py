@@ -1,5 +1,5 @@
-"""``KernelEnv``: a thin environment for learning loops over the kernelcup client (exported as
-``kernelcup.client.KernelEnv``).
+"""``kernelcup.client.env``: ``KernelEnv``, a thin environment for learning loops over the kernelcup client (also
+exported as ``kernelcup.client.KernelEnv``).
 
     from kernelcup.client import Client, KernelEnv
 
@@ -13,8 +13,8 @@
 then timing beside the problem's reference), waits for the result and answers a ``Reward`` record. Nothing is
 measured on this side. docs/agents.md shows it under gymnasium's ``Env`` interface (no gymnasium dependency here).
 
-This module takes the client as an argument and never imports ``kernelcup.client`` (which imports this module to
-export ``KernelEnv``).
+This module takes the client as an argument and never imports the rest of ``kernelcup.client`` (whose
+``__init__`` imports this module to export ``KernelEnv``).
 """
 
 from __future__ import annotations
