@@ -59,7 +59,7 @@ from web.schemas import (
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from web.routes.batches import BatchItemOut, BatchOut, SubmissionRewardsOut
+    from web.routes.batches import BatchItemOut, BatchOut, ReplayReportOut, SubmissionRewardsOut
     from web.routes.budgets import BudgetOut
     from web.routes.invites import InviteOut, JoinedOut, MemberOut, NewInviteOut
     from web.routes.late import LateEntryOut, LatePageOut
@@ -643,6 +643,20 @@ class Client:
         from web.routes.batches import SubmissionRewardsOut
 
         return self._get(f"/submissions/{submission_id}/reward", SubmissionRewardsOut)
+
+    def replay(self, submission_id: int, *, idempotency_key: str | None = None) -> Submission:
+        """Time a stored run again on its own seeds (yours for test, benchmark and profile runs; an admin's token for
+        ranked ones): a new submission that never ranks. ``replay_report(new_id)`` sets it beside the original."""
+        response = self._request("POST", f"/submissions/{submission_id}/replay", headers=_key_header(idempotency_key))
+        receipt = SubmissionReceiptOut.model_validate(response.json())
+        return Submission(self, receipt.submission_id, receipt)
+
+    def replay_report(self, replay_id: int) -> ReplayReportOut:
+        """A replay beside its original: both verdicts, and each timed case's median against the original's 95%
+        interval (``holds``: all the same and all within)."""
+        from web.routes.batches import ReplayReportOut
+
+        return self._get(f"/submissions/{replay_id}/replay", ReplayReportOut)
 
     def my_budgets(self) -> list[BudgetOut]:
         """The GPU budgets that bind this client: its account's and its token's, where set."""

@@ -88,3 +88,13 @@ def test_admins_set_budgets_from_the_cli_and_a_spent_one_refuses(served: Served)
     assert gone.exit_code == 0, gone.output
     assert served.client.my_budgets() == []
     served.client.submit(("k.py", FAST + b"# budget\n"), "add", "cpu", "test")
+
+
+def test_the_client_replays_a_run_and_reads_the_report(served: Served) -> None:
+    original = served.client.submit(("k.py", FAST + b"# replay\n"), "add", "cpu", "benchmark").wait(timeout=60)
+    replay = served.client.replay(original.status.submission_id, idempotency_key="replay-client-1")
+    assert replay.id != original.status.submission_id
+    replay.wait(timeout=60)
+    report = served.client.replay_report(replay.id)
+    assert report.replay_of == original.status.submission_id and report.done and report.holds
+    assert served.client.replay(original.status.submission_id, idempotency_key="replay-client-1").id == replay.id
