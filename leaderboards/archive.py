@@ -19,6 +19,7 @@ leaderboards, or anything of another user.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -43,6 +44,7 @@ from leaderboards.moderation_states import ranks_condition
 from leaderboards.results import UserRef
 from leaderboards.service_base import ServiceBase
 from leaderboards.similarity import NEAR, fingerprint, similarity
+from leaderboards.similarity_index import index_submission, near_pairs, search, signature_of, signatures
 
 ARCHIVE_PAGE_MAX = 100
 """Most entries in one page of the archive."""
@@ -220,8 +222,14 @@ class ArchiveMixin(ServiceBase):
         return account.default_licence if account is not None else NONE
 
     def _store_licence(self, s: Session, submission_id: int, licence: str) -> None:
+        """The archive's part of storing a new submission: its licence, and its near-clone signature
+        (``leaderboards/similarity_index.py``; every submission has one, published or not, for the admins' view)."""
         if licence != NONE:
             s.add(SubmissionLicence(submission_id=submission_id, licence=licence, updated_at=self.clock()))
+        sub = s.get(Submission, submission_id)
+        code = s.get(SubmissionCode, sub.code_id) if sub is not None else None
+        if sub is not None and code is not None:
+            index_submission(s, sub.id, sub.leaderboard.problem, code.content, sub.file_name)
 
     def _own(self, s: Session, submission_id: int, user: UserRef) -> Submission:
         sub = s.get(Submission, submission_id)
@@ -364,11 +372,26 @@ class ArchiveMixin(ServiceBase):
             return stmt.order_by(Run.score.is_(None), Run.score, Submission.id, Job.device)
         return stmt.order_by(Submission.created_at.desc(), Submission.id.desc(), Job.device)
 
-    def _entry(self, s: Session, published: Any) -> ArchiveEntry:
+    def _entries(self, s: Session, rows: Sequence[Any]) -> list[ArchiveEntry]:
+        """The entries of rows of ``_published``: their code, accounts and boards read in one query each, not one per
+        row."""
+        subs = [row[0] for row in rows]
+        if not subs:
+            return []
+        codes = {
+            c.id: c for c in s.scalars(select(SubmissionCode).where(SubmissionCode.id.in_({u.code_id for u in subs})))
+        }
+        accounts = {
+            a.user_id: a
+            for a in s.scalars(select(ArchiveAccount).where(ArchiveAccount.user_id.in_({u.user_id for u in subs})))
+        }
+        boards = s.scalars(select(Leaderboard).where(Leaderboard.id.in_({u.leaderboard_id for u in subs}))).all()
+        assert boards  # held here so that each submission's board is found in the session
+        return [self._entry(row, codes.get(row[0].code_id), accounts.get(row[0].user_id)) for row in rows]
+
+    def _entry(self, published: Any, code: SubmissionCode | None, account: ArchiveAccount | None) -> ArchiveEntry:
         """The entry of one row of ``_published``: (submission, job, public run, licence)."""
         sub, job, run, row = published
-        code = s.get(SubmissionCode, sub.code_id)
-        account = s.get(ArchiveAccount, sub.user_id)
         result = run.result or {}
         speedup, _ = _reference_speedups(result)
         return ArchiveEntry(
@@ -411,11 +434,11 @@ class ArchiveMixin(ServiceBase):
             if f.min_speedup is None:
                 total = s.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
                 rows = s.execute(stmt.limit(limit).offset(offset)).all()
-                entries = self._near_copies(s, [self._entry(s, r) for r in rows], now)
+                entries = self._near_copies(s, self._entries(s, rows), now)
                 return ArchivePage(entries, total, offset, limit)
             matching = [
                 entry
-                for entry in (self._entry(s, r) for r in s.execute(stmt))
+                for entry in self._entries(s, s.execute(stmt).all())
                 if entry.speedup is not None and entry.speedup >= f.min_speedup
             ]
             page = self._near_copies(s, matching[offset : offset + limit], now)
@@ -428,45 +451,40 @@ class ArchiveMixin(ServiceBase):
             row = s.execute(stmt).first()
             if row is None:
                 raise SubmissionNotFound(submission_id)
-            return self._near_copies(s, [self._entry(s, row)], self.clock())[0]
+            return self._near_copies(s, self._entries(s, [row]), self.clock())[0]
 
     def _near_copies(self, s: Session, entries: list[ArchiveEntry], now: datetime) -> tuple[ArchiveEntry, ...]:
         """``entries`` with ``near_copy_of`` set where one nearly copies an earlier published kernel of the same
         problem by another author (``leaderboards/similarity.py``): the most similar earlier kernel is someone else's
         (an author's own earlier kernel, as similar, is their own line of work). Only published kernels are compared:
-        a flag never tells anything about code that is not in the archive."""
-        problems = {e.problem for e in entries}
-        if not problems:
+        a flag never tells anything about code that is not in the archive. The candidates come from the index
+        (``leaderboards/similarity_index.py``: those sharing ``NEAR_MIN_BANDS`` bands), their similarity is exact."""
+        if not entries:
             return ()
-        published = (
-            self._published(now)
-            .where(Leaderboard.problem.in_(problems))
-            .with_only_columns(
-                Submission.id, Submission.user_id, Submission.created_at, Submission.file_name, Submission.code_id,
-                Leaderboard.problem,
+        ids = {e.submission_id for e in entries}
+        pairs = near_pairs(s, ids)
+        others = {o for found in pairs.values() for o in found}
+        rows = {}
+        if others:
+            published = (
+                self._published(now)
+                .where(Submission.id.in_(others | ids))
+                .with_only_columns(Submission.id, Submission.user_id, Submission.created_at)
+                .distinct()
+                .order_by(None)
             )
-            .distinct()
-            .order_by(None)
-        )  # fmt: skip
-        others = s.execute(published).all()
-        prints: dict[int, frozenset[bytes]] = {}
-
-        def print_of(code_id: int, file_name: str) -> frozenset[bytes]:
-            if code_id not in prints:
-                code = s.get(SubmissionCode, code_id)
-                text = code.content.decode("utf-8", errors="replace") if code is not None else ""
-                prints[code_id] = fingerprint(text, file_name)
-            return prints[code_id]
-
+            rows = {r.id: r for r in s.execute(published)}
+        prints = signatures(s, (others & rows.keys()) | ids)
         flagged = []
         for entry in entries:
-            mine = next(o for o in others if o.id == entry.submission_id)
-            own = print_of(mine.code_id, mine.file_name)
+            mine = rows.get(entry.submission_id)
+            own = prints.get(entry.submission_id)
             best: tuple[float, bool, int] | None = None  # (similarity, the author's own, submission id)
-            for o in others:
-                if o.problem != entry.problem or o.created_at >= mine.created_at:
+            for other in pairs.get(entry.submission_id, ()):
+                o = rows.get(other)
+                if mine is None or own is None or o is None or o.created_at >= mine.created_at or other not in prints:
                     continue
-                score = similarity(own, print_of(o.code_id, o.file_name))
+                score = similarity(own, prints[other])
                 ours = o.user_id == mine.user_id
                 if score >= NEAR and (best is None or (score, ours) > best[:2]):
                     best = (score, ours, o.id)
@@ -479,38 +497,41 @@ class ArchiveMixin(ServiceBase):
         self, problem: str, code: str, file_name: str, *, limit: int = 10, exclude: int | None = None
     ) -> tuple[SimilarKernel, ...]:
         """The published kernels of ``problem`` nearest to ``code`` (``leaderboards/similarity.py``), most similar
-        first (then newest), at most ``limit``; those sharing nothing are left out."""
-        limit = max(1, min(limit, ARCHIVE_PAGE_MAX))
-        target = fingerprint(code, file_name)
+        first (then newest), at most ``limit``; those sharing nothing are left out. Found through the index
+        (``leaderboards/similarity_index.py``): a large problem's candidates are the kernels sharing a MinHash band
+        (every kernel at ``NEAR`` or above, most above 0.5), ranked by their exact similarity."""
         with self.db.transaction() as s:
-            stmt = (
-                self._published(self.clock())
-                .where(Leaderboard.problem == problem)
-                .with_only_columns(
-                    Submission.id, Submission.user_id, Submission.created_at, Submission.file_name,
-                    Submission.code_id, Leaderboard.name, SubmissionLicence.licence,
+            return self._similar(s, problem, fingerprint(code, file_name), limit, exclude)
+
+    def _similar(
+        self, s: Session, problem: str, target: frozenset[bytes], limit: int, exclude: int | None
+    ) -> tuple[SimilarKernel, ...]:
+        limit = max(1, min(limit, ARCHIVE_PAGE_MAX))
+        scores = {m.submission_id: m.similarity for m in search(s, problem, target) if m.submission_id != exclude}
+        if not scores:
+            return ()
+        stmt = (
+            self._published(self.clock())
+            .where(Leaderboard.problem == problem, Submission.id.in_(scores))
+            .with_only_columns(
+                Submission.id, Submission.user_id, Submission.created_at, Submission.file_name, Leaderboard.name,
+                SubmissionLicence.licence,
+            )
+            .distinct()
+            .order_by(None)
+        )  # fmt: skip
+        rows = sorted(s.execute(stmt), key=lambda r: (-scores[r.id], -r.created_at.timestamp(), -r.id))[:limit]
+        found = []
+        for row in rows:
+            user = s.get(User, row.user_id)
+            assert user is not None  # the join found it
+            found.append(
+                SimilarKernel(
+                    row.id, row.name, problem, row.file_name, row.licence,
+                    author_name(user, s.get(ArchiveAccount, row.user_id)), row.created_at, round(scores[row.id], 3),
                 )
-                .distinct()
-                .order_by(None)
             )  # fmt: skip
-            found = []
-            for row in s.execute(stmt).all():
-                if row.id == exclude:
-                    continue
-                content = s.get(SubmissionCode, row.code_id)
-                text = content.content.decode("utf-8", errors="replace") if content is not None else ""
-                score = similarity(target, fingerprint(text, row.file_name))
-                if score > 0:
-                    user = s.get(User, row.user_id)
-                    assert user is not None  # the join found it
-                    found.append(
-                        SimilarKernel(
-                            row.id, row.name, problem, row.file_name, row.licence,
-                            author_name(user, s.get(ArchiveAccount, row.user_id)), row.created_at, round(score, 3),
-                        )
-                    )  # fmt: skip
-            found.sort(key=lambda k: (-k.similarity, -k.submitted_at.timestamp(), -k.submission_id))
-            return tuple(found[:limit])
+        return tuple(found)
 
     def similar_to_published(self, submission_id: int, *, limit: int = 10) -> tuple[SimilarKernel, ...]:
         """The published kernels of the same problem nearest to a published one (itself left out); an unpublished
@@ -520,17 +541,19 @@ class ArchiveMixin(ServiceBase):
             if row is None:
                 raise SubmissionNotFound(submission_id)
             sub: Submission = row[0]
-            code = s.get(SubmissionCode, sub.code_id)
-            text = code.content.decode("utf-8", errors="replace") if code is not None else ""
-            problem, file_name = sub.leaderboard.problem, sub.file_name
-        return self.similar_kernels(problem, text, file_name, limit=limit, exclude=submission_id)
+            target = signature_of(s, sub.id)
+            if target is None:  # not indexed (it cannot happen after migration 0018's backfill): read the code
+                code = s.get(SubmissionCode, sub.code_id)
+                text = code.content.decode("utf-8", errors="replace") if code is not None else ""
+                target = fingerprint(text, sub.file_name)
+            return self._similar(s, sub.leaderboard.problem, target, limit, submission_id)
 
     def archive_all(self) -> tuple[ArchiveEntry, ...]:
         """Every published entry with its near-copy flag, ordered by submission id and device (the export's order)."""
         now = self.clock()
         with self.db.transaction() as s:
             stmt = self._published(now).order_by(Submission.id, Job.device)
-            return self._near_copies(s, [self._entry(s, row) for row in s.execute(stmt)], now)
+            return self._near_copies(s, self._entries(s, s.execute(stmt).all()), now)
 
     def archive_choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The problems and the devices that have published entries (the archive page's filters)."""

@@ -707,6 +707,34 @@ class ArchivePolicy(Base):
     at_once: Mapped[bool] = mapped_column(Boolean(), comment="publish as soon as they run (practice boards)")
 
 
+class SimilaritySignature(Base):
+    """A submission's code fingerprint (issue 34, ``leaderboards/similarity_index.py``): its shingle hashes, stored
+    when the submission is, so that near-clone searches never re-tokenise code."""
+
+    __tablename__ = "similarity_signatures"
+
+    submission_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    problem: Mapped[str] = mapped_column(String(200), index=True, comment="its leaderboard's problem")
+    shingles: Mapped[bytes] = mapped_column(LargeBinary(), comment="the fingerprint's 8-byte hashes, sorted")
+
+
+class SimilarityBand(Base):
+    """One band of a submission's MinHash (``leaderboards/similarity_index.py``): submissions of a problem sharing a
+    (band, bucket) are candidates for near clones."""
+
+    __tablename__ = "similarity_bands"
+    __table_args__ = (Index("ix_similarity_bands_lookup", "problem", "band", "bucket", "submission_id"),)
+
+    submission_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    band: Mapped[int] = mapped_column(Integer(), primary_key=True, autoincrement=False)
+    problem: Mapped[str] = mapped_column(String(200))
+    bucket: Mapped[int] = mapped_column(BigInteger(), comment="a signed 64-bit hash of the band's MinHash values")
+
+
 class Batch(Base):
     """Candidates a program sent in one call (issue 33, ``leaderboards/batches.py``): one problem, device and mode;
     each candidate is a ``BatchItem`` (its submission, or why it was refused)."""

@@ -1,0 +1,140 @@
+"""The near-clone index (issue 34, ``leaderboards/similarity_index.py``) against the exact search it replaces: on a
+generated corpus, every kernel at ``NEAR`` or above that a full Jaccard scan finds, the index finds too, with the
+same similarity; and a stored submission is indexed when it is stored."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from test_archive import ANN, clock, svc  # noqa: F401  (the fixtures)
+from test_archive_similarity import RENAMED, TRITON
+
+from leaderboards import similarity_index
+from leaderboards.db import Database
+from leaderboards.models import Leaderboard, SimilarityBand, SimilaritySignature, Submission, SubmissionCode, User
+from leaderboards.service import LeaderboardService
+from leaderboards.similarity import NEAR, fingerprint, similarity
+from runners.contract import Mode
+
+STATEMENTS = [
+    "{a} = tl.load({b} + {c}, mask={d})",
+    "tl.store({a} + {b}, {c}, mask={d})",
+    "{a} = {b} * {c} + tl.arange(0, {d})",
+    "{a} = torch.empty_like({b})",
+    "{a} = tl.sum({b} * {c}, axis=0)",
+    "{a} = tl.program_id(axis={n})",
+    "{a} = triton.cdiv({b}, {n})",
+    "{a} = {b}.view(-1)[{c} : {c} + {n}]",
+    "for {a} in range(0, {b}, {n}):",
+    "    {a} += tl.dot({b}, {c})",
+    "if {a} < {b}:",
+    "    {a} = tl.maximum({b}, {n})",
+    "{a} = torch.matmul({b}, {c}.t())",
+    "{a}, {b} = {c}",
+    "{a} = tl.where({b} > {n}, {c}, {d})",
+    "return {a}",
+]
+NAMES = ["x", "y", "z", "acc", "out", "ptr", "mask", "offs", "pid", "n", "blk", "tmp", "lhs", "rhs", "res", "i"]
+
+
+def kernel(rng: random.Random, lines: int) -> str:
+    body = []
+    for _ in range(lines):
+        line = rng.choice(STATEMENTS).format(
+            a=rng.choice(NAMES), b=rng.choice(NAMES), c=rng.choice(NAMES), d=rng.choice(NAMES), n=rng.randint(1, 512)
+        )
+        body.append("    " + line.strip() + ("\n        pass" if line.endswith(":") else ""))
+    return "def custom_kernel(data):\n" + "\n".join(body) + "\n"
+
+
+def variant(rng: random.Random, code: str, changes: int) -> str:
+    """A copy of ``code`` with its names renamed and ``changes`` lines replaced."""
+    lines = code.splitlines()
+    for _ in range(changes):
+        lines[rng.randrange(1, len(lines))] = kernel(rng, 1).splitlines()[1]
+    renames = dict(zip(NAMES, rng.sample(NAMES, len(NAMES)), strict=True))
+    return "\n".join(" ".join(renames.get(w, w) for w in line.split(" ")) for line in lines) + "\n"
+
+
+def corpus(seed: int, size: int) -> list[str]:
+    rng = random.Random(seed)
+    files: list[str] = []
+    for _ in range(size):
+        if files and rng.random() < 0.4:
+            files.append(variant(rng, rng.choice(files), rng.choice([0, 1, 2, 4, 8])))
+        else:
+            files.append(kernel(rng, rng.randint(12, 40)))
+    return files
+
+
+def load(database: Database, files: list[str]) -> list[int]:
+    """Store ``files`` as submissions of the board 'add' (created by the ``svc`` fixture) and index them."""
+    with database.transaction() as s:
+        board = s.query(Leaderboard).one()
+        user = User(identity="gen:1", name="gen")
+        s.add(user)
+        s.flush()
+        ids = []
+        for i, text in enumerate(files):
+            code = SubmissionCode(sha256=f"{i:064x}", content=text.encode())
+            s.add(code)
+            s.flush()
+            sub = Submission(user_id=user.id, leaderboard_id=board.id, code_id=code.id, file_name="k.py", mode="test")
+            s.add(sub)
+            s.flush()
+            similarity_index.index_submission(s, sub.id, board.problem, text.encode(), "k.py")
+            ids.append(sub.id)
+        return ids
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_index_finds_every_near_kernel_the_exact_search_finds(
+    svc: LeaderboardService,  # noqa: F811
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+) -> None:
+    files = corpus(seed, 160)
+    ids = load(database, files)
+    prints = [fingerprint(f, "k.py") for f in files]
+    monkeypatch.setattr(similarity_index, "EXACT_SCAN", 0)  # always through the bands, however small the corpus
+    near_pairs_seen = 0
+    with database.transaction() as s:
+        problem = s.query(Leaderboard).one().problem
+        pairs = similarity_index.near_pairs(s, ids)
+        for i, target in enumerate(prints):
+            exact = {ids[j]: similarity(target, p) for j, p in enumerate(prints) if similarity(target, p) >= NEAR}
+            found = {m.submission_id: m.similarity for m in similarity_index.search(s, problem, target)}
+            assert {k: found.get(k) for k in exact} == exact  # each one found, with its exact similarity
+            others = set(exact) - {ids[i]}
+            assert others <= set(pairs.get(ids[i], ())), "a near pair the near-copy check would miss"
+            near_pairs_seen += len(others)
+    assert near_pairs_seen > 50  # the corpus has near copies to find, not only distant kernels
+
+
+def test_a_stored_submission_is_indexed_and_found_by_its_renamed_copy(
+    svc: LeaderboardService,  # noqa: F811
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sid = svc.submit(ANN, "k.py", TRITON.encode(), "add", ["cpu"], Mode.TEST).submission_id
+    monkeypatch.setattr(similarity_index, "EXACT_SCAN", 0)
+    with database.transaction() as s:
+        assert s.get(SimilaritySignature, sid) is not None
+        assert s.query(SimilarityBand).filter_by(submission_id=sid).count() == similarity_index.BANDS
+        problem = s.get(SimilaritySignature, sid).problem  # type: ignore[union-attr]
+        found = similarity_index.search(s, problem, fingerprint(RENAMED, "r.py"))
+        assert [m.submission_id for m in found] == [sid] and found[0].similarity >= NEAR
+        assert similarity_index.search(s, problem, frozenset()) == []  # an empty file is near nothing
+
+
+def test_the_minhash_estimates_the_jaccard_index() -> None:
+    files = corpus(3, 60)
+    prints = [fingerprint(f, "k.py") for f in files]
+    errors = []
+    for a in range(0, 60, 3):
+        for b in range(1, 60, 7):
+            shared = (similarity_index.minhash(prints[a]) == similarity_index.minhash(prints[b])).mean()
+            errors.append(abs(shared - similarity(prints[a], prints[b])))
+    assert sum(errors) / len(errors) < 0.05
