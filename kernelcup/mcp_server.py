@@ -28,7 +28,8 @@ INSTRUCTIONS = """kernelcup runs GPU-kernel competitions. A problem (leaderboard
 your file defines what its template defines (for Python: custom_kernel(data), which gets what the problem's
 generate_input made and returns the output). Start with list_problems and get_problem, fetch a template with
 get_template, then evaluate your file: mode "test" checks correctness on the test cases, "benchmark" also times it
-beside the reference (speedups), "profile" adds a profiler summary. submit enters it in the ranking (ranked mode: a
+beside the reference (speedups), "profile" adds a profiler summary; evaluate_batch runs many candidates at once and
+answers a reward record for each. submit enters it in the ranking (ranked mode: a
 secret seed run must pass too). Timing is done by the trusted runner, never by your code; a kernel that detects the
 benchmark, caches answers across calls, reads the expected output or works on another stream to hide from the timer
 is cheating and is refused or scored honestly. compare times two files against each other on one device."""
@@ -142,6 +143,54 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
         every test case, "benchmark" also times the benchmarks beside the reference, "profile" adds a profile.
         Answers per device the verdict, failed tests, medians and speedups (waits for them unless wait is false)."""
         return run_file(leaderboard, mode, _file(code, path, file_name), device, wait)
+
+    @server.tool()
+    def evaluate_batch(
+        leaderboard: str,
+        codes: list[str] | None = None,
+        paths: list[str] | None = None,
+        mode: Literal["test", "benchmark", "profile"] = "benchmark",
+        device: str | None = None,
+        wait: bool = True,
+    ) -> dict[str, Any]:
+        """Run many candidate files at once (their texts as codes, or paths; up to the server's batch limit, 64 by
+        default) in one mode on one device, never ranked. Answers each candidate in order: its verdict, score and
+        reward record (version, verdict, correct_fraction, speedups, roofline_share, ci_half_width, flags), or why
+        it alone was refused (waits for all unless wait is false; then get_result follows each submission)."""
+        if (codes is None) == (paths is None):
+            raise ToolError("give exactly one of codes (the files' texts) or paths (files)")
+        if codes is not None:
+            files = [(f"candidate_{i}.py", code.encode()) for i, code in enumerate(codes)]
+        else:
+            files = [_file(None, path, None, "code") for path in paths or []]
+        batch = _api(lambda: client.submit_batch(files, leaderboard, device, mode))
+        answer = batch.answer
+        if wait:
+            with contextlib.suppress(TimeoutError):  # answered below with done: false
+                answer = _api(lambda: batch.wait(wait_s))
+        if answer is None:
+            answer = _api(batch.status)
+        out: dict[str, Any] = {
+            "batch_id": answer.batch_id,
+            "done": answer.done,
+            "finished": answer.finished,
+            "candidates": [
+                {
+                    "position": item.position,
+                    "file_name": item.file_name,
+                    "submission_id": item.submission_id,
+                    "status": item.status,
+                    "verdict": item.verdict,
+                    "score_ns": item.score_ns,
+                    "error": item.error_message,
+                    "reward": item.reward.model_dump(mode="json") if item.reward is not None else None,
+                }
+                for item in answer.items
+            ],
+        }
+        if not answer.done:
+            out["note"] = "not all done yet: call get_result with each submission_id (wait: true) to follow them"
+        return out
 
     @server.tool()
     def submit(

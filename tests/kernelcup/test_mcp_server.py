@@ -18,8 +18,8 @@ from served import TEMPLATE, Served, served_kernelcup
 
 from kernelcup.mcp_server import build_server
 
-TOOLS = {"list_problems", "get_problem", "get_template", "evaluate", "submit", "compare", "get_result",
-         "list_submissions", "get_code", "get_rankings"}  # fmt: skip
+TOOLS = {"list_problems", "get_problem", "get_template", "evaluate", "evaluate_batch", "submit", "compare",
+         "get_result", "list_submissions", "get_code", "get_rankings"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,26 @@ def test_evaluate_test_and_benchmark_from_text_and_path(served: Served, tmp_path
     assert job["speedups"] == {"reference": 4.0} and job["benchmarks"][0]["median_ns"] == pytest.approx(500)
     out = payload(profiled)
     assert out["mode"] == "profile" and out["devices"][0]["profile"] == "fake profile"
+
+
+def test_evaluate_a_batch_answers_a_reward_record_per_candidate(served: Served, tmp_path: Path) -> None:
+    codes = ["# median 500\n" + TEMPLATE, "# wrong 3\n" + TEMPLATE]
+    kernel = tmp_path / "k.cu"
+    kernel.write_text("__global__ void k() {}\n")
+    batch, by_path, neither = calls(
+        served,
+        ("evaluate_batch", {"leaderboard": "add", "codes": codes, "device": "cpu"}),
+        ("evaluate_batch", {"leaderboard": "add", "paths": [str(kernel)], "device": "cpu"}),
+        ("evaluate_batch", {"leaderboard": "add", "device": "cpu"}),
+    )
+    out = payload(batch)
+    assert out["done"] and [c["status"] for c in out["candidates"]] == ["succeeded", "succeeded"]
+    fast, wrong = (c["reward"] for c in out["candidates"])
+    assert fast["version"] == 1 and fast["accepted"] and fast["speedups"] == {"reference": 4.0}
+    assert wrong["verdict"] == "wrong_answer" and wrong["correct_fraction"] == 0.25
+    refused = payload(by_path)["candidates"][0]
+    assert refused["status"] == "refused" and refused["reward"]["flags"] == ["refused"] and ".cu" in refused["error"]
+    assert neither.is_error and "exactly one of codes" in neither.content[0].text
 
 
 def test_submit_ranks_and_results_submissions_rankings_code(served: Served) -> None:
