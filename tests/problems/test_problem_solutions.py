@@ -3,18 +3,18 @@
 On the CPU (PyTorch CPU, Triton's interpreter) solutions that need CUDA are skipped; the ``gpu`` twin runs all
 of them on the GPU, one evaluation each.
 
-On the CPU the Python solutions of one problem whose verdict is accepted or wrong_answer share evaluations: an
-evaluation costs about 4 CPU-seconds whatever it runs (two ``import torch``, docs/architecture.md), so one run of
-the real harness evaluates several of them in turn (``_batch_file``). Its submission is one file that loads each
-solution's source as a module of its own and sends the test calls of the run to them in blocks: the run's tests
-are the problem's tests once per solution, so each solution is called once on every test case, in order, through
-the harness (shared memory, the check on regenerated inputs), exactly as in a run of its own. A solution's verdict
-is its block's: accepted if every test of the block passed, wrong_answer if one failed. A run that stops in a
-block (an error in a call) gives that block the run's verdict, and the solutions after it get a batch of their
-own; a batch that cannot even load runs each solution alone. Wrong solutions go first: a correct one run after
-them that a predecessor disturbed fails loudly, and no wrong one runs after a correct one that could hide it.
-Every other solution (another language, another expected verdict, several ranks) runs alone, as on the GPU.
-The tests of one problem form one xdist group, so a batch runs once, on one worker.
+On the CPU the Python solutions (PyTorch, Triton, a Python DSL such as Helion) of one problem and language whose
+verdict is accepted or wrong_answer share evaluations: an evaluation costs about 4 CPU-seconds whatever it runs (two
+``import torch``, docs/architecture.md), so one run of the real harness evaluates several of them in turn
+(``_batch_file``). Its submission is one file that loads each solution's source as a module of its own and sends the
+test calls of the run to them in blocks: the run's tests are the problem's tests once per solution, so each solution
+is called once on every test case, in order, through the harness (shared memory, the check on regenerated inputs),
+exactly as in a run of its own. A solution's verdict is its block's: accepted if every test of the block passed,
+wrong_answer if one failed. A run that stops in a block (an error in a call) gives that block the run's verdict, and
+the solutions after it get a batch of their own; a batch that cannot even load runs each solution alone. Wrong
+solutions go first: a correct one run after them that a predecessor disturbed fails loudly, and no wrong one runs
+after a correct one that could hide it. Every other solution (another expected verdict, several ranks) runs alone,
+as on the GPU. The tests of one problem form one xdist group, so each of its batches runs once, on one worker.
 """
 
 from __future__ import annotations
@@ -57,21 +57,25 @@ def _twin(solution: Solution) -> Solution | None:
     return next((o for o in correct if _code(o.path) == code), None)
 
 
+def _problem_for(solution: Solution) -> Problem:
+    """The problem as the solution runs it: in its own language where that is not the problem's."""
+    problem = _problem(solution.problem)
+    return problem.in_language(solution.lang) if solution.lang is not None else problem
+
+
 def _run(solution: Solution, device: str) -> RunResult:
     """The solution's run in test mode, through the path workers and ``kernelcup run`` take."""
-    problem = _problem(solution.problem)
-    if solution.lang is not None:
-        problem = problem.in_language(solution.lang)
+    problem = _problem_for(solution)
     request = problem.request(solution.path.name, solution.path.read_bytes(), Mode.TEST, device=device)
     return run_request(request)
 
 
 # ---- several solutions of one problem in one evaluation (CPU) ----------------------------------------------------
 def _batchable(solution: Solution) -> bool:
-    """A Python solution of a one-process problem, in the problem's own language, expected to be accepted or wrong."""
+    """A Python solution (PyTorch, Triton, or a Python DSL such as Helion) of a one-process problem, expected to be
+    accepted or wrong. Batches are of one problem and one language."""
     return (
         not solution.needs_cuda
-        and solution.lang is None
         and solution.path.suffix == ".py"
         and solution.problem in SINGLE_RANK
         and solution.expect in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER)
@@ -126,7 +130,7 @@ def _own_outcome(result: RunResult) -> Outcome:
 
 def _run_batch(solutions: list[Solution]) -> dict[str, Outcome]:
     """Each solution's outcome, from as few runs as the harness allows (see the module's docstring)."""
-    problem = _problem(solutions[0].problem)
+    problem = _problem_for(solutions[0])
     cases = problem.task.tests
     size = len(cases)
     judgements = (Verdict.ACCEPTED, Verdict.WRONG_ANSWER)
@@ -177,7 +181,7 @@ def _selected_batch(solution: Solution, session: pytest.Session) -> tuple[str, .
     for item in session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         other = params.get("solution")
-        ours = isinstance(other, Solution) and other.problem == solution.problem
+        ours = isinstance(other, Solution) and (other.problem, other.lang) == (solution.problem, solution.lang)
         if getattr(item, "originalname", "") == "test_solution_on_cpu" and ours and _batchable(other):
             chosen.append(other.id)
     return tuple(sorted(set(chosen) | {solution.id}))
@@ -205,10 +209,11 @@ def test_solution_on_cpu(solution: Solution, request: pytest.FixtureRequest) -> 
     if twin is not None:
         pytest.skip(f"the same code as {twin.id}, which runs here")
     if _batchable(solution):
-        outcome = _batch_outcomes(solution.problem, _selected_batch(solution, request.session))[solution.id]
-        _assert_verdict(solution, outcome)
-        return
-    result = _run(solution, "cpu")
+        result: RunResult | Outcome = _batch_outcomes(solution.problem, _selected_batch(solution, request.session))[
+            solution.id
+        ]
+    else:
+        result = _run(solution, "cpu")
     if result.message.startswith("this runner does not offer"):
         pytest.skip(result.message)  # a Python DSL's package is not installed here (helion: pip install helion)
     _assert_verdict(solution, result)
