@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -286,14 +287,39 @@ def _work(function: Any, case: dict[str, Any], fake: bool) -> _Work | None:
     """What ``function`` (ref_kernel or a baseline) reads, writes and computes on ``case``'s inputs: with fake tensors
     (shapes only, no data, no time: a benchmark case) or real ones; None where it cannot run here."""
     module = reference()
+    try:  # made before the timer starts: its first construction imports torch._dynamo (and sympy), which an
+        mode = FakeTensorMode() if fake else contextlib.nullcontext()  # alarm must not cut in half
+    except Exception:
+        return None
+    timed = signal.getitimer(signal.ITIMER_REAL)[0] == 0  # never displace a timer the evaluator set
+    previous = signal.signal(signal.SIGALRM, _too_long) if timed else None
+    if timed:
+        signal.setitimer(signal.ITIMER_REAL, WORK_SECONDS)
     try:
-        with FakeTensorMode() if fake else contextlib.nullcontext():
+        with mode:
             data = module.generate_input(**case)
             with _Work() as work:
                 function(data)
-    except Exception:  # a shape that depends on the data (fake), a GPU library call: not measured this way
+    except Exception:  # a shape that depends on the data (fake), a GPU library call, too long: not measured this way
         return None
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
     return work
+
+
+WORK_SECONDS = 20.0
+"""How long one count may take: with fake tensors it costs no arithmetic, but a generate_input that loops in Python
+over a benchmark's elements would still take that long (the count then falls back to a test case, or is left out)."""
+
+
+class _TooLong(Exception):
+    pass
+
+
+def _too_long(signum: int, frame: Any) -> None:
+    raise _TooLong(f"counting the reference's work took over {WORK_SECONDS:.0f} s")
 
 
 def report_reference_work() -> None:

@@ -111,3 +111,20 @@ def test_flops_count_at_the_peak_of_the_dtype_they_run_in(tmp_path: Path, monkey
     (folder / "reference.py").write_text((folder / "reference.py").read_text().replace("def ref_kernel(data):", matmul))
     lines = work_lines(load_problem(folder), monkeypatch)
     assert f"float32:{2 * 4096 * 4096 * 4096} " in lines
+
+
+def test_a_count_that_takes_too_long_falls_back_to_the_largest_test_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generate_input that loops in Python over a benchmark's elements would hold the battery's run: the count with
+    fake tensors stops after WORK_SECONDS and the largest test case is counted instead."""
+    folder = fixture("battery_weak_reference", tmp_path).path
+    slow = "def generate_input(rows, cols, seed):\n    if rows > 100:\n        import time\n        time.sleep(60)\n"
+    (folder / "reference.py").write_text((folder / "reference.py").read_text().replace(
+        "def generate_input(rows, cols, seed):\n", slow
+    ))  # fmt: skip
+    monkeypatch.setattr(battery_solution, "WORK_SECONDS", 0.5)
+    # pytest-timeout's own alarm is running, which the count never displaces; in the evaluator there is none
+    monkeypatch.setattr(battery_solution.signal, "getitimer", lambda which: (0.0, 0.0))
+    lines = work_lines(load_problem(folder), monkeypatch)
+    assert lines.startswith("kernelcup-battery-work 0 ") and lines.strip().endswith(" t1")
