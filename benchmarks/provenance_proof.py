@@ -73,10 +73,13 @@ def check(path: Path, result: RunResult, want: Verdict, coverage: float) -> list
     if result.verdict is not want:
         problems.append(f"{path.name}: {result.verdict.value}, expected {want.value}")
     prov = result.provenance
-    if prov is None or prov.collector != "ncu":
+    evades = path.name == "evade_collector.py"  # its recorded call is wrong: the pass fails, nothing is recorded
+    if not evades and (prov is None or prov.collector != "ncu"):
         problems.append(f"{path.name}: collector {prov.collector if prov else None}, expected ncu")
-    if want is Verdict.REJECTED and result.verdict is Verdict.REJECTED and "% of the time in" not in result.message \
-            and "explain only" not in result.message:  # fmt: skip
+    if evades and "the recorded call" not in result.message:
+        problems.append(f"{path.name}: the rejection does not say the recorded call was wrong: {result.message[:200]}")
+    if not evades and want is Verdict.REJECTED and result.verdict is Verdict.REJECTED and \
+            "% of the time in" not in result.message and "explain only" not in result.message:  # fmt: skip
         problems.append(f"{path.name}: the rejection does not name a share: {result.message[:200]}")
     if want is Verdict.ACCEPTED:
         for b in result.benchmarks:

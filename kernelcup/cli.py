@@ -147,12 +147,13 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 def flags_show_no_type() -> None:
     """Typer's Rich help (0.29) gives a flag a type as if it took a value (``--json <bool>``), and ``--json true``
     then reads ``true`` as the next argument. A flag takes none: its row shows no type, as Typer's plain help does
-    (which leaves out the type of flags and counts). Idempotent; patches ``TyperOption.display_type_rich``."""
+    (which leaves out the type of flags and counts). Idempotent; patches ``TyperOption.display_type_rich`` where the
+    installed Typer has it."""
     from typer.core import TyperOption
 
-    shown = TyperOption.display_type_rich
-    if getattr(shown, "flags_show_no_type", False):
-        return
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "flags_show_no_type", False):
+        return  # another Typer (the lent GPU machine's, 2026-11-28) lacks it: its help is left as it is
 
     def display_type_rich(self: TyperOption, ctx: Any) -> str | None:  # typer's own (vendored) click.Context
         return None if self.is_flag or self.count else shown(self, ctx)

@@ -3,7 +3,8 @@ with the local launcher (the real harness). A file compared with itself must com
 holds 1, the ratio within ±0.5% at the service's default rounds); a kernel that does three times the work must be
 told apart from the original.
 
-Marked ``gpu``: skipped without CUDA. The device name is ``KERNELCUP_TEST_DEVICE`` (default H100: the lent machine).
+Marked ``gpu``: skipped without CUDA. The device name is ``KERNELCUP_TEST_DEVICE``, by default the row of the
+peaks table that this machine's first GPU matches (H100, H200, ...: the worker refuses a job for another GPU).
 """
 
 from __future__ import annotations
@@ -40,13 +41,25 @@ def board(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("KERNELCUP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("KERNELCUP_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)
-    device = os.environ.get("KERNELCUP_TEST_DEVICE", "H100")
+    device = os.environ.get("KERNELCUP_TEST_DEVICE") or _local_device()
     shutil.copytree(REPO / "problems" / "vectoradd", tmp_path / "problems" / "vectoradd")
     entries = [{"directory": "vectoradd", "deadline": "2099-01-01", "devices": [device]}]
     problem_set = write_problem_set(tmp_path / "problems", entries, name="gpu-compare")
     synced = CliRunner().invoke(build_app(), ["problems", "sync", "--skip-run", str(problem_set)])
     assert synced.exit_code == 0, synced.output
     return device
+
+
+def _local_device() -> str:
+    """The peaks table's name for this machine's first GPU (the lent machines were an H100, then an H200)."""
+    from runners.devices import peaks_for
+    from runners.gpus import list_gpus
+
+    gpus = list_gpus()
+    row = peaks_for(gpus[0].name) if gpus else None
+    if row is None:
+        pytest.skip(f"no GPU of the peaks table here ({gpus[0].name if gpus else 'none'}): set KERNELCUP_TEST_DEVICE")
+    return row.name
 
 
 def compare(a: Path, b: Path, device: str, rounds: int | None = None) -> dict:

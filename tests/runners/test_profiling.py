@@ -246,7 +246,7 @@ def test_a_profile_result_over_the_total_drops_its_report_first() -> None:
 @pytest.mark.gpu
 def test_under_nsight_compute_a_forged_table_never_shows_and_the_result_is_bounded(tmp_path: Path) -> None:
     """On a GPU with ncu: the profile is Nsight Compute's (read back by the entry), the submission's forged table is
-    not in it, and the whole result is within the bounds (a normal report is about 0.3 MiB)."""
+    not in it, and the whole result is within the bounds (a report: 0.3 MiB on the H100, 5.9 MiB on the H200)."""
     import shutil
 
     from runners.entry import run_request
@@ -259,5 +259,9 @@ def test_under_nsight_compute_a_forged_table_never_shows_and_the_result_is_bound
     assert result.verdict.passed, result.message
     assert result.kernel_metrics and result.profile is not None, result.profile
     assert result.profile.startswith("Nsight Compute profiled") and "FORGED" not in result.profile
-    assert result.ncu_report is not None and len(result.ncu_report) <= NCU_REPORT_MAX_BYTES, result.profile
+    # Attached within its cap, or left out and said so (the lent H200's report of 2 launches was 5.9 MiB, 2026-11-28).
+    if result.ncu_report is None:
+        assert "is over this runner's cap" in result.profile and "not attached" in result.profile, result.profile
+    else:
+        assert len(result.ncu_report) <= NCU_REPORT_MAX_BYTES, result.profile
     assert len(result.model_dump_json()) <= PROFILE_RESULT_MAX_BYTES
