@@ -47,6 +47,9 @@ from leaderboards.similarity import NEAR, fingerprint, similarity
 from leaderboards.similarity_index import index_submission, near_pairs, search, signature_of, signatures
 
 ARCHIVE_PAGE_MAX = 100
+ARCHIVE_COUNT_MAX = 1_000
+"""A page's ``total`` counts this many matches at most: counting every one of 100,000 entries would cost more than
+the page itself (docs/archive.md, the benchmark)."""
 """Most entries in one page of the archive."""
 MAX_AUTHOR_NAME = 100
 SORTS = ("newest", "speed")
@@ -115,8 +118,10 @@ class ArchiveEntry:
 class ArchivePage:
     entries: tuple[ArchiveEntry, ...]
     total: int
+    """The entries matching, counted up to ``ARCHIVE_COUNT_MAX`` (``total_exact`` False: at least that many)."""
     offset: int
     limit: int
+    total_exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -432,10 +437,11 @@ class ArchiveMixin(ServiceBase):
         with self.db.transaction() as s:
             stmt = self._filtered(f, now)
             if f.min_speedup is None:
-                total = s.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
+                counted = stmt.with_only_columns(Submission.id).order_by(None).limit(ARCHIVE_COUNT_MAX + 1)
+                total = s.scalar(select(func.count()).select_from(counted.subquery())) or 0
                 rows = s.execute(stmt.limit(limit).offset(offset)).all()
                 entries = self._near_copies(s, self._entries(s, rows), now)
-                return ArchivePage(entries, total, offset, limit)
+                return ArchivePage(entries, min(total, ARCHIVE_COUNT_MAX), offset, limit, total <= ARCHIVE_COUNT_MAX)
             matching = [
                 entry
                 for entry in self._entries(s, s.execute(stmt).all())

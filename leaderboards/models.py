@@ -194,6 +194,7 @@ class Submission(Base):
     __table_args__ = (
         Index(None, "leaderboard_id", "user_id", "created_at"),
         Index(None, "user_id", "created_at"),
+        Index(None, "created_at", "id"),  # the archive's newest-first pages (migration 0018)
         {"sqlite_autoincrement": True},  # an id is never handed out again after a deletion (followers, links)
     )
 

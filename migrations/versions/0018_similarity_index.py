@@ -2,6 +2,7 @@
 
 - ``similarity_signatures``: each submission's code fingerprint (its sorted 8-byte shingle hashes).
 - ``similarity_bands``: its MinHash in bands, one row per band, looked up by (problem, band, bucket).
+- ``submissions (created_at, id)``: the archive's newest-first pages walk it and stop at the page's end.
 
 Every stored submission (compares aside) is indexed here, in batches: the fingerprints are those of
 ``leaderboards.similarity`` today, so the backfill imports it.
@@ -58,6 +59,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_similarity_bands_lookup", "similarity_bands", ["problem", "band", "bucket", "submission_id"], unique=False
     )
+    op.create_index(op.f("ix_submissions_created_at_id"), "submissions", ["created_at", "id"], unique=False)
     _backfill(signatures, bands)
 
 
@@ -88,6 +90,7 @@ def _backfill(signatures: sa.Table, bands: sa.Table) -> None:
 
 
 def downgrade() -> None:
+    op.drop_index(op.f("ix_submissions_created_at_id"), table_name="submissions")
     op.drop_index("ix_similarity_bands_lookup", table_name="similarity_bands")
     op.drop_table("similarity_bands")
     op.drop_index(op.f("ix_similarity_signatures_problem"), table_name="similarity_signatures")

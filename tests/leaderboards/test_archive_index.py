@@ -7,15 +7,18 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_archive import ANN, clock, svc  # noqa: F401  (the fixtures)
+from test_archive import ANN, clock, respond, svc  # noqa: F401  (the fixtures)
 from test_archive_similarity import RENAMED, TRITON
+from test_system_tests import serve
 
-from leaderboards import similarity_index
+from leaderboards import archive, similarity_index
+from leaderboards.archive import ArchiveFilter
 from leaderboards.db import Database
 from leaderboards.models import Leaderboard, SimilarityBand, SimilaritySignature, Submission, SubmissionCode, User
 from leaderboards.service import LeaderboardService
 from leaderboards.similarity import NEAR, fingerprint, similarity
 from runners.contract import Mode
+from runners.launchers.fake import FakeLauncher
 
 STATEMENTS = [
     "{a} = tl.load({b} + {c}, mask={d})",
@@ -138,3 +141,18 @@ def test_the_minhash_estimates_the_jaccard_index() -> None:
             shared = (similarity_index.minhash(prints[a]) == similarity_index.minhash(prints[b])).mean()
             errors.append(abs(shared - similarity(prints[a], prints[b])))
     assert sum(errors) / len(errors) < 0.05
+
+
+def test_the_archive_total_is_counted_up_to_its_cap(
+    svc: LeaderboardService,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    for text in (TRITON, RENAMED):
+        svc.submit(ANN, "k.py", text.encode(), "add", ["cpu"], Mode.TEST, licence="MIT")
+    serve(svc, FakeLauncher(respond))
+    page = svc.archive(ArchiveFilter())
+    assert (page.total, page.total_exact, len(page.entries)) == (2, True, 2)
+    monkeypatch.setattr(archive, "ARCHIVE_COUNT_MAX", 1)  # counting stops there: the page itself is whole
+    page = svc.archive(ArchiveFilter())
+    assert (page.total, page.total_exact, len(page.entries)) == (1, False, 2)

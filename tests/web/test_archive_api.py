@@ -19,7 +19,7 @@ def publish_at_once(w: World) -> None:
 
 def test_a_licensed_upload_is_published_where_the_board_allows_and_withdrawn_by_its_author(world: World) -> None:
     w, c = world, world.client
-    assert c.get("/api/v1/archive").json() == {"entries": [], "total": 0, "offset": 0, "limit": 20}
+    assert c.get("/api/v1/archive").json() == {"entries": [], "total": 0, "offset": 0, "limit": 20, "total_exact": True}
     sid = w.submit(w.ann, mode="benchmark", license="MIT").json()["submission_id"]
     w.submit(w.bob, mode="benchmark", content=GOOD + b"# bob\n")  # no licence: never published
     w.serve()

@@ -72,9 +72,10 @@ class ArchiveEntryOut(Model):
 
 class ArchivePageOut(Model):
     entries: tuple[ArchiveEntryOut, ...]
-    total: int
+    total: int = Field(description="The entries matching, counted up to 1,000 (then `total_exact` is false).")
     offset: int
     limit: int
+    total_exact: bool = Field(description="False when more than `total` entries match.")
 
 
 class LicenceOut(Model):
