@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -78,6 +79,14 @@ class RunnerSettings(BaseSettings):
         description="Most calls timed back to back in one trusted window. 1 (the default) times every call in a "
         "window of its own, the most accurate; more makes what a rewritten reading could hide a smaller share of "
         "µs-scale kernels, at some accuracy (docs/measurement.md has both measured).",
+    )
+
+    provenance: Literal["always", "ranked", "policy", "off"] = Field(
+        default="ranked",
+        description="Which timed GPU runs get the provenance pass (issue 30: a second, untimed run under "
+        "Nsight Compute that records which kernels each case launched; 7-10 s a run on the lent H200): `always`; "
+        "`ranked` (the default: ranked runs, and every timed run of a problem with a library_policy); `policy` "
+        "(only those); `off` (none: a problem with a policy is then refused by this runner).",
     )
 
     time_baselines: bool = Field(

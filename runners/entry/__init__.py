@@ -291,7 +291,7 @@ def _run(
             _add_ncu(result, profiler, dirs.submission, root / "ncu-import", settings, require_sandbox,
                      profiled="profiling" in outcomes.report.times, markers=provenance_pass)  # fmt: skip
             result = bound_profile(result, settings.ncu_report_max_mb * 1024 * 1024)
-        if _records_kernels(request, reference_only, ranks) and result.verdict.passed:
+        if _records_kernels(request, reference_only, ranks) and result.verdict.passed and _wants(request, settings):
             result = _with_provenance(request, result, settings, require_sandbox, cancel, gpu, on_progress)
         return _strip_paths(result, root)
     finally:
@@ -371,6 +371,14 @@ def _records_kernels(request: RunRequest, reference_only: bool, ranks: bool) -> 
     """Whether a run gets a provenance pass: a timed run of one rank on a GPU (issue 30)."""
     timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks)
     return timed and request.device != "cpu" and not reference_only and not ranks
+
+
+def _wants(request: RunRequest, settings: RunnerSettings) -> bool:
+    """Whether this runner gives a timed run the provenance pass (``RunnerSettings.provenance``): a problem with a
+    library policy always gets it (unless it is off, when such a run is refused before it starts)."""
+    if request.library_policy is not None:
+        return settings.provenance != "off"
+    return settings.provenance == "always" or (settings.provenance == "ranked" and request.mode is Mode.RANKED)
 
 
 def _with_provenance(

@@ -82,6 +82,8 @@ PROVENANCE_METRICS = "gpu__time_duration.sum,launch__grid_size,launch__block_siz
 
 def cannot_record_kernels(settings: RunnerSettings, *, params: Path = NVIDIA_PARAMS) -> str:
     """Why this runner cannot record the kernels of a GPU call with Nsight Compute ('' when it can)."""
+    if settings.provenance == "off":
+        return "the provenance pass is switched off on this runner (KERNELCUP_PROVENANCE=off)"
     if not settings.ncu:
         return "Nsight Compute is switched off on this runner (KERNELCUP_NCU=false)"
     if shutil.which("ncu") is None:

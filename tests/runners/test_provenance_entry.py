@@ -110,3 +110,29 @@ def test_without_ncu_the_torch_profilers_names_are_carried_and_said_to_be_the_su
     assert result.provenance.collector == "torch" and "its word for them" in result.provenance.note
     kernels = result.benchmarks[0].kernels
     assert kernels is not None and kernels.kernels[0].library == "cublaslt"
+
+
+@pytest.mark.parametrize(
+    ("setting", "mode", "policy", "wanted"),
+    [
+        ("ranked", Mode.RANKED, False, True),
+        ("ranked", Mode.BENCHMARK, False, False),  # the iteration loop keeps its turnaround (7-10 s a pass, H200)
+        ("ranked", Mode.BENCHMARK, True, True),  # a policy is always checked
+        ("policy", Mode.RANKED, False, False),
+        ("policy", Mode.BENCHMARK, True, True),
+        ("always", Mode.BENCHMARK, False, True),
+        ("off", Mode.RANKED, True, False),
+    ],
+)
+def test_which_timed_runs_get_the_pass(setting: str, mode: Mode, policy: bool, wanted: bool) -> None:
+    problem = load_problem(REPO / "problems" / ("matmul_own" if policy else "matmul"))
+    request = problem.request("d.py", b"", mode, device="cuda")
+    assert entry._wants(request, RunnerSettings(provenance=setting)) is wanted  # type: ignore[arg-type]
+
+
+def test_a_runner_with_the_pass_off_refuses_a_problem_with_a_policy() -> None:
+    problem = load_problem(REPO / "problems" / "matmul_own")
+    request = problem.request("t.py", b"def custom_kernel(data):\n    return data[0]\n", Mode.BENCHMARK, device="cuda")
+    result = run_request(request, settings=RunnerSettings(provenance="off"))
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR and result.fault == "runner"
+    assert "KERNELCUP_PROVENANCE=off" in result.message and not result.system.ran
