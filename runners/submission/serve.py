@@ -22,6 +22,7 @@ from typing import Any
 
 from runners.ipc.arena import Arena, ArenaError, materialize
 from runners.ipc.protocol import (
+    MAX_VALUE_NODES,
     TO_SUBMISSION,
     AddArena,
     Call,
@@ -329,6 +330,9 @@ class SubmissionProcess:
             return self._tensor_ref(out)
         if out is None or isinstance(out, bool | int | float | str):
             return Scalar(v=out)
+        if isinstance(out, tuple | list | dict) and len(out) > MAX_VALUE_NODES:  # refused at once, not after minutes
+            raise ArenaError(f"custom_kernel returned a {type(out).__name__} of {len(out):,} items; an output has at "
+                             f"most {MAX_VALUE_NODES:,} parts: return tensors")  # fmt: skip
         if isinstance(out, tuple | list):
             items = [self.describe(x, depth + 1) for x in out]
             return Seq(t="tuple" if isinstance(out, tuple) else "list", items=items)
