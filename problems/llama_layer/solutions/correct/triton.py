@@ -1,8 +1,8 @@
 # expect: accepted
 # Fused where PyTorch makes extra passes: RMSNorm in one pass per token (fp32 math, one rounding), the residual add
-# fused into the second RMSNorm, the rotary embedding of q and k in one kernel (the angles computed in registers, no
-# tables), SwiGLU's silu(gate) * up in one pass; the projections are cuBLAS bf16 GEMMs and the attention is SDPA with
-# grouped-query heads (FlashAttention on a GPU), the causal mask offset by the cache's length.
+# fused into the second RMSNorm, the rotary embedding of every head of a token in one program (the angles computed
+# in registers, no tables), SwiGLU's silu(gate) * up in one pass; the projections are cuBLAS bf16 GEMMs and the
+# attention is SDPA with grouped-query heads (FlashAttention on a GPU), the causal mask offset by the cache's length.
 import torch
 import triton
 import triton.language as tl
@@ -36,18 +36,20 @@ def _add_rmsnorm(x_ptr, a_ptr, w_ptr, sum_ptr, y_ptr, hidden, eps, HAS_ADD: tl.c
 
 
 @triton.jit
-def _rope(t_ptr, seq, past, heads, log2_theta, HEAD_DIM: tl.constexpr):
-    """Rotates one head of one token in place (the halves of the head share frequency i: theta ** (-2i / d))."""
-    token, head = tl.program_id(0).to(tl.int64), tl.program_id(1)
-    half = tl.arange(0, HEAD_DIM // 2)
+def _rope(t_ptr, seq, past, heads, log2_theta, HEAD_DIM: tl.constexpr, HEADS: tl.constexpr):
+    """Rotates every head of one token in place (the halves of a head share frequency i: theta ** (-2i / d))."""
+    token = tl.program_id(0).to(tl.int64)
+    head = tl.arange(0, HEADS)[:, None]
+    half = tl.arange(0, HEAD_DIM // 2)[None, :]
+    mask = (head < heads) & (half < HEAD_DIM // 2)
     position = (past + token % seq).to(tl.float32)
     angle = position * tl.exp2(-(2 * half).to(tl.float32) / HEAD_DIM * log2_theta)
     cos, sin = tl.cos(angle), tl.sin(angle)
-    base = t_ptr + (token * heads + head) * HEAD_DIM
-    lo = tl.load(base + half).to(tl.float32)
-    hi = tl.load(base + HEAD_DIM // 2 + half).to(tl.float32)
-    tl.store(base + half, _bf16(lo * cos - hi * sin))
-    tl.store(base + HEAD_DIM // 2 + half, _bf16(hi * cos + lo * sin))
+    base = t_ptr + token * heads * HEAD_DIM + head * HEAD_DIM
+    lo = tl.load(base + half, mask=mask, other=0.0).to(tl.float32)
+    hi = tl.load(base + HEAD_DIM // 2 + half, mask=mask, other=0.0).to(tl.float32)
+    tl.store(base + half, _bf16(lo * cos - hi * sin), mask=mask)
+    tl.store(base + HEAD_DIM // 2 + half, _bf16(hi * cos + lo * sin), mask=mask)
 
 
 @triton.jit
@@ -82,8 +84,8 @@ def custom_kernel(data: tuple[torch.Tensor, ...]) -> torch.Tensor:
     h, _ = rmsnorm(x, attn_norm)
     q, k, v = (h @ wq.T).contiguous(), (h @ wk.T).contiguous(), h @ wv.T
     log2_theta = float(torch.log2(torch.tensor(ROPE_THETA, dtype=torch.float64)))
-    _rope[(batch * seq, heads)](q, seq, past, heads, log2_theta, HEAD_DIM=head_dim)
-    _rope[(batch * seq, kv_heads)](k, seq, past, kv_heads, log2_theta, HEAD_DIM=head_dim)
+    for t, n in ((q, heads), (k, kv_heads)):  # one program per token: all its heads at once
+        _rope[(batch * seq,)](t, seq, past, n, log2_theta, HEAD_DIM=head_dim, HEADS=triton.next_power_of_2(n))
     q = q.view(batch, seq, heads, head_dim).transpose(1, 2)
     keys = torch.cat([k_cache, k.view(batch, seq, kv_heads, head_dim).transpose(1, 2)], dim=2)
     values = torch.cat([v_cache, v.view(batch, seq, kv_heads, head_dim).transpose(1, 2)], dim=2)
