@@ -23,7 +23,7 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, InvalidToken, MissingScope, NotFound, RateLimited
-from leaderboards.models import ApiToken, User, WebSession
+from leaderboards.models import ApiToken, LinkedAccount, User, WebSession
 from leaderboards.results import NewToken, Principal, Scope, TokenView, UserRef, UserView
 from leaderboards.service_base import ServiceBase
 
@@ -227,6 +227,40 @@ class AccountsMixin(ServiceBase):
                 token.revoked_at = now
                 self._audit(s, actor or token.user.identity, "revoke_token", token.user.identity, token_id=token.id)
 
+    # -- provider sign-ins (web/pages/oauth.py) -------------------------------------------------------------------
+
+    def provider_account(self, ref: UserRef, *, link_to: Principal | None = None) -> UserRef:
+        """The account a provider's sign-in as ``ref`` speaks for. A Discord account is always its own (the bot's
+        ``discord:<id>``). A GitHub account is the account it was linked to, else its own ``github:<id>``.
+
+        ``link_to``: link this GitHub account to that (signed-in) account first, audited (``link_account``); refused
+        (``InvalidChange``) when the GitHub account already signs in as another account, its own or a linked one."""
+        if ref.github_id is None:
+            if link_to is not None:
+                raise InvalidChange("Only a GitHub account can be linked to an account; sign in with it instead.")
+            return ref
+        subject = str(ref.github_id)
+        with self.db.transaction() as s:
+            link = s.scalar(
+                select(LinkedAccount).where(LinkedAccount.provider == "github", LinkedAccount.subject == subject)
+            )
+            own = s.scalar(select(User).where(User.identity == ref.identity))
+            if link_to is None:
+                linked = s.get(User, link.user_id) if link is not None else None
+                return user_ref(linked) if linked is not None else ref
+            other = s.get(User, link.user_id) if link is not None else own
+            if other is not None and other.id != link_to.user_id:
+                whose = "is linked to" if link is not None else "already has"
+                raise InvalidChange(
+                    f"This GitHub account ({ref.name}) {whose} another kernelcup account, {other.name!r}; it can sign "
+                    "in as one account only. Sign in with it to use that account, or ask an admin to merge them."
+                )
+            if link is None and own is None:
+                s.add(LinkedAccount(user_id=link_to.user_id, provider="github", subject=subject))
+                self._audit(s, link_to.user.identity, "link_account", link_to.user.identity, provider="github",
+                            subject=subject, name=ref.name[:100])  # fmt: skip
+            return link_to.user
+
     # -- the CLI's browser sign-in (kernelcup login --server URL; docs/deploy.md, "Sign-in") ----------------------
 
     def approve_cli_sign_in(self, sid: str | None, challenge: str, *, client: str, ttl: timedelta) -> str:
@@ -315,7 +349,7 @@ class AccountsMixin(ServiceBase):
             s.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
         u = row.user
         return Principal(
-            user=UserRef(name=u.name, discord_id=u.discord_id) if u.discord_id is not None else _local(u),
+            user=user_ref(u),
             user_id=u.id,
             is_program=u.is_program,
             token_id=row.id,
@@ -410,6 +444,11 @@ def pkce_challenge(verifier: str) -> str:
 def _code_hash(code: str, challenge: str) -> str:
     """How a CLI sign-in code is kept: with the challenge it was made for, so the code alone finds nothing."""
     return hash_token(f"{code}:{challenge}")
+
+
+def user_ref(u: User) -> UserRef:
+    """The ``UserRef`` of a user row (its identity's kind: Discord, GitHub or local)."""
+    return UserRef(name=u.name, discord_id=u.discord_id) if u.discord_id is not None else _local(u)
 
 
 def _local(u: User) -> UserRef:

@@ -813,3 +813,18 @@ class GpuBudget(Base):
     period_s: Mapped[int] = mapped_column(Integer(), comment="the period; periods start at multiples of it (UTC)")
     set_by: Mapped[str] = mapped_column(String(200), default="")
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+
+
+class LinkedAccount(Base):
+    """Another sign-in of an account (web/pages/oauth.py): signing in with this provider's account signs in as the
+    linked kernelcup account. Made when a signed-in person links GitHub on /signin; a GitHub account signs in as
+    one account only (its own ``github:<id>`` if it has one, else the one it is linked to)."""
+
+    __tablename__ = "linked_accounts"
+    __table_args__ = (UniqueConstraint("provider", "subject"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    provider: Mapped[str] = mapped_column(String(16), comment="the sign-in provider: github")
+    subject: Mapped[str] = mapped_column(String(64), comment="the provider's account id")
+    created_at: Mapped[datetime] = _created()

@@ -247,3 +247,61 @@ def test_without_configuration_there_is_no_provider_sign_in(world: World) -> Non
     assert world.client.get("/auth/github").status_code == 404
     assert "Sign in with" not in world.client.get("/signin").text
     assert "kc_oauth" not in world.client.get("/signin").headers.get("set-cookie", "")
+
+
+def sign_in_with_token(client: TestClient, token: str) -> None:
+    page = client.get("/signin")
+    r = client.post("/signin", data={"csrf": csrf_of(page.text), "token": token, "next": "/"}, follow_redirects=False)
+    assert r.status_code == 303
+
+
+def link_github(client: TestClient) -> object:
+    r = client.get("/auth/github", params={"link": "true", "next": "/me"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    state = parse_qs(urlparse(r.headers["location"]).query)["state"][0]
+    return finish(client, "github", code=CODE, state=state)
+
+
+def test_a_github_account_linked_to_an_existing_account_signs_in_as_it(
+    world: World, client: TestClient, provider_url: str
+) -> None:
+    sign_in_with_token(client, world.ann)  # ann: a local account with her entries, signed in with a pasted token
+    page = client.get("/signin").text
+    assert "Link a GitHub account to ann" in page
+    r = link_github(client)
+    assert r.status_code == 303 and r.headers["location"] == "/me", r.text
+    assert "ann" in client.get("/me").text
+    assert "github:583231" not in {t.identity for t in world.service.list_tokens()}  # no account of its own
+    assert "web sign-in (GitHub)" in [t.name for t in world.service.list_tokens(UserRef("ann"))]
+    entry = world.service.audit_log(action="link_account").entries[0]
+    assert entry.target == "local:ann" and entry.detail["provider"] == "github"
+    # another browser, later: "Sign in with GitHub" is ann
+    app = client.app
+    with TestClient(app, raise_server_exceptions=False) as other:
+        query = start(other, "github")
+        assert finish(other, "github", code=CODE, state=query["state"]).status_code == 303
+        me = other.get("/me")
+        assert me.status_code == 200 and "ann" in me.text and "The Octocat" not in me.text
+        # linking it again to someone else is refused: a GitHub account signs in as one account
+        other.post("/signout", data={"csrf": csrf_of(me.text)})
+        sign_in_with_token(other, world.bob)
+        r = link_github(other)
+        assert r.status_code == 409 and "is linked to another kernelcup account, &#39;ann&#39;" in r.text
+        assert "bob" in other.get("/me").text  # still bob
+
+
+def test_a_github_account_with_its_own_account_is_not_linked_to_another(world: World, client: TestClient) -> None:
+    query = start(client, "github")
+    assert finish(client, "github", code=CODE, state=query["state"]).status_code == 303  # github:583231 made
+    me = client.get("/me")
+    client.post("/signout", data={"csrf": csrf_of(me.text)})
+    sign_in_with_token(client, world.bob)
+    r = link_github(client)
+    assert r.status_code == 409 and "already has another kernelcup account, &#39;The Octocat&#39;" in r.text
+    assert world.service.audit_log(action="link_account").entries == ()
+
+
+def test_linking_needs_a_sign_in_here(client: TestClient) -> None:
+    r = client.get("/auth/github", params={"link": "true"})
+    assert r.status_code == 422 and "sign in first" in r.text
+    assert FakeProvider.seen == []

@@ -30,10 +30,10 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from leaderboards.errors import NotFound
-from leaderboards.results import UserRef
+from leaderboards.errors import InvalidChange, NotFound
+from leaderboards.results import Principal, UserRef
 from leaderboards.service import LeaderboardService
-from web.pages.base import error_page, sessions_of
+from web.pages.base import error_page, principal_of, session_of, sessions_of, signed_in
 from web.pages.forms import safe_next
 from web.routes.common import base_url
 from web.settings import PROVIDER_TITLES, SignInProvider, WebSettings
@@ -53,6 +53,8 @@ ODD_ANSWERS: tuple[type[Exception], ...] = (
 )
 """A provider out of reach, or answering what is not its user: Authlib's HTTP client is httpx2 where installed (the MCP
 SDK brings it), else httpx; an answer that is not JSON or not the user's shape."""
+LINK_KEY = "kc_link_{}"
+"""Set when a signed-in person started the sign-in to link this provider's account to theirs (/signin's button)."""
 NEXT_KEY = "kc_next_{}"
 """The page to go back to after a provider's sign-in, beside Authlib's state in the ``kc_oauth`` cookie."""
 
@@ -163,10 +165,16 @@ def _redirect_uri(request: Request, provider: Provider) -> str:
 
 
 @router.get("/auth/{name}")
-async def sign_in_start(request: Request, name: str, next: str = "/") -> Response:
+async def sign_in_start(request: Request, name: str, next: str = "/", link: bool = False) -> Response:
+    """To the provider's consent page. ``link``: link the account to the one signed in here (GitHub only)."""
     provider, client = _provider(request, name)
+    if link and (provider.name != "github" or not signed_in(request)):
+        raise InvalidChange(
+            "Only a GitHub account can be linked, and only to an account signed in here: sign in first."
+        )
     response = await client.authorize_redirect(request, _redirect_uri(request, provider))
     request.session[NEXT_KEY.format(provider.name)] = safe_next(next)
+    request.session[LINK_KEY.format(provider.name)] = link
     return RedirectResponse(response.headers["location"], status_code=303)
 
 
@@ -194,8 +202,12 @@ async def _user(request: Request, provider: Provider, client: StarletteOAuth2App
         raise SignInFailed(f"{title} could not be reached or answered oddly; please try again.") from None
 
 
-def _open_session(service: LeaderboardService, ref: UserRef, provider: Provider, max_age_s: int) -> str:
-    """A token made for this sign-in, and a web session of it (its id)."""
+def _open_session(
+    service: LeaderboardService, ref: UserRef, provider: Provider, max_age_s: int, link_to: Principal | None
+) -> str:
+    """A token made for this sign-in (of the account it is linked to, or links to with ``link_to``), and a web
+    session of it (its id)."""
+    ref = service.provider_account(ref, link_to=link_to)
     new = service.create_token(
         ref,
         name=f"web sign-in ({provider.title})",
@@ -210,6 +222,7 @@ def _open_session(service: LeaderboardService, ref: UserRef, provider: Provider,
 async def sign_in_callback(request: Request, name: str) -> Response:
     provider, client = _provider(request, name)
     next_page = safe_next(str(request.session.pop(NEXT_KEY.format(provider.name), "/")))
+    link = request.session.pop(LINK_KEY.format(provider.name), False) is True
     try:
         if not request.query_params.get("error") and not request.query_params.get("code"):
             raise SignInFailed(f"{provider.title} sent no authorisation code; start again from the sign-in page.")
@@ -217,7 +230,17 @@ async def sign_in_callback(request: Request, name: str) -> Response:
     except SignInFailed as exc:
         return await error_page(request, 400, str(exc))
     sessions = sessions_of(request)
-    sid = await run_in_threadpool(_open_session, request.app.state.service, ref, provider, sessions.max_age_s)
+    before = session_of(request)
+    link_to = await run_in_threadpool(principal_of, request, before) if link else None
+    if link and link_to is None:
+        return await error_page(request, 400, "Your sign-in here ended meanwhile: sign in, then link GitHub again.")
+    service = request.app.state.service
+    try:
+        sid = await run_in_threadpool(_open_session, service, ref, provider, sessions.max_age_s, link_to)
+    except InvalidChange as exc:
+        return await error_page(request, 409, exc.message)
+    if before is not None and before.signed_in:  # the sign-in it replaces ends here too (its token, a provider's)
+        await run_in_threadpool(service.end_session, before.sid, actor=f"web: {provider.title} sign-in")
     redirect = RedirectResponse(next_page, status_code=303)
     sessions.store(redirect, request, sessions.new(sid))
     return redirect
