@@ -151,6 +151,39 @@ class SimilarKernel:
 
 
 @dataclass(frozen=True)
+class NearClone:
+    """Two submissions of one problem by different accounts at ``NEAR`` or more, one of them a top entry of a
+    leaderboard (``near_clones``): what an admin looks at during a competition."""
+
+    leaderboard: str
+    device: str
+    rank: int
+    """The top entry's rank on ``leaderboard`` and ``device``."""
+    top_submission_id: int
+    submission_id: int
+    """The later of the two."""
+    user: str
+    of_submission_id: int
+    """The earlier of the two."""
+    of_user: str
+    similarity: float
+    later_by_s: float
+    """How long after ``of_submission_id`` ``submission_id`` was submitted."""
+
+    @property
+    def text(self) -> str:
+        """'#812 is 93% similar to #640 by another user, submitted 2 h later' with the ranks it concerns."""
+        later = self.later_by_s
+        delay = f"{later / 86400:.0f} d" if later >= 86400 else f"{later / 3600:.0f} h" if later >= 3600 else (
+            f"{later / 60:.0f} min")  # fmt: skip
+        top = f"#{self.top_submission_id} ranks {self.rank} on {self.leaderboard} ({self.device})"
+        return (
+            f"#{self.submission_id} ({self.user}) is {self.similarity:.0%} similar to #{self.of_submission_id} by "
+            f"another user ({self.of_user}), submitted {delay} later; {top}"
+        )
+
+
+@dataclass(frozen=True)
 class LicenceView:
     submission_id: int
     licence: str
@@ -498,6 +531,71 @@ class ArchiveMixin(ServiceBase):
                 entry = replace(entry, near_copy_of=best[2], similarity=round(best[0], 3))
             flagged.append(entry)
         return tuple(flagged)
+
+    def near_clones(self, leaderboard: str | None = None, *, top: int = 10) -> tuple[NearClone, ...]:
+        """Admins: each submission by another account at ``NEAR`` or more of one of the ``top`` entries of each
+        device's ranking (the given board, else every open one), published or not, of any board of the same problem.
+        From the index (``leaderboards/similarity_index.py``), most similar first."""
+        now = self.clock()
+        with self.db.transaction() as s:
+            if leaderboard is not None:
+                boards = [self._leaderboard(s, leaderboard)]
+            else:
+                boards = list(
+                    s.scalars(select(Leaderboard).where(Leaderboard.deadline > now).order_by(Leaderboard.name))
+                )
+            names = [(b.name, tuple(b.devices)) for b in boards]
+        tops = [
+            (name, device, e.rank, e.submission_id)
+            for name, devices in names
+            for device in devices
+            for e in self.ranking(name, device, top).entries
+        ]
+        if not tops:
+            return ()
+        ranked: dict[int, tuple[str, str, int]] = {}  # a top entry: its board, device and best rank
+        for name, device, rank, sid in tops:
+            if sid not in ranked or rank < ranked[sid][2]:
+                ranked[sid] = (name, device, rank)
+        with self.db.transaction() as s:
+            near = {o for found in near_pairs(s, ranked).values() for o in found}
+            pairs = near_pairs(s, set(ranked) | near)  # and theirs: whether each one's nearest earlier is its own
+            ids = set(pairs) | {o for found in pairs.values() for o in found}
+            subs = {
+                row.id: row
+                for row in s.execute(
+                    select(Submission.id, Submission.user_id, Submission.created_at, User.name)
+                    .join(User, User.id == Submission.user_id)
+                    .where(Submission.id.in_(ids), Submission.deleted.is_(false()))
+                )
+            }
+            prints = signatures(s, subs)
+        found = []
+        for sid, others in pairs.items():
+            later = subs.get(sid)
+            if later is None or sid not in prints:
+                continue
+            best: tuple[float, bool, int] | None = None  # its nearest earlier one: (similarity, its own, id)
+            for other in others:
+                o = subs.get(other)
+                if o is None or other not in prints or (o.created_at, o.id) >= (later.created_at, later.id):
+                    continue
+                score = similarity(prints[sid], prints[other])
+                if score >= NEAR and (best is None or (score, o.user_id == later.user_id) > best[:2]):
+                    best = (score, o.user_id == later.user_id, other)
+            if best is None or best[1] or (sid not in ranked and best[2] not in ranked):
+                continue  # none, the author's own line of work, or no top entry concerned
+            first = subs[best[2]]
+            name, device, rank = ranked[sid] if sid in ranked else ranked[best[2]]
+            top_id = sid if sid in ranked else best[2]
+            found.append(
+                NearClone(
+                    name, device, rank, top_id, sid, later.name, first.id, first.name, round(best[0], 3),
+                    (later.created_at - first.created_at).total_seconds(),
+                )
+            )  # fmt: skip
+        found.sort(key=lambda c: (-c.similarity, c.leaderboard, c.device, c.rank, c.submission_id))
+        return tuple(found)
 
     def similar_kernels(
         self, problem: str, code: str, file_name: str, *, limit: int = 10, exclude: int | None = None

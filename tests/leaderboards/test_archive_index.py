@@ -5,11 +5,12 @@ same similarity; and a stored submission is indexed when it is stored."""
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 import pytest
-from test_archive import ANN, clock, respond, svc  # noqa: F401  (the fixtures)
-from test_archive_similarity import RENAMED, TRITON
-from test_system_tests import serve
+from test_archive import ANN, BOB, clock, respond, svc  # noqa: F401  (the fixtures)
+from test_archive_similarity import RENAMED, TORCH, TRITON
+from test_system_tests import Clock, serve
 
 from leaderboards import archive, similarity_index
 from leaderboards.archive import ArchiveFilter
@@ -156,3 +157,21 @@ def test_the_archive_total_is_counted_up_to_its_cap(
     monkeypatch.setattr(archive, "ARCHIVE_COUNT_MAX", 1)  # counting stops there: the page itself is whole
     page = svc.archive(ArchiveFilter())
     assert (page.total, page.total_exact, len(page.entries)) == (1, False, 2)
+
+
+def test_admins_see_near_clones_of_the_top_entries_by_other_accounts(
+    svc: LeaderboardService,  # noqa: F811
+    clock: Clock,  # noqa: F811
+) -> None:
+    original = svc.submit(ANN, "k.py", TRITON.encode(), "add", ["cpu"], Mode.RANKED).submission_id
+    clock.now += timedelta(hours=2)
+    copy = svc.submit(BOB, "k.py", RENAMED.encode(), "add", ["cpu"], Mode.RANKED).submission_id
+    svc.submit(BOB, "t.py", TORCH.encode(), "add", ["cpu"], Mode.RANKED)  # honest: far from both
+    svc.submit(ANN, "k.py", TRITON.encode() + b"\n", "add", ["cpu"], Mode.RANKED)  # her own again: not a clone
+    serve(svc, FakeLauncher(respond))
+    clones = svc.near_clones("add")
+    assert [(c.submission_id, c.of_submission_id) for c in clones] == [(copy, original)]
+    assert clones[0].similarity >= NEAR and clones[0].later_by_s == 7200
+    assert f"#{copy} (bob) is" in clones[0].text and "by another user (ann), submitted 2 h later" in clones[0].text
+    assert svc.near_clones() == clones  # every open board
+    assert svc.near_clones("add", top=1)[0].rank == 1

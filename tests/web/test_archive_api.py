@@ -149,3 +149,22 @@ def test_similar_kernels_by_id_and_by_file(world: World) -> None:
     assert c.get(f"/api/v1/archive/{hidden}/similar").status_code == 404
     assert c.post("/api/v1/archive/similar", data={"problem": "nope"}, files={"file": ("q.py", b"x")}).json() == []
     assert c.get(f"/api/v1/archive/{ann}/similar", params={"limit": 51}).status_code == 422
+
+
+def test_admins_list_near_clones_of_the_top_entries(world: World) -> None:
+    w, c = world, world.client
+    ann = w.submit(w.ann, mode="ranked", content=ANN_CODE).json()["submission_id"]
+    bob = w.submit(w.bob, mode="ranked", content=ANN_RENAMED).json()["submission_id"]  # unpublished: admins see it
+    w.serve()
+    assert c.get("/api/v1/admin/near-clones", headers=w.auth(w.ann)).status_code == 403
+    found = c.get("/api/v1/admin/near-clones", headers=w.auth(w.admin), params={"leaderboard": "add"})
+    assert found.status_code == 200, found.text
+    [clone] = found.json()
+    assert (clone["submission_id"], clone["of_submission_id"], clone["user"], clone["of_user"]) == (
+        bob,
+        ann,
+        "bob",
+        "ann",
+    )
+    assert clone["similarity"] >= 0.8 and f"#{bob} (bob) is" in clone["text"] and clone["leaderboard"] == "add"
+    assert c.get("/api/v1/admin/near-clones", headers=w.auth(w.admin), params={"top": 0}).status_code == 422

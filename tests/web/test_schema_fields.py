@@ -80,6 +80,7 @@ PAIRS: tuple[tuple[type[BaseModel], type], ...] = (
     (archive_api.LicenceOut, archive.LicenceView),
     (archive_api.ArchiveAccountOut, archive.ArchiveAccountView),
     (archive_api.SimilarKernelOut, archive.SimilarKernel),
+    (archive_api.NearCloneOut, archive.NearClone),
     (invites_api.InviteOut, invites.InviteView),
     (invites_api.NewInviteOut, invites.NewInvite),
     (invites_api.JoinedOut, invites.Joined),

@@ -78,6 +78,22 @@ class ArchivePageOut(Model):
     total_exact: bool = Field(description="False when more than `total` entries match.")
 
 
+class NearCloneOut(Model):
+    """Two submissions of one problem by different accounts at 0.8 or more similar, one of them a top entry."""
+
+    leaderboard: str
+    device: str
+    rank: int = Field(description="The top entry's rank on `leaderboard` and `device`.")
+    top_submission_id: int = Field(description="The top entry (one of the two).")
+    submission_id: int = Field(description="The later of the two.")
+    user: str
+    of_submission_id: int = Field(description="The earlier of the two.")
+    of_user: str
+    similarity: float = Field(description="Jaccard index of normalised token runs, 0 to 1 (docs/archive.md).")
+    later_by_s: float = Field(description="Seconds between the two submissions.")
+    text: str = Field(description="One line: '#812 (bob) is 93% similar to #640 by another user (ann), ...'")
+
+
 class LicenceOut(Model):
     submission_id: int
     licence: str
@@ -283,3 +299,21 @@ def put_policy(
     return ArchivePolicyOut(
         leaderboard=name, at_once=service.set_archive_policy(name, at_once=body.at_once, actor=who.actor)
     )
+
+
+@router.get(
+    "/admin/near-clones",
+    response_model=list[NearCloneOut],
+    tags=["admin"],
+    summary="Near clones of the top entries by other accounts",
+)
+def near_clones(
+    leaderboard: str | None = Query(None, max_length=200, description="One board; default: every open one."),
+    top: int = Query(10, ge=1, le=100, description="The top entries of each device's ranking that are compared."),
+    who: Principal = Depends(admin),
+    service: LeaderboardService = Depends(service_of),
+) -> list[NearCloneOut]:
+    """Each submission by another account 0.8 or more similar to one of the top entries (published or not, of any
+    board of the same problem), most similar first: '#812 is 93% similar to #640 by another user, submitted 2 h
+    later'. Admin scope."""
+    return [NearCloneOut.model_validate(c) for c in service.near_clones(leaderboard, top=top)]
