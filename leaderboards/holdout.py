@@ -98,7 +98,8 @@ def held_out_text(coverage: str | None, score_ns: float | None) -> str:
 @dataclass(frozen=True)
 class SystemTestsQueued:
     leaderboard: str
-    top: int
+    top: int | None
+    """How many of each device's best entries were taken (None: every ranked entry, as at the deadline)."""
     cases: int
     entries: tuple[Coverage, ...]
     already: bool = False
@@ -113,15 +114,15 @@ class SystemTestClaim:
     request: RunRequest
 
 
-def top_entries(s: Session, lb: Leaderboard, device: str, top: int) -> list[tuple[BestScore, User]]:
-    """The ``top`` best entries of a device's ranking (banned users left out), best first."""
-    rows = s.execute(
+def top_entries(s: Session, lb: Leaderboard, device: str, top: int | None) -> list[tuple[BestScore, User]]:
+    """The ``top`` best entries of a device's ranking (None: all of them; banned users left out), best first."""
+    query = (
         select(BestScore, User)
         .join(User, User.id == BestScore.user_id)
         .where(BestScore.leaderboard_id == lb.id, BestScore.device == device, User.is_banned.is_(False))
         .order_by(BestScore.score, BestScore.submitted_at, BestScore.submission_id)
-        .limit(top)
-    ).all()
+    )
+    rows = s.execute(query if top is None else query.limit(top)).all()
     return [(b, u) for b, u in rows]
 
 
@@ -176,12 +177,12 @@ class SystemTestsMixin(RecordingMixin):
     """Queue, claim and record system tests; read their coverage."""
 
     def queue_system_tests(
-        self, name: str, *, actor: str, top: int = SYSTEM_TEST_TOP, trigger: str = "admin"
+        self, name: str, *, actor: str, top: int | None = SYSTEM_TEST_TOP, trigger: str = "admin"
     ) -> SystemTestsQueued:
-        """Queue a system test of each device's ``top`` entries (again for an entry tested before: its counts are
-        cleared until it has run). ``trigger``: admin, deadline (once) or nightly (``competition_tick``). Raises
-        ``InvalidChange`` when the problem has no held-out cases."""
-        if not 1 <= top <= 1000:
+        """Queue a system test of each device's ``top`` entries (None: every ranked entry, as the deadline does;
+        again for an entry tested before: its counts are cleared until it has run). ``trigger``: admin, deadline
+        (once) or nightly (``competition_tick``). Raises ``InvalidChange`` when the problem has no held-out cases."""
+        if top is not None and not 1 <= top <= 1000:
             raise InvalidChange(f"--top must be from 1 to 1000, not {top}.")
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)

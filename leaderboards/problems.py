@@ -226,7 +226,8 @@ class Task(_Strict):
         strict=True,
         ge=1,
         le=1000,
-        description="How many of each device's best entries the deadline's system tests run on the holdout cases.",
+        description="How many of each device's best entries the nightly system tests run on the holdout cases while "
+        "the board is open (the deadline's test every ranked entry).",
         exclude_if=lambda top: top == 10,
     )
     holdout_timed: bool = Field(

@@ -209,9 +209,11 @@ def test_a_problem_without_held_out_cases_has_no_system_test_and_final_standings
         (1, "cheat", None), (2, "honest", None), (3, "third", None)]  # fmt: skip
 
 
-def test_the_deadline_tests_as_many_entries_as_the_problem_says(
+def test_the_deadline_tests_every_ranked_entry_whatever_the_nightly_top(
     database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
 ) -> None:
+    """Issue 29: system tests take the top K nightly while a board is open, and every ranked entry at the deadline,
+    so an honest entry below the top K still reaches the final standings when those above it fail."""
     service = LeaderboardService(database, settings, clock=clock)
     path = write_problem(tmp_path / "problems")
     task = yaml.safe_load((path / "task.yml").read_text())
@@ -221,12 +223,14 @@ def test_the_deadline_tests_as_many_entries_as_the_problem_says(
     submit_all(service)
     launcher = FakeLauncher(respond)
     serve(service, launcher)
+    assert len(service.queue_system_tests("add", actor="admin", top=1).entries) == 1  # K, as nightly takes them
     clock.now += timedelta(hours=2)
-    assert service.competition_tick() == ["add: queued 1 system tests at the deadline"]
+    assert service.competition_tick() == ["add: queued 3 system tests at the deadline"]
     serve(service, launcher)
     service.competition_tick()
-    final = service.standings("add", final=True)  # the only finalist failed: nobody stands
-    assert (final.rows, [e.user_name for e in final.excluded]) == ((), ["cheat"])
+    final = service.standings("add", final=True)
+    assert [r.user_name for r in final.rows] == ["honest", "third"]
+    assert [e.user_name for e in final.excluded] == ["cheat"]
 
 
 def timed_board(service: LeaderboardService, root: Path, clock: Clock) -> str:
