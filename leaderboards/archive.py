@@ -534,15 +534,20 @@ class ArchiveMixin(ServiceBase):
 
     def near_clones(self, leaderboard: str | None = None, *, top: int = 10) -> tuple[NearClone, ...]:
         """Admins: each submission by another account at ``NEAR`` or more of one of the ``top`` entries of each
-        device's ranking (the given board, else every open one), published or not, of any board of the same problem.
-        From the index (``leaderboards/similarity_index.py``), most similar first."""
+        device's ranking (the given board, else every open visible one: a hidden one's ranking is its members'),
+        published or not, of any board of the same problem. From the index (``leaderboards/similarity_index.py``),
+        most similar first."""
         now = self.clock()
         with self.db.transaction() as s:
             if leaderboard is not None:
                 boards = [self._leaderboard(s, leaderboard)]
             else:
                 boards = list(
-                    s.scalars(select(Leaderboard).where(Leaderboard.deadline > now).order_by(Leaderboard.name))
+                    s.scalars(
+                        select(Leaderboard)
+                        .where(Leaderboard.deadline > now, Leaderboard.visible.is_(True))
+                        .order_by(Leaderboard.name)
+                    )
                 )
             names = [(b.name, tuple(b.devices)) for b in boards]
         tops = [

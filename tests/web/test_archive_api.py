@@ -4,6 +4,7 @@ default, the admin's publication policy, and ``GET /api/v1/archive``'s filters, 
 from __future__ import annotations
 
 import pytest
+from test_pages import sign_in
 from web_world import GOOD, World, error_of
 
 from runners.contract import RunRequest, RunResult
@@ -168,3 +169,6 @@ def test_admins_list_near_clones_of_the_top_entries(world: World) -> None:
     )
     assert clone["similarity"] >= 0.8 and f"#{bob} (bob) is" in clone["text"] and clone["leaderboard"] == "add"
     assert c.get("/api/v1/admin/near-clones", headers=w.auth(w.admin), params={"top": 0}).status_code == 422
+    sign_in(w, w.admin)
+    page = c.get("/admin")
+    assert page.status_code == 200 and clone["text"] in page.text  # the admin page lists it too

@@ -1,6 +1,7 @@
 """``/admin`` for a session with the admin scope: pause/resume, rename or move the deadline of a leaderboard (asking
 to confirm when it is live), ban/unban, delete a submission, sync the problem set, the queue; the private boards'
-invite codes (a new code is in the answer to the form that made it, once) and members. Each action is the
+invite codes (a new code is in the answer to the form that made it, once) and members; near clones of the open
+boards' top entries by other accounts (issue 34). Each action is the
 API's admin route function itself (the same service call, audit actor and cache clearing), behind the pages' CSRF
 check."""
 
@@ -20,6 +21,7 @@ from web.auth import service_of
 from web.pages.base import session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
 from web.routes import admin as api_admin
+from web.routes import archive as api_archive
 from web.routes import invites as api_invites
 from web.routes.common import ID_MAX, USER_MAX
 from web.schemas import (
@@ -51,8 +53,9 @@ def _page(
     dates = {"date_help": DATE_HELP, "date_example": DATE_EXAMPLE}
     invites = api_invites.list_invites(leaderboard=None, who=who, service=service)
     members = {b.name: api_invites.members(b.name, who=who, service=service) for b in boards if not b.visible}
+    clones = api_archive.near_clones(leaderboard=None, top=10, who=who, service=service)
     return render(request, "admin.html", view, status=status, stats=stats, boards=boards, invites=invites,
-                  members=members, **dates, **context)  # fmt: skip
+                  members=members, near_clones=clones, **dates, **context)  # fmt: skip
 
 
 @router.get("/admin")
