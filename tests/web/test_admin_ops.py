@@ -199,6 +199,7 @@ def test_no_secret_in_any_response_or_log_line(
         "user": "local:bob",
         "alert_id": "1",
         "invite_id": "1",
+        "batch_id": "1",
     }
     bodies = {"/api/v1/admin/sync": {}, "/api/v1/me/tokens": {"name": "x"}}
     seen = 0
