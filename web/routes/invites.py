@@ -107,7 +107,9 @@ class MemberOut(Model):
     invite_prefix: str | None = Field(description="That invite's first characters (never the code).")
 
 
-_ADMIN_ONLY: dict[int | str, dict[str, Any]] = {403: {"model": ErrorOut, "description": "The token lacks the admin scope"}}
+_ADMIN_ONLY: dict[int | str, dict[str, Any]] = {
+    403: {"model": ErrorOut, "description": "The token lacks the admin scope"}
+}
 
 
 @router.get(
