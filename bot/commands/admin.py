@@ -440,4 +440,8 @@ class AdminCommands(app_commands.Group):
         since = datetime.now(UTC) - timedelta(days=days) if days is not None else None
         queue = await call(service.queue_stats)
         usage = await call(service.usage_stats, since)
-        await send(interaction, Reply(content=queue_text(queue) + "\n\n" + usage_text(usage)))
+        clones = await call(service.near_clones)  # issue 34: the top entries' near clones by other accounts
+        shown = [f"- {c.text}" for c in clones[:5]] or ["none by another account at 80% or more"]
+        more = [f"... and {len(clones) - 5} more on the web's /admin page"] if len(clones) > 5 else []
+        near = "\n".join(["**Near clones of the top entries**", *shown, *more])
+        await send(interaction, Reply(content=queue_text(queue) + "\n\n" + usage_text(usage) + "\n\n" + near))

@@ -180,3 +180,4 @@ async def test_stats_show_the_queue_and_usage(world) -> None:
     assert "Workers: **none alive**" in text
     assert "1 submissions from 1 users" in text
     assert "By leaderboard: addone 1" in text
+    assert "**Near clones of the top entries**\nnone by another account" in text  # issue 34 (docs/archive.md)
