@@ -134,6 +134,8 @@ class ArchiveFilter:
     min_speedup: float | None = None
     after: datetime | None = None
     sort: str = "newest"
+    min_roofline_share: float | None = None
+    """Only entries whose public run reached at least this share of the device's roofline (0 to 1)."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,11 @@ def _cases(result: dict[str, Any]) -> tuple[ArchiveCase, ...]:
             )
         )
     return tuple(cases)
+
+
+def _at_least(value: float | None, minimum: float | None) -> bool:
+    """No minimum, or a value that reaches it (an entry without the value never does)."""
+    return minimum is None or (value is not None and value >= minimum)
 
 
 def author_name(user: User, account: ArchiveAccount | None) -> str:
@@ -461,15 +468,15 @@ class ArchiveMixin(ServiceBase):
     def archive(self, f: ArchiveFilter, *, limit: int = 20, offset: int = 0) -> ArchivePage:
         """One page of the published kernels that match ``f``, newest first or fastest first (``f.sort``).
 
-        ``min_speedup`` reads each candidate's stored result (speedups live in it), so with it the page is found by
-        scanning the other filters' matches in order; without it the database pages."""
+        ``min_speedup`` and ``min_roofline_share`` read each candidate's stored result (both live in it), so with
+        either the page is found by scanning the other filters' matches in order; without them the database pages."""
         if f.sort not in SORTS:
             raise InvalidSubmission(f"Unknown sort {f.sort!r}; choose one of: {', '.join(SORTS)}.", field="sort")
         limit = max(1, min(limit, ARCHIVE_PAGE_MAX))
         now = self.clock()
         with self.db.transaction() as s:
             stmt = self._filtered(f, now)
-            if f.min_speedup is None:
+            if f.min_speedup is None and f.min_roofline_share is None:
                 counted = stmt.with_only_columns(Submission.id).order_by(None).limit(ARCHIVE_COUNT_MAX + 1)
                 total = s.scalar(select(func.count()).select_from(counted.subquery())) or 0
                 rows = s.execute(stmt.limit(limit).offset(offset)).all()
@@ -478,7 +485,7 @@ class ArchiveMixin(ServiceBase):
             matching = [
                 entry
                 for entry in self._entries(s, s.execute(stmt).all())
-                if entry.speedup is not None and entry.speedup >= f.min_speedup
+                if _at_least(entry.speedup, f.min_speedup) and _at_least(entry.roofline_share, f.min_roofline_share)
             ]
             page = self._near_copies(s, matching[offset : offset + limit], now)
             return ArchivePage(page, len(matching), offset, limit)

@@ -18,7 +18,7 @@ from leaderboards.db import Database
 from leaderboards.models import Leaderboard, SimilarityBand, SimilaritySignature, Submission, SubmissionCode, User
 from leaderboards.service import LeaderboardService
 from leaderboards.similarity import NEAR, fingerprint, similarity
-from runners.contract import Mode
+from runners.contract import Mode, RunRequest, RunResult
 from runners.launchers.fake import FakeLauncher
 
 STATEMENTS = [
@@ -175,3 +175,18 @@ def test_admins_see_near_clones_of_the_top_entries_by_other_accounts(
     assert f"#{copy} (bob) is" in clones[0].text and "by another user (ann), submitted 2 h later" in clones[0].text
     assert svc.near_clones() == clones  # every open board
     assert svc.near_clones("add", top=1)[0].rank == 1
+
+
+def test_the_archive_filters_by_roofline_share(svc: LeaderboardService) -> None:  # noqa: F811
+    svc.set_archive_policy("add", at_once=True, actor="admin")
+    low = svc.submit(ANN, "k.py", TRITON.encode(), "add", ["cpu"], Mode.TEST, licence="MIT").submission_id
+    high = svc.submit(BOB, "k.py", TORCH.encode(), "add", ["cpu"], Mode.TEST, licence="MIT").submission_id
+    shares = {TRITON.encode(): 0.2, TORCH.encode(): 0.7}
+
+    def with_share(request: RunRequest) -> RunResult:
+        return respond(request).model_copy(update={"roofline_share": shares[request.submission.content]})
+
+    serve(svc, FakeLauncher(with_share))
+    found = svc.archive(ArchiveFilter(min_roofline_share=0.5)).entries
+    assert [(e.submission_id, e.roofline_share) for e in found] == [(high, 0.7)]
+    assert {e.submission_id for e in svc.archive(ArchiveFilter(min_roofline_share=0.1)).entries} == {low, high}

@@ -146,6 +146,9 @@ def get_archive(
         le=1e9,
         description="Only entries at least this much faster than the reference (geometric mean of the cases).",
     ),
+    min_roofline_share: float | None = Query(
+        None, ge=0, le=1, description="Only entries whose public run reached at least this share of the roofline."
+    ),
     after: RequestDate | None = Query(None, description="Only submissions made after this time (ISO 8601)."),
     sort: str = Query("newest", pattern="^(" + "|".join(SORTS) + ")$", description="newest, or speed (fastest first)."),
     limit: int = Query(20, ge=1, le=ARCHIVE_PAGE_MAX, description="Entries per page."),
@@ -155,7 +158,7 @@ def get_archive(
     """Kernels whose authors chose a licence, once their leaderboard publishes them: the code, its licence and
     author, the problem and its fingerprint, the device and what it ran on, and the public run's verdict, per-case
     timings and speedups. Never a secret run, a held-out case or a case's seed."""
-    f = ArchiveFilter(problem, leaderboard, device, language, accepted, min_speedup, after, sort)
+    f = ArchiveFilter(problem, leaderboard, device, language, accepted, min_speedup, after, sort, min_roofline_share)
     return ArchivePageOut.model_validate(service.archive(f, limit=limit, offset=offset))
 
 
