@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, Select, and_, false, func, or_, select
 from sqlalchemy.orm import Session
@@ -42,6 +42,9 @@ from leaderboards.models import (
 )
 from leaderboards.moderation_states import ranks_condition
 from leaderboards.results import UserRef
+
+if TYPE_CHECKING:
+    from leaderboards.results import Ranking
 from leaderboards.service_base import ServiceBase
 from leaderboards.similarity import NEAR, fingerprint, similarity
 from leaderboards.similarity_index import index_submission, near_pairs, search, signature_of, signatures
@@ -253,6 +256,10 @@ def author_name(user: User, account: ArchiveAccount | None) -> str:
 
 class ArchiveMixin(ServiceBase):
     """The archive's part of ``LeaderboardService``."""
+
+    if TYPE_CHECKING:  # LeaderboardService's (leaderboards/service.py), which near_clones reads
+
+        def ranking(self, leaderboard: str, device: str | None = None, limit: int | None = 100) -> Ranking: ...
 
     # -- consent -----------------------------------------------------------------------------------------------
 
@@ -623,7 +630,8 @@ class ArchiveMixin(ServiceBase):
         self, s: Session, problem: str, target: frozenset[bytes], limit: int, exclude: int | None
     ) -> tuple[SimilarKernel, ...]:
         limit = max(1, min(limit, ARCHIVE_PAGE_MAX))
-        scores = {m.submission_id: m.similarity for m in search(s, problem, target) if m.submission_id != exclude}
+        matches = search(s, problem, target, candidates=max(40, 4 * limit))
+        scores = {m.submission_id: m.similarity for m in matches if m.submission_id != exclude}
         if not scores:
             return ()
         stmt = (

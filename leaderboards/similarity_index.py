@@ -116,7 +116,7 @@ def indexed_count(s: Session, problem: str) -> int:
 
 
 def search(
-    s: Session, problem: str, target: frozenset[bytes], *, candidates: int = 200, min_bands: int = 1
+    s: Session, problem: str, target: frozenset[bytes], *, candidates: int = 40, min_bands: int = 1
 ) -> list[Match]:
     """The indexed submissions of ``problem`` near ``target`` with their exact similarity, most similar first (ties
     by id, newest first), sharing something (similarity above 0). With more than ``EXACT_SCAN`` indexed submissions:
