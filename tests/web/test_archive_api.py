@@ -172,3 +172,19 @@ def test_admins_list_near_clones_of_the_top_entries(world: World) -> None:
     sign_in(w, w.admin)
     page = c.get("/admin")
     assert page.status_code == 200 and clone["text"] in page.text  # the admin page lists it too
+
+
+def test_the_archive_page_links_past_the_count_where_it_stopped(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from leaderboards import archive
+    from web.pages import archive as pages
+
+    w, c = world, world.client
+    publish_at_once(w)
+    for marker in range(3):
+        w.submit(w.ann, mode="test", license="MIT", content=GOOD + f"# {marker}\n".encode())
+    w.serve()
+    monkeypatch.setattr(archive, "ARCHIVE_COUNT_MAX", 1)
+    monkeypatch.setattr(pages, "ARCHIVE_PAGE_SIZE", 2)
+    first = c.get("/archive").text
+    assert "1+ published, page 1<" in first and "page=2" in first  # a next page though the count stopped at 1
+    assert "page=3" not in c.get("/archive", params={"page": 2}).text  # the last page (one entry): no next

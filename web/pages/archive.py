@@ -9,7 +9,7 @@ import math
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
-from leaderboards.archive import SORTS, ArchiveFilter
+from leaderboards.archive import SORTS, ArchiveFilter, ArchivePage
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
 from web.pages.base import viewer
@@ -46,8 +46,13 @@ def archive_page(
         device=device,
         sort=sort,
         page=page,
-        pages=max(1, math.ceil(found.total / ARCHIVE_PAGE_SIZE)),
+        pages=max(1, math.ceil(found.total / ARCHIVE_PAGE_SIZE), page + more_than_counted(found)),
     )
+
+
+def more_than_counted(found: ArchivePage) -> int:
+    """1 where the count stopped (``ARCHIVE_COUNT_MAX``) and this page is full: there is a next page to link."""
+    return int(not found.total_exact and len(found.entries) == ARCHIVE_PAGE_SIZE)
 
 
 @router.get("/archive/{submission_id}/{device}")
