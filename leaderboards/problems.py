@@ -227,7 +227,7 @@ class Task(_Strict):
         ge=1,
         le=1000,
         description="How many of each device's best entries the nightly system tests run on the holdout cases while "
-        "the board is open (the deadline's test every ranked entry).",
+        "the board is open (at the deadline every ranked entry is tested).",
         exclude_if=lambda top: top == 10,
     )
     holdout_timed: bool = Field(
