@@ -314,7 +314,9 @@ class StandingsMixin(SystemTestsMixin):
                 return False
             if len(finalists) < 2:
                 return False
-            ids = [e.submission_id for e in finalists]
+            top = problem_from_snapshot(lb.task).task.system_test_top  # issue 29: the top K are re-timed
+            best = rank(finalists, RankingRule(lb.ranking_by), gpu=device != "cpu")  # their runs' order
+            ids = [st.entry.submission_id for st in best][:top]
             rounds = self.settings.deadline_retime_rounds
             queued = queue_rounds(s, lb, device, ids, rounds, DEADLINE_ACTOR, self.clock())
             self._audit(s, DEADLINE_ACTOR, "retime", lb.name, device=device, rounds=rounds, batches=[queued.batch])

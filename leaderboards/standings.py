@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from leaderboards.pooling import Outcome, pool_case
@@ -185,16 +185,25 @@ def rounds_told_apart(faster: Entry, slower: Entry, rule: RankingRule, gpu: bool
 def rank(entries: Iterable[Entry], rule: RankingRule, *, gpu: bool = True) -> tuple[Standing, ...]:
     """The standings of ``entries``: fastest first (equal scores: the earlier submission), each entry's rank 1 + the
     number told apart from it and faster, ``tied`` where another entry shares that rank. Where every entry was
-    re-timed (``Entry.rounds``, two rounds at least) they rank by their rounds, told apart by the paired compare
-    (``gpu``: widened to the cases' own noise, as on a GPU); else by their runs' statistics."""
+    re-timed (``Entry.rounds``, two rounds at least: the deadline's re-timing of the top K) they rank first, by their
+    rounds, told apart by the paired compare (``gpu``: widened to the cases' own noise, as on a GPU); the others
+    after them, by their runs' statistics."""
     entries = list(entries)
-    if entries and all(len(e.rounds) >= 2 for e in entries):
-        by_rounds = sorted(((rounds_score(e), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
+    retimed = [e for e in entries if len(e.rounds) >= 2]
+    if retimed:
+        by_rounds = sorted(((rounds_score(e), e) for e in retimed), key=lambda p: (p[0][0], p[1].submission_id))
         ranks = [
             1 + sum(1 for _, other in by_rounds[:i] if rounds_told_apart(other, mine, rule, gpu))
             for i, (_, mine) in enumerate(by_rounds)
         ]
-        return _standings(ranks, by_rounds)
+        head = _standings(ranks, by_rounds)
+        rest = [e for e in entries if len(e.rounds) < 2]
+        if not rest:
+            return head
+        # The re-timed finalists (the top K) hold the first places; the others follow in their runs' order (an entry
+        # outside the top K was slower there, and one whose round failed has no re-timed score to stand on).
+        tail = rank(rest, rule, gpu=gpu)
+        return head + tuple(replace(t, rank=t.rank + len(head)) for t in tail)
     scored = sorted(((entry_score(e, rule), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
     ranks = [
         1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])

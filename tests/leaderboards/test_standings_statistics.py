@@ -6,6 +6,7 @@ offset, per-call noise with a slow tail, and with ``OUTLIERS`` one run in 50 rea
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Sequence
 
@@ -98,3 +99,24 @@ def test_standings_recompute_bit_identically_from_the_stored_statistics() -> Non
     again = rank(reversed([Entry.from_json(e) for e in stored]), RankingRule.GEOMEAN)
     assert snapshot(again) == snapshot(first)
     assert [s.score_ns.hex() for s in again] == [s.score_ns.hex() for s in first]
+
+
+def test_re_timed_finalists_rank_first_and_the_others_follow_in_their_runs_order() -> None:
+    """Issue 29: the deadline re-times the top K; they take the first places by their rounds (here the re-timing
+    reverses their order), and the entries outside K (or whose round failed) follow by their runs' statistics."""
+    rng = random.Random(7)
+
+    def with_rounds(e: Entry, factor: float) -> Entry:
+        """Four rounds, each case read at ``factor`` times its true time (a little noise per round)."""
+        rounds = []
+        for r in range(4):
+            stats = [case_stats(rng, t * factor, QUIET).model_dump(mode="json") for t in LARGE]
+            score = math.exp(math.fsum(math.log(st["median_ns"]) for st in stats) / len(stats))
+            rounds.append({"round": r, "machine": "m", "score_ns": score, "stats": stats})
+        return Entry(e.user_id, e.user_name, e.submission_id, e.file_name, e.cases, rounds=tuple(rounds))
+
+    a, b = (entry(rng, u, LARGE, QUIET) for u in (1, 2))
+    c, d = (entry(rng, u, [t * f for t in LARGE], QUIET) for u, f in ((3, 1.2), (4, 1.5)))
+    standings = rank([with_rounds(a, 1.1), with_rounds(b, 1.0), d, c], RankingRule.GEOMEAN)
+    assert [s.entry.user_name for s in standings] == ["u2", "u1", "u3", "u4"]
+    assert [s.rank for s in standings] == [1, 2, 3, 4]
