@@ -97,7 +97,8 @@ def test_the_reference_check_runs_every_test_case_on_the_cpu_the_smallest_first(
     assert matmul.smallest_test() == {"m": 1, "k": 1, "n": 1, "seed": 1357}
     request = reference_request(matmul)
     assert request.tests[0] == {"m": 1, "k": 1, "n": 1, "seed": 1357}
-    assert sorted(map(str, request.tests)) == sorted(map(str, matmul.task.tests))  # every one: a case failing later
+    every = [*matmul.task.tests, *matmul.task.holdout]  # every one, held-out ones too: a case failing later
+    assert sorted(map(str, request.tests)) == sorted(map(str, every))
     assert request.benchmarks == matmul.task.benchmarks  # their inputs are generated once, never timed
     bound = min(matmul.task.test_timeout_s + matmul.task.benchmark_timeout_s, REFERENCE_CHECK_MAX_S)
     assert request.limits.run_timeout_s == bound and request.limits.compile_timeout_s == 0  # nothing compiles

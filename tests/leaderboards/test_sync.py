@@ -200,7 +200,7 @@ def test_cli_formatting_helpers() -> None:
     ]
     when = datetime(2030, 1, 2, 3, 4, tzinfo=UTC)
     assert jsonable({"u": Ref("a", 5), "t": when, "b": b"x", "s": (1, 2)}) == {
-        "u": {"name": "a", "discord_id": 5},
+        "u": {"name": "a", "discord_id": 5, "github_id": None},
         "t": "2030-01-02T03:04:00+00:00",
         "b": "x",
         "s": [1, 2],
