@@ -58,3 +58,33 @@ def test_the_submit_form_takes_a_licence(world: World) -> None:
     assert sent.status_code == 303
     sid = int(sent.headers["location"].rsplit("/", 1)[-1])
     assert c.get(f"/api/v1/submissions/{sid}/license", headers=w.auth(w.ann)).json()["licence"] == "CC-BY-4.0"
+
+
+def test_the_author_chooses_a_licence_and_withdraws_a_published_kernel_from_its_page(world: World) -> None:
+    """Issue 34: the web's own way to change a licence until publication and to withdraw a published kernel."""
+    w, c = world, world.client
+    assert c.put("/api/v1/admin/leaderboards/add/archive-policy", headers=w.auth(w.admin),
+                 json={"at_once": True}).status_code == 200  # fmt: skip
+    sid = w.submit(w.ann, mode="benchmark").json()["submission_id"]
+    w.serve(FakeLauncher(respond))
+    page = c.get("/signin")
+    c.post("/signin", data={"token": w.ann, "csrf": csrf_of(page.text), "next": "/me"})
+    page = c.get(f"/submissions/{sid}")
+    assert "The open archive" in page.text and "never published" in page.text
+    forged = c.post(f"/submissions/{sid}/license", data={"csrf": "forged", "license": "MIT"}, follow_redirects=False)
+    assert forged.status_code == 403
+    saved = c.post(f"/submissions/{sid}/license", data={"csrf": csrf_of(page.text), "license": "MIT"},
+                   follow_redirects=False)  # fmt: skip
+    assert saved.status_code == 303 and saved.headers["location"].endswith("?licence=saved#archive-title")
+    page = c.get(f"/submissions/{sid}?licence=saved")
+    assert "Licence saved." in page.text and "<strong>MIT</strong>, published" in page.text
+    assert c.get(f"/archive/{sid}/cpu").status_code == 200
+    gone = c.post(f"/submissions/{sid}/license", data={"csrf": csrf_of(page.text), "action": "withdraw"},
+                  follow_redirects=False)  # fmt: skip
+    assert gone.status_code == 303 and c.get(f"/archive/{sid}/cpu").status_code == 404
+    assert "withdrawn" in c.get(f"/submissions/{sid}").text
+    # Someone else's submission: the page shows them no licence form, and a post is refused.
+    other = w.submit(w.bob, mode="benchmark").json()["submission_id"]
+    page = c.get(f"/submissions/{sid}")
+    refused = c.post(f"/submissions/{other}/license", data={"csrf": csrf_of(page.text), "license": "MIT"})
+    assert refused.status_code == 404

@@ -20,6 +20,7 @@ from leaderboards.service import LeaderboardService
 from web.auth import service_of
 from web.pages.base import principal_of, session_of, sessions_of, sign_in_first, viewer
 from web.pages.render import Viewer, render
+from web.routes.common import SubmissionId
 from web.routes.submissions import split_devices
 from web.settings import PROVIDER_TITLES
 
@@ -99,6 +100,31 @@ def signout(request: Request, csrf: str = Form(""), service: LeaderboardService 
     response = RedirectResponse("/", status_code=303)
     sessions.clear(response, request)
     return response
+
+
+@router.post("/submissions/{submission_id}/license")
+def set_licence(
+    request: Request,
+    submission_id: SubmissionId,
+    csrf: str = Form(""),
+    action: str = Form("set", max_length=16),
+    license: str = Form("", max_length=32),
+    service: LeaderboardService = Depends(service_of),
+) -> Response:
+    """The author's archive choice from their submission's page (issue 34): a licence until it is published, or
+    withdrawing a published kernel. Back to the page, saying what was done; a refusal is the error page's."""
+    session = session_of(request)
+    sessions_of(request).check_csrf(request, session, csrf)
+    who = principal_of(request, session)
+    if who is None:
+        return RedirectResponse(f"/signin?next=/submissions/{submission_id}", status_code=303)
+    if action == "withdraw":
+        service.withdraw_from_archive(submission_id, who.user)
+        said = "withdrawn"
+    else:
+        service.set_submission_licence(submission_id, who.user, license)
+        said = "saved"
+    return RedirectResponse(f"/submissions/{submission_id}?licence={said}#archive-title", status_code=303)
 
 
 NEWCOMERS_LANGUAGE = "pytorch"

@@ -7,6 +7,7 @@ stream where scripts run).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,8 +16,9 @@ from functools import partial
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
-from leaderboards.errors import LeaderboardNotFound, NotFound, SubmissionNotFound
+from leaderboards.errors import LeaderboardNotFound, NotFound, SubmissionNotFound, UserError
 from leaderboards.events import ProgressUpdate
+from leaderboards.licences import CHOICES as LICENCE_CHOICES
 from leaderboards.results import RankingEntry
 from leaderboards.service import LeaderboardService
 from web.auth import service_of
@@ -190,11 +192,18 @@ def submission_page(
             follower = service.follower(submission_id)
             if not out.status.done:
                 progress = tuple(u for u in follower.poll().updates if u.event_id is not None)
+            licence = None  # the archive licence, for its author (who may change it or withdraw the kernel)
+            if out.status.mode != "compare":
+                with contextlib.suppress(UserError):
+                    licence = service.submission_licence(submission_id, who.user)
             return render(
                 request,
                 "submission.html",
                 view,
                 sub=out,
+                licence=licence,
+                licence_choices=LICENCE_CHOICES,
+                licence_said=request.query_params.get("licence", ""),
                 progress=progress,
                 events_after=follower.after_id,
                 code=highlight(details.code, out.status.file_name),
