@@ -86,6 +86,7 @@ from leaderboards.results import (
 from leaderboards.retiming import RetimingMixin
 from leaderboards.scoring import roofline_score
 from leaderboards.service_base import ServiceBase
+from leaderboards.similarity_index import prepare as prepare_fingerprint
 from leaderboards.snapshot import (
     template_file_name,
 )
@@ -451,10 +452,12 @@ class LeaderboardService(
         """The file's safe base name, after the checks that need no leaderboard: name, size, text. ``field`` names
         the input an error is about (a compare's second file is ``against``)."""
         try:
-            return self._checked_name(file_name, content)
+            name = self._checked_name(file_name, content)
         except InvalidSubmission as exc:
             exc.field = field
             raise
+        prepare_fingerprint(content, name)  # before any transaction: the near-clone index stores it (archive.py)
+        return name
 
     def _checked_name(self, file_name: str, content: bytes) -> str:
         name = _base_name(file_name)

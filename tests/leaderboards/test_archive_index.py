@@ -190,3 +190,18 @@ def test_the_archive_filters_by_roofline_share(svc: LeaderboardService) -> None:
     found = svc.archive(ArchiveFilter(min_roofline_share=0.5)).entries
     assert [(e.submission_id, e.roofline_share) for e in found] == [(high, 0.7)]
     assert {e.submission_id for e in svc.archive(ArchiveFilter(min_roofline_share=0.1)).entries} == {low, high}
+
+
+def test_a_file_is_fingerprinted_before_its_transaction_and_not_again_inside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokenising a 1 MiB file takes about a second: the service does it with the file's first checks, before any
+    lock, and ``index_submission`` reuses it (a batch of 64 such files held a board's row lock for a minute)."""
+    import leaderboards.similarity_index as index
+
+    calls: list[str] = []
+    real = index.fingerprint
+    monkeypatch.setattr(index, "fingerprint", lambda code, name: calls.append(name) or real(code, name))
+    code = b"def custom_kernel(data):\n    return data  # prepared\n"
+    index.prepare(code, "k.py")
+    assert index._fingerprint_of(code, "other_name.py") == real(code.decode(), "k.py") and calls == ["k.py"]
+    index._fingerprint_of(code, "k.cu")  # another tokenizer: made again
+    assert calls == ["k.py", "k.cu"]
