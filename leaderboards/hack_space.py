@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from leaderboards.problem_rules import CASE_KEY, MAX_CASE_INT
 
@@ -81,14 +81,22 @@ class HackSpace(_Strict):
         "1048576}, seed: {type: int, min: 0, max: 2147483647}}.",
     )
     sizes: list[str] = Field(
-        default_factory=list, description="The int parameters whose product max_size caps (the tensor dimensions)."
+        default_factory=list,
+        description="The int parameters whose product max_size caps (the tensor dimensions); required (a hack's run "
+        "is bounded by it): [rows, cols], or [size, size] for a square.",
     )
     max_size: int = Field(
         default=1 << 24, strict=True, ge=1, le=MAX_HACK_SIZE, description="The cap on the product of the sizes."
     )
 
     @model_validator(mode="after")
-    def _names(self) -> HackSpace:
+    def _names(self, info: ValidationInfo) -> HackSpace:
+        stored = bool(info.context and info.context.get("stored"))  # a board's snapshot: checked when it was synced
+        if not self.sizes and not stored:
+            raise ValueError(
+                "sizes is required: name the int parameters whose product is the input's size (sizes: [rows, cols]; "
+                "one parameter twice for a square, sizes: [size, size]), so that max_size caps what a hack runs"
+            )
         for name in self.params:
             if not CASE_KEY.fullmatch(name):
                 raise ValueError(f"{name!a} is not a parameter name of generate_input")

@@ -828,3 +828,33 @@ class LinkedAccount(Base):
     provider: Mapped[str] = mapped_column(String(16), comment="the sign-in provider: github")
     subject: Mapped[str] = mapped_column(String(64), comment="the provider's account id")
     created_at: Mapped[datetime] = _created()
+
+
+class Hack(Base):
+    """An input hack against a board (issue 35, ``leaderboards/board_hacks.py``) on one device: a case of the
+    problem's ``hack_space`` that an account submitted, run below every person's job (the reference first, then each
+    device's top entries, correctness only). ``case`` is secret once it broke an entry (it is then a held-out case of
+    the board): no surface shows it; ``outcomes`` is what the hacker reads (entry, rank, user, verdict)."""
+
+    __tablename__ = "hacks"
+    __table_args__ = (Index(None, "status", "device"), Index(None, "leaderboard_id", "user_id"))
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"))
+    device: Mapped[str] = mapped_column(String(32))
+    case: Mapped[dict[str, Any]] = mapped_column(JSONType, comment="secret: never shown on any surface")
+    case_hash: Mapped[str] = mapped_column(String(64), comment="sha256 of the case's canonical JSON (one try a board)")
+    status: Mapped[str] = mapped_column(
+        String(16), comment="queued, running, done, refused (the reference fails on it), failed (the runner's fault)"
+    )
+    outcomes: Mapped[list[Any] | None] = mapped_column(
+        JSONType, comment="each entry run: submission id, rank, user, verdict, broken (no code, no message)"
+    )
+    broken: Mapped[int] = mapped_column(Integer(), default=0, comment="entries it broke")
+    attempts: Mapped[int] = mapped_column(Integer(), default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    note: Mapped[str | None] = mapped_column(StoredText(), comment="why it was refused, or (admins) could not run")
+    created_at: Mapped[datetime] = _created()
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

@@ -27,6 +27,7 @@ from leaderboards.admin import AdminMixin
 from leaderboards.archive import ArchiveMixin
 from leaderboards.audit import AuditMixin
 from leaderboards.batches import BatchesMixin
+from leaderboards.board_hacks import BoardHacksMixin
 from leaderboards.budgets import BudgetsMixin
 from leaderboards.competition import StandingsMixin
 from leaderboards.directives import parse_directives
@@ -147,6 +148,7 @@ class LeaderboardService(
     InvitesMixin,
     LateMixin,
     ArchiveMixin,
+    BoardHacksMixin,
     BatchesMixin,
     BudgetsMixin,
     IdempotencyMixin,

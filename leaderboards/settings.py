@@ -141,6 +141,19 @@ class CoreSettings(BaseSettings):
         "side in this many interleaved rounds, spread over the live workers serving the device, and rank the final "
         "standings by them (0, the default: no re-timing; docs/competitions.md).",
     )
+    hack_units_per_day: int = Field(
+        default=10,
+        ge=0,
+        description="Input hacks (issue 35) one account may spend in 24 hours, across leaderboards: a hack that "
+        "breaks no entry, is refused or is still waiting costs one; one that breaks an entry costs none (0: no "
+        "hacks).",
+    )
+    hack_top: int = Field(
+        default=10,
+        ge=1,
+        le=50,
+        description="How many of each device's top entries (of other accounts) an input hack runs against.",
+    )
 
     def resolved_database_url(self) -> str:
         """``DATABASE_URL``, or the embedded SQLite file in the data directory."""

@@ -77,8 +77,12 @@ def test_a_bad_space_is_refused_when_the_problem_loads(space: dict[str, object],
 
 def test_the_space_must_name_the_parameters_of_the_tests() -> None:
     task = {"description": "x", "tests": [{"size": 3, "seed": 1}], "benchmarks": [{"size": 9, "seed": 2}]}
-    space = {"params": {"size": {"type": "int", "min": 1, "max": 10}}}
+    space = {"params": {"size": {"type": "int", "min": 1, "max": 10}}, "sizes": ["size"]}
     with pytest.raises(ValidationError, match=r"must be the tests' parameters of generate_input \(seed, size\)"):
         Task.model_validate({**task, "hack_space": space})
-    both = {"params": {**space["params"], "seed": {"type": "int", "min": 0, "max": 9}}}
+    both = {"params": {**space["params"], "seed": {"type": "int", "min": 0, "max": 9}}, "sizes": ["size"]}
     assert Task.model_validate({**task, "hack_space": both}).hack_space is not None
+    with pytest.raises(ValidationError, match="sizes is required"):  # a hack's run is bounded by its sizes' cap
+        Task.model_validate({**task, "hack_space": {"params": both["params"]}})
+    stored = Task.model_validate({**task, "hack_space": {"params": both["params"]}}, context={"stored": True})
+    assert stored.hack_space is not None  # a board synced before the rule still loads (and takes no hack)
