@@ -621,6 +621,58 @@ class CaseComparison(_Model):
     ci_high: float
 
 
+class KernelSide(_Model):
+    """One file's kernel in a comparison's metric table: Nsight Compute's metrics of its launches in one call of the
+    case (launches of one name folded: times summed, percentages weighted by time; ``runners.compare_profile``)."""
+
+    name: str = Field(max_length=128, description="The kernel's name, without 'void ' and its parameter list.")
+    launches: int = Field(default=1, description="Launches of this name in the profiled call.")
+    duration_ns: float | None = Field(default=None, description="Their GPU time (gpu__time_duration), summed.")
+    share: float | None = Field(default=None, description="Of the GPU time of the file's profiled call, 0 to 1.")
+    dram_pct: float | None = Field(default=None, description="DRAM throughput, % of peak.")
+    sm_pct: float | None = Field(default=None, description="SM (compute) throughput, % of peak.")
+    occupancy_pct: float | None = Field(default=None, description="Achieved occupancy, % of the SM's warps.")
+    registers: int | None = Field(default=None, description="Registers per thread (the most of the launches).")
+    top_stall: str | None = Field(default=None, max_length=64, description="The longest launch's top stall reason.")
+
+
+class KernelDelta(_Model):
+    """One row of a case's metric table: A's kernel beside B's, and A minus B of each metric."""
+
+    rank: int = Field(description="1: the kernels taking the most GPU time, A's rank where both sides have one.")
+    matched_by: Literal["name", "rank", "none"] = Field(
+        description="'name': the same kernel name on both sides; 'rank': the kernels of the same rank by GPU time "
+        "after the name matches; 'none': only one side has a kernel there."
+    )
+    a: KernelSide | None = None
+    b: KernelSide | None = None
+    duration_ratio: float | None = Field(default=None, description="A's GPU time over B's (below 1: A's is shorter).")
+    dram_pct: float | None = Field(default=None, description="A minus B, percentage points.")
+    sm_pct: float | None = Field(default=None, description="A minus B, percentage points.")
+    occupancy_pct: float | None = Field(default=None, description="A minus B, percentage points.")
+    registers: int | None = Field(default=None, description="A minus B, registers per thread.")
+    stall_changed: bool = Field(default=False, description="Whether the two kernels' top stall reasons differ.")
+
+
+class CaseMetrics(_Model):
+    """One benchmark case of a comparison's metrics: the dominant kernels of each file matched, side by side."""
+
+    index: int
+    case: dict[str, Any]
+    kernels: list[KernelDelta] = Field(default_factory=list, max_length=8)
+    note: str = Field(default="", max_length=600, description="Why a side has no metrics for this case, if so.")
+
+
+class ComparisonMetrics(_Model):
+    """``--compare --profile``: after the ratio, one profile-mode run of each file per case under Nsight Compute."""
+
+    collector: Literal["ncu", "none"] = Field(
+        description="'ncu': the table is Nsight Compute's; 'none': this runner could not profile (``note``)."
+    )
+    note: str = Field(default="", max_length=600, description="What is missing, and why (no ncu, a run failed).")
+    cases: list[CaseMetrics] = Field(default_factory=list)
+
+
 class Comparison(_Model):
     """Two submissions' benchmark runs, interleaved on one machine, compared (``runners.compare``)."""
 
@@ -633,3 +685,9 @@ class Comparison(_Model):
     ratio: float | None = Field(default=None, description="Paired ratio of the runs' scores, A over B.")
     ci_low: float | None = None
     ci_high: float | None = None
+    metrics: ComparisonMetrics | None = Field(
+        default=None,
+        description="With --profile (the API's profile=true): per case, the dominant kernels' Nsight Compute metrics "
+        "of each file side by side and their deltas (runners.compare_profile). Omitted without it.",
+        exclude_if=lambda metrics: metrics is None,
+    )

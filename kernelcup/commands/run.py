@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from leaderboards.problems import Problem
-    from runners.contract import Comparison, ProgressEvent, RunRequest, RunResult
+    from runners.contract import Comparison, ComparisonMetrics, ProgressEvent, RunRequest, RunResult
     from runners.entry.prestart import Prestarter
     from runners.settings import RunnerSettings
 
@@ -118,6 +118,12 @@ def run(
         help="With --compare: the most benchmark runs of each file (even: each first as often; default 20 on a GPU, "
         "6 on the CPU). It stops earlier, after 6 or more, once the A/B ratio is known within ±0.4%.",
     ),
+    profile: bool = typer.Option(
+        False,
+        "--profile",
+        help="With --compare, on a GPU: after the ratio, profile each case of both files under Nsight Compute and "
+        "show their dominant kernels side by side (DRAM %, SM %, occupancy, registers, top stall) with the deltas.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the RunResult as JSON instead of a report."),
     lang: LangChoice | None = typer.Option(
         None,
@@ -131,12 +137,12 @@ def run(
     server: str | None = server_option(),
 ) -> None:
     with output_to(output):
-        _run(paths, leaderboard, mode, device, seed, compare, rounds, as_json, lang, server)
+        _run(paths, leaderboard, mode, device, seed, compare, rounds, as_json, lang, server, profile)
 
 
 def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, device: RunDevice | None,
          seed: int | None, compare: bool, rounds: int | None, as_json: bool, lang: LangChoice | None,
-         server: str | None) -> None:  # fmt: skip
+         server: str | None, profile: bool = False) -> None:  # fmt: skip
     from kernelcup.settings import SettingsError, load
     from leaderboards.problems import ProblemFormatError, load_problem
     from runners.compare import CPU_ROUNDS, DEFAULT_ROUNDS
@@ -161,6 +167,9 @@ def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, de
         _fail(f"--compare takes exactly two files, not {len(files)}: `kernelcup run PROBLEM_DIR A.py B.py --compare`")
     if compare and mode is not None and mode is not ModeChoice.BENCHMARK:
         _fail(f"--compare runs benchmark mode; drop --mode {mode.value}")
+    if profile and not compare:
+        _fail("--profile adds Nsight Compute's kernel metrics to a comparison: `kernelcup run PROBLEM_DIR A.py B.py "
+              "--compare --profile`; to profile one file, use --mode profile")  # fmt: skip
     if compare and rounds is not None and rounds % 2:
         _fail(f"--rounds must be even (each file runs first as often as second), not {rounds}; try {rounds + 1}")
     from_server = False
@@ -182,6 +191,9 @@ def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, de
     target = (device or RunDevice(default_device())).value
     if target == "cuda" and default_device() == "cpu":  # refused at once: the run would only fail later
         _fail("this machine has no GPU (no NVIDIA driver answers); run with --device cpu")
+    if profile and target == "cpu":
+        _fail("--compare --profile needs a GPU: Nsight Compute profiles CUDA kernels. Drop --profile to compare on "
+              "the CPU, or run with --device cuda on a machine with an NVIDIA GPU")  # fmt: skip
     if rounds is None:  # a CPU's timings are for trying things out: its noise would keep a compare from settling
         rounds = CPU_ROUNDS if target == "cpu" else DEFAULT_ROUNDS
     if run_mode is Mode.RANKED and seed is None:
@@ -206,7 +218,8 @@ def _run(paths: list[Path], leaderboard: str | None, mode: ModeChoice | None, de
         placement = {**placement, "require_sandbox": True}  # (and refused above where bubblewrap cannot run)
     try:
         if compare:
-            _compare(problem.name, requests[0], requests[1], runner, rounds, as_json, prestart, placement)
+            _compare(problem.name, requests[0], requests[1], runner, rounds, as_json, prestart, placement,
+                     profile=profile)  # fmt: skip
         results = [_run_one(problem.name, request, target, runner, as_json, quiet=len(files) > 1, prestart=prestart,
                             placement=placement) for request in requests]  # fmt: skip
     finally:
@@ -348,7 +361,8 @@ def _render_batch(results: list[RunResult], names: list[str]) -> None:
 
 
 def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, rounds: int, as_json: bool,
-             prestart: Prestarter | None = None, placement: dict[str, Any] | None = None) -> NoReturn:  # fmt: skip
+             prestart: Prestarter | None = None, placement: dict[str, Any] | None = None, *,
+             profile: bool = False) -> NoReturn:  # fmt: skip
     from rich.console import Console
 
     from kernelcup.commands.text import safe
@@ -366,6 +380,16 @@ def _compare(name: str, a: RunRequest, b: RunRequest, runner: RunnerSettings, ro
             status.update(f"[bold]{safe(name)}[/]: comparing, {round_text(min(done + 1, total), total)}…")
 
         result = compare(a, b, run, rounds=rounds, on_round=on_round)
+        if profile and result.verdict.passed:
+            from runners.compare_profile import cannot_profile, profile_pair, unavailable
+
+            def on_case(case: int, cases: int) -> None:
+                status.update(f"[bold]{safe(name)}[/]: profiling both files under Nsight Compute, case {case} of "
+                              f"{cases}…")  # fmt: skip
+
+            why = cannot_profile(quiet, a)  # said in the result: the comparison stands without the metrics
+            metrics = unavailable(why) if why else profile_pair(a, b, run, (result.a, result.b), on_case)
+            result = result.model_copy(update={"metrics": metrics})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         raise typer.Exit(0 if result.verdict.passed else 1)
@@ -393,6 +417,26 @@ def render_comparison(console: Console, result: Comparison) -> None:
                       f"{c.ratio:.4f}", f"{c.ci_low:.4f} to {c.ci_high:.4f}")  # fmt: skip
     console.print(table)
     console.print(safe(printable(result.message)))
+    if result.metrics is not None:
+        render_metrics(console, result.metrics)
+
+
+def render_metrics(console: Console, metrics: ComparisonMetrics) -> None:
+    """``--compare --profile``'s kernel metrics, compact: per case a line per dominant kernel pair, each metric as
+    'A | B (A-B)'; or why there are none. Kernel names are the submissions' own text: escaped."""
+    from kernelcup.commands.text import safe
+    from leaderboards.formatting import printable
+    from runners.compare_profile import row_text
+
+    if metrics.collector == "none" and not any(c.kernels for c in metrics.cases):
+        console.print(safe(printable(metrics.note or "no kernel metrics")), highlight=False)
+        return
+    console.print("[bold]kernel metrics[/] (Nsight Compute, one profiled call a case; each A | B, then A-B)")
+    for c in metrics.cases:
+        note = f": {safe(printable(c.note))}" if c.note else ""
+        console.print(f"case {c.index + 1} ({safe(_case(c.case))}){note}", highlight=False)
+        for row in c.kernels:
+            console.print("  " + safe(printable(row_text(row))), highlight=False)
 
 
 def save_ncu_report(report: bytes, path: Path) -> Path:
