@@ -54,6 +54,12 @@ PROGRAM_RESERVE_SHARE = 0.5
 live workers serving the device (rounded up; at most all but one) is still idle. Programs fill what people leave
 idle, and a person's job finds a free worker at once instead of waiting behind a program's; 0: no lane."""
 """Candidates a claim tries to lock, in fair order (concurrent workers skip the ones another holds)."""
+PREEMPT_MAX = 3
+"""Preemption (issue 33): how many times one program job may be given up for people's jobs. After that it is no
+longer preempted and runs to its end, so every program job finishes (no starvation). 0: programs are never
+preempted."""
+PREEMPTED = "preempted"
+"""The phase of the job event a preemption writes; the events count a job's preemptions (no column needed)."""
 MAX_DETAIL = 2000
 """Longest event detail / job error stored (launcher messages can be long)."""
 
@@ -112,6 +118,8 @@ class Claim:
     remote_ref: str | None
     claimed_at: datetime
     queued_at: datetime
+    program: bool = False
+    """A program account's job: the worker may preempt it for a person's (``JobQueue.preempt_for_person``)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,17 @@ class Outcome:
     status: str
     next_attempt_at: datetime | None
     message: str
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """A program's job given up for a person's (``JobQueue.preempt_for_person``): ``preempted``'s lease is revoked
+    and its job is back in the queue; ``claim`` is the person's job the worker now holds in its place; ``count``
+    how many times the preempted job has been preempted, this time included."""
+
+    preempted: Claim
+    claim: Claim
+    count: int
 
 
 def backoff_s(attempt: int, base_s: float, max_s: float) -> float:
@@ -138,11 +157,13 @@ class JobQueue:
         clock: Callable[[], datetime] = utcnow,
         db_retry_s: float = 60.0,
         program_reserve_share: float = PROGRAM_RESERVE_SHARE,
+        max_preemptions: int = PREEMPT_MAX,
     ) -> None:
         self.db = db
         self.clock = clock
         self.db_retry_s = db_retry_s
         self.program_reserve_share = program_reserve_share
+        self.max_preemptions = max_preemptions
 
     def _retry(self, fn: Callable[[], T], what: str) -> T:
         return with_db_retry(fn, budget_s=self.db_retry_s, what=what)
@@ -202,45 +223,55 @@ class JobQueue:
                         break
                 if job is None:
                     return None
-                reclaimed = job.status == JobStatus.RUNNING.value
-                previous = job.lease_owner
-                owner = f"{worker_id}#{uuid.uuid4().hex[:12]}"
-                job.status = JobStatus.RUNNING.value
-                job.attempts += 1
-                job.lease_owner = owner
-                job.lease_expires_at = now + timedelta(seconds=lease_s)
-                job.heartbeat_at = now
-                job.next_attempt_at = None
-                job.started_at = job.started_at or now
-                s.execute(
-                    update(User)
-                    .where(
-                        User.id
-                        == select(Submission.user_id).where(Submission.id == job.submission_id).scalar_subquery()
-                    )
-                    .values(last_claimed_at=now)
-                    .execution_options(synchronize_session=False)
-                )
-                detail = f"attempt {job.attempts}/{job.max_attempts} by worker {worker_id}"
-                if reclaimed:
-                    detail += f" (the lease of {previous} expired)"
-                s.add(JobEvent(job_id=job.id, phase="started", detail=_clip(detail), created_at=now))
-                return Claim(
-                    job_id=job.id,
-                    submission_id=job.submission_id,
-                    device=job.device,
-                    attempt=job.attempts,
-                    max_attempts=job.max_attempts,
-                    owner=owner,
-                    remote_ref=job.remote_ref,
-                    claimed_at=now,
-                    queued_at=job.created_at,
-                )
+                return self._take(s, job, worker_id, lease_s=lease_s, now=now)
 
         return self._retry(tx, "claim")
 
+    def _take(self, s: Session, job: Job, worker_id: str, *, lease_s: float, now: datetime) -> Claim:
+        """Make the locked, runnable ``job`` this worker's under a fresh lease (one more attempt)."""
+        reclaimed = job.status == JobStatus.RUNNING.value
+        previous = job.lease_owner
+        owner = f"{worker_id}#{uuid.uuid4().hex[:12]}"
+        job.status = JobStatus.RUNNING.value
+        job.attempts += 1
+        job.lease_owner = owner
+        job.lease_expires_at = now + timedelta(seconds=lease_s)
+        job.heartbeat_at = now
+        job.next_attempt_at = None
+        job.started_at = job.started_at or now
+        user_id = select(Submission.user_id).where(Submission.id == job.submission_id).scalar_subquery()
+        s.execute(
+            update(User)
+            .where(User.id == user_id)
+            .values(last_claimed_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        program = bool(s.scalar(select(User.is_program).where(User.id == user_id)))
+        detail = f"attempt {job.attempts}/{job.max_attempts} by worker {worker_id}"
+        if reclaimed:
+            detail += f" (the lease of {previous} expired)"
+        s.add(JobEvent(job_id=job.id, phase="started", detail=_clip(detail), created_at=now))
+        return Claim(
+            job_id=job.id,
+            submission_id=job.submission_id,
+            device=job.device,
+            attempt=job.attempts,
+            max_attempts=job.max_attempts,
+            owner=owner,
+            remote_ref=job.remote_ref,
+            claimed_at=now,
+            queued_at=job.created_at,
+            program=program,
+        )
+
     def _fair_candidates(
-        self, s: Session, now: datetime, devices: Sequence[str] | None, submission_id: int | None
+        self,
+        s: Session,
+        now: datetime,
+        devices: Sequence[str] | None,
+        submission_id: int | None,
+        *,
+        people_only: bool = False,
     ) -> list[int]:
         """Runnable job ids in the order they should be served: jobs whose worker died first (they were started
         already and have waited a lease), then per user the oldest job, users who were served least recently first
@@ -256,26 +287,43 @@ class JobQueue:
             .where(*self._runnable(now, devices, submission_id))
             .subquery()
         )
+        people = [User.is_program.is_(False)] if people_only else []
         rows = s.execute(
             select(per_user.c.job_id)
             .join(User, User.id == per_user.c.user_id)
-            .where(or_(per_user.c.turn <= 2, per_user.c.fresh == 0))
+            .where(or_(per_user.c.turn <= 2, per_user.c.fresh == 0), *people)
             .order_by(per_user.c.fresh, per_user.c.turn, User.last_claimed_at.asc().nulls_first(), per_user.c.job_id)
             .limit(CLAIM_CANDIDATES)
         ).all()
         return [int(r[0]) for r in rows]
 
-    def program_lane(self, s: Session, device: str, now: datetime) -> int:
-        """How many jobs may run on ``device`` with a program's among them: its live, healthy workers less those kept
-        idle for people (``program_reserve_share`` of them, rounded up, at most all but one)."""
+    def places(self, s: Session, device: str, now: datetime) -> int:
+        """The places serving ``device``: its live, healthy worker processes (at least one). A worker process counts
+        as one place whatever its ``--concurrency``."""
         since = now - timedelta(seconds=WORKER_ALIVE_S)
         alive = s.scalars(
             select(WorkerRow.devices).where(
                 WorkerRow.heartbeat_at >= since, WorkerRow.stopped_at.is_(None), WorkerRow.healthy.is_(True)
             )
         ).all()
-        workers = max(1, sum(1 for d in alive if serves(d, device)))
+        return max(1, sum(1 for d in alive if serves(d, device)))
+
+    def program_lane(self, s: Session, device: str, now: datetime) -> int:
+        """How many jobs may run on ``device`` with a program's among them: its live, healthy workers less those kept
+        idle for people (``program_reserve_share`` of them, rounded up, at most all but one)."""
+        workers = self.places(s, device, now)
         return workers - min(math.ceil(self.program_reserve_share * workers), workers - 1)
+
+    def _running(self, s: Session, device: str, now: datetime) -> int:
+        """Jobs running on ``device`` under a live lease (anyone's)."""
+        return int(
+            s.scalar(
+                select(func.count())
+                .select_from(Job)
+                .where(Job.device == device, Job.status == JobStatus.RUNNING.value, Job.lease_expires_at >= now)
+            )
+            or 0
+        )
 
     def _full_program_lanes(self, s: Session, now: datetime, candidates: Sequence[int]) -> set[int]:
         """The candidates that are program accounts' jobs on a device whose program lane is full: as many jobs
@@ -291,14 +339,113 @@ class JobQueue:
         ).all()
         full: set[int] = set()
         for device in {d for _, d in programs}:
-            running = s.scalar(
-                select(func.count())
-                .select_from(Job)
-                .where(Job.device == device, Job.status == JobStatus.RUNNING.value, Job.lease_expires_at >= now)
-            )
-            if int(running or 0) >= self.program_lane(s, device, now):
+            if self._running(s, device, now) >= self.program_lane(s, device, now):
                 full |= {job_id for job_id, d in programs if d == device}
         return full
+
+    # -- preemption (issue 33) ------------------------------------------------------------------------------------
+
+    def preemptions(self, s: Session, job_id: int) -> int:
+        """How many times ``job_id`` was preempted (its ``preempted`` events)."""
+        return int(
+            s.scalar(
+                select(func.count()).select_from(JobEvent).where(JobEvent.job_id == job_id, JobEvent.phase == PREEMPTED)
+            )
+            or 0
+        )
+
+    def _people_waiting(self, s: Session, device: str, now: datetime) -> int:
+        """People's (not program accounts') runnable jobs on ``device``: queued and due, or left by a dead worker."""
+        return int(
+            s.scalar(
+                select(func.count())
+                .select_from(Job)
+                .join(Submission, Submission.id == Job.submission_id)
+                .join(User, User.id == Submission.user_id)
+                .where(*self._runnable(now, [device], None), User.is_program.is_(False))
+            )
+            or 0
+        )
+
+    def _person_to_take(self, s: Session, device: str, now: datetime) -> Job | None:
+        """The person's job to start in a preempted job's place, locked: the first person's in the claim's fair
+        order that no other worker holds."""
+        for job_id in self._fair_candidates(s, now, [device], None, people_only=True):
+            runnable = self._runnable(now, [device], None)
+            job = s.scalar(select(Job).where(Job.id == job_id, *runnable).with_for_update(skip_locked=True))
+            if job is not None:
+                return job
+        return None
+
+    def preempt_for_person(self, worker_id: str, held: Sequence[Claim], *, lease_s: float) -> Preemption | None:
+        """Give up one of ``held`` (this worker's claims) that is a program's job for a person's waiting job, when
+        people wait on its device and no idle place would take them: more of people's jobs are runnable there than
+        places (``places``) stand idle. In one transaction the program job's lease is revoked and it goes back to the
+        queue (its attempt not counted, its stored runs kept, its start forgotten), and the person's job becomes this
+        worker's under a new lease. The worker then kills the program's run (the launcher's cancel path) and runs the
+        person's job in its place.
+
+        Never a person's job; never a job preempted ``max_preemptions`` times already (it runs to its end: no
+        starvation); of the rest the one preempted least, then the one claimed last (the least work lost). The
+        caller leaves out jobs whose result it is storing. None when nothing is to be done (or preemption is off)."""
+        programs = [c for c in held if c.program]
+        if self.max_preemptions <= 0 or not programs:
+            return None
+
+        def tx() -> Preemption | None:
+            now = self.clock()
+            with self.db.transaction() as s:
+                for device in sorted({c.device for c in programs}):
+                    waiting = self._people_waiting(s, device, now)
+                    if waiting == 0 or waiting <= self.places(s, device, now) - self._running(s, device, now):
+                        continue  # nobody waits, or an idle worker will take them at its next poll
+                    counts = {c.job_id: self.preemptions(s, c.job_id) for c in programs if c.device == device}
+                    order = sorted(
+                        (c for c in programs if c.device == device and counts[c.job_id] < self.max_preemptions),
+                        key=lambda c: (counts[c.job_id], -c.claimed_at.timestamp(), -c.job_id),
+                    )
+                    if not order:
+                        continue
+                    person = self._person_to_take(s, device, now)
+                    if person is None:
+                        continue  # each waiting person's job is being taken by another worker right now
+                    for victim in order:
+                        row = s.scalar(
+                            select(Job)
+                            .where(
+                                Job.id == victim.job_id,
+                                Job.lease_owner == victim.owner,
+                                Job.status == JobStatus.RUNNING.value,
+                            )
+                            .with_for_update()
+                        )
+                        if row is None:
+                            continue  # finished or lost meanwhile
+                        count = counts[victim.job_id] + 1
+                        self._revoke(s, row, now, count)
+                        claim = self._take(s, person, worker_id, lease_s=lease_s, now=now)
+                        return Preemption(preempted=victim, claim=claim, count=count)
+                return None
+
+        return self._retry(tx, "preempt_for_person")
+
+    def _revoke(self, s: Session, job: Job, now: datetime, count: int) -> None:
+        """Back to the queue at once: the lease revoked (every later write of its holder is refused), the attempt not
+        counted, the remote run forgotten (its launcher cancels it), and its start cleared, so a compare's budget is
+        spent from the start of the attempt that completes it, not from the killed one."""
+        job.status = JobStatus.QUEUED.value
+        job.attempts = max(0, job.attempts - 1)
+        job.lease_owner = None
+        job.lease_expires_at = None
+        job.next_attempt_at = None
+        job.remote_ref = None
+        job.started_at = None
+        last = " (the last time: it now runs to its end)" if count >= self.max_preemptions else ""
+        detail = (
+            f"preempted {count}/{self.max_preemptions} for a person's job{last}; back in the queue, not counted as an "
+            "attempt, and the killed run is not charged to the GPU budget"
+        )
+        s.add(JobEvent(job_id=job.id, phase=PREEMPTED, detail=_clip(detail), created_at=now))
 
     def _fail_exhausted(self, s: Session, now: datetime, devices: Sequence[str] | None) -> None:
         """Fail running jobs whose lease expired on their last attempt (their worker died every time)."""

@@ -44,6 +44,7 @@ from leaderboards.formatting import verdict_words
 from leaderboards.holdout import SystemTestRunner
 from leaderboards.models import JobStatus
 from leaderboards.queue import (
+    PREEMPT_MAX,
     PROGRAM_RESERVE_SHARE,
     Claim,
     JobQueue,
@@ -120,6 +121,15 @@ class WorkerSettings(BaseSettings):
         description="The program lane: a program account's job starts on a device only while this share of the live "
         "worker processes serving it (rounded up, at most all but one) stays idle for people after it (0: no lane). "
         "docs/queue.md.",
+    )
+    max_preemptions: int = Field(
+        default=PREEMPT_MAX,
+        ge=0,
+        le=100,
+        description="Preemption: while people's jobs wait on a device and no worker serving it is idle, a worker "
+        "running a program account's job kills that run, puts the job back in the queue (not counted as an attempt) "
+        "and runs the person's job instead; one program job at most this many times, then it runs to its end "
+        "(0: never). docs/queue.md.",
     )
     lease_s: float = Field(default=60.0, gt=0, description="Lease of a claimed job; renewed by heartbeats.")
     heartbeat_s: float = Field(default=10.0, gt=0, description="Interval of lease and liveness heartbeats.")
@@ -266,6 +276,7 @@ class Worker:
             clock=service.clock,
             db_retry_s=self.settings.db_retry_s,
             program_reserve_share=self.settings.program_reserve_share,
+            max_preemptions=self.settings.max_preemptions,
         )
         self.housekeeping = housekeeping
         self.spool = spool if spool is not None else ResultSpool(self.settings.spool_dir)
@@ -275,6 +286,9 @@ class Worker:
         self._held: dict[int, tuple[Claim, asyncio.Task[Any]]] = {}
         self._storing: set[int] = set()  # jobs whose result is being committed: never cancelled then
         self._why_cancelled: dict[int, str] = {}
+        self._yielding: dict[int, asyncio.Future[bool]] = {}  # program jobs whose preemption is being decided
+        self._preempted: set[int] = set()  # jobs given up for a person's: their killed runs end in the background
+        self._dying: set[asyncio.Task[Any]] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._wake = asyncio.Event()
         self._closing = threading.Event()  # set when the worker stops: endless database retries give up
@@ -334,6 +348,7 @@ class Worker:
             for task in slots:
                 task.cancel()
             await asyncio.gather(*slots, return_exceptions=True)  # each slot kills its job's run as it ends
+            await asyncio.gather(*self._dying, return_exceptions=True)  # preempted runs still being killed
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
@@ -359,41 +374,109 @@ class Worker:
         return False
 
     async def _slot(self, stop: asyncio.Event, once: bool, until: Callable[[], bool] | None) -> None:
-        while not stop.is_set() and not (until is not None and until()):
-            if not self.healthy:
-                if once:
-                    return  # nothing this worker can serve now
-                await self._recover(stop)
-                continue
+        claim: Claim | None = None  # a person's job taken in a preempted program job's place: run next, unclaimed
+        try:
+            while not stop.is_set() and not (until is not None and until()):
+                if claim is None:
+                    if not self.healthy:
+                        if once:
+                            return  # nothing this worker can serve now
+                        await self._recover(stop)
+                        continue
+                    try:
+                        claim = await self._db(
+                            self.queue.claim,
+                            self.worker_id,
+                            lease_s=self.settings.lease_s,
+                            devices=self.devices,
+                            submission_id=self.submission_id,
+                        )
+                    except Exception as exc:
+                        log.warning("claiming a job failed (%s); trying again shortly", _why(exc))
+                        claim = None
+                    if claim is None:
+                        if await self._system_test():
+                            continue
+                        if once:
+                            return
+                        await self._idle(stop)
+                        continue
+                current, claim = claim, None
+                task = asyncio.create_task(self.process(current), name=f"kc-job-{current.job_id}")
+                self._held[current.job_id] = (current, task)
+                try:
+                    claim = await self._serve(current, task, stop)
+                except asyncio.CancelledError:  # stopped at once (a second signal): kill the run before letting go
+                    self._why_cancelled.setdefault(current.job_id, "the worker was stopped at once")
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                    raise
+                finally:
+                    self._held.pop(current.job_id, None)
+        finally:
+            if claim is not None:  # taken by a preemption as the worker stopped: back to the queue, uncounted
+                await asyncio.shield(self._release_quietly(claim, "the worker stopped"))
+
+    async def _serve(self, claim: Claim, task: asyncio.Task[Any], stop: asyncio.Event) -> Claim | None:
+        """Wait for the job's task to end (or for the worker to stop). A program's job is looked at every poll
+        while it runs: when a person's job waits and no worker is idle for it, the program's run is killed and
+        the person's job, already claimed for this slot in the same transaction, is returned to run next."""
+        if claim.program and self.queue.max_preemptions > 0 and self.submission_id is None:
+            stopping = asyncio.ensure_future(stop.wait())
             try:
-                claim = await self._db(
-                    self.queue.claim,
-                    self.worker_id,
-                    lease_s=self.settings.lease_s,
-                    devices=self.devices,
-                    submission_id=self.submission_id,
-                )
-            except Exception as exc:
-                log.warning("claiming a job failed (%s); trying again shortly", _why(exc))
-                claim = None
-            if claim is None:
-                if await self._system_test():
-                    continue
-                if once:
-                    return
-                await self._idle(stop)
-                continue
-            task = asyncio.create_task(self.process(claim), name=f"kc-job-{claim.job_id}")
-            self._held[claim.job_id] = (claim, task)
-            try:
-                await self._until_done_or_stopped(task, stop)
-            except asyncio.CancelledError:  # stopped at once (a second signal): kill the run before letting go
-                self._why_cancelled.setdefault(claim.job_id, "the worker was stopped at once")
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                raise
+                while not task.done() and not stopping.done():
+                    await asyncio.wait(
+                        [task, stopping], timeout=self.settings.poll_s, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    if task.done() or stopping.done():
+                        break
+                    taken = await self._preempt(claim, task)
+                    if taken is not None:
+                        return taken
             finally:
-                self._held.pop(claim.job_id, None)
+                stopping.cancel()
+        await self._until_done_or_stopped(task, stop)
+        return None
+
+    async def _preempt(self, claim: Claim, task: asyncio.Task[Any]) -> Claim | None:
+        """Give ``claim``'s program job up for a person's if the queue says so (``JobQueue.preempt_for_person``):
+        kill its run in the background (the launcher's cancel path) and return the person's job's claim."""
+        if claim.job_id in self._storing or task.done() or len(self._held) < self.settings.concurrency:
+            return None  # its result is being stored: never given up then; a free slot here takes people itself
+        gate: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._yielding[claim.job_id] = gate  # a result finishing meanwhile waits for the decision (``_may_store``)
+        preemption = None
+        try:
+            preemption = await self._db(
+                self.queue.preempt_for_person, self.worker_id, [claim], lease_s=self.settings.lease_s
+            )
+        except Exception as exc:
+            log.warning("could not look for people waiting behind job %s (%s)", claim.job_id, _why(exc))
+        finally:
+            self._yielding.pop(claim.job_id, None)
+            gate.set_result(preemption is not None)
+        if preemption is None:
+            return None
+        why = (
+            f"preempted ({preemption.count}/{self.queue.max_preemptions}) for a person's job "
+            f"(job {preemption.claim.job_id} runs in its place)"
+        )
+        log.info("job %s (%s): %s", claim.job_id, claim.device, why)
+        self._why_cancelled[claim.job_id] = why
+        self._preempted.add(claim.job_id)
+        self._dying.add(task)
+        task.add_done_callback(self._dying.discard)
+        if not task.cancelling():  # once: a second cancel would cut short its note that it was killed
+            task.cancel(msg="preempted")
+        return preemption.claim
+
+    async def _may_store(self, claim: Claim) -> None:
+        """Before a result is stored: wait while the job's preemption is being decided; ``LeaseLost`` if it was
+        preempted (its finished run is dropped like a killed one, and runs again). Add the job to ``_storing``
+        right after this, with no await between, so no preemption starts while it stores."""
+        while (gate := self._yielding.get(claim.job_id)) is not None:
+            if await asyncio.shield(gate):
+                raise LeaseLost(claim.job_id, claim.owner)
 
     async def _system_test(self) -> bool:
         """Run one system test, else one re-timing round, else one rejudge, if there is one (never on a worker that
@@ -451,7 +534,8 @@ class Worker:
                 except Exception as exc:
                     log.warning("lease heartbeat of job %s failed (%s); trying again next beat", job_id, _why(exc))
                     continue
-                if not held and not task.done() and job_id not in self._storing:
+                deciding = job_id in self._yielding or job_id not in self._held  # a preemption kills it, if any
+                if not held and not task.done() and job_id not in self._storing and not deciding:
                     log.warning(
                         "lost the lease of job %s (cancelled, or expired and taken over); killing its run", job_id
                     )
@@ -556,6 +640,11 @@ class Worker:
             report = await self._process(claim)
         except asyncio.CancelledError:
             why = self._why_cancelled.pop(claim.job_id, "the worker stopped")
+            if claim.job_id in self._preempted:  # already back in the queue, its lease revoked: just say so
+                self._preempted.discard(claim.job_id)
+                report = await asyncio.shield(self._after_preemption(claim, why))
+                self.reports.append(report)
+                raise
             report = await asyncio.shield(self._after_kill(claim, why))
             self.reports.append(report)
             raise
@@ -565,6 +654,7 @@ class Worker:
             )
             report = JobReport(claim.job_id, "abandoned", message=f"database unreachable: {_why(exc)}")
         self._why_cancelled.pop(claim.job_id, None)
+        self._preempted.discard(claim.job_id)  # preempted as its run ended on its own: nothing was killed
         self.reports.append(report)
         log.info("job %s (%s): %s %s", claim.job_id, claim.device, report.status, report.message)
         return report
@@ -578,6 +668,13 @@ class Worker:
             log.warning("could not record that job %s was killed (%s)", claim.job_id, _why(exc))
         released = await self._release_quietly(claim, why)
         return JobReport(claim.job_id, "released" if released else "abandoned", message=f"killed: {why}")
+
+    async def _after_preemption(self, claim: Claim, why: str) -> JobReport:
+        try:
+            await self._db(self.queue.add_note, claim, "killed", f"the run was killed: {why}")
+        except Exception as exc:
+            log.warning("could not record that job %s was killed (%s)", claim.job_id, _why(exc))
+        return JobReport(claim.job_id, "preempted", message=why)
 
     async def _release_quietly(self, claim: Claim, reason: str = "the worker stopped") -> bool:
         try:
@@ -608,6 +705,7 @@ class Worker:
                 result = await self._launch(launcher, claim, run.request, ref)
                 ref = None  # a stored reference belongs to the first run still to do
                 final = i == len(todo) - 1 or not result.passed
+                await self._may_store(claim)
                 self._storing.add(claim.job_id)  # the fence in the transaction decides; a cancel would only lie
                 try:
                     rec = await self._store(claim, run.secret, result, final)
@@ -667,6 +765,7 @@ class Worker:
             if comparison is not None:
                 break
         comparison = comparison or tally.result()
+        await self._may_store(claim)
         self._storing.add(claim.job_id)
         path = await asyncio.to_thread(self.spool.put, claim, False, True, comparison)  # kept until stored
         try:
