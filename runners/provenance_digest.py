@@ -39,7 +39,7 @@ def digest(bench: BenchmarkResult, metrics: Sequence[KernelMetrics] = ()) -> str
         of = (top.duration_ns or 0.0) / record.recorded_ns
         line = f"dominant kernel {short_name(top.name, 60)} ({LABELS.get(top.library, top.library)}, {of:.0%} of the " \
                "recorded time)"  # fmt: skip
-        stalls = next((m.top_stalls for m in metrics if m.name == top.name and m.top_stalls), [])
+        stalls = next((m.top_stalls for m in metrics if same_kernel(m.name, top.name) and m.top_stalls), [])
         if stalls:
             line += "; top stall " + ", ".join(f"{s.reason} {s.value:.3g}" for s in stalls[:2])
         parts.append(line)
@@ -47,3 +47,17 @@ def digest(bench: BenchmarkResult, metrics: Sequence[KernelMetrics] = ()) -> str
             parts.append(f"the kernels explain only {record.coverage:.0%} of the timed call (launch overhead, or "
                          "work the collector did not see)")  # fmt: skip
     return "; ".join(parts)[:MAX_DIGEST_CHARS]
+
+
+def _base(name: str) -> str:
+    """A kernel's function name alone: 'void at::native::f<4, ...>(int, ...)' and 'f' both read 'f'."""
+    text = short_name(name, len(name) + 1)
+    return text.split("<", 1)[0].rsplit("::", 1)[-1].strip()
+
+
+def same_kernel(a: str, b: str) -> bool:
+    """Whether two names are one kernel's. The provenance pass records whole demangled names (``void
+    at::native::vectorized_elementwise_kernel<4, ...>(int, float, ...)``, what its classifier reads); profile mode
+    reads ncu's default names, which may differ in the parameter list (``(int, T2, T3)``), or be the function alone
+    (``matmul_naive``): one kernel when the function names agree."""
+    return a == b or (bool(_base(a)) and _base(a) == _base(b))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from runners.contract import BenchmarkResult, KernelMetrics, StallReason, Verdict
 from runners.provenance import Launch, case_record
-from runners.provenance_digest import MAX_DIGEST_CHARS, digest
+from runners.provenance_digest import MAX_DIGEST_CHARS, digest, same_kernel
 
 
 def _bench(share: float | None, limit: str, launches: list[Launch], median: float) -> BenchmarkResult:
@@ -36,3 +36,17 @@ def test_low_coverage_is_said_and_nothing_known_says_nothing() -> None:
     assert digest(BenchmarkResult(index=0, case={}, verdict=Verdict.ACCEPTED)) == ""
     long = _bench(0.5, "memory", [Launch("x" * 5000, 1.0)], 1.0)
     assert len(digest(long)) <= MAX_DIGEST_CHARS
+
+
+def test_the_stall_is_found_under_ncus_function_name_for_the_recorded_demangled_one() -> None:
+    """Profile mode's ncu may name a kernel otherwise than the provenance pass's demangled signature (by its function
+    alone, or with other parameter types): the digest pairs them (and never a kernel of another name)."""
+    stall = StallReason(reason="lg_throttle", value=12.0, metric="smsp__average_warp_latency_issue_stalled_x")
+    name = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, float)"
+    bench = _bench(0.6, "memory", [Launch(name, 900.0)], 1_000.0)
+    assert digest(bench, [KernelMetrics(name="vectorized_elementwise_kernel", top_stalls=[stall])]).endswith(
+        "top stall lg_throttle 12"
+    )
+    assert "top stall" not in digest(bench, [KernelMetrics(name="reduce_kernel", top_stalls=[stall])])
+    assert same_kernel("matmul_naive(const float *, const float *, float *, int)", "matmul_naive")
+    assert not same_kernel("", "x") and same_kernel("", "")
