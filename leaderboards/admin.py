@@ -50,6 +50,7 @@ from leaderboards.results import (
 )
 from leaderboards.service_base import ServiceBase
 from leaderboards.snapshot import (
+    TaskSnapshot,
     fingerprint,
     incomparable_changes,
     snapshot,
@@ -138,7 +139,7 @@ class AdminMixin(ServiceBase):
             name=name,
             description=description if description is not None else problem.task.description,
             deadline=deadline.astimezone(UTC),
-            task=snap,
+            task=snap.stored(),
             problem=problem.name,
             lang=problem.task.lang.value,
             devices=list(dict.fromkeys(devices)),
@@ -224,7 +225,7 @@ class AdminMixin(ServiceBase):
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, lock=True)
             if problem is not None:
-                reasons = incomparable_changes(lb.task, snapshot(problem))
+                reasons = incomparable_changes(TaskSnapshot.load(lb.task), snapshot(problem))
                 if reasons and not force:
                     raise NeedsForce(name, reasons)
             live_changes = self._live_changes(lb, new_name=new_name, deadline=deadline)
@@ -315,13 +316,13 @@ class AdminMixin(ServiceBase):
         changed: list[str] = []
         reset = False
         if problem is not None:
-            snap = snapshot(problem)
-            reasons = incomparable_changes(lb.task, snap)
-            if snap != lb.task:
+            snap, old = snapshot(problem), TaskSnapshot.load(lb.task)
+            reasons = incomparable_changes(old, snap)
+            if snap != old:
                 changed.append("task")
                 if description is None and lb.description != problem.task.description:
                     description = problem.task.description
-                lb.task, lb.lang, lb.ranking_by = snap, problem.task.lang.value, problem.task.ranking_by.value
+                lb.task, lb.lang, lb.ranking_by = snap.stored(), problem.task.lang.value, problem.task.ranking_by.value
                 lb.problem = problem.name
             if reasons:
                 lb.fingerprint = fingerprint(snap)
@@ -379,7 +380,7 @@ class AdminMixin(ServiceBase):
                 code_public_after_deadline=e.code_public_after_deadline,
             )
             return SyncItem(e.name, SyncAction.CREATED)
-        reasons = incomparable_changes(lb.task, snapshot(e.problem))
+        reasons = incomparable_changes(TaskSnapshot.load(lb.task), snapshot(e.problem))
         if lb.problem_set is not None and lb.problem_set != problem_set:
             reasons.insert(0, f"it belongs to problem set {lb.problem_set!r} (--force moves it to {problem_set!r})")
         live_changes = self._live_changes(lb, new_name=None, deadline=e.deadline)
@@ -414,10 +415,10 @@ class AdminMixin(ServiceBase):
         )
         return SyncItem(e.name, SyncAction.UPDATED, tuple(changed), ranking_reset=reset)
 
-    def task_snapshot(self, name: str) -> dict[str, Any]:
-        """The problem a leaderboard stores (task.yml as JSON, files, templates), hidden ones too: for admins."""
+    def task_snapshot(self, name: str) -> TaskSnapshot:
+        """The problem a leaderboard stores (task.yml, files, templates), hidden ones too: for admins."""
         with self.db.transaction() as s:
-            return dict(self._leaderboard(s, name).task)
+            return TaskSnapshot.load(self._leaderboard(s, name).task)
 
     def delete_leaderboard(self, name: str, *, actor: str = "") -> None:
         """Delete a leaderboard with all its submissions, jobs and runs."""

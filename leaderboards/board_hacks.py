@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
@@ -42,10 +41,9 @@ from leaderboards.holdout import launch_quietly, top_entries
 from leaderboards.models import Hack, Leaderboard, Submission, User
 from leaderboards.moderation import set_state
 from leaderboards.moderation_states import ALLOWED_FROM, ModerationState
-from leaderboards.problems import ProblemFormatError
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.results import UserRef
-from leaderboards.snapshot import problem_from_snapshot
+from leaderboards.snapshot import SnapshotError, TaskSnapshot, problem_from_snapshot
 from runners.contract import Limits, RunRequest, RunResult
 from runners.launchers.base import Launcher
 
@@ -371,20 +369,17 @@ class BoardHacksMixin(RecordingMixin):
     def _hold_out(lb: Leaderboard, case: dict[str, Any]) -> bool:
         """Add ``case`` to the board's held-out cases (its task snapshot's ``holdout``) where it is not one yet and
         the snapshot stays valid with it; whether it is one now."""
-        snapshot = dict(lb.task)
-        task = dict(snapshot["task"])
-        holdout = list(task.get("holdout") or [])
+        snap = TaskSnapshot.load(lb.task)
+        holdout = snap.task.holdout
         if case in holdout:
             return True
         if len(holdout) >= MAX_HOLDOUT:
             return False
-        task["holdout"] = [*holdout, dict(case)]
-        snapshot["task"] = task
         try:
-            problem_from_snapshot(snapshot)
-        except (ValidationError, ProblemFormatError, ValueError):  # e.g. holdout_timed needs a seed in every case
+            held = snap.with_task(holdout=[*holdout, dict(case)])
+        except SnapshotError:  # e.g. holdout_timed needs a seed in every case
             return False
-        lb.task = snapshot  # a new object: the JSON column sees the change
+        lb.task = held.stored()  # a new object: the JSON column sees the change
         return True
 
 

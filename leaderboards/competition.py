@@ -265,7 +265,8 @@ class StandingsMixin(SystemTestsMixin):
         due = []
         with self.db.transaction() as s:
             for lb in s.scalars(select(Leaderboard).where(Leaderboard.deadline >= now)):
-                if not (lb.task or {}).get("task", {}).get("holdout"):
+                task = problem_from_snapshot(lb.task).task
+                if not task.holdout:
                     continue
                 last = s.scalar(
                     select(func.max(SystemTest.created_at)).where(
@@ -275,7 +276,7 @@ class StandingsMixin(SystemTestsMixin):
                 first = s.scalar(select(func.min(BestScore.submitted_at)).where(BestScore.leaderboard_id == lb.id))
                 since = last or first
                 if since is not None and now - since >= NIGHTLY_EVERY:
-                    due.append((lb.name, problem_from_snapshot(lb.task).task.system_test_top))
+                    due.append((lb.name, task.system_test_top))
         return due
 
     def _tick_board(self, board_id: int, name: str, frozen: set[tuple[int, str]], triggered: bool) -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,6 +29,7 @@ from leaderboards.problem_files import load_yaml
 from leaderboards.problem_lib import LIB_PACKAGE
 from leaderboards.problem_rules import MAX_PROBLEM_FILES, MAX_SNAPSHOT_BYTES, MAX_TEMPLATES
 from leaderboards.problems import STORED, Problem, Task
+from leaderboards.snapshot import TaskSnapshot
 
 SECRET_TASK_FIELDS = ("holdout", "system_test_top", "holdout_timed")
 """task.yml's fields that stay on the server: the held-out cases, how many entries run them and whether they are
@@ -76,9 +78,9 @@ def served_template(leaderboard: str, file_name: str, content: str) -> str:
     return f"{mark}POPCORN leaderboard {leaderboard}\n{content}"
 
 
-def public_task(task: dict[str, Any]) -> dict[str, Any]:
-    """A stored task.yml (as JSON) without the fields that stay on the server."""
-    return {key: value for key, value in task.items() if key not in SECRET_TASK_FIELDS}
+def public_task(task: Task) -> dict[str, Any]:
+    """A stored task.yml as JSON, without the fields that stay on the server."""
+    return task.model_dump(mode="json", exclude=set(SECRET_TASK_FIELDS))
 
 
 def folder_fingerprint(files: dict[str, str]) -> str:
@@ -86,18 +88,18 @@ def folder_fingerprint(files: dict[str, str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def public_folder(leaderboard: str, snap: dict[str, Any]) -> PublicFolder:
-    """The public folder of a leaderboard whose stored snapshot is ``snap``: task.yml (without ``holdout``), the
-    files that travel (``_lib/`` among them where the reference imports it) and the templates, each starting with
-    its leaderboard line."""
-    task = public_task(snap["task"])
-    files = {TASK_FILE: yaml.safe_dump(task, sort_keys=False, allow_unicode=True)}
-    files.update(snap["files"])
-    for label, content in snap.get("templates", {}).items():
-        rel = task.get("templates", {}).get(label)
+def public_folder(leaderboard: str, stored: Mapping[str, Any]) -> PublicFolder:
+    """The public folder of a leaderboard whose stored snapshot (``Leaderboard.task``) is ``stored``: task.yml
+    (without ``holdout``), the files that travel (``_lib/`` among them where the reference imports it) and the
+    templates, each starting with its leaderboard line. Raises ``SnapshotError`` for a snapshot that does not read."""
+    snap = TaskSnapshot.load(stored)
+    files = {TASK_FILE: yaml.safe_dump(public_task(snap.task), sort_keys=False, allow_unicode=True)}
+    files.update(snap.files)
+    for label, content in snap.templates.items():
+        rel = snap.task.templates.get(label)
         if rel and rel not in files:
             files[rel] = served_template(leaderboard, rel, content)
-    return PublicFolder(leaderboard, str(snap["problem"]), folder_fingerprint(files), files)
+    return PublicFolder(leaderboard, snap.problem, folder_fingerprint(files), files)
 
 
 def _path_issue(rel: str) -> str | None:

@@ -88,9 +88,7 @@ from leaderboards.retiming import RetimingMixin
 from leaderboards.scoring import roofline_score
 from leaderboards.service_base import ServiceBase
 from leaderboards.similarity_index import prepare as prepare_fingerprint
-from leaderboards.snapshot import (
-    template_file_name,
-)
+from leaderboards.snapshot import TaskSnapshot, template_file_name
 from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
 from runners.contract import LANGUAGES, Language, Mode, RankingRule
@@ -847,9 +845,8 @@ class LeaderboardService(
     def task(self, name: str, *, viewer: UserRef | None = None) -> TaskView:
         with self.db.transaction() as s:
             lb = self._leaderboard(s, name, include_hidden=False, viewer=viewer)
-            snap = lb.task
-            task = snap["task"]
-            templates: dict[str, str] = snap.get("templates", {})
+            snap = TaskSnapshot.load(lb.task)
+            task, templates = snap.task, snap.templates
             names = {label: served_file_name(lb.name, label, template_file_name(snap, label)) for label in templates}
             return TaskView(
                 name=lb.name,
@@ -858,13 +855,13 @@ class LeaderboardService(
                 devices=tuple(lb.devices),
                 deadline=lb.deadline,
                 ranking_by=lb.ranking_by,
-                files=dict(snap["files"]),
+                files=dict(snap.files),
                 templates={label: served_template(lb.name, names[label], text) for label, text in templates.items()},
                 template_files=names,
-                tests=tuple(task["tests"]),
-                benchmarks=tuple(task["benchmarks"]),
-                dtype=str(task.get("dtype", "fp32")),  # (snapshots from before it was declared: the default)
-                baselines=("reference", *(str(b.get("label", "")) for b in task.get("baselines", []))),
+                tests=tuple(task.tests),
+                benchmarks=tuple(task.benchmarks),
+                dtype=task.dtype.value,  # (snapshots from before it was declared: the default, fp32)
+                baselines=("reference", *(b.label for b in task.baselines)),
                 language=language_text(lb.lang),
             )
 

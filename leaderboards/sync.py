@@ -34,6 +34,7 @@ from leaderboards.problems import (
 )
 from leaderboards.results import SetEntry, SyncAction, SyncItem
 from leaderboards.service import LeaderboardService
+from leaderboards.snapshot import snapshot
 from runners.contract import LANGUAGES, Mode, RunRequest, RunResult, Verdict
 
 __all__ = [
@@ -195,7 +196,7 @@ def sync_problem_set(
 
 def _changed(service: LeaderboardService, name: str, problem: Problem) -> bool:
     try:
-        return service.task_snapshot(name) != problem.snapshot()
+        return service.task_snapshot(name) != snapshot(problem)
     except LeaderboardNotFound:
         return True
 

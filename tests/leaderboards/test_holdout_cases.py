@@ -11,7 +11,7 @@ import yaml
 from helpers import write_problem
 
 from leaderboards.problems import ProblemFormatError, load_problem
-from leaderboards.snapshot import fingerprint, problem_from_snapshot
+from leaderboards.snapshot import fingerprint, problem_from_snapshot, snapshot
 from leaderboards.sync import reference_request
 from runners.contract import Mode, Verdict
 
@@ -71,7 +71,7 @@ def test_a_problem_without_holdout_keeps_its_snapshot_and_fingerprint(tmp_path: 
     assert "holdout" not in plain.snapshot()["task"]
     held = load_problem(with_holdout(tmp_path / "b", HELD_OUT))
     assert held.snapshot()["task"]["holdout"] == HELD_OUT
-    assert fingerprint(plain.snapshot()) == fingerprint(held.snapshot())  # held-out cases never reset a ranking
+    assert fingerprint(snapshot(plain)) == fingerprint(snapshot(held))  # held-out cases never reset a ranking
     assert problem_from_snapshot(held.snapshot()).task.holdout == HELD_OUT
     with pytest.raises(ProblemFormatError, match="no held-out case"):
         plain.system_test_request("s.py", b"x", device="cpu", device_name="cpu")
