@@ -38,6 +38,7 @@ from web.routes import admin, events, health, invites, late, leaderboards, me, m
 from web.routes import archive as archive_api
 from web.routes import batches as batches_api
 from web.routes import budgets as budgets_api
+from web.routes import hacks as hacks_api
 from web.routes import login as cli_login
 from web.schemas import API_PREFIX
 from web.settings import WebSettings
@@ -120,7 +121,7 @@ def create_app(
     errors.install(app)
     install_error_pages(app)
     for module in (archive_api, leaderboards, standings, late, invites, moderation, submissions, events, me, admin,
-                   batches_api, budgets_api,
+                   batches_api, budgets_api, hacks_api,
                    health, views, forms, admin_page, moderation_page, competition_pages, oauth,
                    archive_pages, cli_login):  # fmt: skip
         app.include_router(module.router)

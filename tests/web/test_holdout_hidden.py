@@ -10,8 +10,9 @@ import json
 import logging
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import yaml
@@ -25,7 +26,7 @@ from leaderboards.holdout import SystemTestRunner
 from leaderboards.models import Leaderboard
 from leaderboards.problems import load_problem
 from leaderboards.worker import Worker, WorkerSettings
-from runners.launchers.fake import FakeLauncher
+from runners.launchers.fake import FakeLauncher, accepted_result
 
 SHAPES = ("918273", "645127")  # the held-out sizes: no other number of the world has these digits
 HELD_OUT = [{"size": int(SHAPES[0]), "seed": 4242}, {"size": int(SHAPES[1]), "seed": 4343}]
@@ -37,6 +38,11 @@ def held_world(world: World) -> World:
     path = write_problem(world.problems, "held")
     task = yaml.safe_load((path / "task.yml").read_text())
     task["holdout"] = HELD_OUT
+    task["hack_space"] = {  # input hacks (issue 35): a hack's case is a held-out case once it breaks an entry
+        "params": {"size": {"type": "int", "min": 1, "max": 10**6}, "seed": {"type": "int", "min": 0, "max": 10**4}},
+        "sizes": ["size"],
+        "max_size": 10**6,
+    }
     (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
     world.service.create_leaderboard(load_problem(path), deadline=future(), devices=["cpu", "H100"])
     return world
@@ -70,9 +76,11 @@ def test_no_route_or_page_shows_a_held_out_case(held_world: World, caplog: pytes
     w.submit(w.bob, mode="benchmark", leaderboard="held")
     w.serve()
     system_tests(w)  # their results are walked too
+    input_hack(w)  # hack #1, ann's, breaks root's entry with a held-out case: the hack routes are walked too
     assert [e["submission_id"] for e in c.get("/api/v1/archive").json()["entries"]] == [sid]  # walked below
     ids = {"name": "held", "language": "pytorch", "device": "cpu", "submission_id": str(sid), "user": "local:ann",
-           "token_id": "1"}  # fmt: skip
+           "token_id": "1", "hack_id": "1"}  # fmt: skip
+    assert c.get("/api/v1/hacks/1", headers=w.auth(w.ann)).json()["broken"] == 1  # walked below, as its author
     walked = 0
     api = c.get("/api/openapi.json").json()["paths"]
     pages = [r.path for r in _routes(c.app.routes) if "GET" in (r.methods or ()) and r.path not in api]
@@ -101,6 +109,36 @@ def test_no_route_or_page_shows_a_held_out_case(held_world: World, caplog: pytes
     assert_hidden("\n".join(r.getMessage() for r in caplog.records) + caplog.text, "log lines")
     for planned in (p for job in range(1, 5) for p in _plans(w, job)):
         assert_hidden(planned.request.model_dump_json(), planned.job_id)
+
+
+def input_hack(w: World) -> None:
+    """Root ranks an entry; ann's input hack (its case one of the held-out ones) breaks it, through the API and a
+    hack runner."""
+    from leaderboards.board_hacks import HackRunner
+    from runners.contract import Mode, RunResult, Verdict
+
+    broken = b"def custom_kernel(data):\n    return data  # root's\n"
+    w.submit(w.admin, mode="ranked", leaderboard="held", content=broken, devices="cpu")
+    w.serve()
+    hacked = w.client.post("/api/v1/leaderboards/held/hacks", headers=w.auth(w.ann), json={"case": HELD_OUT[0]})
+    assert hacked.status_code == 202, hacked.text
+    launcher = FakeLauncher(
+        lambda r: (
+            RunResult(verdict=Verdict.WRONG_ANSWER, mode=r.mode, message="values differ")
+            if r.mode is Mode.TEST and r.submission.content == broken
+            else accepted_result(r)
+        )
+    )
+    runner = HackRunner(w.service, lambda _d: launcher, 10.0)
+
+    async def db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    while asyncio.run(runner.run_one("w1", (), db)):
+        pass
+    assert w.service.hack(1, None, admin=True).broken == 1
+    w.client.app.state.rankings_cache.clear()  # type: ignore[attr-defined]
+    w.client.app.state.pages_cache.clear()  # type: ignore[attr-defined]
 
 
 def system_tests(w: World) -> FakeLauncher:

@@ -16,6 +16,7 @@ from functools import partial
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
+from leaderboards.board_hacks import credits_line
 from leaderboards.errors import LeaderboardNotFound, NotFound, SubmissionNotFound, UserError
 from leaderboards.events import ProgressUpdate
 from leaderboards.licences import CHOICES as LICENCE_CHOICES
@@ -137,6 +138,7 @@ def leaderboard_page(
         pages=max(1, math.ceil(ranking.total / size)),
         chart=chart,
         code_links=not board.is_open and board.code_public_after_deadline,
+        hacks=credits_line(service.hack_credits(name, viewer=me)),  # issue 35: "hacks: alice broke 2 entries"
     )
 
 
