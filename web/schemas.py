@@ -508,3 +508,215 @@ class ReadinessOut(Model):
     )
 
     model_config = ConfigDict(from_attributes=True, frozen=True, populate_by_name=True)
+
+
+# -- batches, reward records and replays, served by web/routes/batches.py ----------------------------------------
+
+
+class RewardOut(Model):
+    """The reward record, version 1 (JSON Schema: docs/schemas/reward.schema.json)."""
+
+    version: int
+    verdict: str
+    accepted: bool
+    correct_fraction: float
+    speedups: dict[str, float]
+    score_ns: float | None
+    roofline_share: float | None
+    ci_half_width: float | None
+    flags: list[str]
+
+
+class BatchItemOut(Model):
+    position: int = Field(description="The candidate's place in the batch, from 0, in the order sent.")
+    file_name: str
+    submission_id: int | None = Field(description="Its submission; null when it was refused.")
+    status: str = Field(description="refused, or its job's status (queued, running, succeeded, failed, …).")
+    verdict: str | None
+    score_ns: float | None
+    duplicate: bool = Field(description="The same file was sent a moment ago: this is that earlier submission.")
+    error_code: str | None = Field(description="Why it was refused (or, for a failed job, null and the message).")
+    error_message: str | None
+    error_field: str | None
+    reward: RewardOut | None = Field(description="Its reward record once it finished (or was refused).")
+    finished: bool
+
+
+class BatchLinks(Model):
+    self: str
+    events: str
+
+
+class BatchOut(Model):
+    batch_id: int
+    leaderboard: str
+    device: str
+    mode: str
+    user_name: str
+    created_at: datetime
+    items: tuple[BatchItemOut, ...]
+    finished: int = Field(description="How many candidates have finished (refused ones included).")
+    done: bool
+    links: BatchLinks
+
+
+class ReplayCaseOut(Model):
+    index: int
+    original_median_ns: float | None
+    original_low_ns: float | None = Field(description="The original median's 95% interval.")
+    original_high_ns: float | None
+    replay_median_ns: float | None
+    within: bool | None = Field(description="The replay's median lies within the original's interval.")
+
+
+class ReplayDeviceOut(Model):
+    device: str
+    original_verdict: str | None
+    replay_status: str
+    replay_verdict: str | None
+    same_verdict: bool | None = Field(description="Null until the replay's job finished.")
+    cases: tuple[ReplayCaseOut, ...]
+
+
+class ReplayReportOut(Model):
+    submission_id: int = Field(description="The replay.")
+    replay_of: int = Field(description="The submission it re-times.")
+    mode: str
+    done: bool
+    holds: bool | None = Field(description="Same verdicts and every median within its interval; null until done.")
+    devices: tuple[ReplayDeviceOut, ...]
+
+
+class DeviceRewardOut(Model):
+    device: str
+    status: str
+    reward: RewardOut | None
+
+
+class SubmissionRewardsOut(Model):
+    submission_id: int
+    done: bool
+    rewards: tuple[DeviceRewardOut, ...]
+
+
+# -- GPU budgets, served by web/routes/budgets.py ----------------------------------------------------------------
+
+
+class BudgetOut(Model):
+    subject: str = Field(description="account or token")
+    user: str = Field(description="The account (a token's owner).")
+    token_id: int | None
+    seconds: float
+    period_s: int
+    spent_s: float = Field(description="Evaluation time on devices spent in the current period.")
+    left_s: float
+    period_start: datetime
+    refills_at: datetime
+    set_by: str
+    updated_at: datetime
+
+
+# -- invites to hidden leaderboards, served by web/routes/invites.py ---------------------------------------------
+
+
+class InviteOut(Model):
+    invite_id: int
+    leaderboard: str
+    prefix: str = Field(description="The code's first characters, to recognise it (never the code).")
+    max_uses: int
+    uses: int
+    expires_at: datetime | None
+    created_by: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class NewInviteOut(Model):
+    code: str = Field(description="The code: shown this once; only its hash is kept.")
+    invite: InviteOut
+
+
+class JoinedOut(Model):
+    leaderboard: str
+    already: bool = Field(description="You were a member before; no use of the code was spent.")
+
+
+class MemberOut(Model):
+    leaderboard: str
+    user: str = Field(description="The member's identity (`discord:ID` or `local:NAME`).")
+    user_name: str
+    joined_at: datetime
+    invite_id: int | None = Field(description="The invite they joined with; null: an admin added them.")
+    invite_prefix: str | None = Field(description="That invite's first characters (never the code).")
+
+
+# -- after the deadline, served by web/routes/late.py ------------------------------------------------------------
+
+
+class LateJobOut(Model):
+    device: str
+    status: str
+    verdict: str | None
+    score_ns: float | None = Field(description="The public run's score (timed modes).")
+    ranked_score_ns: float | None = Field(description="A ranked job whose two runs passed: the score it would rank by.")
+
+
+class LateEntryOut(Model):
+    submission_id: int
+    leaderboard: str
+    user_name: str
+    file_name: str
+    mode: SubmissionMode
+    created_at: datetime
+    jobs: tuple[LateJobOut, ...]
+    note: str = Field(description="'after the deadline: unranked practice', or 'late, admitted by X because Y'.")
+    admitted_by: str | None
+    admitted_at: datetime | None
+
+
+class LatePageOut(Model):
+    leaderboard: str
+    deadline: datetime
+    entries: tuple[LateEntryOut, ...]
+    total: int
+    offset: int
+
+
+# -- standings, served by web/routes/standings.py ----------------------------------------------------------------
+
+
+class StandingRowOut(Model):
+    rank: int
+    tied: bool = Field(description="Another entry shares the rank: their scores cannot be told apart (95%).")
+    user_name: str
+    submission_id: int
+    file_name: str
+    score_ns: float
+    low_ns: float | None = Field(description="The score's 95% interval (final standings only).")
+    high_ns: float | None
+    coverage: str | None = Field(description="'5 of 5 held-out cases' once the entry's system test ran.")
+    note: str | None = Field(
+        None,
+        description="'late, admitted by X because Y' for an entry an admin let in late; 're-timed on torch X: -1.2%' "
+        "for one a rejudge ran again (live standings); '; ' between two.",
+    )
+    holdout_ns: float | None = Field(
+        None,
+        description="Where the problem times its held-out cases: the entry's one figure over them (the problem's rule "
+        "over their medians), once its system test passed them. Never a case's own time.",
+    )
+
+
+class ExcludedRowOut(Model):
+    user_name: str
+    submission_id: int
+    coverage: str
+
+
+class StandingsOut(Model):
+    leaderboard: str
+    device: str
+    final: bool
+    frozen_at: datetime | None
+    rows: tuple[StandingRowOut, ...]
+    excluded: tuple[ExcludedRowOut, ...] = Field(description="Entries that failed a held-out case (final standings).")

@@ -17,14 +17,12 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from datetime import datetime
 from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Request, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
-from pydantic import Field
 
 from leaderboards.batches import BatchView
 from leaderboards.db import is_unavailable
@@ -37,7 +35,16 @@ from web.routes.common import ID_MAX, SubmissionId, base_url
 from web.routes.events import RETRY_MS, _SlotStream, sse
 from web.routes.idempotency import IDEMPOTENCY_RESPONSES, Once, idempotency_key
 from web.routes.submissions import receipt_response
-from web.schemas import API_PREFIX, ErrorOut, Model, SubmissionReceiptOut
+from web.schemas import (
+    API_PREFIX,
+    BatchItemOut,
+    BatchLinks,
+    BatchOut,
+    ErrorOut,
+    ReplayReportOut,
+    SubmissionReceiptOut,
+    SubmissionRewardsOut,
+)
 
 router = APIRouter(prefix=API_PREFIX, tags=["programs"])
 log = logging.getLogger(__name__)
@@ -47,92 +54,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No token, or an unknown, expired or revoked one"},
     404: {"model": ErrorOut, "description": "No such batch or submission of yours"},
 }
-
-
-class RewardOut(Model):
-    """The reward record, version 1 (JSON Schema: docs/schemas/reward.schema.json)."""
-
-    version: int
-    verdict: str
-    accepted: bool
-    correct_fraction: float
-    speedups: dict[str, float]
-    score_ns: float | None
-    roofline_share: float | None
-    ci_half_width: float | None
-    flags: list[str]
-
-
-class BatchItemOut(Model):
-    position: int = Field(description="The candidate's place in the batch, from 0, in the order sent.")
-    file_name: str
-    submission_id: int | None = Field(description="Its submission; null when it was refused.")
-    status: str = Field(description="refused, or its job's status (queued, running, succeeded, failed, …).")
-    verdict: str | None
-    score_ns: float | None
-    duplicate: bool = Field(description="The same file was sent a moment ago: this is that earlier submission.")
-    error_code: str | None = Field(description="Why it was refused (or, for a failed job, null and the message).")
-    error_message: str | None
-    error_field: str | None
-    reward: RewardOut | None = Field(description="Its reward record once it finished (or was refused).")
-    finished: bool
-
-
-class BatchLinks(Model):
-    self: str
-    events: str
-
-
-class BatchOut(Model):
-    batch_id: int
-    leaderboard: str
-    device: str
-    mode: str
-    user_name: str
-    created_at: datetime
-    items: tuple[BatchItemOut, ...]
-    finished: int = Field(description="How many candidates have finished (refused ones included).")
-    done: bool
-    links: BatchLinks
-
-
-class ReplayCaseOut(Model):
-    index: int
-    original_median_ns: float | None
-    original_low_ns: float | None = Field(description="The original median's 95% interval.")
-    original_high_ns: float | None
-    replay_median_ns: float | None
-    within: bool | None = Field(description="The replay's median lies within the original's interval.")
-
-
-class ReplayDeviceOut(Model):
-    device: str
-    original_verdict: str | None
-    replay_status: str
-    replay_verdict: str | None
-    same_verdict: bool | None = Field(description="Null until the replay's job finished.")
-    cases: tuple[ReplayCaseOut, ...]
-
-
-class ReplayReportOut(Model):
-    submission_id: int = Field(description="The replay.")
-    replay_of: int = Field(description="The submission it re-times.")
-    mode: str
-    done: bool
-    holds: bool | None = Field(description="Same verdicts and every median within its interval; null until done.")
-    devices: tuple[ReplayDeviceOut, ...]
-
-
-class DeviceRewardOut(Model):
-    device: str
-    status: str
-    reward: RewardOut | None
-
-
-class SubmissionRewardsOut(Model):
-    submission_id: int
-    done: bool
-    rewards: tuple[DeviceRewardOut, ...]
 
 
 def batch_out(request: Request, view: BatchView) -> BatchOut:

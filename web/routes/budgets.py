@@ -3,7 +3,6 @@ anyone sees the budgets that bind their own requests."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends
@@ -14,7 +13,7 @@ from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
 from web.auth import admin, service_of, submitter
 from web.routes.common import TokenId, UserName, parse_user
-from web.schemas import API_PREFIX, ErrorOut, Model
+from web.schemas import API_PREFIX, BudgetOut, ErrorOut
 
 router = APIRouter(prefix=API_PREFIX, tags=["programs"])
 
@@ -34,20 +33,6 @@ class BudgetIn(BaseModel):
         "(UTC), so a day's budget refills at 00:00 UTC.",
     )
     seconds: float = Field(ge=0, le=MAX_BUDGET_S, description="GPU seconds of evaluation per period.")
-
-
-class BudgetOut(Model):
-    subject: str = Field(description="account or token")
-    user: str = Field(description="The account (a token's owner).")
-    token_id: int | None
-    seconds: float
-    period_s: int
-    spent_s: float = Field(description="Evaluation time on devices spent in the current period.")
-    left_s: float
-    period_start: datetime
-    refills_at: datetime
-    set_by: str
-    updated_at: datetime
 
 
 def _out(view: BudgetView | None) -> BudgetOut | None:

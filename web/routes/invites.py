@@ -4,7 +4,7 @@ a request's body and the answer that makes it, never in a URL (URLs are logged).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -16,7 +16,7 @@ from leaderboards.service import LeaderboardService
 from web.auth import admin, service_of, submitter
 from web.routes.admin import forget_cached_reads
 from web.routes.common import ID_MAX, UserName, parse_user
-from web.schemas import API_PREFIX, ErrorOut, Model
+from web.schemas import API_PREFIX, ErrorOut, InviteOut, JoinedOut, MemberOut, NewInviteOut
 
 router = APIRouter(prefix=API_PREFIX)
 
@@ -31,30 +31,8 @@ class InviteIn(BaseModel):
     )
 
 
-class InviteOut(Model):
-    invite_id: int
-    leaderboard: str
-    prefix: str = Field(description="The code's first characters, to recognise it (never the code).")
-    max_uses: int
-    uses: int
-    expires_at: datetime | None
-    created_by: str
-    created_at: datetime
-    revoked_at: datetime | None
-
-
-class NewInviteOut(Model):
-    code: str = Field(description="The code: shown this once; only its hash is kept.")
-    invite: InviteOut
-
-
 class JoinIn(BaseModel):
     code: str = Field(min_length=1, max_length=CODE_FIELD_MAX, description="The invite code (kci_…).")
-
-
-class JoinedOut(Model):
-    leaderboard: str
-    already: bool = Field(description="You were a member before; no use of the code was spent.")
 
 
 @router.post(
@@ -96,15 +74,6 @@ class MemberIn(BaseModel):
         min_length=1, max_length=200, description="`discord:ID` or a local name (`local:NAME` or `NAME`)."
     )
     reason: str = Field("", max_length=500, description="Why: the audit log keeps it.")
-
-
-class MemberOut(Model):
-    leaderboard: str
-    user: str = Field(description="The member's identity (`discord:ID` or `local:NAME`).")
-    user_name: str
-    joined_at: datetime
-    invite_id: int | None = Field(description="The invite they joined with; null: an admin added them.")
-    invite_prefix: str | None = Field(description="That invite's first characters (never the code).")
 
 
 _ADMIN_ONLY: dict[int | str, dict[str, Any]] = {

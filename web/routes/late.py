@@ -4,49 +4,18 @@ submissions/{id}/admit``, which lets one late ranked entry in ("late, admitted b
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
 from leaderboards.late import LATE_LIST_MAX, MAX_REASON
-from leaderboards.results import Principal, SubmissionMode
+from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
 from web.auth import admin, maybe_user, service_of
 from web.routes.admin import forget_cached_reads
 from web.routes.common import OFFSET_MAX, SubmissionId
-from web.schemas import API_PREFIX, ErrorOut, Model
+from web.schemas import API_PREFIX, ErrorOut, LateEntryOut, LatePageOut
 
 router = APIRouter(prefix=API_PREFIX)
-
-
-class LateJobOut(Model):
-    device: str
-    status: str
-    verdict: str | None
-    score_ns: float | None = Field(description="The public run's score (timed modes).")
-    ranked_score_ns: float | None = Field(description="A ranked job whose two runs passed: the score it would rank by.")
-
-
-class LateEntryOut(Model):
-    submission_id: int
-    leaderboard: str
-    user_name: str
-    file_name: str
-    mode: SubmissionMode
-    created_at: datetime
-    jobs: tuple[LateJobOut, ...]
-    note: str = Field(description="'after the deadline: unranked practice', or 'late, admitted by X because Y'.")
-    admitted_by: str | None
-    admitted_at: datetime | None
-
-
-class LatePageOut(Model):
-    leaderboard: str
-    deadline: datetime
-    entries: tuple[LateEntryOut, ...]
-    total: int
-    offset: int
 
 
 class AdmitIn(BaseModel):

@@ -4,8 +4,6 @@ the admin's ``POST /api/v1/admin/leaderboards/{name}/system-tests``; the finalis
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
@@ -13,46 +11,9 @@ from leaderboards.results import Principal
 from leaderboards.retiming import DEFAULT_RETIME_ROUNDS, MAX_RETIME_ROUNDS
 from leaderboards.service import LeaderboardService
 from web.auth import MaybeUser, admin, service_of, viewer_of
-from web.schemas import API_PREFIX, ErrorOut, Model
+from web.schemas import API_PREFIX, ErrorOut, Model, StandingsOut
 
 router = APIRouter(prefix=API_PREFIX)
-
-
-class StandingRowOut(Model):
-    rank: int
-    tied: bool = Field(description="Another entry shares the rank: their scores cannot be told apart (95%).")
-    user_name: str
-    submission_id: int
-    file_name: str
-    score_ns: float
-    low_ns: float | None = Field(description="The score's 95% interval (final standings only).")
-    high_ns: float | None
-    coverage: str | None = Field(description="'5 of 5 held-out cases' once the entry's system test ran.")
-    note: str | None = Field(
-        None,
-        description="'late, admitted by X because Y' for an entry an admin let in late; 're-timed on torch X: -1.2%' "
-        "for one a rejudge ran again (live standings); '; ' between two.",
-    )
-    holdout_ns: float | None = Field(
-        None,
-        description="Where the problem times its held-out cases: the entry's one figure over them (the problem's rule "
-        "over their medians), once its system test passed them. Never a case's own time.",
-    )
-
-
-class ExcludedRowOut(Model):
-    user_name: str
-    submission_id: int
-    coverage: str
-
-
-class StandingsOut(Model):
-    leaderboard: str
-    device: str
-    final: bool
-    frozen_at: datetime | None
-    rows: tuple[StandingRowOut, ...]
-    excluded: tuple[ExcludedRowOut, ...] = Field(description="Entries that failed a held-out case (final standings).")
 
 
 class SystemTestsIn(BaseModel):
