@@ -150,6 +150,7 @@ def build_worker(
 
     It keeps finished results in the spool folder until they are stored, and sweeps stale job folders and cgroups
     of this machine's runner at start and every ``KERNELCUP_WORKER_SWEEP_S``."""
+    from leaderboards.board_hacks import HackRunner
     from leaderboards.holdout import SystemTestRunner
     from leaderboards.rejudge import RejudgeRunner
     from leaderboards.retiming import RetimeRunner
@@ -174,6 +175,7 @@ def build_worker(
         spool=ResultSpool(settings.resolved_spool_dir(platform.core.resolved_data_dir())),
         housekeeping=housekeeping,
         system_tests=SystemTestRunner(service, launchers, settings.launch_margin_s),
+        hacks=HackRunner(service, launchers, settings.launch_margin_s),
         rejudges=RejudgeRunner(service, launchers, settings.launch_margin_s),
         retimings=RetimeRunner(service, launchers, settings.launch_margin_s),
     )

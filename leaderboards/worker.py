@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from leaderboards.board_hacks import HackRunner
 from leaderboards.errors import LeaseLost
 from leaderboards.formatting import verdict_words
 from leaderboards.holdout import SystemTestRunner
@@ -258,6 +259,7 @@ class Worker:
         system_tests: SystemTestRunner | None = None,
         rejudges: RejudgeRunner | None = None,
         retimings: RetimeRunner | None = None,
+        hacks: HackRunner | None = None,
     ) -> None:
         self.service = service
         self.system_tests = system_tests
@@ -266,6 +268,8 @@ class Worker:
         """Run when neither a job nor a system test is runnable: the finalists' re-timing rounds (before rejudges)."""
         self.rejudges = rejudges
         """Run when neither a job nor a system test is runnable: rejudges wait below both."""
+        self.hacks = hacks
+        """Input hacks (issue 35): run when no job is runnable, after system tests."""
         self.launcher_for = launcher_for
         self.settings = settings
         self.devices = tuple(devices)
@@ -483,8 +487,9 @@ class Worker:
         serves one submission); False otherwise."""
         if self.submission_id is not None:
             return False
-        idle: tuple[tuple[str, SystemTestRunner | RetimeRunner | RejudgeRunner | None], ...] = (
+        idle: tuple[tuple[str, SystemTestRunner | HackRunner | RetimeRunner | RejudgeRunner | None], ...] = (
             ("system test", self.system_tests),
+            ("input hack", self.hacks),
             ("re-timing round", self.retimings),
             ("rejudge", self.rejudges),
         )

@@ -68,17 +68,8 @@ def serve(service: LeaderboardService, launcher: FakeLauncher) -> None:
     """A worker's pass: people's jobs first, then (with nothing else to run) hacks."""
     settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0)
     launchers: Callable[[str], FakeLauncher] = lambda _d: launcher  # noqa: E731
-    asyncio.run(Worker(service, launchers, settings).run(once=True))
     runner = HackRunner(service, launchers, 10.0)
-
-    async def db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    async def hacks() -> None:
-        while await runner.run_one("w1", ("cpu",), db):
-            pass
-
-    asyncio.run(hacks())
+    asyncio.run(Worker(service, launchers, settings, hacks=runner).run(once=True))
 
 
 def entries(service: LeaderboardService) -> dict[str, int]:
@@ -207,3 +198,19 @@ def test_a_hack_that_could_not_run_is_retried_then_failed_and_costs_nothing(svc:
     assert [r.user_name for r in svc.standings("triple").rows] == ["ann", "bob"]
     (again,) = svc.submit_hack(UserRef("carol"), "triple", dict(BREAKS))  # a failed try may be sent again
     assert again.status == "queued"
+
+
+def test_a_hack_waits_below_every_persons_job(svc: LeaderboardService) -> None:
+    launcher = FakeLauncher(respond)
+    entries(svc)
+    serve(svc, launcher)
+    (queued,) = svc.submit_hack(UserRef("carol"), "triple", dict(BREAKS))  # queued first
+    svc.submit(UserRef("dan"), "k.py", HONEST, "triple", ["cpu"], Mode.RANKED)
+    before = len(launcher.requests)
+    serve(svc, launcher)
+    modes = [(r.mode, r.submission.name) for r in launcher.requests[before:]]
+    assert modes[0] == (Mode.RANKED, "k.py") and (Mode.TEST, "reference_as_submission.py") in modes
+    assert modes.index((Mode.TEST, "reference_as_submission.py")) > max(
+        i for i, (mode, _) in enumerate(modes) if mode is Mode.RANKED
+    )
+    assert svc.hack(queued.hack_id, UserRef("carol")).status == "done"
