@@ -120,6 +120,15 @@ class RetimingView:
     rows: tuple[RetimedRow, ...]
     failed: tuple[int, ...] = ()
     """Entries whose benchmark run failed in some round (they are not ranked here; a moderator looks)."""
+    running: int = 0
+    """Rounds a worker holds now (the admin page's progress; queued = rounds - done - running - rounds_failed)."""
+    rounds_failed: int = 0
+    """Rounds that could not run (the runner failed on every attempt, or the lease ran out)."""
+
+    @property
+    def queued(self) -> int:
+        """Rounds no worker has taken yet."""
+        return self.rounds - self.done - self.running - self.rounds_failed
 
 
 def _alive(s: Session, device: str, now: datetime) -> list[str]:
@@ -323,7 +332,10 @@ def _pooled(
         low, high = st.interval_ns
         out.append(RetimedRow(st.rank, st.tied, st.entry.user_name, st.entry.submission_id, st.score_ns, low, high,
                               len(st.entry.rounds), per_machine))  # fmt: skip
-    return RetimingView(board, device, batch, len(rows), len(done), machines_count, tuple(out), tuple(failed))
+    running = sum(r.status == RoundStatus.RUNNING for r in rows)
+    lost = sum(r.status == RoundStatus.FAILED for r in rows)
+    return RetimingView(board, device, batch, len(rows), len(done), machines_count, tuple(out), tuple(failed), running,
+                        lost)  # fmt: skip
 
 
 class RetimeRunner:

@@ -31,6 +31,7 @@ from web.pages import archive as archive_pages
 from web.pages import competition as competition_pages
 from web.pages import forms, oauth, views
 from web.pages import moderation as moderation_page
+from web.pages import retiming as retiming_page
 from web.pages.base import PageHeadersMiddleware, error_page, install_error_pages
 from web.pages.render import STATIC
 from web.pages.session import Sessions, load_secret
@@ -122,7 +123,7 @@ def create_app(
     install_error_pages(app)
     for module in (archive_api, leaderboards, standings, late, invites, moderation, submissions, events, me, admin,
                    batches_api, budgets_api, hacks_api,
-                   health, views, forms, admin_page, moderation_page, competition_pages, oauth,
+                   health, views, forms, admin_page, moderation_page, retiming_page, competition_pages, oauth,
                    archive_pages, cli_login):  # fmt: skip
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
