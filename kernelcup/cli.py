@@ -52,6 +52,7 @@ COMMAND_MODULES = (
     "mcpserve",
     "agent",
     "archive",  # `archive export|policy|license|withdraw`: the open kernel archive (docs/archive.md)
+    "board_hack",  # `hack submit|show|credits`: input hacks against a board (issue 35)
 )
 """The modules of ``kernelcup.commands``, in the order they register (a module that adds to another's group comes
 after it)."""
@@ -134,6 +135,7 @@ TOP_LEVEL: dict[str, TopLevel] = {
     "runners": TopLevel(("runners",), "Remote and local runners: routing and launcher checks.", group=True),
     "agent": TopLevel(("agent",), "Set a folder up for a coding agent.", group=True),
     "archive": TopLevel(("archive",), "The open kernel archive: export it, and who publishes what.", group=True),
+    "hack": TopLevel(("board_hack",), "Input hacks against a board's top entries: submit, show, credits.", group=True),
 }
 """Every top-level command but ``version`` (the root's own), in the order ``kernelcup --help`` lists them. A new
 command module goes in ``COMMAND_MODULES`` and each top-level command it makes here (the test names what is

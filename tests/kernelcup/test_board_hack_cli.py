@@ -1,0 +1,71 @@
+"""`kernelcup hack submit|show|credits` on this machine's database (issue 35): a case out of range is refused naming
+its field; an in-range one is queued, a worker runs it, `show` lists each entry's verdict and `credits` the hacker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+from helpers import future
+from typer.testing import CliRunner
+
+from kernelcup.cli import build_app
+from leaderboards.board_hacks import HackRunner
+from leaderboards.db import open_database
+from leaderboards.problems import load_problem
+from leaderboards.results import UserRef
+from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
+from leaderboards.worker import Worker, WorkerSettings
+from runners.contract import Mode, RunRequest, RunResult, TestResult, Verdict
+from runners.launchers.fake import FakeLauncher, accepted_result
+
+FIXTURE = Path(__file__).parents[1] / "leaderboards" / "hack_fixture"
+SHAPE_KEYED = (FIXTURE / "shape_keyed.py").read_bytes()
+
+
+def respond(request: RunRequest) -> RunResult:
+    if request.mode is not Mode.TEST:
+        return accepted_result(request)
+    (case,) = request.tests
+    wrong = request.submission.content == SHAPE_KEYED and case["cols"] % 32 != 0
+    verdict = Verdict.WRONG_ANSWER if wrong else Verdict.ACCEPTED
+    return RunResult(verdict=verdict, mode=request.mode, tests=[TestResult(index=0, case=case, verdict=verdict)])
+
+
+def run(*args: str):
+    return CliRunner().invoke(build_app(), list(args), env={"COLUMNS": "200"})
+
+
+def test_hack_submit_show_and_credits_on_the_local_database(env: Path) -> None:
+    settings = CoreSettings(_env_file=None, data_dir=env / "data")
+    service = LeaderboardService(open_database(settings), settings)
+    folder = env / "problems" / "triple"
+    folder.mkdir(parents=True)
+    for rel in ("reference.py", "task.yml"):
+        shutil.copy(FIXTURE / rel, folder / rel)
+    service.create_leaderboard(load_problem(folder), deadline=future(), devices=["cpu"])
+    sid = service.submit(UserRef("ann"), "k.py", SHAPE_KEYED, "triple", ["cpu"], Mode.RANKED).submission_id
+    launcher = FakeLauncher(respond)
+    worker_settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0)
+    asyncio.run(Worker(service, lambda _d: launcher, worker_settings).run(once=True))
+
+    (env / "far.json").write_text(json.dumps({"rows": 1000, "cols": 3, "seed": 1}))
+    refused = run("hack", "submit", "triple", str(env / "far.json"), "--user", "carol", "--server", "local")
+    assert refused.exit_code != 0 and "rows: 1000 is outside 1 .. 256" in refused.output, refused.output
+    (env / "case.json").write_text(json.dumps({"rows": 3, "cols": 33, "seed": 5}))
+    queued = run("hack", "submit", "triple", str(env / "case.json"), "--user", "carol", "--server", "local", "--json")
+    assert queued.exit_code == 0, queued.output
+    (hack,) = json.loads(queued.output)["hacks"]
+    assert hack["status"] == "queued" and "case" not in hack
+
+    runner = HackRunner(service, lambda _d: launcher, 10.0)
+    asyncio.run(Worker(service, lambda _d: launcher, worker_settings, hacks=runner).run(once=True))
+    shown = run("hack", "show", str(hack["hack_id"]), "--user", "carol", "--server", "local")
+    assert shown.exit_code == 0, shown.output
+    assert f"broke 1 of 1 entries\n  #1 ann (submission {sid}): wrong answer (broken)" in shown.output
+    assert run("hack", "show", str(hack["hack_id"]), "--user", "ann", "--server", "local").exit_code != 0
+    credits = run("hack", "credits", "triple", "--server", "local")
+    assert credits.exit_code == 0 and credits.output.strip() == "hacks: carol broke 1 entry", credits.output
