@@ -235,6 +235,12 @@ class SubmissionComparison(Base):
     code_b_id: Mapped[int] = mapped_column(Id, ForeignKey("submission_code.id"), index=True)
     file_b_name: Mapped[str] = mapped_column(String(255))
     rounds: Mapped[int] = mapped_column(Integer(), comment="even; each round runs both files once")
+    profile: Mapped[bool] = mapped_column(
+        Boolean(),
+        default=False,
+        server_default=false(),
+        comment="after the rounds, profile each case of both files (kernel metric deltas)",
+    )
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, comment="the runners.contract.Comparison")
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 

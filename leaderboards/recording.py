@@ -158,6 +158,7 @@ class RecordingMixin(ServiceBase):
             recorded=row.result is not None,
             against=request(row.file_b_name, row.code_b.content, "b"),
             rounds=row.rounds,
+            profile=row.profile,
         )
 
     def record_comparison(

@@ -550,6 +550,9 @@ class PlannedRun:
     """A compare: the second file's request. The worker runs ``rounds`` rounds of both (``runners.compare``) and
     stores the comparison (``record_comparison``), not a run."""
     rounds: int = 0
+    profile: bool = False
+    """A compare asked for kernel metrics: after the rounds, each case of both files in profile mode
+    (``runners.compare_profile``)."""
 
 
 @dataclass(frozen=True)

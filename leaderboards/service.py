@@ -269,6 +269,7 @@ class LeaderboardService(
         rounds: int | None = None,
         *,
         token_id: int | None = None,
+        profile: bool = False,
     ) -> SubmissionReceipt:
         """Queue a compare of two files on one device: at most ``rounds`` interleaved benchmark runs of each (A B,
         then B A, …; ``runners.compare``, which stops once the ratio is settled; None: 14 on a GPU, 6 on the CPU),
@@ -278,7 +279,9 @@ class LeaderboardService(
         Never ranked and never de-duplicated: comparing a file with itself runs (it measures the noise). It counts
         as ``2 × rounds`` runs against the hourly limit and the pending-job quota of test, benchmark and profile
         runs. ``leaderboard`` and ``device`` not given come from A's header directives (else B's), the device else
-        from the leaderboard's only one.
+        from the leaderboard's only one. ``profile``: after the rounds, each case of both files is profiled under
+        Nsight Compute and the comparison carries their kernels' metric deltas (``runners.compare_profile``; a GPU
+        device only).
         """
         now = self.clock()
         if rounds is not None and (
@@ -317,6 +320,13 @@ class LeaderboardService(
                     field="devices",
                 )
             (chosen,) = self._check_devices(lb, wanted)
+            if profile and harness_device(chosen) == "cpu":
+                raise InvalidSubmission(
+                    f"A compare with profile runs Nsight Compute, which profiles GPU kernels; {chosen} is a CPU. "
+                    "Compare on a GPU device, or leave profile out.",
+                    code="profile_needs_gpu",
+                    field="profile",
+                )
             self._check_language(lb, name_a)
             self._check_language(lb, name_b)
             if rounds is None:
@@ -346,10 +356,15 @@ class LeaderboardService(
                 self._mark_late(s, sub)
             s.add(
                 SubmissionComparison(
-                    submission_id=sub.id, code_b_id=self._store_code(s, content_b), file_b_name=name_b, rounds=rounds
+                    submission_id=sub.id,
+                    code_b_id=self._store_code(s, content_b),
+                    file_b_name=name_b,
+                    rounds=rounds,
+                    profile=profile,
                 )
             )
-            jobs = self._queue_jobs(s, sub, [chosen], now, detail=f"compare: {rounds} rounds")
+            detail = f"compare: {rounds} rounds" + (", then kernel metrics" if profile else "")
+            jobs = self._queue_jobs(s, sub, [chosen], now, detail=detail)
             return self._receipt(s, sub, jobs=jobs)
 
     @staticmethod

@@ -58,7 +58,8 @@ from leaderboards.results import PlannedRun, RecordedRun
 from leaderboards.retiming import RetimeRunner
 from leaderboards.spool import ResultSpool
 from runners.compare import Tally, round_text, schedule
-from runners.contract import Comparison, Phase, ProgressEvent, RunRequest, RunResult, Verdict
+from runners.compare_profile import metric_deltas, profile_requests
+from runners.contract import Comparison, ComparisonMetrics, Mode, Phase, ProgressEvent, RunRequest, RunResult, Verdict
 from runners.durations import format_ns
 from runners.launchers.base import DeviceUnavailable, Launcher, LauncherError
 
@@ -770,6 +771,8 @@ class Worker:
             if comparison is not None:
                 break
         comparison = comparison or tally.result()
+        if plan.profile and comparison.verdict.passed:
+            comparison = comparison.model_copy(update={"metrics": await self._profile_pair(launcher, claim, tally)})
         await self._may_store(claim)
         self._storing.add(claim.job_id)
         path = await asyncio.to_thread(self.spool.put, claim, False, True, comparison)  # kept until stored
@@ -783,6 +786,24 @@ class Worker:
         self.spool.remove(path)
         self._failed_jobs.clear()  # the runner works: whatever the verdict, it was the files'
         return JobReport(claim.job_id, JobStatus.SUCCEEDED.value, message=comparison.message)
+
+    async def _profile_pair(self, launcher: Launcher, claim: Claim, tally: Tally) -> ComparisonMetrics:
+        """A compare that asked for kernel metrics: after the rounds, each case of both files in profile mode on this
+        runner (``runners.compare_profile``). A profile run the runner could not make (no ncu: its note; a failure
+        of ours) is said in the metrics, never the comparison's verdict: the ratio stands."""
+        pairs = profile_requests(*tally.requests)
+        results: list[tuple[RunResult, RunResult]] = []
+        for i, (a, b) in enumerate(pairs):
+            with contextlib.suppress(Exception):  # progress must never break a run
+                await self._db(self.queue.add_event, claim, "profiling", f"both files, case {i + 1} of {len(pairs)}")
+            got = []
+            for request in (a, b):
+                try:
+                    got.append(await self._launch(launcher, claim, request, None))
+                except (InfrastructureFailure, ProblemFault) as exc:
+                    got.append(RunResult.infrastructure_error(Mode.PROFILE, str(exc)[:300]))
+            results.append((got[0], got[1]))
+        return metric_deltas(tally.requests[0].benchmarks, results, tally.names)
 
     def _record_comparison(self, claim: Claim, comparison: Comparison, retry_s: float | None = None) -> None:
         """Store the comparison and complete the job (fenced by the lease), retried while the database is

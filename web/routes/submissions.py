@@ -84,6 +84,13 @@ async def submit(
         "both files once (A B, then B A, …) and counts as 2 runs against your limits. It stops earlier (after 6 or "
         "more) once the overall A/B ratio's 95% interval is within ±0.4% of it.",
     ),
+    profile: bool = Form(
+        False,
+        description="Mode compare, on a GPU device: after the rounds, profile each benchmark case of both files under "
+        "Nsight Compute; the comparison's `metrics` then holds, per case, the dominant kernels of A and B side by "
+        "side (DRAM %, SM %, occupancy, registers, top stall) and A minus B. A runner without Nsight Compute says so "
+        "there, and the ratio stands.",
+    ),
     force: bool = Form(
         False,
         description="Run it even if you sent this same file to the same leaderboard, mode and devices a moment ago "
@@ -118,10 +125,17 @@ async def submit(
                 code="against_without_compare",
                 field="against",
             )
+        if profile and not comparing:
+            raise InvalidSubmission(
+                "profile=true adds kernel metrics to a compare: send mode=compare with the second file as 'against'; "
+                "to profile one file, send mode=profile.",
+                code="profile_without_compare",
+                field="profile",
+            )
         name, content = read(file)
         second = read(against) if comparing and against is not None else None
         fields = {"leaderboard": leaderboard, "devices": devices, "mode": mode, "rounds": rounds, "force": force,
-                  "license": license}  # fmt: skip
+                  "license": license, **({"profile": True} if profile else {})}  # fmt: skip
         stored = once.begin(who.user, fields, {"file": (name, content), "against": second})
         return stored or once.run(lambda: receipt_response(request, queue(who, name, content, second)))
 
@@ -134,7 +148,7 @@ async def submit(
                 )
             return service.compare(
                 who.user, name, content, *second, leaderboard, device[0] if device else None, rounds,
-                token_id=who.token_id,
+                token_id=who.token_id, profile=profile,
             )  # fmt: skip
         return service.submit(
             who.user, name, content, leaderboard, split_devices(devices), mode, force=force, licence=license,
