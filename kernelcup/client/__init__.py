@@ -1,6 +1,8 @@
 """``kernelcup.client``: a Python client of the kernelcup HTTP API, for programs (e.g. kernel generators) and the
 ``kernelcup`` CLI's remote mode. Built on ``httpx``; ``Client`` is synchronous, ``AsyncClient`` asynchronous; the
-answers are the API's own pydantic models (``web.schemas``).
+answers are the API's own pydantic models (``web.schemas``; ``kernelcup.client.wire`` says where they come from in the
+light ``kernelcup-client`` distribution, which installs this package, its remote CLI ``kernelcup-client`` and the
+environment without the server's dependencies: docs/agents.md).
 
     from kernelcup.client import Client
 
@@ -34,22 +36,34 @@ import httpx
 from pydantic import BaseModel
 
 from kernelcup.client.env import KernelEnv as KernelEnv  # also kernelcup.client.KernelEnv (RL loops)
-from runners.contract import Mode
-from web.schemas import (
+from kernelcup.client.wire import (
     API_PREFIX,
+    BatchItemOut,
+    BatchOut,
+    BudgetOut,
     CodeOut,
     ComparisonOut,
     HistoryOut,
+    InviteOut,
+    JoinedOut,
+    LateEntryOut,
+    LatePageOut,
     LeaderboardDetailOut,
     LeaderboardOut,
     LeaderboardUpdateOut,
+    MemberOut,
     MeOut,
+    Mode,
+    NewInviteOut,
     ProblemFolderOut,
     ProgressOut,
     RankingOut,
+    ReplayReportOut,
+    StandingsOut,
     StatsOut,
     SubmissionOut,
     SubmissionReceiptOut,
+    SubmissionRewardsOut,
     SubmissionStatusOut,
     SubmissionSummaryOut,
     TemplateOut,
@@ -58,12 +72,6 @@ from web.schemas import (
 
 if TYPE_CHECKING:
     from datetime import datetime
-
-    from web.routes.batches import BatchItemOut, BatchOut, ReplayReportOut, SubmissionRewardsOut
-    from web.routes.budgets import BudgetOut
-    from web.routes.invites import InviteOut, JoinedOut, MemberOut, NewInviteOut
-    from web.routes.late import LateEntryOut, LatePageOut
-    from web.routes.standings import StandingsOut
 
 __all__ = [
     "ApiError",
@@ -336,15 +344,11 @@ class Batch:
 
     def status(self) -> BatchOut:
         """Every candidate's state now (a reward record for each finished one)."""
-        from web.routes.batches import BatchOut
-
         return self.client._get(f"/batches/{self.id}", BatchOut)
 
     def events(self, timeout: float | None = None) -> Iterator[BatchItemOut]:
         """Each candidate once, as it finishes (refused ones first), until all have; reconnects when the connection
         drops (skipping what it gave already). ``TimeoutError`` after ``timeout`` seconds."""
-        from web.routes.batches import BatchItemOut
-
         seen: set[int] = set()
         url = f"{API_PREFIX}/batches/{self.id}/events"
         for event, data, _ in _sse_events(self.client, url, dict, timeout, f"batch {self.id}"):
@@ -438,60 +442,42 @@ class Client:
 
     def standings(self, name: str, device: str | None = None, *, final: bool = False) -> StandingsOut:
         """Live standings (the ranking with held-out coverage) or the frozen final ones (ties, 95% intervals)."""
-        from web.routes.standings import StandingsOut  # (the route's module: FastAPI only when this is called)
-
         return self._get(f"/leaderboards/{name}/standings", StandingsOut, device=device, final=str(final).lower())
 
     def late(self, name: str, *, limit: int = 50, offset: int = 0) -> LatePageOut:
         """The leaderboard's "after the deadline" list: practice submissions, newest first."""
-        from web.routes.late import LatePageOut
-
         return self._get(f"/leaderboards/{name}/late", LatePageOut, limit=limit, offset=offset)
 
     def join(self, code: str) -> JoinedOut:
         """Join a hidden leaderboard with an invite code (sent in the request's body, never in a URL)."""
-        from web.routes.invites import JoinedOut
-
         return JoinedOut.model_validate(self._request("POST", "/join", json={"code": code}).json())
 
     def admit(self, submission_id: int, reason: str) -> LateEntryOut:
         """Admin: let one late ranked entry in as ranked ("late, admitted by you because REASON")."""
-        from web.routes.late import LateEntryOut
-
         answer = self._request("POST", f"/admin/submissions/{submission_id}/admit", json={"reason": reason})
         return LateEntryOut.model_validate(answer.json())
 
     def create_invite(self, name: str, *, uses: int = 1, expires_days: float | None = 7.0) -> NewInviteOut:
         """Admin: a new invite code to a hidden leaderboard (None: it never expires)."""
-        from web.routes.invites import NewInviteOut
-
         body = {"uses": uses, "expires_days": expires_days}
         answer = self._request("POST", f"/admin/leaderboards/{name}/invites", json=body)
         return NewInviteOut.model_validate(answer.json())
 
     def invites(self, leaderboard: str | None = None) -> list[InviteOut]:
         """Admin: the invite codes (never the codes themselves), newest first."""
-        from web.routes.invites import InviteOut
-
         params = {"leaderboard": leaderboard} if leaderboard else {}
         return [InviteOut.model_validate(x) for x in self._request("GET", "/admin/invites", params=params).json()]
 
     def revoke_invite(self, invite_id: int) -> InviteOut:
-        from web.routes.invites import InviteOut
-
         return InviteOut.model_validate(self._request("DELETE", f"/admin/invites/{invite_id}").json())
 
     def members(self, name: str) -> list[MemberOut]:
         """Admin: who joined a hidden leaderboard, earliest first, and by which invite (none: an admin added them)."""
-        from web.routes.invites import MemberOut
-
         answer = self._request("GET", f"/admin/leaderboards/{_seg(name)}/members")
         return [MemberOut.model_validate(x) for x in answer.json()]
 
     def add_member(self, name: str, user: str, *, reason: str = "") -> MemberOut:
         """Admin: let ``user`` (``discord:ID`` or a local name) into a hidden leaderboard without a code."""
-        from web.routes.invites import MemberOut
-
         answer = self._request(
             "POST", f"/admin/leaderboards/{_seg(name)}/members", json={"user": user, "reason": reason}
         )
@@ -499,8 +485,6 @@ class Client:
 
     def remove_member(self, name: str, user: str, *, reason: str = "") -> MemberOut:
         """Admin: take ``user`` out of a hidden leaderboard (it is hidden from them again)."""
-        from web.routes.invites import MemberOut
-
         path = f"/admin/leaderboards/{_seg(name)}/members/{_seg(user)}"
         return MemberOut.model_validate(self._request("DELETE", path, params={"reason": reason}).json())
 
@@ -619,8 +603,6 @@ class Client:
         one request; stored at once. ``.answer`` holds each candidate's submission (or why it alone was refused);
         ``.events()`` yields each as it finishes, ``.wait()`` the batch with a reward record per candidate. A batch
         refused as a whole (leaderboard, device, mode, limits, GPU budget) raises ``ApiError``."""
-        from web.routes.batches import BatchOut
-
         items = [Candidate.of(c) for c in candidates]
         data: dict[str, Any] = {"leaderboard": leaderboard, "mode": str(mode), **({"force": "true"} if force else {})}
         if device:
@@ -640,8 +622,6 @@ class Client:
 
     def reward(self, submission_id: int) -> SubmissionRewardsOut:
         """A submission's reward record per device (docs/schemas/reward.schema.json); null until its job finished."""
-        from web.routes.batches import SubmissionRewardsOut
-
         return self._get(f"/submissions/{submission_id}/reward", SubmissionRewardsOut)
 
     def replay(self, submission_id: int, *, idempotency_key: str | None = None) -> Submission:
@@ -654,20 +634,14 @@ class Client:
     def replay_report(self, replay_id: int) -> ReplayReportOut:
         """A replay beside its original: both verdicts, and each timed case's median against the original's 95%
         interval (``holds``: all the same and all within)."""
-        from web.routes.batches import ReplayReportOut
-
         return self._get(f"/submissions/{replay_id}/replay", ReplayReportOut)
 
     def my_budgets(self) -> list[BudgetOut]:
         """The GPU budgets that bind this client: its account's and its token's, where set."""
-        from web.routes.budgets import BudgetOut
-
         return [BudgetOut.model_validate(b) for b in self._request("GET", "/me/budgets").json()]
 
     def budgets(self) -> list[BudgetOut]:
         """Admin: every GPU budget, with what is spent of it in its current period."""
-        from web.routes.budgets import BudgetOut
-
         return [BudgetOut.model_validate(b) for b in self._request("GET", "/admin/budgets").json()]
 
     def set_budget(
@@ -675,8 +649,6 @@ class Client:
     ) -> BudgetOut | None:
         """Admin: set (``seconds=None``: remove) the GPU-second budget per ``period_s`` of an account (``user``:
         ``discord:ID`` or a local name) or of one token (``token_id``)."""
-        from web.routes.budgets import BudgetOut
-
         if (user is None) == (token_id is None):
             raise ValueError("name either user or token_id")
         path = f"/admin/budgets/accounts/{_seg(user)}" if user is not None else f"/admin/budgets/tokens/{token_id}"

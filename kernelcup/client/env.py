@@ -13,8 +13,9 @@ exported as ``kernelcup.client.KernelEnv``).
 then timing beside the problem's reference), waits for the result and answers a ``Reward`` record. Nothing is
 measured on this side. docs/agents.md shows it under gymnasium's ``Env`` interface (no gymnasium dependency here).
 
-This module takes the client as an argument and never imports the rest of ``kernelcup.client`` (whose
-``__init__`` imports this module to export ``KernelEnv``).
+This module takes the client as an argument and imports of ``kernelcup.client`` only ``wire`` (the API's models and the
+reward record, in the full and the light distribution alike), never its ``__init__``'s names (that module imports
+this one to export ``KernelEnv``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from kernelcup.outcomes import Reward, default_reward, refused, reward_of
-from web.schemas import LeaderboardDetailOut, SubmissionOut, TemplateOut
+from kernelcup.client.wire import (
+    LeaderboardDetailOut,
+    Reward,
+    SubmissionOut,
+    TemplateOut,
+    default_reward,
+    refused,
+    reward_of,
+)
 
 __all__ = ["KernelEnv", "Observation", "Reward"]
 
