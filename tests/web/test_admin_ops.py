@@ -200,6 +200,7 @@ def test_no_secret_in_any_response_or_log_line(
         "alert_id": "1",
         "invite_id": "1",
         "batch_id": "1",
+        "hack_id": "1",
     }
     bodies = {"/api/v1/admin/sync": {}, "/api/v1/me/tokens": {"name": "x"}}
     seen = 0
