@@ -186,13 +186,16 @@ def _compare_upload(
     leaderboard: str | None,
     device: str | None,
     rounds: int | None,
+    profile: bool = False,
 ) -> dict[str, Any]:
     """The request of a compare: both files (A as ``file``, B as ``against``), mode compare, the rounds (None: the
-    service's default)."""
+    service's default), and ``profile`` (kernel metrics after the rounds) where asked."""
     a, b = Candidate.of(file_a), Candidate.of(file_b)
     data = _form(leaderboard, [device] if device else None, "compare")
     if rounds is not None:
         data["rounds"] = str(rounds)
+    if profile:
+        data["profile"] = "true"
     return {"files": {"file": (a.file_name, a.content), "against": (b.file_name, b.content)}, "data": data}
 
 
@@ -567,14 +570,16 @@ class Client:
         rounds: int | None = None,
         *,
         idempotency_key: str | None = None,
+        profile: bool = False,
     ) -> Submission:
         """Compare two files on one device: at most ``rounds`` (even, 2 to 20; None: the service's default, 14 on a GPU
         and 6 on the CPU) interleaved benchmark runs of each on one machine, fewer once the overall ratio is known
         within ±0.4% (at least 6). ``.wait().status.comparison.result`` is the A/B time ratio with its 95% interval, per
         case (``cases``) and overall (``ratio``, ``ci_low``, ``ci_high``), and the rounds run. Never ranked; counts as
         ``2 × rounds`` runs (the most it may run) against your hourly limit and pending-job quota. The same file twice
-        is fine (it measures the noise)."""
-        upload = _compare_upload(file_a, file_b, leaderboard, device, rounds)
+        is fine (it measures the noise). ``profile`` (a GPU device): after the rounds, each case of both files is
+        profiled under Nsight Compute, and ``result.metrics`` holds their dominant kernels' metrics side by side."""
+        upload = _compare_upload(file_a, file_b, leaderboard, device, rounds, profile)
         response = self._request("POST", "/submissions", headers=_key_header(idempotency_key), **upload)
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return Submission(self, receipt.submission_id, receipt)
@@ -842,9 +847,11 @@ class AsyncClient:
         leaderboard: str | None = None,
         device: str | None = None,
         rounds: int | None = None,
+        *,
+        profile: bool = False,
     ) -> AsyncSubmission:
         """``Client.compare``, awaited."""
-        upload = _compare_upload(file_a, file_b, leaderboard, device, rounds)
+        upload = _compare_upload(file_a, file_b, leaderboard, device, rounds, profile)
         response = await self._request("POST", "/submissions", **upload)
         receipt = SubmissionReceiptOut.model_validate(response.json())
         return AsyncSubmission(self, receipt.submission_id, receipt)

@@ -145,6 +145,7 @@ def submit_remote(
     rounds: int | None = None,
     force: bool = False,
     licence: str | None = None,
+    profile: bool = False,
 ) -> None:
     """``kernelcup submit`` through the API: upload, follow the event stream (reconnecting), print the report.
     With ``against``: a compare of ``file`` with it, at most ``rounds`` rounds (None: the service's default) on one
@@ -156,7 +157,7 @@ def submit_remote(
     console = Console(stderr=json_out)
     with user_errors(), client_for(login) as client:
         if against is not None:
-            sub = client.compare(file, against, leaderboard, devices[0] if devices else None, rounds)
+            sub = client.compare(file, against, leaderboard, devices[0] if devices else None, rounds, profile=profile)
         else:
             sub = client.submit(file, leaderboard, devices or None, mode, force=force, licence=licence)
         assert sub.receipt is not None
@@ -187,8 +188,14 @@ def check_compare(
     mode: ModeChoice | None,
     devices: Sequence[str],
     rounds: int | None,
+    profile: bool = False,
 ) -> None:
     """The command line's own checks of a submit or a compare (the service checks the rest, for every surface)."""
+    if profile and not compare:
+        raise typer.BadParameter(
+            "--profile adds Nsight Compute's kernel metrics to a compare: `kernelcup submit A.py B.py --compare "
+            "--profile`; to profile one file, use --mode profile"
+        )
     if compare and against is None:
         raise typer.BadParameter("--compare takes two files: `kernelcup submit A.py B.py --compare`")
     if against is not None and not compare:
@@ -257,6 +264,12 @@ def register(app: typer.Typer) -> None:
             "CPU). It stops earlier, after 6 or more, once the A/B ratio is known within ±0.4%; it counts as 2 runs "
             "per round asked for.",
         ),
+        profile: bool = typer.Option(
+            False,
+            "--profile",
+            help="With --compare, on a GPU device: after the rounds, profile each case of both files under Nsight "
+            "Compute and show their dominant kernels side by side (DRAM %, SM %, occupancy, registers, top stall).",
+        ),
         output: Path | None = typer.Option(
             None, "--output", "-o", help="Write the result to this file (JSON with --json, else the report as text)."
         ),
@@ -277,7 +290,7 @@ def register(app: typer.Typer) -> None:
             from runners.contract import Mode
 
             run_mode = Mode(mode.mode) if mode is not None else None
-            check_compare(file, against, compare, mode, device, rounds)
+            check_compare(file, against, compare, mode, device, rounds, profile)
             login = resolve(server)
             if login is not None:
                 if user:
@@ -295,6 +308,7 @@ def register(app: typer.Typer) -> None:
                     rounds=rounds,
                     force=force,
                     licence=licence,
+                    profile=profile,
                 )
                 return
             console = Console(stderr=json_out)
@@ -309,7 +323,15 @@ def register(app: typer.Typer) -> None:
                         one = device[0] if device else None
                         receipt = with_db_retry(
                             lambda: service.compare(
-                                who, file.name, content, against.name, content_b, leaderboard, one, rounds
+                                who,
+                                file.name,
+                                content,
+                                against.name,
+                                content_b,
+                                leaderboard,
+                                one,
+                                rounds,
+                                profile=profile,
                             ),
                             budget_s=worker_settings.db_retry_s,
                             what="submitting",

@@ -158,6 +158,8 @@ def test_the_cli_refuses_profile_without_compare_or_on_the_cpu() -> None:
     assert alone.exit_code == 1 and "--profile adds Nsight Compute's kernel metrics to a comparison" in alone.output
     cpu = runner.invoke(build_app(), ["run", *TWO, "--compare", "--profile", "-d", "cpu"])
     assert cpu.exit_code == 1 and "--compare --profile needs a GPU" in cpu.output
+    submit = runner.invoke(build_app(), ["submit", TWO[1], "--profile", "-l", "vectoradd"])
+    assert submit.exit_code == 2 and "--profile adds Nsight Compute's kernel metrics to a compare" in submit.output
 
 
 def _stats(m: float) -> TimingStats:

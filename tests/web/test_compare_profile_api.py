@@ -57,3 +57,28 @@ def test_profile_is_refused_without_a_compare_or_on_the_cpu(world: World) -> Non
     assert error_of(alone)["field"] == "profile" and "send mode=compare" in error_of(alone)["message"]
     cpu = _post(world, mode="compare", devices="cpu", profile="true")
     assert cpu.status_code == 422 and error_of(cpu)["code"] == "profile_needs_gpu", cpu.text
+
+
+def test_the_python_client_and_the_cli_ask_for_the_metrics(world: World) -> None:
+    """``Client.compare(..., profile=True)`` (what `kernelcup submit A B --compare --profile` calls) sends the field:
+    the answer carries the metrics; on the CPU the service's refusal comes back by its code."""
+    import httpx
+
+    from kernelcup.client import ApiError, Client
+
+    def forward(request: httpx.Request) -> httpx.Response:  # the client's requests, answered by the app in process
+        got = world.client.request(request.method, str(request.url), headers=request.headers, content=request.read())
+        return httpx.Response(got.status_code, headers=got.headers, content=got.content)
+
+    with Client(str(world.client.base_url), world.ann, transport=httpx.MockTransport(forward)) as kc:
+        sub = kc.compare(("fast.py", FAST), ("plain.py", GOOD), "add", "H100", rounds=2, profile=True)
+        world.serve(FakeLauncher(respond, remote_refs=False))
+        comparison = sub.result().status.comparison
+        assert comparison is not None and comparison.result is not None and comparison.result.metrics is not None
+        assert comparison.result.metrics.cases[0].kernels[0].b is not None
+        try:
+            kc.compare(("fast.py", FAST), ("plain.py", GOOD), "add", "cpu", rounds=2, profile=True)
+        except ApiError as exc:
+            assert exc.code == "profile_needs_gpu"
+        else:
+            raise AssertionError("a compare with profile on the CPU was accepted")
