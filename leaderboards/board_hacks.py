@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import NotFound, RateLimited
 from leaderboards.hack_space import HackField
 from leaderboards.hacks import HackRefused, check_hack, hack_request, judged, reference_refusal, reference_request
-from leaderboards.holdout import launch_quietly, top_entries
+from leaderboards.holdout import could_not_run, held_row, launch_quietly, oldest_runnable, top_entries
 from leaderboards.models import Hack, Leaderboard, Submission, User
 from leaderboards.moderation import set_state
 from leaderboards.moderation_states import ALLOWED_FROM, ModerationState
@@ -54,6 +54,8 @@ LEASE_MARGIN_S = 120.0
 MAX_HOLDOUT = 200
 """Held-out cases a board keeps at most: past it, a breaking hack still quarantines, but adds no case."""
 NOT_JUDGED = "not judged"
+RUNNER_FAILED = "the runner could not run it (not the case's fault): it costs no unit; send it again"
+"""What the hacker reads of a hack the runner failed (admins read the runner's own error)."""
 
 
 class HackStatus:
@@ -138,12 +140,16 @@ def case_hash(case: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(case, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _view(hack: Hack, board: str, user: str) -> HackView:
+def _view(hack: Hack, board: str, user: str, *, admin: bool = False) -> HackView:
+    """``hack`` as its author reads it (why the runner failed, an admin only: it names the runner's side)."""
     entries = tuple(
         HackEntry(int(e["submission_id"]), int(e["rank"]), str(e["user"]), str(e["verdict"]), bool(e["broken"]))
         for e in hack.outcomes or []
     )
-    return HackView(hack.id, board, hack.device, user, hack.status, hack.broken, entries, hack.note or "",
+    note = hack.note or ""
+    if hack.status != HackStatus.REFUSED and not admin:  # a queued one's note: its last try's runner error
+        note = RUNNER_FAILED if hack.status == HackStatus.FAILED else ""
+    return HackView(hack.id, board, hack.device, user, hack.status, hack.broken, entries, note,
                     hack.created_at, hack.finished_at)  # fmt: skip
 
 
@@ -218,7 +224,7 @@ class BoardHacksMixin(RecordingMixin):
             ).first()
             if row is None or not (admin or (viewer is not None and row[2].identity == viewer.identity)):
                 raise NotFound(f"There is no hack #{hack_id} of yours.", code="hack_not_found")
-            return _view(row[0], row[1], row[2].name)
+            return _view(row[0], row[1], row[2].name, admin=admin)
 
     def my_hacks(self, viewer: UserRef, leaderboard: str, *, limit: int = 100) -> tuple[HackView, ...]:
         """The viewer's hacks on ``leaderboard``, newest first."""
@@ -255,14 +261,7 @@ class BoardHacksMixin(RecordingMixin):
         each of the device's top entries of other accounts (test mode, the one case). Its lease covers every run."""
         now = self.clock()
         with self.db.transaction() as s:
-            runnable = or_(
-                Hack.status == HackStatus.QUEUED,
-                and_(Hack.status == HackStatus.RUNNING, Hack.lease_expires_at < now),
-            )
-            stmt = select(Hack).where(runnable)
-            if devices:
-                stmt = stmt.where(Hack.device.in_(list(devices)))
-            hack = s.scalar(stmt.order_by(Hack.id).limit(1).with_for_update(skip_locked=True))
+            hack = oldest_runnable(s, Hack, devices, now)
             if hack is None:
                 return None
             if hack.attempts >= HACK_ATTEMPTS:  # its last holder died: not the hacker's fault
@@ -311,19 +310,11 @@ class BoardHacksMixin(RecordingMixin):
         with self.db.transaction() as s:
             s.execute(select(Leaderboard.id).join(Hack, Hack.leaderboard_id == Leaderboard.id)
                       .where(Hack.id == claim.hack_id).with_for_update())  # fmt: skip
-            hack = s.scalar(
-                select(Hack)
-                .where(Hack.id == claim.hack_id, Hack.lease_owner == claim.token, Hack.status == HackStatus.RUNNING)
-                .with_for_update()
-            )
+            hack = held_row(s, Hack, claim.hack_id, claim.token)
             if hack is None:
                 return False
-            hack.lease_owner, hack.lease_expires_at = None, None
             if reference is None:
-                done = hack.attempts >= HACK_ATTEMPTS
-                hack.status = HackStatus.FAILED if done else HackStatus.QUEUED
-                hack.note = (error[:2000] or "the runner failed") if done else None
-                hack.finished_at = now if done else None
+                could_not_run(hack, HACK_ATTEMPTS, error, now)  # the note: admins' (the hacker reads "failed")
                 return True
             refused = reference_refusal(reference)
             if refused is not None:

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange
 from leaderboards.formatting import format_ns
-from leaderboards.models import BestScore, Leaderboard, Rejudge, RetimeRound, Submission, SystemTest, User
+from leaderboards.models import BestScore, Hack, Leaderboard, Rejudge, RetimeRound, Submission, SystemTest, User
 from leaderboards.problems import Problem, ProblemFormatError
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.scoring import aggregate
@@ -136,12 +136,12 @@ def holdout_cases_on(problem: Problem, device: str) -> int:
         return 0
 
 
-QueueRow = TypeVar("QueueRow", SystemTest, Rejudge, RetimeRound)
+QueueRow = TypeVar("QueueRow", SystemTest, Rejudge, RetimeRound, Hack)
 
 
 def oldest_runnable(s: Session, model: type[QueueRow], devices: Sequence[str], now: datetime) -> QueueRow | None:
-    """The oldest row of a queue below the jobs (``system_tests``, ``rejudges``) a worker for ``devices`` (all when
-    empty) may take: queued, or running with its lease run out; locked, skipping rows another worker holds."""
+    """The oldest row of a queue below the jobs (``system_tests``, ``rejudges``, ``hacks``) a worker for ``devices``
+    (all when empty) may take: queued, or running with its lease run out; locked, skipping rows another worker holds."""
     runnable = or_(model.status == "queued", and_(model.status == "running", model.lease_expires_at < now))
     stmt = select(model).where(runnable)
     if devices:
@@ -160,7 +160,7 @@ def held_row(s: Session, model: type[QueueRow], row_id: int, token: str) -> Queu
     return row
 
 
-def could_not_run(row: SystemTest | Rejudge | RetimeRound, attempts: int, error: str, now: datetime) -> None:
+def could_not_run(row: SystemTest | Rejudge | RetimeRound | Hack, attempts: int, error: str, now: datetime) -> None:
     """A row whose run failed on the runner's side: queued again, or ``failed`` (with the note admins read) once its
     ``attempts`` are spent. Never the entry's fault."""
     done = row.attempts >= attempts

@@ -195,6 +195,7 @@ def test_a_hack_that_could_not_run_is_retried_then_failed_and_costs_nothing(svc:
     serve(svc, FakeLauncher(respond, error=LauncherError("the runner is down")))
     hack = svc.hack(queued.hack_id, UserRef("carol"), admin=True)
     assert hack.status == "failed" and "the runner is down" in hack.note
+    assert svc.hack(queued.hack_id, UserRef("carol")).note.startswith("the runner could not run it")  # not its error
     assert [r.user_name for r in svc.standings("triple").rows] == ["ann", "bob"]
     (again,) = svc.submit_hack(UserRef("carol"), "triple", dict(BREAKS))  # a failed try may be sent again
     assert again.status == "queued"
