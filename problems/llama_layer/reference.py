@@ -12,14 +12,18 @@ EPS = 1e-5
 """RMSNorm's epsilon (Llama 3)."""
 ROPE_THETA = 500000.0
 """The rotary embedding's base (Llama 3)."""
-ATOL_UNITS = 8
+ATOL_UNITS = 12
 """Allowed error of out[b, t, :], beyond 2**-8 of each element's own magnitudes (x, the two branches): ATOL_UNITS *
 2**-8 times the sum of the root-mean-squares, over the token's row, of each branch's exact output (attention and
 MLP). A bf16 pipeline rounds every intermediate (the projections, the attention output, the residual, the SwiGLU
-product) to bf16, and those errors reach the output through the next projection, summed over the row. Measured
-(CPU; the test shapes and hidden 512-1024, up to 128 tokens; the smallest ATOL_UNITS that accepts each): ref_kernel
-(torch's bf16 matmuls and SDPA) 1.2-5.4. Must fail: the weights rounded to fp8 (e4m3, scaled per tensor) 20-38;
-the battery's rough answer (1/16 of the output's RMS) 31-34; x passed through 450+. 8 sits between."""
+product) to bf16, and those errors reach the output through the next projection, summed over the row. The smallest
+ATOL_UNITS that accepts each output (`benchmarks/llama_tolerance.py`, two seeds per case), measured on the lent H200
+(2026-11-28): ref_kernel (torch's bf16 matmuls and SDPA) 1.1-6.3 on the test shapes and 3.7-8.2 on the benchmark
+shapes (the 2048-token prefill the most), the PyTorch solution up to 8.3, the Triton one up to 7.2; on the CPU
+(test shapes, hidden up to 1024) 1.2-5.4. Must fail: the weights rounded to fp8 (e4m3, scaled per tensor) 20.5-45 on
+the test shapes and 41-62 on the benchmark shapes; the battery's rough answer (1/16 of the output's RMS) 31-34; x
+passed through 450+. 12 sits between, with room above the largest correct figure (8 did not: the PyTorch solution's
+prefill needed 8.3 on the H200, one element in 8 million)."""
 
 
 def generate_input(

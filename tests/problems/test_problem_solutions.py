@@ -1,7 +1,7 @@
 """Every solution and template of every problem, run through the harness in test mode, gets its declared verdict.
 
 On the CPU (PyTorch CPU, Triton's interpreter) solutions that need CUDA are skipped; the ``gpu`` twin runs all
-of them on the GPU, one evaluation each.
+of them on the GPU, one evaluation each. The tests are the problem's tests and its held-out cases.
 
 On the CPU the Python solutions (PyTorch, Triton, a Python DSL such as Helion) of one problem and language whose
 verdict is accepted or wrong_answer share evaluations: an evaluation costs about 4 CPU-seconds whatever it runs (two
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -37,8 +37,14 @@ SINGLE_RANK = set(single_rank_problem_names())
 
 @functools.cache
 def _problem(name: str) -> Problem:
-    """Each problem loaded once per test process (its cases are shared by every solution of it)."""
-    return load_problem(PROBLEMS / name)
+    """Each problem loaded once per test process (its cases are shared by every solution of it), its held-out cases
+    run as tests too: a shipped correct solution must be correct beyond the cases a competitor sees (the Triton
+    llama_layer solution once failed the held-out head_dim of 80 on the H200, which no public case has)."""
+    problem = load_problem(PROBLEMS / name)
+    task = problem.task
+    if not task.holdout:
+        return problem
+    return replace(problem, task=task.model_copy(update={"tests": [*task.tests, *task.holdout]}))
 
 
 def _code(path: Path) -> list[str]:

@@ -36,11 +36,12 @@ def _add_rmsnorm(x_ptr, a_ptr, w_ptr, sum_ptr, y_ptr, hidden, eps, HAS_ADD: tl.c
 
 
 @triton.jit
-def _rope(t_ptr, seq, past, heads, log2_theta, HEAD_DIM: tl.constexpr, HEADS: tl.constexpr):
-    """Rotates every head of one token in place (the halves of a head share frequency i: theta ** (-2i / d))."""
+def _rope(t_ptr, seq, past, heads, log2_theta, HEAD_DIM: tl.constexpr, HEADS: tl.constexpr, HALF: tl.constexpr):
+    """Rotates every head of one token in place (the halves of a head share frequency i: theta ** (-2i / d)).
+    HEADS and HALF: powers of two at least the heads and head_dim // 2 (a head_dim of 80 has halves of 40)."""
     token = tl.program_id(0).to(tl.int64)
     head = tl.arange(0, HEADS)[:, None]
-    half = tl.arange(0, HEAD_DIM // 2)[None, :]
+    half = tl.arange(0, HALF)[None, :]
     mask = (head < heads) & (half < HEAD_DIM // 2)
     position = (past + token % seq).to(tl.float32)
     angle = position * tl.exp2(-(2 * half).to(tl.float32) / HEAD_DIM * log2_theta)
@@ -85,7 +86,8 @@ def custom_kernel(data: tuple[torch.Tensor, ...]) -> torch.Tensor:
     q, k, v = (h @ wq.T).contiguous(), (h @ wk.T).contiguous(), h @ wv.T
     log2_theta = float(torch.log2(torch.tensor(ROPE_THETA, dtype=torch.float64)))
     for t, n in ((q, heads), (k, kv_heads)):  # one program per token: all its heads at once
-        _rope[(batch * seq,)](t, seq, past, n, log2_theta, HEAD_DIM=head_dim, HEADS=triton.next_power_of_2(n))
+        _rope[(batch * seq,)](t, seq, past, n, log2_theta, HEAD_DIM=head_dim, HEADS=triton.next_power_of_2(n),
+                              HALF=triton.next_power_of_2(head_dim // 2))
     q = q.view(batch, seq, heads, head_dim).transpose(1, 2)
     keys = torch.cat([k_cache, k.view(batch, seq, kv_heads, head_dim).transpose(1, 2)], dim=2)
     values = torch.cat([v_cache, v.view(batch, seq, kv_heads, head_dim).transpose(1, 2)], dim=2)
