@@ -22,6 +22,7 @@ from bot.chart import score_chart_png
 from bot.context import BotContext
 from bot.cooldowns import spend
 from bot.follow import AuthorChannel, StatusMessage, follow_submission
+from bot.hacks import hack_reply
 from bot.limits import File, Reply
 from bot.replies import Refused, defer, send, upload_limit
 from bot.reports import leaderboards_text as list_text
@@ -377,6 +378,19 @@ class LeaderboardCommands(app_commands.Group):
         text = await call(
             standings_reply, self.ctx.service, leaderboard, parse_devices(device), final, user_ref(interaction)
         )
+        await send(interaction, Reply(content=text))
+
+    @app_commands.command(name="hack", description="Send an input hack against a board's top entries (issue 35)")
+    @app_commands.describe(
+        leaderboard="The leaderboard (its problem declares a hack_space)",
+        case='The case as JSON, each parameter of generate_input: {"rows": 3, "cols": 33, "seed": 5}',
+    )
+    @app_commands.autocomplete(leaderboard=_leaderboards)
+    async def hack(
+        self, interaction: discord.Interaction, leaderboard: str, case: app_commands.Range[str, 1, 2000]
+    ) -> None:
+        await defer(interaction)
+        text = await call(hack_reply, self.ctx.service, user_ref(interaction), leaderboard, case)
         await send(interaction, Reply(content=text))
 
     @app_commands.command(name="join", description="Join a private leaderboard with an invite code")
