@@ -115,6 +115,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         KERNELCUP_DUPLICATE_WINDOW_S="0",
         KERNELCUP_RATE_LIMIT_PER_HOUR="none",
         KERNELCUP_RANKED_RATE_LIMIT_PER_HOUR="none",
+        # As everywhere in the suite (tests/conftest.py): no set of processes pre-started after the run, importing
+        # PyTorch until the server stops (tests/runners/test_prestart.py tests pre-starting)
+        KERNELCUP_PRESTART="false",
         PYTHONPATH=os.pathsep.join(sys.path),
     )
     log = (root / "serve.log").open("w")
