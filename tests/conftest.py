@@ -92,7 +92,12 @@ def _keep_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     node id in ``Node._id`` (a ``NodeId``), so that assignment changes nothing and every grouped test was spread
     over the workers like any other (seen: test_next_run_works on gw1, its module's cases on gw0). Here the suffix
     is set where pytest 9.2 reads it; with an xdist that manages by itself this finds the suffix there and does
-    nothing."""
+    nothing.
+
+    A test that uses a module-scoped fixture (a served site, a browser, a module's prepared data) joins its module's
+    group, ``module:<file>``, unless it names a group of its own: spread over the workers, each worker set the
+    fixture up again (the browser module's site, a real evaluation among it, was built twice). The scheduler sends
+    groups before single tests, the largest first, so the groups start early and single tests fill the end."""
     if not getattr(config.option, "loadgroup", False):  # set in xdist's workers under --dist loadgroup only
         return
     from _pytest.nodeid import NodeId
@@ -101,9 +106,19 @@ def _keep_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
         groups = {
             str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")
         }
+        if not groups and _uses_a_module_fixture(item):
+            groups = {f"module:{item.nodeid.split('::', 1)[0]}"}
         if not groups or "@" in item.nodeid:
             continue
         item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture set up once per module (see ``_keep_xdist_groups``)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 @pytest.fixture
