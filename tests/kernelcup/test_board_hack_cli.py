@@ -69,3 +69,30 @@ def test_hack_submit_show_and_credits_on_the_local_database(env: Path) -> None:
     assert run("hack", "show", str(hack["hack_id"]), "--user", "ann", "--server", "local").exit_code != 0
     credits = run("hack", "credits", "triple", "--server", "local")
     assert credits.exit_code == 0 and credits.output.strip() == "hacks: carol broke 1 entry", credits.output
+
+
+def test_hack_submit_show_and_credits_through_a_server(env: Path) -> None:
+    from served import served_kernelcup
+
+    (env / "served").mkdir()
+    with served_kernelcup(env / "served") as served:
+        folder = env / "problems" / "triple"
+        folder.mkdir(parents=True)
+        for rel in ("reference.py", "task.yml"):
+            shutil.copy(FIXTURE / rel, folder / rel)
+        served.service.create_leaderboard(load_problem(folder), deadline=future(), devices=["cpu"])
+        remote = {"COLUMNS": "200", "KERNELCUP_TOKEN": served.token, "KERNELCUP_CONFIG_DIR": str(env / "config")}
+
+        def cli(*args: str):
+            return CliRunner().invoke(build_app(), [*args, "--server", served.url], env=remote)
+
+        (env / "far.json").write_text(json.dumps({"rows": 1000, "cols": 3, "seed": 1}))
+        refused = cli("hack", "submit", "triple", str(env / "far.json"))
+        assert refused.exit_code != 0 and "rows: 1000 is outside 1 .. 256" in refused.output, refused.output
+        (env / "case.json").write_text(json.dumps({"rows": 3, "cols": 33, "seed": 5}))
+        queued = cli("hack", "submit", "triple", str(env / "case.json"))
+        assert queued.exit_code == 0 and "hack #1 on triple (cpu): queued" in queued.output, queued.output
+        shown = cli("hack", "show", "1", "--json")
+        assert shown.exit_code == 0 and json.loads(shown.output)["status"] == "queued", shown.output
+        credits = cli("hack", "credits", "triple")
+        assert credits.exit_code == 0 and "no input hack broke an entry of triple yet" in credits.output
