@@ -21,9 +21,11 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
+from typing import Any
 
 from runners import baselines, sysinfo
 from runners.contract import (
@@ -41,6 +43,7 @@ from runners.contract import (
 )
 from runners.devices import peaks_for
 from runners.entry.admission import (
+    JobDirs,
     NotOffered,
     Rejected,
     allocator_library,
@@ -49,7 +52,8 @@ from runners.entry.admission import (
     new_job_root,
     write_job,
 )
-from runners.entry.clock import OVERLOADED, bounds_for
+from runners.entry.clock import OVERLOADED, Bounds, bounds_for
+from runners.entry.plan import Machine, Purpose, RunPlan, plan_run, wants_provenance
 from runners.entry.prestart import Prestarter
 from runners.entry.profiling import (
     NcuOutcome,
@@ -60,19 +64,43 @@ from runners.entry.profiling import (
     provenance_profiler,
 )
 from runners.entry.ranks import RankSession, rank_gpus
-from runners.entry.session import REPO_ROOT, ProgressCallback, ReportError, Session, make_shape
+from runners.entry.session import (
+    REPO_ROOT,
+    Outcomes,
+    ProgressCallback,
+    ReportError,
+    Session,
+    SessionSpec,
+    Shape,
+    make_shape,
+)
+from runners.entry.session import Launch as ProcessSet
 from runners.entry.verdict import blame_the_floor, build_result
 from runners.gpus import Gpu
-from runners.ipc.protocol import Job, RBaseline, RProfile
+from runners.ipc.protocol import ClockCalibration, Job, RBaseline, RProfile
 from runners.oracle.base import derive_seed
-from runners.provenance import CANNOT_CHECK, MARKER, REJECTION, Launch, Provenance, parse_torch_tables, record
+from runners.provenance import MARKER, REJECTION, Launch, Provenance, parse_torch_tables, record
 from runners.provenance_digest import digest
 from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
-from runners.submission.languages import HEADERS_ENV
+from runners.submission.languages import HEADERS_ENV, Headers
 from runners.validation import bound_profile
 
 __all__ = ["OVERLOADED", "REPO_ROOT", "check_reference", "derive_seed", "main", "run_request"]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the caller gives a run besides the request and the settings: where its progress goes, whether a sandbox
+    is required, the event that cancels it, its GPU (or a run of several ranks' GPUs), a long-lived runner's
+    pre-started sets. The plan reads only whether there are pre-started sets; the executor uses the rest."""
+
+    on_progress: ProgressCallback | None = None
+    require_sandbox: bool = False
+    cancel: threading.Event | None = None
+    gpu: Gpu | None = None
+    gpus: list[Gpu] | None = None
+    prestart: Prestarter | None = None
 
 
 def run_request(
@@ -94,24 +122,22 @@ def run_request(
     ``request.world_size`` ranks, one GPU each (docs/multigpu.md); None: the first of the machine's usable GPUs.
     ``prestart``: a long-lived runner's pre-started sets (``runners.entry.prestart``): a run of one rank takes the
     one waiting for its shape, if any, and starts the next."""
-    return _timed(request, on_progress, lambda: _run(request, on_progress, settings or RunnerSettings(),
-                                                      require_sandbox, cancel, gpu=gpu, gpus=gpus,
-                                                      prestart=prestart))  # fmt: skip
+    context = _Context(on_progress, require_sandbox, cancel, gpu, gpus, prestart)
+    return _timed(request, on_progress, lambda: _run(request, settings or RunnerSettings(), context))
 
 
 def check_reference(request: RunRequest, *, settings: RunnerSettings | None = None) -> RunResult:
     """Run the problem's own reference on ``request.tests[0]`` in the sandboxed evaluator: generate_input ->
     ref_kernel -> check_implementation. ACCEPTED when the reference passes its own check; otherwise an
     infrastructure error (or wrong answer) whose message says what the problem did wrong. No submission runs."""
-    return _timed(request, None, lambda: _run(request, None, settings or RunnerSettings(), False, None,
-                                               reference_only=True))  # fmt: skip
+    return _timed(request, None, lambda: _run(request, settings or RunnerSettings(), _Context(), reference_only=True))
 
 
-def _timed(request: RunRequest, on_progress: ProgressCallback | None, body: object) -> RunResult:
+def _timed(request: RunRequest, on_progress: ProgressCallback | None, body: Callable[[], RunResult]) -> RunResult:
     started = datetime.now(UTC)
     t0 = time.monotonic()
     try:
-        result = body()  # type: ignore[operator]
+        result = body()
     except Exception as exc:
         result = RunResult.infrastructure_error(
             request.mode, f"the runner failed: {type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:]
@@ -123,182 +149,223 @@ def _timed(request: RunRequest, on_progress: ProgressCallback | None, body: obje
         result = bound_profile(result)  # what any result, a profile run's most of all, may carry
     result.request_sha256 = request.digest()
     result.nonce = request.nonce
+    _tell(on_progress, Phase.DONE, result.verdict.label)
+    return result
+
+
+def _tell(on_progress: ProgressCallback | None, phase: Phase, detail: str) -> None:
     if on_progress is not None:
         with contextlib.suppress(Exception):
-            on_progress(ProgressEvent(phase=Phase.DONE, detail=result.verdict.label))
-    return result
+            on_progress(ProgressEvent(phase=phase, detail=detail))
 
 
 def _run(
     request: RunRequest,
-    on_progress: ProgressCallback | None,
     settings: RunnerSettings,
-    require_sandbox: bool,
-    cancel: threading.Event | None,
+    context: _Context,
     *,
     reference_only: bool = False,
-    gpu: Gpu | None = None,
-    gpus: list[Gpu] | None = None,
-    prestart: Prestarter | None = None,
     provenance_pass: bool = False,
 ) -> RunResult:
-    if on_progress is not None:
-        with contextlib.suppress(Exception):
-            on_progress(ProgressEvent(phase=Phase.STARTING, detail=request.problem))
-    ranks = request.world_size > 1 and not reference_only
-    if ranks:
-        gpus, missing = rank_gpus(request, gpus)
-        if missing:
-            return RunResult.infrastructure_error(request.mode, missing)
-        gpu = gpus[0] if gpus else None
-    gpu_index = gpu.index if gpu is not None else 0
-    system = sysinfo.collect(request.device, gpu_index)
-    system.world_size = request.world_size
-    headers = None
-    if not reference_only:
+    """Plan the run (``runners.entry.plan``: pure), then carry the plan out (``_Execution``)."""
+    _tell(context.on_progress, Phase.STARTING, request.problem)
+    purpose = Purpose.REFERENCE if reference_only else Purpose.PROVENANCE if provenance_pass else Purpose.RUN
+    machine = Machine(prestarter=context.prestart is not None, cannot_record=cannot_record_kernels(settings))
+    return _Execution(request, settings, context, plan_run(request, settings, machine, purpose)).run()
+
+
+class _Execution:
+    """The executor: carries one run's plan out, in order: the GPUs, the system's facts, admission, the refusal,
+    the sandboxes' shape, a pre-started set or a fresh folder, the job, the session, then the result from the
+    evaluator's report. Whatever the plan could decide, it decided; here only what it says is done."""
+
+    def __init__(self, request: RunRequest, settings: RunnerSettings, context: _Context, plan: RunPlan) -> None:
+        self.request, self.settings, self.context, self.plan = request, settings, context, plan
+        self.gpu, self.gpus = context.gpu, context.gpus
+        self.system = SystemInfo()
+        self.headers: Headers | None = None
+        self.launch: ProcessSet | None = None
+        """A pre-started set taken for this run, until its session owns it (then None: the session stops it)."""
+
+    def _error(self, message: str, **extra: Any) -> RunResult:
+        return RunResult.infrastructure_error(self.request.mode, message, system=self.system, **extra)
+
+    def run(self) -> RunResult:
+        if self.plan.ranks:
+            self.gpus, missing = rank_gpus(self.request, self.gpus)
+            if missing:
+                return RunResult.infrastructure_error(self.request.mode, missing)
+            self.gpu = self.gpus[0] if self.gpus else None
+        self.system = sysinfo.collect(self.request.device, self._gpu_index())
+        self.system.world_size = self.request.world_size
+        refused = self._admit() if self.plan.admit else None
+        if refused is None and self.plan.refusal:
+            self.system.ran = False
+            refused = self._error(self.plan.refusal, fault="runner")
+        return refused if refused is not None else self._start()
+
+    def _gpu_index(self) -> int:
+        return self.gpu.index if self.gpu is not None else 0
+
+    def _admit(self) -> RunResult | None:
+        """The file's admission and its language's headers: a result where the run stops here, else None."""
         try:
-            check_submission(request)
-            headers = language_headers(request, settings)
+            check_submission(self.request)
+            self.headers = language_headers(self.request, self.settings)
         except Rejected as rej:
-            system.sandbox_note = "nothing was run: the file was refused before evaluation"
-            system.ran = False
-            return RunResult(verdict=rej.verdict, message=str(rej), mode=request.mode, system=system)
+            self.system.sandbox_note = "nothing was run: the file was refused before evaluation"
+            self.system.ran = False
+            return RunResult(verdict=rej.verdict, message=str(rej), mode=self.request.mode, system=self.system)
         except NotOffered as exc:  # the runner's lack, not the submission's: an infrastructure error (retried)
-            system.sandbox_note = "nothing was run: this runner does not offer the language"
-            system.ran = False
-            return RunResult.infrastructure_error(request.mode, str(exc), system=system)
-        system.headers = headers.version if headers else None
-    on_gpu = request.device != "cpu"
-    if _records_kernels(request, reference_only, ranks) and request.library_policy is not None:
-        why = cannot_record_kernels(settings)
-        if why:  # the runner's lack: another runner may have ncu (an infrastructure error is retried elsewhere)
-            system.ran = False
-            message = f"{CANNOT_CHECK} ({why}), which problem {request.problem!r} has"
-            return RunResult.infrastructure_error(request.mode, message, system=system, fault="runner")
-    allocator = allocator_library(settings.cache_path()) if on_gpu else None
-    extra_ro = (*((allocator.parent,) if allocator else ()), *(headers.include_dirs if headers else ()))
-    submission_env = (
-        {HEADERS_ENV: os.pathsep.join(map(str, headers.include_dirs))} if headers and headers.include_dirs else None
-    )
-    python = settings.python or sys.executable
-    # Pre-started sets serve the ordinary runs of one rank; a profile run (Nsight Compute in front of the submission
-    # process) and the reference check always start cold.
-    warm = prestart is not None and settings.prestart and not reference_only and request.mode is not Mode.PROFILE
-    warm = warm and not ranks
-    shape = make_shape(request, gpu=gpu, python=python, prefix=[], extra_ro=extra_ro, submission_env=submission_env,
-                       require_sandbox=require_sandbox)  # fmt: skip
-    launch = prestart.take(shape) if warm and prestart is not None else None
-    timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and not reference_only and not ranks
-    reuse = prestart.calibration(shape) if prestart is not None and on_gpu and timed else None
-    root = Path(launch.dirs.root) if launch is not None else new_job_root(settings.job_root)
-    try:
+            self.system.sandbox_note = "nothing was run: this runner does not offer the language"
+            self.system.ran = False
+            return self._error(str(exc))
+        self.system.headers = self.headers.version if self.headers else None
+        return None
+
+    def _start(self) -> RunResult:
+        """The sandboxes' shape, a pre-started set of it (where the plan says warm) or a fresh job folder, the run
+        in it; the folder is removed afterwards (unless kept for debugging) and a set never used is stopped."""
+        allocator = allocator_library(self.settings.cache_path()) if self.plan.on_gpu else None
+        include = self.headers.include_dirs if self.headers else ()
+        extra_ro = (*((allocator.parent,) if allocator else ()), *include)
+        sub_env = {HEADERS_ENV: os.pathsep.join(map(str, include))} if include else None
+        python = self.settings.python or sys.executable
+        shape = make_shape(self.request, gpu=self.gpu, python=python, prefix=[], extra_ro=extra_ro,
+                           submission_env=sub_env, require_sandbox=self.context.require_sandbox)  # fmt: skip
+        prestart = self.context.prestart
+        self.launch = prestart.take(shape) if self.plan.warm and prestart is not None else None
+        reuse = prestart.calibration(shape) if self.plan.reuse_calibration and prestart is not None else None
+        root = Path(self.launch.dirs.root) if self.launch is not None else new_job_root(self.settings.job_root)
+        try:
+            return self._in_folder(root, shape, allocator, reuse)
+        finally:
+            if self.launch is not None:  # taken, but the run failed before its session began: never used for another
+                self.launch.stop()
+            if not self.settings.keep_job_dirs:
+                remove_tree(root)
+
+    def _in_folder(self, root: Path, shape: Shape, allocator: Path | None, reuse: _Reuse) -> RunResult:
+        request, plan = self.request, self.plan
         dirs = write_job(root, request)
-        profiler = (
-            provenance_profiler(settings, dirs.submission)
-            if provenance_pass
-            else choose_profiler(settings, request, dirs.submission)
-            if not ranks
-            else ProfilerChoice()
-        )
-        # Several ranks: no baselines (the reference runs on one device; docs/multigpu.md).
-        plan = _BaselinePlan(request, system, settings, active=not reference_only and request.world_size == 1)
-        bounds = bounds_for(request, settings.startup_timeout_s,
-                            () if reference_only else _reference_medians(request, system, settings))  # fmt: skip
-        job = Job(
-            mode="reference" if reference_only else request.mode.value,
-            device="cpu" if request.device == "cpu" else "cuda",
+        profiler = self._profiler(dirs.submission)
+        timed = _Baselines(request, self.system, self.settings, plan.baselines)
+        medians = _reference_medians(request, self.system, self.settings) if plan.reference_medians else ()
+        bounds = bounds_for(request, plan.startup_s, medians)
+        job = self._job(dirs, profiler, bounds, allocator, reuse)
+        session = self._session(job, dirs, shape, profiler, bounds)
+        self.launch = None  # the session's now: it stops it whatever happens
+        try:
+            outcomes = session.run()
+        except ReportError as exc:
+            return self._error(f"the evaluator's report was invalid: {exc}")
+        failed = self._failed(outcomes)
+        if failed is not None:
+            return failed
+        self._after(outcomes, shape, reuse)
+        result = self._result(outcomes, profiler, timed, dirs.submission, root)
+        return _strip_paths(result, root)
+
+    def _profiler(self, sub_dir: Path) -> ProfilerChoice:
+        if self.plan.profiler == "provenance":
+            return provenance_profiler(self.settings, sub_dir)
+        if self.plan.profiler == "profile":
+            return choose_profiler(self.settings, self.request, sub_dir)
+        return ProfilerChoice()
+
+    def _job(self, dirs: JobDirs, profiler: ProfilerChoice, bounds: Bounds, allocator: Path | None,
+             reuse: _Reuse) -> Job:  # fmt: skip
+        request, plan = self.request, self.plan
+        return Job(
+            mode=plan.job_mode,  # type: ignore[arg-type]  # (one of Job.mode's: runners.entry.plan)
+            device=plan.job_device,
             lang=request.lang.value,
             submission=dirs.submission_file,
             display_name=Path(request.submission.name).name,
             tests=request.tests,
             benchmarks=request.benchmarks,
             timing=request.timing.model_dump(mode="json"),
-            secret=request.seed if request.seed is not None or not ranks else secrets.token_hex(16),
+            secret=secrets.token_hex(16) if plan.draw_secret else request.seed,
             profiler="ncu" if profiler.ncu else "torch",
             device_name=request.device_name,
             time_limit_s=bounds.total_s,  # (never before the entry's own deadlines: runners.entry.clock)
-            max_batch_calls=settings.max_batch_calls,
+            max_batch_calls=plan.max_batch_calls,
             allocator=str(allocator) if allocator else None,
-            heap_bytes=settings.gpu_heap_mb * 1024 * 1024 if settings.gpu_heap_mb else None,
-            baselines_budget_s=baselines.BUDGET_S,
-            baselines=[(spec.label, spec.function) for spec in plan.to_time]
-            if not reference_only
-            else [(spec.label, spec.function) for spec in request.baselines if spec != REFERENCE_BASELINE]
-            if request.world_size == 1
-            else [],
+            heap_bytes=plan.heap_bytes,
+            baselines_budget_s=plan.baselines_budget_s,
+            baselines=list(plan.job_baselines),
             world_size=request.world_size,
             calibration=reuse[0] if reuse else None,
             calibration_age_s=round(reuse[1], 3) if reuse else 0.0,
         )
-        # The next run's set: the helpers this run starts (the calibration echo of a timed run; the baseline process,
-        # and on the CPU its own echo, where this run times baselines).
-        helpers: tuple[str, ...] = ("echo",) if request.mode in (Mode.BENCHMARK, Mode.RANKED) else ()
-        if plan.to_time:
-            helpers += ("baseline", "echo-baselines") if request.device == "cpu" else ("baseline",)
-        session = (partial(RankSession, gpus=gpus) if ranks else Session)(
-            request,
-            job,
-            dirs,
-            python=python,
-            submission_argv_prefix=profiler.prefix,
-            extra_ro=extra_ro,
-            require_sandbox=require_sandbox,
-            submission_env=submission_env,
-            on_progress=on_progress,
-            cancel=cancel,
-            start_submission=not reference_only,
-            gpu=gpu,
-            prestarted=launch,
-            after_handover=(lambda: prestart.prepare(shape, helpers)) if warm and prestart is not None else None,
+
+    def _session(self, job: Job, dirs: JobDirs, shape: Shape, profiler: ProfilerChoice, bounds: Bounds) -> Session:
+        """The session of the plan's kind, its sandboxes of ``shape`` with the plan's profiler in front and the
+        submission process where the plan starts one; a warm run pre-starts the next set once its job is handed
+        over."""
+        plan, context, prestart = self.plan, self.context, self.context.prestart
+        warm = plan.warm and prestart is not None
+        spec = SessionSpec(
+            request=self.request,
+            job=job,
+            dirs=dirs,
+            shape=replace(shape, prefix=tuple(profiler.prefix), start_submission=plan.start_submission),
             bounds=bounds,
+            on_progress=context.on_progress,
+            cancel=context.cancel,
+            prestarted=self.launch,
+            after_handover=(lambda: prestart.prepare(shape, plan.helpers)) if warm and prestart is not None else None,
         )
-        launch = None  # the session's now: it stops it whatever happens
-        try:
-            outcomes = session.run()
-        except ReportError as exc:
-            return RunResult.infrastructure_error(request.mode, f"the evaluator's report was invalid: {exc}",
-                                                  system=system)  # fmt: skip
+        return RankSession(spec, gpus=self.gpus) if plan.ranks else Session(spec)
+
+    def _failed(self, outcomes: Outcomes) -> RunResult | None:
+        """The run's end where it is not the submission's result: the sandbox missing, a cancel, the platform's
+        start-up running out (an overloaded runner), a reference check's hang (the problem's)."""
         if outcomes.unavailable:
-            return RunResult.infrastructure_error(request.mode, outcomes.unavailable, system=system)
+            return self._error(outcomes.unavailable)
         if outcomes.cancelled:
-            return RunResult.infrastructure_error(request.mode, "the run was cancelled", system=system)
-        if outcomes.expired in ("overloaded", "problem"):  # the platform's start-up; a reference check's hang
-            return RunResult.infrastructure_error(
-                request.mode,
-                outcomes.expired_message
-                if outcomes.expired == "overloaded"
-                else f"the problem {request.problem!r} failed: {outcomes.expired_message}",
-                system=system,
-                phase_times=dict(outcomes.report.times),
-                fault="runner" if outcomes.expired == "overloaded" else "problem",
-            )
-        if on_gpu:
-            system.sm_clock_end_mhz = sysinfo.sm_clock_mhz(gpu_index)
+            return self._error("the run was cancelled")
+        if outcomes.expired == "overloaded":
+            return self._error(outcomes.expired_message, phase_times=dict(outcomes.report.times), fault="runner")
+        if outcomes.expired == "problem":
+            return self._error(f"the problem {self.request.problem!r} failed: {outcomes.expired_message}",
+                               phase_times=dict(outcomes.report.times), fault="problem")  # fmt: skip
+        return None
+
+    def _after(self, outcomes: Outcomes, shape: Shape, reuse: _Reuse) -> None:
+        """What the run leaves this runner and the system's facts: the end clock, the calibration reused or kept."""
+        if self.plan.on_gpu:
+            self.system.sm_clock_end_mhz = sysinfo.sm_clock_mhz(self._gpu_index())
         if reuse is not None:
-            system.calibration_age_s = round(reuse[1], 3)
-        elif prestart is not None and timed and outcomes.report.calibration is not None:
-            prestart.remember_calibration(shape, outcomes.report.calibration)
+            self.system.calibration_age_s = round(reuse[1], 3)
+        elif self.plan.remember_calibration and self.context.prestart and outcomes.report.calibration is not None:
+            self.context.prestart.remember_calibration(shape, outcomes.report.calibration)
+
+    def _result(self, outcomes: Outcomes, profiler: ProfilerChoice, timed: _Baselines, sub_dir: Path,
+                root: Path) -> RunResult:  # fmt: skip
+        request, settings, context = self.request, self.settings, self.context
         if outcomes.report.profile is not None:
             outcomes.report.profile = submissions_own(outcomes.report.profile, ncu=profiler.ncu is not None)
-        result = build_result(request, outcomes, system, profiler.note or None, settings.peaks_table())
+        result = build_result(request, outcomes, self.system, profiler.note or None, settings.peaks_table())
         if outcomes.expired == "timeout":  # the submission's own limit (from its load), or one test's bound
             result = result.model_copy(update={"verdict": Verdict.TIMEOUT, "message": outcomes.expired_message,
                                                "fault": None, "score_ns": None})  # fmt: skip
-        result = plan.finish(result, outcomes.report.baselines)
-        result = blame_the_floor(request, result, plan.medians.get(REFERENCE_BASELINE.label, []),
-                                 peaks_for(system.gpu_name, settings.peaks_table()))  # fmt: skip
+        result = timed.finish(result, outcomes.report.baselines)
+        result = blame_the_floor(request, result, timed.medians.get(REFERENCE_BASELINE.label, []),
+                                 peaks_for(self.system.gpu_name, settings.peaks_table()))  # fmt: skip
         if profiler.ncu:
-            _add_ncu(result, profiler, dirs.submission, root / "ncu-import", settings, require_sandbox,
-                     profiled="profiling" in outcomes.report.times, markers=provenance_pass)  # fmt: skip
+            _add_ncu(result, profiler, sub_dir, root / "ncu-import", settings, context.require_sandbox,
+                     profiled="profiling" in outcomes.report.times,
+                     markers=self.plan.profiler == "provenance")  # fmt: skip
             result = bound_profile(result, settings.ncu_report_max_mb * 1024 * 1024)
-        if _records_kernels(request, reference_only, ranks) and result.verdict.passed and _wants(request, settings):
-            result = _with_provenance(request, result, settings, require_sandbox, cancel, gpu, on_progress)
-        return _strip_paths(result, root)
-    finally:
-        if launch is not None:  # taken, but the run failed before its session began: never used for another job
-            launch.stop()
-        if not settings.keep_job_dirs:
-            remove_tree(root)
+        if self.plan.provenance and result.verdict.passed:
+            result = _with_provenance(request, result, settings, context.require_sandbox, context.cancel, self.gpu,
+                                      context.on_progress)  # fmt: skip
+        return result
+
+
+_Reuse = tuple[ClockCalibration, float] | None
+"""A recent calibration of this GPU and its age (s), from the pre-started sets' keeper, or None."""
 
 
 SUBMISSIONS_OWN = (
@@ -332,20 +399,21 @@ def _reference_medians(request: RunRequest, system: SystemInfo, settings: Runner
     return tuple(hit[0])
 
 
-class _BaselinePlan:
-    """Which baselines a timed run reports (all of the request's), each timed in this run by the evaluator (before
-    the submission loads, on this machine as it is now), and, at the end, their speedups. A speedup never rests on
-    a baseline timed in another run: on a loaded machine a reference cached 34 minutes earlier made the reference's
-    own operation read "0.01x" (issue 31). What was timed goes into this runner's cache all the same: the
-    reference's medians there bound the steps of later runs that do not time it (``_reference_medians``)."""
+class _Baselines:
+    """The baselines a timed run reports (the plan's: all of the request's), each timed in this run by the evaluator
+    (before the submission loads, on this machine as it is now), and, at the end, their speedups. A speedup never
+    rests on a baseline timed in another run: on a loaded machine a reference cached 34 minutes earlier made the
+    reference's own operation read "0.01x" (issue 31). What was timed goes into this runner's cache all the same:
+    the reference's medians there bound the steps of later runs that do not time it (``_reference_medians``)."""
 
-    def __init__(self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, *, active: bool) -> None:
+    def __init__(
+        self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, to_time: tuple[BaselineSpec, ...]
+    ) -> None:
         self.request = request
         self.cache = baselines.BaselineCache(settings.baseline_cache_path(), settings.baseline_cache_max_age_s)
         self.medians: dict[str, list[float | None]] = {}
         """Each baseline's median per case, timed in this run (``finish``), whatever the submission did."""
-        timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks) and settings.time_baselines
-        self.to_time: list[BaselineSpec] = list(request.baselines) if active and timed else []
+        self.to_time = to_time
         self.keys = {
             spec.label: baselines.cache_key(request, system, spec, settings.max_batch_calls, settings.python or "")
             for spec in self.to_time
@@ -367,18 +435,7 @@ class _BaselinePlan:
         return result.model_copy(update={"baselines": out}) if result.verdict.passed else result
 
 
-def _records_kernels(request: RunRequest, reference_only: bool, ranks: bool) -> bool:
-    """Whether a run gets a provenance pass: a timed run of one rank on a GPU (issue 30)."""
-    timed = request.mode in (Mode.BENCHMARK, Mode.RANKED) and bool(request.benchmarks)
-    return timed and request.device != "cpu" and not reference_only and not ranks
-
-
-def _wants(request: RunRequest, settings: RunnerSettings) -> bool:
-    """Whether this runner gives a timed run the provenance pass (``RunnerSettings.provenance``): a problem with a
-    library policy always gets it (unless it is off, when such a run is refused before it starts)."""
-    if request.library_policy is not None:
-        return settings.provenance != "off"
-    return settings.provenance == "always" or (settings.provenance == "ranked" and request.mode is Mode.RANKED)
+_wants = wants_provenance  # (the provenance tests' name for the rule: runners.entry.plan holds it)
 
 
 def _with_provenance(
@@ -406,7 +463,8 @@ def _with_provenance(
         limits = request.limits.model_copy(update={"run_timeout_s": request.provenance_run_s()})
         sub = request.model_copy(update={"mode": Mode.PROFILE, "tests": [], "baselines": [], "limits": limits})
         try:
-            got = _run(sub, None, settings, require_sandbox, cancel, gpu=gpu, provenance_pass=True)
+            context = _Context(require_sandbox=require_sandbox, cancel=cancel, gpu=gpu)
+            got = _run(sub, settings, context, provenance_pass=True)
         except Exception as exc:
             got = RunResult.infrastructure_error(Mode.PROFILE, f"{type(exc).__name__}: {exc}")
         if got.verdict.passed and not why and got.kernel_metrics:

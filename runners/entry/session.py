@@ -383,45 +383,40 @@ class Launch:
             sock.close()
 
 
+@dataclass(frozen=True)
+class SessionSpec:
+    """What one session runs (the executor's, ``runners.entry._Execution._session``): the request, the evaluator's
+    job, the job's folders, the sandboxes' shape (``Shape``: the interpreter, the profiler in front of the
+    submission process, the read-only binds, whether the submission process starts), the run's limits, where its
+    progress goes, what cancels it, and a pre-started set of its shape with what to do once the job is handed
+    over."""
+
+    request: RunRequest
+    job: Job
+    dirs: Any
+    shape: Shape
+    bounds: Bounds | None = None
+    """The run's limits (``runners.entry.clock``); None: the request's, with the default start-up limit."""
+    on_progress: ProgressCallback | None = None
+    cancel: threading.Event | None = None
+    prestarted: Launch | None = None
+    """A pre-started set of this run's shape (runners/entry/prestart.py), or None: start both processes now."""
+    after_handover: Callable[[], None] | None = None
+    """Called once the job is handed over (a long-lived runner pre-starts the next run's set there)."""
+
+
 class Session:
-    def __init__(
-        self,
-        request: RunRequest,
-        job: Job,
-        dirs: Any,
-        *,
-        python: str,
-        submission_argv_prefix: list[str],
-        extra_ro: tuple[Path, ...],
-        require_sandbox: bool,
-        submission_env: dict[str, str] | None = None,
-        on_progress: ProgressCallback | None,
-        cancel: threading.Event | None,
-        start_submission: bool = True,
-        gpu: Gpu | None = None,
-        prestarted: Launch | None = None,
-        after_handover: Callable[[], None] | None = None,
-        bounds: Bounds | None = None,
-    ) -> None:
-        self.request = request
-        self.job = job
-        self.dirs = dirs
-        self.python = python
-        self.prefix = submission_argv_prefix
-        self.extra_ro = extra_ro
-        self.submission_env = submission_env or {}
-        self.require_sandbox = require_sandbox
-        self.on_progress = on_progress
-        self.cancel = cancel
-        self.start_submission = start_submission
-        self.gpu = gpu
-        self.prestarted = prestarted
-        """A pre-started set of this run's shape (runners/entry/prestart.py), or None: start both processes now."""
-        self.after_handover = after_handover
-        """Called once the job is handed over (a long-lived runner pre-starts the next run's set there)."""
+    """One run's processes from the hand-over of its job to the evaluator's last report (``run``)."""
+
+    def __init__(self, spec: SessionSpec) -> None:
+        self.spec = spec
+        self.request, self.job, self.dirs = spec.request, spec.job, spec.dirs
+        self.shape = spec.shape
+        """The sandboxes' shape; a cold run starts its processes with it (a test may replace it before ``run``)."""
+        self.on_progress, self.cancel = spec.on_progress, spec.cancel
         self.report = Report()
         self.started = time.monotonic()
-        self.bounds = bounds or bounds_for(request, DEFAULT_STARTUP_S)
+        self.bounds = spec.bounds or bounds_for(spec.request, DEFAULT_STARTUP_S)
         """The run's limits (``runners.entry.clock``): the platform's start-up, then the submission's own."""
         self.clock: RunClock | None = None
         self.expired = ("", "")
@@ -436,28 +431,18 @@ class Session:
 
     def run(self) -> Outcomes:
         time_limit = self.bounds.total_s
-        launch = self.prestarted
+        launch = self.spec.prestarted
         if launch is None:
-            shape = make_shape(
-                self.request,
-                gpu=self.gpu,
-                python=self.python,
-                prefix=self.prefix,
-                extra_ro=self.extra_ro,
-                submission_env=self.submission_env,
-                require_sandbox=self.require_sandbox,
-                start_submission=self.start_submission,
-            )
-            launch = Launch(shape, self.dirs, timeout_s=time_limit + 15)
+            launch = Launch(self.shape, self.dirs, timeout_s=time_limit + 15)
             launch.start()
         try:
             # Phases count from the hand-over; a pre-started set's start is recorded before it (a negative time).
             self.started = launch.hand_over(self.job, time_limit + 15)
             if launch.handover is not None:
                 self.report.times["prestarted"] = round(launch.started_at - self.started, 3)
-            if self.after_handover is not None:
+            if self.spec.after_handover is not None:
                 with contextlib.suppress(Exception):
-                    self.after_handover()
+                    self.spec.after_handover()
             deadline = self.started + time_limit + 20
             self._read(launch.report_r, launch.oracle_cancel, launch.sub_cancel, launch=launch)
             # The evaluator has reported everything (or is gone): nothing either process does from here on counts,
@@ -478,7 +463,7 @@ class Session:
         """Read the evaluator's report until it is done, ends, or the step it is in runs out of time
         (``runners.entry.clock``: then every process of the run is stopped and ``self.expired`` says why)."""
         self.clock = clock = RunClock(self.request, self.bounds, self.started,
-                                      reference_only=not self.start_submission)  # fmt: skip
+                                      reference_only=not self.shape.start_submission)  # fmt: skip
         hard_end = self.started + self.bounds.total_s + 20
         buf = bytearray()
         total = 0

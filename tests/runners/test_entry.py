@@ -239,15 +239,18 @@ def test_a_runner_that_cannot_start_is_an_infrastructure_error_never_the_users(
     """Issue 11.3: when the submission's process (or the evaluator) dies before it says hello, e.g. a broken
     interpreter, the submission never ran: the run is an infrastructure error (retried, "not your fault"), never a
     runtime error."""
+    from dataclasses import replace
+
     from runners.entry import session as session_mod
 
     real_init = session_mod.Session.__init__
 
     def broken_init(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         real_init(self, *args, **kwargs)
-        self.prefix = ["/bin/sh", "-c", "echo 'python: broken interpreter' >&2; exit 127", "sh"]
+        broken_python = ("/bin/sh", "-c", "echo 'python: broken interpreter' >&2; exit 127", "sh")
+        self.shape = replace(self.shape, prefix=broken_python)
         if broken == "both":
-            self.python = "/nonexistent/python3"
+            self.shape = replace(self.shape, python="/nonexistent/python3")
 
     monkeypatch.setattr(session_mod.Session, "__init__", broken_init)
     result = evaluate("submissions/correct_torch.py")

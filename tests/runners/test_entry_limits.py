@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,8 @@ def _slow_start(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
 
     def slow_init(self: Any, *args: Any, **kwargs: Any) -> None:
         real_init(self, *args, **kwargs)
-        if self.start_submission:
-            self.prefix = ["/bin/sh", "-c", f'sleep {seconds}; exec "$@"', "sh"]
+        if self.shape.start_submission:
+            self.shape = replace(self.shape, prefix=("/bin/sh", "-c", f'sleep {seconds}; exec "$@"', "sh"))
 
     monkeypatch.setattr(session_mod.Session, "__init__", slow_init)
 
@@ -276,8 +277,9 @@ def test_a_waiting_step_sends_a_line_at_least_every_10_s_with_its_time_and_its_n
     job = session_mod.Job(mode="test", device="cpu", lang="python", submission="submission.py",
                           display_name="submission.py", tests=request.tests, benchmarks=[], timing={})  # fmt: skip
     events: list[ProgressEvent] = []
-    session = session_mod.Session(request, job, None, python="python", submission_argv_prefix=[], extra_ro=(),
-                                  require_sandbox=False, on_progress=events.append, cancel=None)  # fmt: skip
+    shape = session_mod.make_shape(request, gpu=None, python="python", prefix=[], extra_ro=(), submission_env=None,
+                                   require_sandbox=False)  # fmt: skip
+    session = session_mod.Session(session_mod.SessionSpec(request, job, None, shape, on_progress=events.append))
     read_end, write_end = os.pipe()
     for msg in (RHello(), RProgress(phase="compiling", detail="submission.py"), RProgress(phase="testing")):
         os.write(write_end, (msg.model_dump_json() + "\n").encode())

@@ -16,6 +16,7 @@ import pytest
 from leaderboards.problems import load_problem
 from runners.contract import LANGUAGES, Language, Mode, Verdict
 from runners.entry import run_request
+from runners.entry.session import SessionSpec
 from runners.settings import RunnerSettings
 from runners.submission import languages
 from runners.submission.languages import CutlassRuntime, ThunderKittensRuntime, Unavailable
@@ -249,8 +250,8 @@ def test_the_entry_binds_only_the_include_folders_read_only_and_tells_the_submis
     class Stop(Exception):
         pass
 
-    def session(*args: object, **kwargs: object) -> None:
-        seen.update(kwargs)
+    def session(spec: SessionSpec) -> None:
+        seen.update(extra_ro=spec.shape.extra_ro, submission_env=dict(spec.shape.submission_env))
         raise Stop
 
     monkeypatch.setattr(runners.entry, "Session", session)

@@ -15,7 +15,7 @@ import pytest
 from runners.contract import SPEED_OF_LIGHT, Mode, RunRequest, SubmissionFile, SystemInfo, TimingSettings, Verdict
 from runners.devices import impossible_below_ns, peaks_for
 from runners.entry.admission import allocator_library, read_capped
-from runners.entry.session import Outcomes, Report, ReportError, Session
+from runners.entry.session import Outcomes, Report, ReportError, Session, SessionSpec, make_shape
 from runners.entry.verdict import blame_the_floor, build_result
 from runners.ipc.arena import Arena, ArenaError, materialize, place
 from runners.ipc.protocol import (
@@ -121,8 +121,9 @@ def _session(mode: Mode = Mode.RANKED) -> Session:
     )  # fmt: skip
     job = Job(mode=mode.value, device="cpu", lang="py", submission="s.py", display_name="s.py", tests=[],
               benchmarks=[], timing={})  # fmt: skip
-    return Session(request, job, None, python="python3", submission_argv_prefix=[], extra_ro=(),
-                   require_sandbox=False, on_progress=None, cancel=threading.Event())  # fmt: skip
+    shape = make_shape(request, gpu=None, python="python3", prefix=[], extra_ro=(), submission_env=None,
+                       require_sandbox=False)  # fmt: skip
+    return Session(SessionSpec(request, job, None, shape, cancel=threading.Event()))
 
 
 def _line(msg: object) -> bytes:
