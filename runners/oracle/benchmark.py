@@ -82,6 +82,141 @@ def start_helper(workdir: Path, name: str, title: str) -> tuple[subprocess.Popen
     return proc, Peer(Wire(a, FROM_SUBMISSION), title)
 
 
+def enqueue_timeout_s(host_times: list[float]) -> float:
+    """How long a timed call may take to be queued before the evaluator stops waiting for it to queue first: four
+    times the warm-up calls' 90th percentile host time (the first call left out, it builds), within 10 ms and 2 s."""
+    recent = sorted(host_times[1:] or host_times)
+    return min(max(4 * recent[int(0.9 * (len(recent) - 1))], 0.01), 2.0)
+
+
+def adjusted_samples(samples: list[Sample], cal: Calibration, *, cuda: bool) -> tuple[list[Sample], float]:
+    """A case's samples and the window overhead they count: on the CPU the overhead capped by the case's own
+    readings (the CPU is shared: the echo's calibration may have run in a busier moment), on a GPU the readings cut
+    by more than the window's typical cost allows, in the case's median (timing.py)."""
+    if not cuda:
+        return cap_overhead(samples, cal.overhead_ns)
+    return tighten_case(samples, cal.typical_ns, cal.min_call_ns), cal.overhead_ns
+
+
+def case_notes(samples: list[Sample], settings: Any, check_s: float, *, cuda: bool) -> list[str]:
+    """What a case's result says about its samples: batches the submission synchronised inside, a budget that ran out
+    before the samples asked for (red team, 2026-11-25: a check of 6 s), and on a GPU many batches the evaluator's
+    clock bounded (on the CPU its clock sets most samples: window.py)."""
+    bounded = sum(s.bounded for s in samples)
+    degraded = sum(s.degraded for s in samples)
+    notes = []
+    if degraded:
+        notes.append(
+            f"custom_kernel waited for the GPU inside {degraded} of {len(samples)} timed batches; the host's "
+            "time was counted in those"
+        )
+    if len(samples) < min(settings.min_samples, settings.max_samples):
+        notes.append(
+            f"only {len(samples)} of the {settings.min_samples} timed samples asked for fit the case's time "
+            f"budget; the problem's check of the outputs took {check_s:.1f} s of it"
+        )
+    if cuda and bounded > len(samples) // 4:
+        notes.append(
+            f"in {bounded} of {len(samples)} timed batches the evaluator's clock allowed less than the "
+            "submission process's own timing said; those count the evaluator's time"
+        )
+    return notes
+
+
+def case_trust(samples: list[Sample], overhead_ns: float) -> Trust:
+    """How far a case's samples rest on the evaluator's own clock (the result's ``trust``)."""
+    windows = sorted(s.window_ns for s in samples)
+    calls = sorted(s.calls for s in samples)
+    return Trust(
+        overhead_ns=overhead_ns,
+        bounded_calls=sum(s.bounded for s in samples),
+        degraded_calls=sum(s.degraded for s in samples),
+        window_median_ns=windows[len(windows) // 2],
+        calls_per_sample=calls[len(calls) // 2],
+    )
+
+
+class CaseRun:
+    """One benchmark case's calls (``Benchmarking.run_benchmark``): the warm-up calls (the first one's output checked
+    and its size counted in the case's footprint) and the timed batches (inputs of their own, every output checked
+    outside the window, the next batch's size agreed), with what they carry from call to call."""
+
+    def __init__(self, ev: Benchmarking, i: int, case: dict[str, Any], fresh: bool, cal: Calibration) -> None:
+        self.ev, self.i, self.case, self.fresh, self.cal = ev, i, case, fresh, cal
+        self.public = ev.generate(case)
+        self.host_times: list[float] = []
+        self.enqueue_timeout = 0.0
+        self.degraded = 0
+        self.calls = 1
+        """The next batch's calls."""
+        self.made = 0
+        """Timed calls made so far."""
+        self.check_s = 0.0
+        """Seconds the problem's check of the timed outputs took (outside the windows, inside the case's budget)."""
+        self.footprint = tensor_bytes(ev.torch, self.public, cuda=ev.cuda)
+        """Bytes of one call's inputs and output (what bounds a batch by the L2: ``_batch_size``)."""
+
+    def warm(self, n: int) -> float:
+        ev = self.ev
+        t0 = time.perf_counter()
+        out = ev.call(ev.next_k(), ev.place([self.public]), timed=False, enqueue_timeout=0.0)
+        if out.error is not None:
+            raise ev.fail_call(out.error, f"benchmark {self.i + 1}, warm-up call {n + 1}")
+        self.host_times.append(time.perf_counter() - t0)
+        if n == 0:
+            self.footprint += tensor_bytes(ev.torch, out.outputs[0], cuda=ev.cuda)
+            ok, message = ev.check_output(ev.generate(self.case), out.outputs[0])
+            if not ok:
+                raise Fatal(Verdict.WRONG_ANSWER, f"benchmark {self.i + 1}: {message}", "submission")
+        return self.host_times[-1]
+
+    def timed(self, n: int) -> Sample:
+        ev, cal = self.ev, self.cal
+        if n == 0:
+            self.enqueue_timeout = enqueue_timeout_s(self.host_times)
+        calls = self.calls
+        batch = self._inputs(calls)
+        self.made += calls
+        # The check's copy of the public input, made before the call rather than after it, so that the GPU runs
+        # the same kind of work (the generator's kernels) just before every window in both modes
+        # (docs/measurement.md, "Checked against Nsight Compute": the matmul's excess over ncu).
+        pristine = None if self.fresh else ev.generate(self.case)
+        k = ev.next_k()
+        out = ev.call(k, ev.place(batch), timed=True, enqueue_timeout=self.enqueue_timeout)
+        if out.error is not None:
+            raise ev.fail_call(out.error, f"benchmark {self.i + 1}, timed call {self.made}")
+        self._check(batch, pristine, out.outputs, calls)
+        assert ev.window is not None and ev.peer is not None
+        reading = out.reading_ns if out.reading_ns is not None else ev.window.reading(ev.peer, k, 30.0)
+        self.degraded += out.degraded
+        if n == 2 and self.degraded == 3:
+            self.enqueue_timeout = 0.0  # it synchronises every time: stop waiting for it to queue first
+        sample = sample_of(reading, out.window_ns, cal.overhead_ns, cal.event_ns, out.allowance_ns,
+                           out.degraded, calls, cal.min_call_ns)  # fmt: skip
+        sample = ev.slowest(sample)
+        self.calls = ev.agree_calls(ev._batch_size(sample, out, calls, cal, self.footprint))
+        return sample
+
+    def _inputs(self, calls: int) -> list[Any]:
+        """A batch's inputs: fresh ones from the secret wherever the case has a seed, else the public input."""
+        if not self.fresh:
+            return [self.public] * calls
+        ev = self.ev
+        seeds = [derive_seed(ev.secret, self.i, self.made + j) for j in range(calls)]
+        return [ev.generate({**self.case, "seed": seed}) for seed in seeds]
+
+    def _check(self, batch: list[Any], pristine: Any, outputs: list[Any], calls: int) -> None:
+        """Every timed output checked (outside the window), against inputs the submission never held: the fresh
+        ones, or for a case without a seed the public input regenerated (the submission may have written to it)."""
+        checked = time.perf_counter()
+        for j, output in enumerate(outputs):
+            ok, message = self.ev.check_output(batch[j] if self.fresh else pristine, output)
+            if not ok:
+                where = f"benchmark {self.i + 1}, timed call {self.made - calls + j + 1}"
+                raise Fatal(Verdict.WRONG_ANSWER, f"{where}: {message}", "submission")
+        self.check_s += time.perf_counter() - checked
+
+
 class Benchmarking:
     """The evaluator's timing (mixed into ``Evaluator``, whose attributes it uses)."""
 
@@ -133,115 +268,22 @@ class Benchmarking:
         inputs of its own (fresh ones wherever the case has a seed), sized so that what a rewritten reading could
         hide in one window (the calibration's slack) is a small share of the batch (docs/measurement.md). For a
         ``baseline`` the same, reported as that baseline's case (its failure is raised, never reported as the
-        submission's)."""
-        torch = self.torch
-        sol: dict[str, int] = {}
-        if callable(self.speed_of_light):
-            try:
-                sol = speed_of_light_of(self.speed_of_light, case)
-            except BaseException as exc:
-                self._problem_or_memory(exc, f"speed_of_light({case_text(case)})")
-        public = self.generate(case)
-        host_times: list[float] = []
-        state: dict[str, Any] = {"enqueue_timeout": 0.0, "degraded": 0, "calls": 1, "made": 0, "per_call": [],
-                                 "check_s": 0.0}  # fmt: skip
-        footprint = {"bytes": tensor_bytes(torch, public, cuda=self.cuda)}
-
-        def warm(n: int) -> float:
-            t0 = time.perf_counter()
-            out = self.call(self.next_k(), self.place([public]), timed=False, enqueue_timeout=0.0)
-            if out.error is not None:
-                raise self.fail_call(out.error, f"benchmark {i + 1}, warm-up call {n + 1}")
-            host_times.append(time.perf_counter() - t0)
-            if n == 0:
-                footprint["bytes"] += tensor_bytes(torch, out.outputs[0], cuda=self.cuda)
-                ok, message = self.check_output(self.generate(case), out.outputs[0])
-                if not ok:
-                    raise Fatal(Verdict.WRONG_ANSWER, f"benchmark {i + 1}: {message}", "submission")
-            return host_times[-1]
-
-        def timed(n: int) -> Sample:
-            if n == 0:
-                recent = sorted(host_times[1:] or host_times)
-                state["enqueue_timeout"] = min(max(4 * recent[int(0.9 * (len(recent) - 1))], 0.01), 2.0)
-            calls = state["calls"]
-            if fresh:
-                seeds = [derive_seed(self.secret, i, state["made"] + j) for j in range(calls)]
-                batch = [self.generate({**case, "seed": seed}) for seed in seeds]
-            else:
-                batch = [public] * calls
-            state["made"] += calls
-            # The check's copy of the public input, made before the call rather than after it, so that the GPU runs
-            # the same kind of work (the generator's kernels) just before every window in both modes
-            # (docs/measurement.md, "Checked against Nsight Compute": the matmul's excess over ncu).
-            pristine = None if fresh else self.generate(case)
-            k = self.next_k()
-            out = self.call(k, self.place(batch), timed=True, enqueue_timeout=state["enqueue_timeout"])
-            if out.error is not None:
-                raise self.fail_call(out.error, f"benchmark {i + 1}, timed call {state['made']}")
-            # Every timed output is checked (outside the window), against inputs the submission never held: the fresh
-            # ones, or for a case without a seed the public input regenerated (the submission may have written to it).
-            checked = time.perf_counter()
-            for j, output in enumerate(out.outputs):
-                ok, message = self.check_output(batch[j] if fresh else pristine, output)
-                if not ok:
-                    where = f"benchmark {i + 1}, timed call {state['made'] - calls + j + 1}"
-                    raise Fatal(Verdict.WRONG_ANSWER, f"{where}: {message}", "submission")
-            state["check_s"] += time.perf_counter() - checked
-            assert self.window is not None and self.peer is not None
-            reading = out.reading_ns if out.reading_ns is not None else self.window.reading(self.peer, k, 30.0)
-            state["degraded"] += out.degraded
-            if n == 2 and state["degraded"] == 3:
-                state["enqueue_timeout"] = 0.0  # it synchronises every time: stop waiting for it to queue first
-            sample = sample_of(reading, out.window_ns, cal.overhead_ns, cal.event_ns, out.allowance_ns,
-                               out.degraded, calls, cal.min_call_ns)  # fmt: skip
-            sample = self.slowest(sample)
-            state["calls"] = self.agree_calls(self._batch_size(sample, out, calls, cal, footprint["bytes"]))
-            return sample
-
+        submission's). The calls are ``CaseRun``'s; what the samples say (``adjusted_samples``, ``case_notes``,
+        ``case_trust``) is decided by pure functions."""
+        sol = self._speed_of_light(case)
+        run = CaseRun(self, i, case, fresh, cal)
         try:
-            timing = time_case(warm, timed, self.settings, self.case_clock(),
+            timing = time_case(run.warm, run.timed, self.settings, self.case_clock(),
                                precision_after=0 if self.cuda else CPU_MIN_WINDOWS)  # fmt: skip
         except Fatal as f:
             if baseline is None:
                 self.report.send(RBench(index=i, verdict=f.verdict, message=f.message))
             raise
-        samples, overhead = timing.samples, cal.overhead_ns
-        if not self.cuda:  # the CPU is shared: the echo's calibration may have run in a busier moment (timing.py)
-            samples, overhead = cap_overhead(samples, overhead)
-        else:  # readings cut by more than the window's typical cost allows, in the case's median (timing.py)
-            samples = tighten_case(samples, cal.typical_ns, cal.min_call_ns)
+        samples, overhead = adjusted_samples(timing.samples, cal, cuda=self.cuda)
         if baseline is not None:
             self.report.send(RBaseline(label=baseline, index=i, samples_ns=[s.ns for s in samples]))
             return
-        bounded = sum(s.bounded for s in samples)
-        degraded = sum(s.degraded for s in samples)
-        notes = []
-        if degraded:
-            notes.append(
-                f"custom_kernel waited for the GPU inside {degraded} of {len(samples)} timed batches; the host's "
-                "time was counted in those"
-            )
-        # The budget ran out before the samples asked for: say where it went (red team, 2026-11-25: a check of 6 s).
-        if len(samples) < min(self.settings.min_samples, self.settings.max_samples):
-            notes.append(
-                f"only {len(samples)} of the {self.settings.min_samples} timed samples asked for fit the case's time "
-                f"budget; the problem's check of the outputs took {state['check_s']:.1f} s of it"
-            )
-        if self.cuda and bounded > len(samples) // 4:  # on the CPU the evaluator's clock sets most samples (window.py)
-            notes.append(
-                f"in {bounded} of {len(samples)} timed batches the evaluator's clock allowed less than the "
-                "submission process's own timing said; those count the evaluator's time"
-            )
-        windows = sorted(s.window_ns for s in samples)
-        calls = sorted(s.calls for s in samples)
-        trust = Trust(
-            overhead_ns=overhead,
-            bounded_calls=bounded,
-            degraded_calls=degraded,
-            window_median_ns=windows[len(windows) // 2],
-            calls_per_sample=calls[len(calls) // 2],
-        )
+        notes = case_notes(samples, self.settings, run.check_s, cuda=self.cuda)
         self.report.send(
             RBench(
                 index=i,
@@ -250,11 +292,21 @@ class Benchmarking:
                 samples_ns=[s.ns for s in samples],
                 bytes_moved=sol.get("bytes"),
                 flops=sol.get("flops"),
-                trust=trust,
+                trust=case_trust(samples, overhead),
             )
         )
         if self.cuda:
-            torch.cuda.empty_cache()
+            self.torch.cuda.empty_cache()
+
+    def _speed_of_light(self, case: dict[str, Any]) -> dict[str, int]:
+        """The problem's bytes and flops of ``case`` (its ``speed_of_light``), where it has one."""
+        if not callable(self.speed_of_light):
+            return {}
+        try:
+            return speed_of_light_of(self.speed_of_light, case)
+        except BaseException as exc:
+            self._problem_or_memory(exc, f"speed_of_light({case_text(case)})")
+        return {}
 
     # ---- what the ranks of a run of several agree on (runners/oracle/ranks.py); one rank: as measured ----------
     def case_clock(self) -> Callable[[], float]:
