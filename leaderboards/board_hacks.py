@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from leaderboards.errors import NotFound, RateLimited
+from leaderboards.errors import InvalidChange, NotFound, RateLimited
 from leaderboards.hack_space import HackField
 from leaderboards.hacks import HackRefused, check_hack, hack_request, judged, reference_refusal, reference_request
 from leaderboards.holdout import could_not_run, held_row, launch_quietly, oldest_runnable, top_entries
@@ -196,6 +196,10 @@ class BoardHacksMixin(RecordingMixin):
         """Refuse a hack where the account spent its units of the last 24 hours: one per hack (a case on a board)
         that broke nobody, was refused, or is still waiting."""
         limit = self.settings.hack_units_per_day
+        if limit == 0:
+            raise InvalidChange(
+                "This server takes no input hacks (its KERNELCUP_HACK_UNITS_PER_DAY is 0).", code="hacks_off"
+            )
         day = now - timedelta(days=1)
         rows = s.scalars(select(Hack).where(Hack.user_id == u.id, Hack.created_at > day).order_by(Hack.id)).all()
         groups: dict[tuple[int, str], list[Hack]] = defaultdict(list)
@@ -204,7 +208,7 @@ class BoardHacksMixin(RecordingMixin):
         costly = [hs for hs in groups.values() if not any(h.broken for h in hs)
                   and not all(h.status == HackStatus.FAILED for h in hs)]  # fmt: skip
         if len(costly) >= limit:
-            retry = min(hs[0].created_at for hs in costly) + timedelta(days=1) if costly else now + timedelta(days=1)
+            retry = min(hs[0].created_at for hs in costly) + timedelta(days=1)
             raise RateLimited(
                 f"You have used your {limit} input hacks of the last 24 hours (a hack that breaks no entry, or is "
                 f"refused, or is still waiting costs one; one that breaks an entry costs none). Try again after "

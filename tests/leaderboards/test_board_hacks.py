@@ -22,7 +22,7 @@ from test_hacks import FIXTURE, run_in_process
 
 from leaderboards.board_hacks import HackCredit, HackRunner, credits_line
 from leaderboards.db import Database
-from leaderboards.errors import RateLimited
+from leaderboards.errors import InvalidChange, RateLimited
 from leaderboards.hacks import HackRefused
 from leaderboards.models import Hack, Leaderboard, Submission
 from leaderboards.problems import load_problem
@@ -123,6 +123,9 @@ def test_a_hack_on_a_seen_shape_breaks_nobody_and_costs_a_unit(svc: LeaderboardS
         svc.submit_hack(UserRef("carol"), "triple", {**SEEN, "seed": 101})
     assert svc.hack_credits("triple") == (HackCredit("carol", 1),)
     assert svc.hack(kept.hack_id, UserRef("carol")).broken == 1
+    svc.settings = svc.settings.model_copy(update={"hack_units_per_day": 0})
+    with pytest.raises(InvalidChange, match="takes no input hacks"):
+        svc.submit_hack(UserRef("dan"), "triple", dict(SEEN))
 
 
 @pytest.mark.parametrize(
