@@ -218,3 +218,53 @@ def test_a_hack_waits_below_every_persons_job(svc: LeaderboardService) -> None:
         i for i, (mode, _) in enumerate(modes) if mode is Mode.RANKED
     )
     assert svc.hack(queued.hack_id, UserRef("carol")).status == "done"
+
+
+VECTORADD_SHAPE_KEYED = b"""import torch
+
+SEEN = {1, 7, 127, 256, 513, 2048, 8192, 16384}  # vectoradd's public sizes
+
+
+def custom_kernel(data):
+    a, b, out = data
+    if a.shape[0] in SEEN:
+        return torch.add(a, b, out=out)
+    full = a.shape[1] // 128 * 128  # a "fast path" for multiples of 128: the tail of each row is left NaN
+    out[:, :full] = a[:, :full] + b[:, :full]
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    "device", [pytest.param("cpu", marks=pytest.mark.slow), pytest.param("H100", marks=pytest.mark.gpu)]
+)
+def test_a_hack_breaks_a_shape_keyed_vectoradd_entry_in_the_sandboxed_evaluator(
+    database: Database, settings: CoreSettings, device: str
+) -> None:
+    """The board's path with the real runner (``runners.entry.run_request``, sandboxed) on the shipped vectoradd: the
+    reference as a submission (its ``_lib`` embedded), then each entry on the case; on ``H100`` it runs on the GPU
+    (``pytest -m gpu``). Ranked runs are the fake's (no timing is proved here)."""
+    from kernelcup.settings import load
+    from runners.entry import run_request
+    from runners.settings import RunnerSettings
+
+    runner_settings = load(RunnerSettings)
+    service = LeaderboardService(database, settings)
+    problem = load_problem((Path(__file__).parents[2] / "problems" / "vectoradd").resolve())
+    service.create_leaderboard(problem, deadline=future(), devices=[device])
+    honest = (problem.path / "solutions" / "correct" / "pytorch.py").read_bytes()
+    for user, code in (("ann", VECTORADD_SHAPE_KEYED), ("bob", honest)):
+        service.submit(UserRef(user), "k.py", code, "vectoradd", [device], Mode.RANKED)
+
+    def real(request: RunRequest) -> RunResult:
+        if request.mode is Mode.TEST:
+            return run_request(request, settings=runner_settings)
+        return accepted_result(request, 500.0 if request.submission.content == VECTORADD_SHAPE_KEYED else 1000.0)
+
+    serve(service, FakeLauncher(real))
+    (queued,) = service.submit_hack(UserRef("carol"), "vectoradd", {"size": 1000, "seed": 7})
+    serve(service, FakeLauncher(real))
+    hack = service.hack(queued.hack_id, UserRef("carol"))
+    assert [(e.user_name, e.verdict, e.broken) for e in hack.entries] == [
+        ("ann", "wrong answer", True), ("bob", "accepted", False)]  # fmt: skip
+    assert [r.user_name for r in service.standings("vectoradd", device).rows] == ["bob"]
