@@ -26,6 +26,7 @@ from discord import app_commands
 from bot.announce import announce_loop
 from bot.commands.admin import AdminCommands
 from bot.commands.leaderboard import LeaderboardCommands
+from bot.commands.submission import SubmissionCommands
 from bot.commands.token import token_command
 from bot.context import BotContext
 from bot.cooldowns import Cooldowns
@@ -105,6 +106,7 @@ class KernelcupBot(discord.Client):
     async def setup_hook(self) -> None:
         self.tree.add_command(LeaderboardCommands(self.context))
         self.tree.add_command(AdminCommands(self.context))
+        self.tree.add_command(SubmissionCommands(self.context))
         self.tree.add_command(token_command(self.context))
         guilds = [discord.Object(id=g) for g in self.settings.guild_ids]
         for guild in guilds:
