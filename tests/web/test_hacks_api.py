@@ -92,6 +92,7 @@ def test_a_hack_through_the_api_breaks_an_entry_and_credits_the_hacker(hw: World
     assert credits["credits"] == [{"user_name": "bob", "broken": 1, "text": "bob broke 1 entry"}]
     page = c.get("/leaderboards/triple").text
     assert "hacks: bob broke 1 entry" in page
+    assert "hacks: bob broke 1 entry" in c.get("/leaderboards/triple/standings").text  # the standings page too
     ranking = c.get("/api/v1/leaderboards/triple/rankings", params={"device": "cpu"}).json()
     assert [e["user_name"] for e in ranking["entries"]] == ["root"]  # ann's entry left the ranking
     for text in (posted.text, mine.text, str(listed), str(credits), page):

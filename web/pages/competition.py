@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
+from leaderboards.board_hacks import credits_line
 from leaderboards.competition import StandingsView
 from leaderboards.errors import NotFound, RateLimited
 from leaderboards.formatting import format_ns, format_range
@@ -89,6 +90,7 @@ def standings_page(
         live=shown_rows(live),
         final=final,
         final_rows=shown_rows(final) if final is not None else [],
+        hacks=credits_line(service.hack_credits(name, viewer=me)),  # issue 35: "hacks: alice broke 2 entries"
     )
 
 
