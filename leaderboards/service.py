@@ -331,15 +331,18 @@ class LeaderboardService(
             self._check_language(lb, name_b)
             if rounds is None:
                 rounds = COMPARE_CPU_ROUNDS if harness_device(chosen) == "cpu" else COMPARE_DEFAULT_ROUNDS
-            cost = 2 * rounds
+            # each round times both files; with profile, each benchmark case is then profiled once per file (Nsight
+            # Compute runs, a session each), which the rate limit and the pending cap count as runs too
+            profiled = 2 * len(TaskSnapshot.load(lb.task).task.benchmarks) if profile else 0
+            cost = 2 * rounds + profiled
             digests = [hashlib.sha256(c).hexdigest() for c in (content_a, content_b)]
             late = now >= lb.deadline
             if late:
                 self._check_practice(s, u, lb, now)
             else:
-                self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost)
+                self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost, profiled=profiled)
             self._check_budget(s, u.id, token_id, now)
-            self._check_pending(s, u, cost, compare_rounds=rounds)
+            self._check_pending(s, u, cost, compare_rounds=rounds, profiled=profiled)
             self._check_new_files(s, u, digests, now)
             sub = Submission(
                 user_id=u.id,
@@ -510,11 +513,20 @@ class LeaderboardService(
             )
 
     def _check_rate(
-        self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, *, cost: int = 1
+        self,
+        s: Session,
+        u: User,
+        lb: Leaderboard,
+        mode: SubmissionMode,
+        now: datetime,
+        *,
+        cost: int = 1,
+        profiled: int = 0,
     ) -> None:
         """At most N submissions per hour per user and leaderboard: a program's own limit; else the leaderboard's
         own limit (every mode counts); else the default for ranked submissions (lower) or for the other modes. A
-        compare counts as the runs it makes (``cost``: two per round), a submission of another mode as one."""
+        compare counts as the runs it makes (``cost``: two per round, and ``profiled``, two per benchmark case with
+        profile, among them), a submission of another mode as one."""
         others = [m.value for m in SubmissionMode if m is not SubmissionMode.RANKED]
         if u.is_program:  # programs have their own limit, whatever the leaderboard allows people
             limit, modes, what = self.settings.program_rate_limit_per_hour, None, "times"
@@ -526,7 +538,7 @@ class LeaderboardService(
             limit, modes, what = self.settings.rate_limit_per_hour, others, "test, benchmark, profile or compare runs"
         if not limit:
             return
-        self._check_cost(cost, limit, f"the {limit} {what} you may send per hour to {lb.name!r}")
+        self._check_cost(cost, limit, f"the {limit} {what} you may send per hour to {lb.name!r}", profiled)
         window = now - timedelta(hours=1)
         conds = [Submission.leaderboard_id == lb.id, Submission.user_id == u.id, Submission.created_at > window]
         if modes is not None:
@@ -556,18 +568,21 @@ class LeaderboardService(
         )
 
     @staticmethod
-    def _check_cost(cost: int, cap: int, what: str) -> None:
-        """A compare that alone exceeds a limit could never run: say how many rounds fit instead of "wait"."""
+    def _check_cost(cost: int, cap: int, what: str, profiled: int = 0) -> None:
+        """A compare that alone exceeds a limit could never run: say how many rounds fit instead of "wait".
+        ``profiled``: the profile runs among ``cost`` (two per benchmark case, whatever the rounds)."""
         if cost <= cap:
             return
-        fits = (cap // 2) // 2 * 2
+        fits = ((cap - profiled) // 2) // 2 * 2
+        made = f"{cost - profiled} runs (2 per round)"
+        made += f" and {profiled} profile runs (2 per benchmark case)" if profiled else ""
         advice = (
             f"use at most {fits} rounds (`rounds`; on the command line, --rounds {fits})"
             if fits >= COMPARE_MIN_ROUNDS
             else "a compare cannot run under this limit; ask an admin"
         )
         raise InvalidSubmission(
-            f"A compare of {cost // 2} rounds makes {cost} runs (2 per round), more than {what}; {advice}.",
+            f"A compare of {(cost - profiled) // 2} rounds makes {made}, more than {what}; {advice}.",
             code="too_many_rounds",
             field="rounds",
         )
@@ -607,14 +622,15 @@ class LeaderboardService(
             retry_at,
         )
 
-    def _check_pending(self, s: Session, u: User, new_jobs: int, *, compare_rounds: int = 0) -> None:
+    def _check_pending(self, s: Session, u: User, new_jobs: int, *, compare_rounds: int = 0, profiled: int = 0) -> None:
         """At most N runs queued or running per user; a compare's job counts as its runs (2 per round)."""
         pending = self._pending_runs(s, u)
         cap = self.settings.program_max_pending_jobs if u.is_program else self.settings.max_pending_jobs_per_user
         if compare_rounds:
-            self._check_cost(new_jobs, cap, f"the {cap} runs you may have waiting or running")
+            self._check_cost(new_jobs, cap, f"the {cap} runs you may have waiting or running", profiled)
         if int(pending or 0) + new_jobs > cap:
-            counting = " (a compare counts as 2 runs per round)" if compare_rounds else ""
+            counting = (" (a compare counts as 2 runs per round, and with profile 2 more per benchmark case)"
+                        if compare_rounds else "")  # fmt: skip
             raise RateLimited(
                 f"You have {pending} runs waiting or running (at most {cap}){counting}; wait for some to finish.",
                 self.clock() + timedelta(minutes=1),

@@ -98,3 +98,14 @@ def test_a_compare_with_profile_needs_a_gpu_device(svc: LeaderboardService) -> N
     with pytest.raises(InvalidSubmission, match="profiles GPU kernels; cpu is a CPU") as err:
         svc.compare(ANN, "fast.py", FAST_PY, "slow.py", SLOW_PY, "add", "cpu", rounds=2, profile=True)
     assert err.value.code == "profile_needs_gpu"
+
+
+def test_the_profile_runs_count_against_the_pending_cap(svc: LeaderboardService) -> None:
+    """Red team, 2026-11-28: a compare with profile makes 2 runs per round and 2 Nsight Compute runs per benchmark
+    case (make_problem has 2), so with a cap of 6 runs, 2 rounds fit without profile (4) and not with it (8)."""
+    svc.settings = svc.settings.model_copy(update={"max_pending_jobs_per_user": 6})
+    with pytest.raises(InvalidSubmission, match=r"makes 4 runs \(2 per round\) and 4 profile runs") as err:
+        svc.compare(ANN, "fast.py", FAST_PY, "slow.py", SLOW_PY, "add", "H100", rounds=2, profile=True)
+    assert err.value.code == "too_many_rounds"
+    assert "the 6 runs you may have waiting or running" in str(err.value)
+    svc.compare(ANN, "fast.py", FAST_PY, "slow.py", SLOW_PY, "add", "H100", rounds=2)
