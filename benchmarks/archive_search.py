@@ -9,8 +9,9 @@ What it does, in a schema of its own (dropped at the end unless --keep):
 2. generates KERNELS distinct Python kernels (statements drawn from a pool, names and constants random; a quarter
    are edited copies of an earlier one, renamed, some lines changed: the near copies the index must find), spread
    over the boards, and bulk-loads with COPY: users, code, submissions, their licences, one job and one public run
-   each (with speedup and roofline share), and each submission's similarity signature and MinHash bands, computed
-   by ``leaderboards.similarity_index`` exactly as when a submission is stored;
+   each (with speedup and roofline share), the archive's kept row of each (``archive_entries``, the values
+   ``refresh_archive_entries`` writes when a run is recorded), and each submission's similarity signature and
+   MinHash bands, computed by ``leaderboards.similarity_index`` exactly as when a submission is stored;
 3. times each query --repeat times (random problems, devices, pages and kernels) and prints p50 / p99 / max.
 
     .venv/bin/python benchmarks/archive_search.py                  # the issue's size against 127.0.0.1:5432/test
@@ -36,7 +37,7 @@ from urllib.parse import quote
 
 from sqlalchemy import create_engine, select, text
 
-from leaderboards.archive import ArchiveFilter
+from leaderboards.archive import ArchiveFilter, run_figures
 from leaderboards.db import Database, make_engine, upgrade
 from leaderboards.models import Leaderboard
 from leaderboards.problems import Problem, Task
@@ -138,7 +139,7 @@ def load(db: Database, boards: list[tuple[int, str]], codes: list[str], users: i
     start = datetime(2026, 1, 1, tzinfo=UTC)
     with multiprocessing.Pool() as pool:  # tokenising 100,000 files is the slow part: every core
         prints = pool.map(_fingerprint, codes, chunksize=500)
-    bufs = {t: io.StringIO() for t in ("users", "code", "subs", "lic", "jobs", "runs", "sigs", "bands")}
+    bufs = {t: io.StringIO() for t in ("users", "code", "subs", "lic", "jobs", "runs", "entries", "sigs", "bands")}
     for u in range(1, users + 1):
         bufs["users"].write(f"{u},local:user{u},user{u},f\n")
     for i, code in enumerate(codes, start=1):
@@ -147,7 +148,8 @@ def load(db: Database, boards: list[tuple[int, str]], codes: list[str], users: i
         device = DEVICES[i % 2]
         data = code.encode()
         bufs["code"].write(f"{i},{hashlib.sha256(data).hexdigest()},\\x{data.hex()},{when}\n")
-        bufs["subs"].write(f"{i},{rng.randint(1, users)},{lb_id},{i},k.py,benchmark,{when},f\n")
+        user = rng.randint(1, users)
+        bufs["subs"].write(f"{i},{user},{lb_id},{i},k.py,benchmark,{when},f\n")
         bufs["lic"].write(f"{i},{rng.choice(LICENCES)},{when}\n")
         bufs["jobs"].write(f"{i},{i},{device},succeeded,1,3,{when}\n")
         passed = rng.random() > 0.1
@@ -158,6 +160,11 @@ def load(db: Database, boards: list[tuple[int, str]], codes: list[str], users: i
         verdict = "accepted" if passed else "wrong_answer"
         bufs["runs"].write(
             f"{i},{i},{i},{device},benchmark,f,{'t' if passed else 'f'},{verdict},{score},fp,{cell},{{}},{when}\n"
+        )
+        speedup_cell, roofline_cell = (f"{v}" if v is not None else "" for v in run_figures(result))
+        bufs["entries"].write(  # what refresh_archive_entries writes when the run is recorded
+            f"{i},{i},{device},{lb_id},{problem},{user},{when},{'t' if passed else 'f'},{score},"
+            f"{speedup_cell},{roofline_cell}\n"
         )
         print_ = prints[i - 1]
         bufs["sigs"].write(f"{i},{problem},\\x{pack(print_).hex()}\n")
@@ -176,6 +183,8 @@ def load(db: Database, boards: list[tuple[int, str]], codes: list[str], users: i
         _copy(dbapi, "jobs", "id, submission_id, device, status, attempts, max_attempts, created_at", bufs["jobs"])
         _copy(dbapi, "runs", "id, job_id, submission_id, device, mode, secret, passed, verdict, score, fingerprint, "
               "result, system, created_at", bufs["runs"])  # fmt: skip
+        _copy(dbapi, "archive_entries", "run_id, submission_id, device, leaderboard_id, problem, user_id, "
+              "submitted_at, passed, score, speedup, roofline_share", bufs["entries"])  # fmt: skip
         _copy(dbapi, "similarity_signatures", "submission_id, problem, shingles", bufs["sigs"])
         _copy(dbapi, "similarity_bands", "submission_id, band, problem, bucket", bufs["bands"])
         with dbapi.cursor() as cur:
@@ -214,19 +223,27 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=200)
     ap.add_argument("--target-ms", type=float, default=100.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--keep", action="store_true", help="keep the schema afterwards")
+    ap.add_argument("--keep", action="store_true", help="keep the schema afterwards (its name is printed)")
+    ap.add_argument(
+        "--schema",
+        help="time the queries again on a schema an earlier --keep run loaded (same --kernels, --problems and --seed): "
+        "it is migrated to head (new tables filled by their migrations), not loaded, and kept",
+    )
     args = ap.parse_args()
 
-    schema = f"kc_bench_{os.getpid()}_{secrets.token_hex(3)}"
+    reuse = args.schema is not None
+    schema = args.schema or f"kc_bench_{os.getpid()}_{secrets.token_hex(3)}"
     admin = create_engine(args.url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    if not reuse:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    print(f"schema {schema}")
     sep = "&" if "?" in args.url else "?"
     db = Database(make_engine(f"{args.url}{sep}options={quote(f'-csearch_path={schema}')}"))
     try:
         upgrade(db.engine)
         service = LeaderboardService(db, CoreSettings(_env_file=None))
-        for k in range(args.problems):
+        for k in range(0 if reuse else args.problems):
             service.create_leaderboard(
                 _problem(f"problem{k}"), name=f"board{k}", deadline=datetime.now(UTC) + timedelta(days=30),
                 devices=list(DEVICES),
@@ -235,9 +252,13 @@ def main() -> int:
         with db.transaction() as s:
             boards = [(lb.id, lb.problem) for lb in s.scalars(select(Leaderboard).order_by(Leaderboard.id))]
         codes = kernels(args.kernels, args.seed)
-        seconds = load(db, boards, codes, args.users, args.seed)
-        total = service.archive(ArchiveFilter()).total
-        print(f"loaded {args.kernels:,} kernels ({total:,} published entries) in {seconds:.1f} s")
+        if not reuse:
+            seconds = load(db, boards, codes, args.users, args.seed)
+            print(f"loaded {args.kernels:,} kernels in {seconds:.1f} s")
+        with db.engine.begin() as conn:
+            conn.exec_driver_sql("ANALYZE")
+        page = service.archive(ArchiveFilter())
+        print(f"published entries: {page.total:,}{'' if page.total_exact else '+'}")
 
         rng = random.Random(args.seed + 1)
         problems = [p for _, p in boards]
@@ -279,7 +300,7 @@ def main() -> int:
         return 0 if met else 1
     finally:
         db.dispose()
-        if not args.keep:
+        if not (args.keep or reuse):
             with admin.connect() as conn:
                 conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()

@@ -18,19 +18,23 @@ leaderboards, or anything of another user.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Select, and_, false, func, or_, select
+from sqlalchemy import ColumnElement, Select, delete, false, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
 from leaderboards.licences import NONE, parse_licence
 from leaderboards.models import (
     ArchiveAccount,
+    ArchiveEntryRow,
     ArchivePolicy,
     Job,
     Leaderboard,
@@ -125,6 +129,8 @@ class ArchivePage:
     offset: int
     limit: int
     total_exact: bool = True
+    next_cursor: str | None = None
+    """Where the next page starts (``archive(..., cursor=)``); None on the last page."""
 
 
 @dataclass(frozen=True)
@@ -249,9 +255,81 @@ def _at_least(value: float | None, minimum: float | None) -> bool:
 
 def author_name(user: User, account: ArchiveAccount | None) -> str:
     """How the archive names ``user``: their chosen name, '' (anonymous), or their leaderboard name."""
+    return _named(user.name, account)
+
+
+def _named(leaderboard_name: str, account: ArchiveAccount | None) -> str:
     if account is not None and account.author_name is not None:
         return account.author_name
-    return user.name
+    return leaderboard_name
+
+
+CURSOR_VERSION = 1
+
+
+def _cursor(sort: str, row: Any) -> str:
+    """An opaque cursor after ``row`` (its sort key): URL-safe base64 of JSON."""
+    key = [row.submitted_at.isoformat()] if sort == "newest" else [row.score]
+    data = json.dumps([CURSOR_VERSION, sort, *key, row.submission_id, row.device], separators=(",", ":"))
+    return base64.urlsafe_b64encode(data.encode()).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str, sort: str) -> tuple[Any, ...]:
+    """The sort key a cursor holds; ``InvalidSubmission`` (field ``cursor``) for anything not made by ``_cursor`` for
+    this sort: a cursor is sent back by a client and read as untrusted input."""
+    bad = InvalidSubmission(
+        "The cursor is not one this archive gave for this sort: pass a page's next_cursor unchanged, with the same "
+        "filters and sort, or leave it out to start from the first page.",
+        field="cursor",
+    )
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        version, kind, key, sid, device = json.loads(raw)
+    except (ValueError, TypeError, binascii.Error):
+        raise bad from None
+    if version != CURSOR_VERSION or kind != sort or not isinstance(sid, int) or not isinstance(device, str):
+        raise bad
+    if sort == "newest":
+        try:
+            at = datetime.fromisoformat(key) if isinstance(key, str) else None
+        except ValueError:
+            at = None
+        if at is None or at.tzinfo is None:
+            raise bad
+        return at, sid, device
+    if key is not None and (isinstance(key, bool) or not isinstance(key, int | float) or not math.isfinite(key)):
+        raise bad
+    return (None if key is None else float(key)), sid, device
+
+
+def run_figures(result: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A stored run result's speedup over the reference (geometric mean of the cases) and roofline share: what the
+    archive filters by, kept in ``archive_entries``."""
+    speedup, _ = _reference_speedups(result)
+    return _finite(speedup), _finite(result.get("roofline_share"))
+
+
+def refresh_archive_entries(s: Session, submission_id: int) -> None:
+    """Write again the kept rows (``archive_entries``) of one submission: one per public run while its licence is
+    not ``none`` and not withdrawn, none otherwise. Called when a public run is recorded
+    (``leaderboards/recording.py``) and when the licence is set, changed or withdrawn; idempotent."""
+    s.flush()
+    s.execute(delete(ArchiveEntryRow).where(ArchiveEntryRow.submission_id == submission_id))
+    licence = s.get(SubmissionLicence, submission_id)
+    sub = s.get(Submission, submission_id)
+    if sub is None or licence is None or licence.licence == NONE or licence.withdrawn_at is not None:
+        return
+    runs = s.scalars(select(Run).where(Run.submission_id == submission_id, Run.secret.is_(false())).order_by(Run.id))
+    for run in runs:
+        speedup, roofline = run_figures(run.result or {})
+        s.add(
+            ArchiveEntryRow(
+                run_id=run.id, submission_id=sub.id, device=run.device, leaderboard_id=sub.leaderboard_id,
+                problem=sub.leaderboard.problem, user_id=sub.user_id, submitted_at=sub.created_at,
+                passed=run.passed, score=run.score, speedup=speedup, roofline_share=roofline,
+            )
+        )  # fmt: skip
+    s.flush()
 
 
 class ArchiveMixin(ServiceBase):
@@ -323,7 +401,7 @@ class ArchiveMixin(ServiceBase):
                 row = SubmissionLicence(submission_id=sub.id, licence=chosen, updated_at=self.clock())
                 s.add(row)
             row.licence, row.withdrawn_at = chosen, None
-            s.flush()
+            refresh_archive_entries(s, sub.id)
             return self._licence_view(s, sub, row)
 
     def withdraw_from_archive(self, submission_id: int, user: UserRef) -> LicenceView:
@@ -334,7 +412,7 @@ class ArchiveMixin(ServiceBase):
             if row is None or row.licence == NONE:
                 raise InvalidChange(f"Submission #{sub.id} has the licence 'none': it is not in the archive.")
             row.withdrawn_at = row.withdrawn_at or self.clock()
-            s.flush()
+            refresh_archive_entries(s, sub.id)
             return self._licence_view(s, sub, row)
 
     def archive_account(self, user: UserRef) -> ArchiveAccountView:
@@ -378,8 +456,13 @@ class ArchiveMixin(ServiceBase):
 
     # -- the archive ---------------------------------------------------------------------------------------------
 
-    def _published(self, now: datetime) -> Select[Submission, Job, Run, SubmissionLicence]:
-        """Every published (submission, job, public run, licence), unfiltered and unordered."""
+    def _published(self, now: datetime) -> Select[ArchiveEntryRow]:
+        """Every published entry's kept row (``archive_entries``), unfiltered and unordered.
+
+        The kept table holds the licensed public runs (``refresh_archive_entries``); what can change without a run or
+        a licence change is checked here against the submission, its licence, its author and its board, one row each
+        (a page walks an index of the kept table and stops at its end): the licence is read again, so a withdrawal
+        or ``none`` unpublishes whatever the kept table says."""
         opens = or_(
             Leaderboard.deadline <= now,
             select(ArchivePolicy.at_once)
@@ -388,12 +471,11 @@ class ArchiveMixin(ServiceBase):
             .is_(True),
         )
         return (
-            select(Submission, Job, Run, SubmissionLicence)
-            .join(SubmissionLicence, SubmissionLicence.submission_id == Submission.id)
-            .join(Leaderboard, Leaderboard.id == Submission.leaderboard_id)
-            .join(User, User.id == Submission.user_id)
-            .join(Job, Job.submission_id == Submission.id)
-            .join(Run, and_(Run.job_id == Job.id, Run.secret.is_(false())))
+            select(ArchiveEntryRow)
+            .join(Submission, Submission.id == ArchiveEntryRow.submission_id)
+            .join(SubmissionLicence, SubmissionLicence.submission_id == ArchiveEntryRow.submission_id)
+            .join(Leaderboard, Leaderboard.id == ArchiveEntryRow.leaderboard_id)
+            .join(User, User.id == ArchiveEntryRow.user_id)
             .where(
                 SubmissionLicence.licence != NONE,
                 SubmissionLicence.withdrawn_at.is_(None),
@@ -405,24 +487,48 @@ class ArchiveMixin(ServiceBase):
             )
         )
 
-    def _filtered(self, f: ArchiveFilter, now: datetime) -> Select[Submission, Job, Run, SubmissionLicence]:
+    def _filtered(self, f: ArchiveFilter, now: datetime) -> Select[ArchiveEntryRow]:
+        """The published entries matching ``f`` in its order (newest or fastest first; then by submission, device):
+        each filter and each order is a column of the kept table with an index that serves it."""
+        e = ArchiveEntryRow
         conditions: list[ColumnElement[bool]] = []
         if f.problem:
-            conditions.append(Leaderboard.problem == f.problem)
-        if f.leaderboard:
-            conditions.append(Leaderboard.name == f.leaderboard)
+            conditions.append(e.problem == f.problem)
+        if f.leaderboard:  # the board's id first (an init plan), so the board's index serves the page
+            conditions.append(
+                e.leaderboard_id == select(Leaderboard.id).where(Leaderboard.name == f.leaderboard).scalar_subquery()
+            )
         if f.device:
-            conditions.append(Job.device == f.device)
+            conditions.append(e.device == f.device)
         if f.language:
             conditions.append(Leaderboard.lang == f.language)
         if f.accepted:
-            conditions.append(Run.passed.is_(True))
+            conditions.append(e.passed.is_(True))
         if f.after is not None:
-            conditions.append(Submission.created_at > f.after)
+            conditions.append(e.submitted_at > f.after)
+        if f.min_speedup is not None:
+            conditions.append(e.speedup >= f.min_speedup)
+        if f.min_roofline_share is not None:
+            conditions.append(e.roofline_share >= f.min_roofline_share)
         stmt = self._published(now).where(*conditions)
         if f.sort == "speed":
-            return stmt.order_by(Run.score.is_(None), Run.score, Submission.id, Job.device)
-        return stmt.order_by(Submission.created_at.desc(), Submission.id.desc(), Job.device)
+            return stmt.order_by(e.score.asc().nulls_last(), e.submission_id, e.device)
+        return stmt.order_by(e.submitted_at.desc(), e.submission_id.desc(), e.device.desc())
+
+    def _load(self, s: Session, run_ids: Sequence[int]) -> list[Any]:
+        """(submission, job, public run, licence) of each of ``run_ids``, in that order, a few queries in all."""
+        rows: dict[int, Any] = {}
+        ids = list(run_ids)
+        for i in range(0, len(ids), 500):
+            stmt = (
+                select(Submission, Job, Run, SubmissionLicence)
+                .join(Job, Job.id == Run.job_id)
+                .join(Submission, Submission.id == Run.submission_id)
+                .join(SubmissionLicence, SubmissionLicence.submission_id == Run.submission_id)
+                .where(Run.id.in_(ids[i : i + 500]))
+            )
+            rows.update((row[2].id, row) for row in s.execute(stmt))
+        return [rows[r] for r in ids if r in rows]
 
     def _entries(self, s: Session, rows: Sequence[Any]) -> list[ArchiveEntry]:
         """The entries of rows of ``_published``: their code, accounts and boards read in one query each, not one per
@@ -472,39 +578,70 @@ class ArchiveMixin(ServiceBase):
             ),
         )
 
-    def archive(self, f: ArchiveFilter, *, limit: int = 20, offset: int = 0) -> ArchivePage:
-        """One page of the published kernels that match ``f``, newest first or fastest first (``f.sort``).
+    def archive(self, f: ArchiveFilter, *, limit: int = 20, offset: int = 0, cursor: str | None = None) -> ArchivePage:
+        """One page of the published kernels that match ``f``, newest first or fastest first (``f.sort``): the kept
+        table's index walked to the page (``_filtered``), then the page's rows read by id (``_load``).
 
-        ``min_speedup`` and ``min_roofline_share`` read each candidate's stored result (both live in it), so with
-        either the page is found by scanning the other filters' matches in order; without them the database pages."""
+        ``cursor`` (a page's ``next_cursor``, for the same filter and sort) starts the page right after the last
+        entry of the previous one (keyset pagination: an index range, however deep), and ``offset`` is then
+        ignored; ``offset`` alone skips that many entries (each one walked)."""
         if f.sort not in SORTS:
             raise InvalidSubmission(f"Unknown sort {f.sort!r}; choose one of: {', '.join(SORTS)}.", field="sort")
         limit = max(1, min(limit, ARCHIVE_PAGE_MAX))
+        after = _read_cursor(cursor, f.sort) if cursor else None
         now = self.clock()
         with self.db.transaction() as s:
             stmt = self._filtered(f, now)
-            if f.min_speedup is None and f.min_roofline_share is None:
-                counted = stmt.with_only_columns(Submission.id).order_by(None).limit(ARCHIVE_COUNT_MAX + 1)
-                total = s.scalar(select(func.count()).select_from(counted.subquery())) or 0
-                rows = s.execute(stmt.limit(limit).offset(offset)).all()
-                entries = self._near_copies(s, self._entries(s, rows), now)
-                return ArchivePage(entries, min(total, ARCHIVE_COUNT_MAX), offset, limit, total <= ARCHIVE_COUNT_MAX)
-            matching = [
-                entry
-                for entry in self._entries(s, s.execute(stmt).all())
-                if _at_least(entry.speedup, f.min_speedup) and _at_least(entry.roofline_share, f.min_roofline_share)
-            ]
-            page = self._near_copies(s, matching[offset : offset + limit], now)
-            return ArchivePage(page, len(matching), offset, limit)
+            counted = stmt.with_only_columns(ArchiveEntryRow.run_id).order_by(None).limit(ARCHIVE_COUNT_MAX + 1)
+            total = s.scalar(select(func.count()).select_from(counted.subquery())) or 0
+            keys = stmt.with_only_columns(
+                ArchiveEntryRow.run_id, ArchiveEntryRow.submitted_at, ArchiveEntryRow.score,
+                ArchiveEntryRow.submission_id, ArchiveEntryRow.device,
+            )  # fmt: skip
+            if after is None:
+                rows = list(s.execute(keys.limit(limit + 1).offset(offset)))
+            else:
+                offset = 0
+                rows = self._after(s, keys, f.sort, after, limit + 1)
+            more, rows = len(rows) > limit, rows[:limit]
+            entries = self._near_copies(s, self._entries(s, self._load(s, [r.run_id for r in rows])), now)
+            following = _cursor(f.sort, rows[-1]) if more and rows else None
+            return ArchivePage(
+                entries, min(total, ARCHIVE_COUNT_MAX), offset, limit, total <= ARCHIVE_COUNT_MAX, following
+            )
+
+    @staticmethod
+    def _after(s: Session, keys: Any, sort: str, after: tuple[Any, ...], n: int) -> list[Any]:
+        """At most ``n`` rows of ``keys`` after the cursor's row: one index range per query. Fastest first puts the
+        untimed (null score) entries last, so a page may end the timed range and begin the untimed one."""
+        e = ArchiveEntryRow
+        if sort == "newest":
+            at, sid, device = after
+            return list(
+                s.execute(keys.where(tuple_(e.submitted_at, e.submission_id, e.device) < (at, sid, device)).limit(n))
+            )
+        score, sid, device = after
+        rows: list[Any] = []
+        if score is not None:
+            timed = keys.where(e.score.is_not(None), tuple_(e.score, e.submission_id, e.device) > (score, sid, device))
+            rows = list(s.execute(timed.limit(n)))
+            sid, device = -1, ""
+        if len(rows) < n:
+            untimed = keys.where(e.score.is_(None), tuple_(e.submission_id, e.device) > (sid, device))
+            rows += list(s.execute(untimed.limit(n - len(rows))))
+        return rows
 
     def archive_entry(self, submission_id: int, device: str) -> ArchiveEntry:
         """One published entry; ``SubmissionNotFound`` for anything unpublished, exactly as for a missing one."""
         with self.db.transaction() as s:
-            stmt = self._published(self.clock()).where(Submission.id == submission_id, Job.device == device)
-            row = s.execute(stmt).first()
-            if row is None:
+            stmt = self._published(self.clock()).where(
+                ArchiveEntryRow.submission_id == submission_id, ArchiveEntryRow.device == device
+            )
+            run_ids = s.scalars(stmt.with_only_columns(ArchiveEntryRow.run_id).order_by(ArchiveEntryRow.run_id)).all()
+            rows = self._load(s, run_ids[:1])
+            if not rows:
                 raise SubmissionNotFound(submission_id)
-            return self._near_copies(s, self._entries(s, [row]), self.clock())[0]
+            return self._near_copies(s, self._entries(s, rows), self.clock())[0]
 
     def _near_copies(self, s: Session, entries: list[ArchiveEntry], now: datetime) -> tuple[ArchiveEntry, ...]:
         """``entries`` with ``near_copy_of`` set where one nearly copies an earlier published kernel of the same
@@ -521,7 +658,7 @@ class ArchiveMixin(ServiceBase):
         if others:
             published = (
                 self._published(now)
-                .where(Submission.id.in_(others | ids))
+                .where(ArchiveEntryRow.submission_id.in_(others | ids))
                 .with_only_columns(Submission.id, Submission.user_id, Submission.created_at)
                 .distinct()
                 .order_by(None)
@@ -636,35 +773,36 @@ class ArchiveMixin(ServiceBase):
             return ()
         stmt = (
             self._published(self.clock())
-            .where(Leaderboard.problem == problem, Submission.id.in_(scores))
+            .where(ArchiveEntryRow.problem == problem, ArchiveEntryRow.submission_id.in_(scores))
             .with_only_columns(
                 Submission.id, Submission.user_id, Submission.created_at, Submission.file_name, Leaderboard.name,
-                SubmissionLicence.licence,
+                SubmissionLicence.licence, User.name.label("user_name"),
             )
             .distinct()
             .order_by(None)
         )  # fmt: skip
         rows = sorted(s.execute(stmt), key=lambda r: (-scores[r.id], -r.created_at.timestamp(), -r.id))[:limit]
-        found = []
-        for row in rows:
-            user = s.get(User, row.user_id)
-            assert user is not None  # the join found it
-            found.append(
-                SimilarKernel(
-                    row.id, row.name, problem, row.file_name, row.licence,
-                    author_name(user, s.get(ArchiveAccount, row.user_id)), row.created_at, round(scores[row.id], 3),
-                )
-            )  # fmt: skip
-        return tuple(found)
+        accounts = {
+            a.user_id: a
+            for a in s.scalars(select(ArchiveAccount).where(ArchiveAccount.user_id.in_({r.user_id for r in rows})))
+        }
+        return tuple(
+            SimilarKernel(
+                row.id, row.name, problem, row.file_name, row.licence,
+                _named(row.user_name, accounts.get(row.user_id)), row.created_at, round(scores[row.id], 3),
+            )
+            for row in rows
+        )  # fmt: skip
 
     def similar_to_published(self, submission_id: int, *, limit: int = 10) -> tuple[SimilarKernel, ...]:
         """The published kernels of the same problem nearest to a published one (itself left out); an unpublished
         submission is answered like a missing one."""
         with self.db.transaction() as s:
-            row = s.execute(self._published(self.clock()).where(Submission.id == submission_id)).first()
-            if row is None:
+            published = self._published(self.clock()).where(ArchiveEntryRow.submission_id == submission_id)
+            if s.scalar(published.with_only_columns(ArchiveEntryRow.run_id).limit(1)) is None:
                 raise SubmissionNotFound(submission_id)
-            sub: Submission = row[0]
+            sub = s.get(Submission, submission_id)
+            assert sub is not None  # published
             target = signature_of(s, sub.id)
             if target is None:  # not indexed (it cannot happen after migration 0018's backfill): read the code
                 code = s.get(SubmissionCode, sub.code_id)
@@ -676,13 +814,14 @@ class ArchiveMixin(ServiceBase):
         """Every published entry with its near-copy flag, ordered by submission id and device (the export's order)."""
         now = self.clock()
         with self.db.transaction() as s:
-            stmt = self._published(now).order_by(Submission.id, Job.device)
-            return self._near_copies(s, self._entries(s, s.execute(stmt).all()), now)
+            stmt = self._published(now).with_only_columns(ArchiveEntryRow.run_id)
+            run_ids = s.scalars(stmt.order_by(ArchiveEntryRow.submission_id, ArchiveEntryRow.device)).all()
+            return self._near_copies(s, self._entries(s, self._load(s, run_ids)), now)
 
     def archive_choices(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The problems and the devices that have published entries (the archive page's filters)."""
         with self.db.transaction() as s:
             published = self._published(self.clock())
-            problems = s.scalars(published.with_only_columns(Leaderboard.problem).distinct().order_by(None)).all()
-            devices = s.scalars(published.with_only_columns(Job.device).distinct().order_by(None)).all()
+            problems = s.scalars(published.with_only_columns(ArchiveEntryRow.problem).distinct()).all()
+            devices = s.scalars(published.with_only_columns(ArchiveEntryRow.device).distinct()).all()
             return tuple(sorted(problems)), tuple(sorted(devices))

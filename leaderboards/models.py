@@ -53,6 +53,7 @@ NAMING_CONVENTION = {
 Id = BigInteger().with_variant(Integer(), "sqlite")
 """Primary and foreign keys: 64-bit on PostgreSQL, the auto-incrementing rowid alias on SQLite."""
 
+
 def without_nul(value: Any) -> Any:
     """``value`` with every U+0000 in its strings (keys too) replaced by U+FFFD: PostgreSQL refuses NUL in text and
     in JSONB, and a submission's output, messages and errors may carry it (red team, 2026-11-24: one
@@ -712,6 +713,41 @@ class ArchivePolicy(Base):
         Id, ForeignKey("leaderboards.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
     )
     at_once: Mapped[bool] = mapped_column(Boolean(), comment="publish as soon as they run (practice boards)")
+
+
+class ArchiveEntryRow(Base):
+    """One public run of a submission whose author licensed it (issue 34, ``leaderboards/archive.py``): the archive's
+    filter and sort columns, kept so that a page is one index range instead of a six-table join over every run.
+
+    Written by ``leaderboards.archive.refresh_archive_entries`` when a public run is recorded and when the licence
+    changes or is withdrawn (a row exists only while the licence is not ``none`` and not withdrawn). What can change
+    without either (deletion, moderation, a ban, the board's visibility, deadline and policy) is checked by the
+    archive's query against the submission, user and leaderboard rows."""
+
+    __tablename__ = "archive_entries"
+    __table_args__ = (  # newest first walks them backwards (ties: submission id, then device, descending)
+        Index("ix_archive_entries_newest", "submitted_at", "submission_id", "device"),
+        Index("ix_archive_entries_problem_newest", "problem", "submitted_at", "submission_id", "device"),
+        Index("ix_archive_entries_problem_device_newest", "problem", "device", "submitted_at", "submission_id"),
+        Index("ix_archive_entries_board_newest", "leaderboard_id", "submitted_at", "submission_id"),
+        Index("ix_archive_entries_speed", "score", "submission_id", "device"),
+        Index("ix_archive_entries_problem_speed", "problem", "score", "submission_id", "device"),
+        Index("ix_archive_entries_problem_device_speed", "problem", "device", "score", "submission_id"),
+    )
+
+    run_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True, autoincrement=False, comment="the public run"
+    )
+    submission_id: Mapped[int] = mapped_column(Id, ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    device: Mapped[str] = mapped_column(String(32))
+    leaderboard_id: Mapped[int] = mapped_column(Id, ForeignKey("leaderboards.id", ondelete="CASCADE"))
+    problem: Mapped[str] = mapped_column(String(200))
+    user_id: Mapped[int] = mapped_column(Id, ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    passed: Mapped[bool] = mapped_column(Boolean())
+    score: Mapped[float | None] = mapped_column(Float(), comment="the public run's score, ns")
+    speedup: Mapped[float | None] = mapped_column(Float(), comment="over the reference, geometric mean of the cases")
+    roofline_share: Mapped[float | None] = mapped_column(Float())
 
 
 class SimilaritySignature(Base):

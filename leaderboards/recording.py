@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from leaderboards import pooling, ranking
+from leaderboards.archive import refresh_archive_entries
 from leaderboards.errors import (
     LeaseLost,
     NotFound,
@@ -282,6 +283,8 @@ class RecordingMixin(ServiceBase):
             s.add(run)
             s.flush()
             runs[secret] = run
+            if not secret:  # the archive's kept row of a licensed submission (issue 34)
+                refresh_archive_entries(s, sub.id)
             job.verdict = worst([Verdict(r.verdict) for r in runs.values()]).value
             shown_score = None if secret else score  # a secret run's timings stay in the database
             recorded = RecordedRun(

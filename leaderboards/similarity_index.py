@@ -147,10 +147,6 @@ def _exact(s: Session, target: frozenset[bytes], ids: Iterable[int]) -> list[Mat
     return [Match(sid, similarity(target, print_)) for sid, print_ in signatures(s, ids).items()]
 
 
-def indexed_count(s: Session, problem: str) -> int:
-    return s.scalar(select(func.count()).where(SimilaritySignature.problem == problem)) or 0
-
-
 def search(
     s: Session, problem: str, target: frozenset[bytes], *, candidates: int = 40, min_bands: int = 1
 ) -> list[Match]:
@@ -159,14 +155,15 @@ def search(
     only the ``candidates`` sharing the most bands (at least ``min_bands``) are compared."""
     if not target:
         return []
-    if indexed_count(s, problem) <= EXACT_SCAN:
-        ids: Sequence[int] = s.scalars(
-            select(SimilaritySignature.submission_id).where(SimilaritySignature.problem == problem)
-        ).all()
+    few: Sequence[int] = s.scalars(  # at most EXACT_SCAN + 1 ids: never a count of a large problem's kernels
+        select(SimilaritySignature.submission_id).where(SimilaritySignature.problem == problem).limit(EXACT_SCAN + 1)
+    ).all()
+    if len(few) <= EXACT_SCAN:
+        ids = few
     else:
         keys = [(b, bucket) for b, bucket in enumerate(buckets(target))]
         shared = func.count().label("shared")
-        ids = s.scalars(
+        ids = s.scalars(  # one lookup of BANDS keys in the (problem, band, bucket) index, at most `candidates` rows
             select(SimilarityBand.submission_id)
             .where(SimilarityBand.problem == problem, tuple_(SimilarityBand.band, SimilarityBand.bucket).in_(keys))
             .group_by(SimilarityBand.submission_id)

@@ -20,7 +20,8 @@ def publish_at_once(w: World) -> None:
 
 def test_a_licensed_upload_is_published_where_the_board_allows_and_withdrawn_by_its_author(world: World) -> None:
     w, c = world, world.client
-    assert c.get("/api/v1/archive").json() == {"entries": [], "total": 0, "offset": 0, "limit": 20, "total_exact": True}
+    assert c.get("/api/v1/archive").json() == {
+        "entries": [], "total": 0, "offset": 0, "limit": 20, "total_exact": True, "next_cursor": None}  # fmt: skip
     sid = w.submit(w.ann, mode="benchmark", license="MIT").json()["submission_id"]
     w.submit(w.bob, mode="benchmark", content=GOOD + b"# bob\n")  # no licence: never published
     w.serve()
@@ -68,13 +69,19 @@ def test_filters_pages_and_bounds(world: World) -> None:
     page = c.get("/api/v1/archive", params={"limit": 2}).json()
     assert page["total"] == 3 and [e["submission_id"] for e in page["entries"]] == ids[::-1][:2]  # newest first
     rest = c.get("/api/v1/archive", params={"limit": 2, "offset": 2}).json()
-    assert [e["submission_id"] for e in rest["entries"]] == ids[:1]
+    assert [e["submission_id"] for e in rest["entries"]] == ids[:1] and rest["next_cursor"] is None
+    after = c.get("/api/v1/archive", params={"limit": 2, "cursor": page["next_cursor"]}).json()  # keyset: same page
+    assert [e["submission_id"] for e in after["entries"]] == ids[:1] and after["next_cursor"] is None
+    speed = c.get("/api/v1/archive", params={"limit": 1, "sort": "speed"}).json()
+    wrong = c.get("/api/v1/archive", params={"cursor": speed["next_cursor"]})  # a fastest-first cursor, newest first
+    assert wrong.status_code == 422 and error_of(wrong)["field"] == "cursor"
+    assert "next_cursor unchanged" in error_of(wrong)["message"]
     assert c.get("/api/v1/archive", params={"device": "H100"}).json()["total"] == 0
     assert c.get("/api/v1/archive", params={"problem": "nope"}).json()["total"] == 0
     assert c.get("/api/v1/archive", params={"leaderboard": "add", "accepted": True}).json()["total"] == 3
     assert c.get("/api/v1/archive", params={"after": "2999-01-01T00:00:00Z"}).json()["total"] == 0
     assert c.get("/api/v1/archive", params={"sort": "speed"}).json()["total"] == 3
-    for params in ({"limit": 101}, {"offset": -1}, {"sort": "slowest"}, {"min_speedup": -1}):
+    for params in ({"limit": 101}, {"offset": -1}, {"sort": "slowest"}, {"min_speedup": -1}, {"cursor": "x" * 401}):
         assert c.get("/api/v1/archive", params=params).status_code == 422, params
 
 

@@ -21,6 +21,8 @@ router = APIRouter(prefix=API_PREFIX)
 
 LICENCE_TEXT = f"One of: {', '.join(CHOICES)} ('none': never published)."
 NAME_MAX = 200
+CURSOR_MAX = 400
+"""The longest cursor taken (the archive's are under 150 characters)."""
 """The longest problem, leaderboard, device or language name a filter takes."""
 
 
@@ -76,6 +78,10 @@ class ArchivePageOut(Model):
     offset: int
     limit: int
     total_exact: bool = Field(description="False when more than `total` entries match.")
+    next_cursor: str | None = Field(
+        None,
+        description="Pass it as `cursor` (same filters and sort) for the next page; null on the last page.",
+    )
 
 
 class NearCloneOut(Model):
@@ -152,14 +158,20 @@ def get_archive(
     after: RequestDate | None = Query(None, description="Only submissions made after this time (ISO 8601)."),
     sort: str = Query("newest", pattern="^(" + "|".join(SORTS) + ")$", description="newest, or speed (fastest first)."),
     limit: int = Query(20, ge=1, le=ARCHIVE_PAGE_MAX, description="Entries per page."),
-    offset: int = Query(0, ge=0, le=OFFSET_MAX, description="Entries to skip (page with it)."),
+    offset: int = Query(0, ge=0, le=OFFSET_MAX, description="Entries to skip (ignored with a cursor)."),
+    cursor: str | None = Query(
+        None,
+        min_length=1,
+        max_length=CURSOR_MAX,
+        description="A page's `next_cursor`: the page after it, however deep (faster than a large offset).",
+    ),
     service: LeaderboardService = Depends(service_of),
 ) -> ArchivePageOut:
     """Kernels whose authors chose a licence, once their leaderboard publishes them: the code, its licence and
     author, the problem and its fingerprint, the device and what it ran on, and the public run's verdict, per-case
     timings and speedups. Never a secret run, a held-out case or a case's seed."""
     f = ArchiveFilter(problem, leaderboard, device, language, accepted, min_speedup, after, sort, min_roofline_share)
-    return ArchivePageOut.model_validate(service.archive(f, limit=limit, offset=offset))
+    return ArchivePageOut.model_validate(service.archive(f, limit=limit, offset=offset, cursor=cursor))
 
 
 class SimilarKernelOut(Model):
