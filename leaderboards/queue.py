@@ -410,16 +410,9 @@ class JobQueue:
                     if person is None:
                         continue  # each waiting person's job is being taken by another worker right now
                     for victim in order:
-                        row = s.scalar(
-                            select(Job)
-                            .where(
-                                Job.id == victim.job_id,
-                                Job.lease_owner == victim.owner,
-                                Job.status == JobStatus.RUNNING.value,
-                            )
-                            .with_for_update()
-                        )
-                        if row is None:
+                        try:
+                            row = self._held(s, victim)
+                        except LeaseLost:
                             continue  # finished or lost meanwhile
                         count = counts[victim.job_id] + 1
                         self._revoke(s, row, now, count)
