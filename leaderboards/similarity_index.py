@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import and_, delete, func, select, tuple_
+from sqlalchemy import BigInteger, Integer, and_, column, delete, func, select, tuple_, values
 from sqlalchemy.orm import Session, aliased
 
 from leaderboards.models import SimilarityBand, SimilaritySignature
@@ -163,10 +163,16 @@ def search(
     else:
         keys = [(b, bucket) for b, bucket in enumerate(buckets(target))]
         shared = func.count().label("shared")
-        ids = s.scalars(  # one lookup of BANDS keys in the (problem, band, bucket) index, at most `candidates` rows
-            select(SimilarityBand.submission_id)
-            .where(SimilarityBand.problem == problem, tuple_(SimilarityBand.band, SimilarityBand.bucket).in_(keys))
-            .group_by(SimilarityBand.submission_id)
+        lookup = select(SimilarityBand.submission_id).where(SimilarityBand.problem == problem)
+        if s.get_bind().dialect.name == "postgresql":  # a join to the keys: one index-only probe per band
+            wanted = values(column("band", Integer()), column("bucket", BigInteger()), name="wanted").data(keys)
+            lookup = lookup.join(
+                wanted, and_(SimilarityBand.band == wanted.c.band, SimilarityBand.bucket == wanted.c.bucket)
+            )
+        else:  # a row-value IN (which PostgreSQL plans as a bitmap OR of 32 scans reading the table: 4 to 15 ms)
+            lookup = lookup.where(tuple_(SimilarityBand.band, SimilarityBand.bucket).in_(keys))
+        ids = s.scalars(  # at most `candidates` rows
+            lookup.group_by(SimilarityBand.submission_id)
             .having(shared >= min_bands)
             .order_by(shared.desc(), SimilarityBand.submission_id.desc())
             .limit(candidates)
