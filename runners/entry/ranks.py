@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.contract import RunRequest
-from runners.entry.session import Outcomes, Session, SessionSpec, _env, _ro_python
+from runners.entry.session import Outcomes, Session, SessionSpec, _env, _ro_python, close_ends
 from runners.gpus import Gpu, list_gpus, usable
 from runners.ipc.protocol import Job
 from runners.ipc.wire import socket_pair
@@ -149,14 +149,7 @@ class _Wiring:
         """The child holds its ends now: close ours, so each side sees the other's exit as end of file."""
         with self._lock:
             ends, self.ends[name] = self.ends[name], []
-            for end in ends:
-                with contextlib.suppress(OSError, ValueError):
-                    if isinstance(end, int):
-                        if end in self.fds:
-                            self.fds.remove(end)
-                            os.close(end)
-                    else:
-                        end.close()
+            close_ends(ends, self.fds)
 
     def hand_over(self, job: Job, world: int) -> None:
         """Each rank's job down its pipe (its rank and the world size in it), then the pipe closed."""

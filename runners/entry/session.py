@@ -181,6 +181,20 @@ def _holder_of(fd: int, module: str) -> int | None:
     return None
 
 
+def close_ends(ends: list[Any], fds: list[int]) -> None:
+    """Close this parent's copies of the ends a started child holds (so each side sees the other's exit as end of
+    file): a descriptor only while ``fds`` (what the parent still holds open) lists it, taken out of it; a socket
+    always."""
+    for end in ends:
+        with contextlib.suppress(OSError, ValueError):
+            if isinstance(end, int):
+                if end in fds:
+                    fds.remove(end)
+                    os.close(end)
+            else:
+                end.close()
+
+
 @dataclass(frozen=True)
 class Shape:
     """What a run's two sandboxes are started with, all of it known before the job: a job whose shape equals a
@@ -324,13 +338,7 @@ class Launch:
         """The child holds its ends now: close ours, so each side sees the other's exit as end of file."""
         with self._lock:
             ends, self._own_ends[name] = self._own_ends[name], []
-            for end in ends:
-                with contextlib.suppress(OSError, ValueError):
-                    if isinstance(end, int):
-                        self.fds_to_close.remove(end)
-                        os.close(end)
-                    else:
-                        end.close()
+            close_ends(ends, self.fds_to_close)
 
     def _run(self, name: str, spec: SandboxSpec) -> None:
         try:
