@@ -14,6 +14,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from leaderboards import ranking
+from leaderboards.board_hacks import merge_hack_cases
 from leaderboards.errors import (
     AlreadyExists,
     InvalidChange,
@@ -317,9 +318,11 @@ class AdminMixin(ServiceBase):
         reset = False
         if problem is not None:
             snap, old = snapshot(problem), TaskSnapshot.load(lb.task)
+            snap, hack_cases = merge_hack_cases(s, lb, snap)  # a re-sync keeps the held-out cases hacks added
             reasons = incomparable_changes(old, snap)
             if snap != old:
                 changed.append("task")
+                changed += hack_cases
                 if description is None and lb.description != problem.task.description:
                     description = problem.task.description
                 lb.task, lb.lang, lb.ranking_by = snap.stored(), problem.task.lang.value, problem.task.ranking_by.value

@@ -338,11 +338,18 @@ class SystemTestRunner:
 
 
 async def launch_quietly(
-    launcher_for: Callable[[str], Launcher], device: str, request: RunRequest, margin_s: float, what: str
+    launcher_for: Callable[[str], Launcher],
+    device: str,
+    request: RunRequest,
+    margin_s: float,
+    what: str,
+    *,
+    keep_problem_fault: bool = False,
 ) -> tuple[RunResult | None, str]:
     """Run one request that no person follows (a system test, a rejudge): its result, or None and why it could not
     run (a launcher error, a timeout, an infrastructure error, a result that does not answer the request: the
-    runner's fault, never the entry's)."""
+    runner's fault, never the entry's). ``keep_problem_fault``: an infrastructure error the runner blames on the
+    problem (``fault="problem"``) comes back as a result (an input hack's case the problem cannot make)."""
     try:
         launcher = launcher_for(device)
         bound = request.time_limit_s() + margin_s
@@ -352,8 +359,11 @@ async def launch_quietly(
     except Exception as exc:  # a launcher error, a timeout, an unrouted device: the runner's, never the entry's
         log.warning("%s could not run: %s", what, type(exc).__name__)
         return None, f"{type(exc).__name__}: {exc}"
-    if not isinstance(result, RunResult) or result.verdict is Verdict.INFRASTRUCTURE_ERROR:
-        return None, getattr(result, "message", "") or "the runner reported an infrastructure error"
+    if not isinstance(result, RunResult):
+        return None, "the runner reported an infrastructure error"
+    problem_fault = keep_problem_fault and result.fault == "problem"  # an input hack's case the problem cannot make
+    if result.verdict is Verdict.INFRASTRUCTURE_ERROR and not problem_fault:
+        return None, result.message or "the runner reported an infrastructure error"
     mismatch = result.mismatch(request, allow_unsandboxed=launcher.allows_unsandboxed)
     if mismatch is not None:
         return None, mismatch

@@ -11,7 +11,9 @@
   A flagged entry still ranks.
 - **quarantined**: held out of every ranking (live board, final standings, announcements) while an admin looks.
 - **hacked**: judged a cheat; stays out of every ranking.
-- **cleared**: looked at and found fine; ranks again (a cleared entry may be flagged or quarantined again).
+- **cleared**: looked at and found fine; ranks again (a cleared entry may be flagged or quarantined again, by a
+  moderator: an input hack only flags it). Clearing an entry an input hack quarantined withdraws the hacker's credit
+  and the refund of that hack's unit (``board_hacks.withdraw_credits``).
 
 Every change records who, when and why on the submission (the author sees the state and the reason in their own
 view) and in the audit log. The ranking rows of the author are rebuilt in the same transaction, so the entry leaves
@@ -115,7 +117,14 @@ class ModerationMixin(ServiceBase):
         with self.db.transaction() as s:
             sub = self._submission(s, submission_id)
             s.execute(select(Leaderboard.id).where(Leaderboard.id == sub.leaderboard_id).with_for_update())
-            set_state(s, sub, target, actor=actor, reason=reason, now=self.clock())
+            before = set_state(s, sub, target, actor=actor, reason=reason, now=self.clock())
+            if target is ModerationState.CLEARED and before != ModerationState.CLEARED:
+                from leaderboards.board_hacks import withdraw_credits  # (board_hacks imports this module)
+
+                withdrawn = withdraw_credits(s, sub)
+                if withdrawn:
+                    self._audit(s, actor, "hack_credit_withdrawn", sub.leaderboard.name, submission=sub.id,
+                                hacks=withdrawn)  # fmt: skip
             return _view(sub, sub.leaderboard.name, sub.user.name)
 
     def moderated(

@@ -606,7 +606,14 @@ class Problem:
             what = f"no held-out case runs at world_size {made.world_size}"
             raise ProblemFormatError([FormatIssue(str(self.path / "task.yml"), "holdout", what)])
         timed = holdout if self.task.holdout_timed else []
-        return made.model_copy(update={"tests": holdout, "benchmarks": timed, "baselines": []})
+        # The limit scales with the cases (input hacks add held-out cases): the task's limit is for its public cases,
+        # so a run of more held-out cases than that gets the same time per case, never less than the task's limit.
+        public = len(self.task.cases("tests", made.world_size)) + (
+            len(self.task.cases("benchmarks", made.world_size)) if self.task.holdout_timed else 0
+        )
+        scale = max(1.0, (len(holdout) + len(timed)) / max(1, public))
+        limits = made.limits.model_copy(update={"run_timeout_s": made.limits.run_timeout_s * scale})
+        return made.model_copy(update={"tests": holdout, "benchmarks": timed, "baselines": [], "limits": limits})
 
 
 def _pydantic_issues(file: Path, exc: ValidationError, prefix: str = "") -> list[FormatIssue]:

@@ -48,7 +48,13 @@ class HackEntryOut(BaseModel):
     rank: int = Field(description="The entry's rank on the device when the hack ran.")
     user_name: str
     verdict: str = Field(description="accepted, wrong answer, runtime error, ... or 'not judged' (the runner failed).")
-    broken: bool = Field(description="It failed where the reference passed.")
+    broken: bool = Field(description="A confirmed break: it failed twice where the reference passed twice.")
+    action: str = Field(
+        default="",
+        description="What the hack did to it: quarantined (a confirmed break; credited), flagged (not confirmed, or "
+        "a moderator had cleared it: a moderator looks), withdrawn (a moderator cleared it since: no credit), kept "
+        "(judged already), or '' (not broken).",
+    )
 
 
 class HackOut(BaseModel):
@@ -58,8 +64,11 @@ class HackOut(BaseModel):
     leaderboard: str
     device: str
     user_name: str
-    status: str = Field(description="queued, running, done, refused (the reference fails on the case), failed.")
-    broken: int = Field(description="How many entries it broke.")
+    status: str = Field(
+        description="queued, running, done, refused (the reference fails on the case, or the problem cannot make "
+        "it), failed (the runner's fault), closed (the board's deadline passed or its standings froze first)."
+    )
+    broken: int = Field(description="How many entries it broke and had quarantined (credited).")
     entries: list[HackEntryOut]
     note: str = Field(description="Why it was refused, or could not run.")
     created_at: datetime
@@ -103,6 +112,7 @@ def credits_out(name: str, credits: tuple[HackCredit, ...]) -> HackCreditsOut:
     responses={
         404: {"model": ErrorOut, "description": "No such leaderboard"},
         422: {"model": ErrorOut, "description": "Not a case of the problem's hack space (the field and its range)"},
+        409: {"model": ErrorOut, "description": "The board is past its deadline or frozen: it takes no hacks"},
         429: {"model": ErrorOut, "description": "The account's hack units of the last 24 hours are spent"},
     },
 )
