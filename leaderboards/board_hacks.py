@@ -60,7 +60,12 @@ from leaderboards.hacks import (
 )
 from leaderboards.holdout import could_not_run, held_row, launch_quietly, oldest_runnable, top_entries
 from leaderboards.models import AuditLog, FinalStanding, Hack, Job, JobStatus, Leaderboard, Submission, User
-from leaderboards.moderation import set_state
+from leaderboards.moderation import (
+    QUARANTINED_BY_HACK,
+    WITHDRAWN_BY_CLEAR,
+    credited,
+    set_state,
+)
 from leaderboards.moderation_states import ALLOWED_FROM, ModerationState
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.results import UserRef
@@ -120,14 +125,15 @@ class HackStatus:
 
 
 class EntryAction:
-    """What a hack did to an entry (``outcomes[i]["action"]``)."""
+    """What a hack did to an entry (``outcomes[i]["action"]``; ``moderation.credited`` and ``withdraw_credits`` read
+    and write it too)."""
 
     NONE = ""
-    QUARANTINED = "quarantined"
+    QUARANTINED = QUARANTINED_BY_HACK
     """A confirmed break: out of the rankings until a moderator judges it; the hacker is credited."""
     FLAGGED = "flagged"
     """A break that was not confirmed, or of an entry a moderator cleared before: flagged for a moderator only."""
-    WITHDRAWN = "withdrawn"
+    WITHDRAWN = WITHDRAWN_BY_CLEAR
     """A moderator cleared the entry after the hack quarantined it: the credit (and the unit's refund) is withdrawn."""
     KEPT = "kept"
     """Broken, but a moderator had judged it already (hacked, or quarantined it): nothing changed."""
@@ -225,13 +231,6 @@ def rate_key(case: dict[str, Any]) -> str:
     return case_hash({k: v for k, v in case.items() if k not in SEED_KEYS})
 
 
-def credited(outcome: dict[str, Any]) -> bool:
-    """Whether an entry's outcome credits the hacker (a confirmed break that quarantined it, not withdrawn)."""
-    return (
-        str(outcome.get("action", EntryAction.QUARANTINED if outcome.get("broken") else "")) == EntryAction.QUARANTINED
-    )
-
-
 def hack_added_cases(s: Session, lb: Leaderboard, user_id: int | None = None) -> list[dict[str, Any]]:
     """The held-out cases of ``lb`` that input hacks added (of ``user_id``'s hacks only, given one), once each."""
     stmt = select(Hack.case).where(Hack.leaderboard_id == lb.id, Hack.status == HackStatus.DONE)
@@ -263,26 +262,6 @@ def cleared_before(s: Session, sub: Submission) -> bool:
         select(AuditLog.detail).where(AuditLog.action == "moderate", AuditLog.target == f"submission:{sub.id}")
     )
     return any(isinstance(d, dict) and d.get("to") == ModerationState.CLEARED for d in rows)
-
-
-def withdraw_credits(s: Session, sub: Submission) -> list[int]:
-    """A moderator cleared ``sub``: the credits of the hacks that quarantined it are withdrawn (and with them the
-    refund of their units). The ids of the hacks changed."""
-    changed = []
-    hacks = s.scalars(
-        select(Hack).where(Hack.leaderboard_id == sub.leaderboard_id, Hack.status == HackStatus.DONE, Hack.broken > 0)
-    ).all()
-    for hack in hacks:
-        outcomes = [dict(o) for o in hack.outcomes or []]
-        hit = False
-        for o in outcomes:
-            if int(o["submission_id"]) == sub.id and credited(o):
-                o["action"], hit = EntryAction.WITHDRAWN, True
-        if hit:
-            hack.outcomes = outcomes  # a new list: the JSON column sees the change
-            hack.broken = sum(1 for o in outcomes if credited(o))
-            changed.append(hack.id)
-    return changed
 
 
 def _view(hack: Hack, board: str, user: str, *, admin: bool = False) -> HackView:

@@ -13,7 +13,7 @@
 - **hacked**: judged a cheat; stays out of every ranking.
 - **cleared**: looked at and found fine; ranks again (a cleared entry may be flagged or quarantined again, by a
   moderator: an input hack only flags it). Clearing an entry an input hack quarantined withdraws the hacker's credit
-  and the refund of that hack's unit (``board_hacks.withdraw_credits``).
+  and the refund of that hack's unit (``withdraw_credits``).
 
 Every change records who, when and why on the submission (the author sees the state and the reason in their own
 view) and in the audit log. The ranking rows of the author are rebuilt in the same transaction, so the entry leaves
@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from leaderboards import ranking
 from leaderboards.errors import InvalidChange, InvalidSubmission
-from leaderboards.models import AuditLog, Leaderboard, Submission, User
+from leaderboards.models import AuditLog, Hack, Leaderboard, Submission, User
 from leaderboards.moderation_states import ALLOWED_FROM, ModerationState, ranks
 from leaderboards.results import UserRef
 from leaderboards.screening import SCREENING_ACTOR, Screening, ScreenRequest, ScreenVerdict, screen, screener_from
@@ -108,6 +109,40 @@ def set_state(
     return before
 
 
+QUARANTINED_BY_HACK = "quarantined"
+"""An input hack's outcome ``action`` (``leaderboards/board_hacks.py``) of a confirmed break that quarantined the
+entry: it credits the hacker and refunds the hack's unit."""
+WITHDRAWN_BY_CLEAR = "withdrawn"
+"""The ``action`` of such an outcome once a moderator cleared the entry: no credit, no refund."""
+
+
+def credited(outcome: dict[str, Any]) -> bool:
+    """Whether an input hack's entry outcome credits the hacker (a confirmed break that quarantined it, not withdrawn;
+    an outcome stored before ``action`` existed: its ``broken``)."""
+    action = outcome.get("action", QUARANTINED_BY_HACK if outcome.get("broken") else "")
+    return str(action) == QUARANTINED_BY_HACK
+
+
+def withdraw_credits(s: Session, sub: Submission) -> list[int]:
+    """A moderator cleared ``sub``: the credits of the input hacks that quarantined it are withdrawn (and with them
+    the refund of their units). The ids of the hacks changed. Here, not in ``board_hacks``, which imports this."""
+    changed = []
+    hacks = s.scalars(
+        select(Hack).where(Hack.leaderboard_id == sub.leaderboard_id, Hack.status == "done", Hack.broken > 0)
+    ).all()
+    for hack in hacks:
+        outcomes = [dict(o) for o in hack.outcomes or []]
+        hit = False
+        for o in outcomes:
+            if int(o["submission_id"]) == sub.id and credited(o):
+                o["action"], hit = WITHDRAWN_BY_CLEAR, True
+        if hit:
+            hack.outcomes = outcomes  # a new list: the JSON column sees the change
+            hack.broken = sum(1 for o in outcomes if credited(o))
+            changed.append(hack.id)
+    return changed
+
+
 class ModerationMixin(ServiceBase):
     """Admins' moderation of entries; the permission check is the surfaces'."""
 
@@ -119,8 +154,6 @@ class ModerationMixin(ServiceBase):
             s.execute(select(Leaderboard.id).where(Leaderboard.id == sub.leaderboard_id).with_for_update())
             before = set_state(s, sub, target, actor=actor, reason=reason, now=self.clock())
             if target is ModerationState.CLEARED and before != ModerationState.CLEARED:
-                from leaderboards.board_hacks import withdraw_credits  # (board_hacks imports this module)
-
                 withdrawn = withdraw_credits(s, sub)
                 if withdrawn:
                     self._audit(s, actor, "hack_credit_withdrawn", sub.leaderboard.name, submission=sub.id,
