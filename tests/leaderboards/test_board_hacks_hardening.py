@@ -398,3 +398,28 @@ def test_a_problem_resync_keeps_the_held_out_cases_hacks_added(svc: LeaderboardS
     assert any("dropped 1 held-out case" in c for c in update.changed)
     with svc.db.transaction() as s:
         assert TaskSnapshot.load(s.scalar(select(Leaderboard.task))).task.holdout == []
+
+
+def test_a_problem_set_sync_keeps_the_hack_added_cases_and_says_so(svc: LeaderboardService, tmp_path: Path) -> None:
+    from leaderboards.results import SetEntry, SyncAction
+
+    enter(svc)
+    serve(svc, FakeLauncher(respond))
+    svc.submit_hack(UserRef("carol"), "triple", dict(BREAKS))
+    serve(svc, FakeLauncher(respond))
+    with svc.db.transaction() as s:
+        deadline = s.scalar(select(Leaderboard.deadline))
+    assert deadline is not None
+    folder = tmp_path / "problems" / "triple"
+    same = SetEntry("triple", load_problem(folder), deadline, ("cpu",))
+    ((first,), applied) = svc.apply_problem_set("set", [same], actor="sync")
+    assert applied and holdout(svc) == [BREAKS]  # the same problem again: its hack-added case stays
+    assert "task" not in first.changed  # and the task is unchanged (the case merged back into the same snapshot)
+    task = yaml.safe_load((folder / "task.yml").read_text())
+    task["description"] = "Triple it (reworded)."
+    (folder / "task.yml").write_text(yaml.safe_dump(task))
+    changed = SetEntry("triple", load_problem(folder), deadline, ("cpu",))
+    ((item,), applied) = svc.apply_problem_set("set", [changed], actor="sync")
+    assert applied and item.action is SyncAction.UPDATED
+    assert "kept 1 held-out case input hacks added" in item.changed
+    assert holdout(svc) == [BREAKS]
