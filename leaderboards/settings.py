@@ -144,9 +144,9 @@ class CoreSettings(BaseSettings):
     hack_units_per_day: int = Field(
         default=10,
         ge=0,
-        description="Input hacks (issue 35) one account may spend in 24 hours, across leaderboards: a hack that "
-        "breaks no entry, is refused or is still waiting costs one; one that breaks an entry costs none (0: no "
-        "hacks).",
+        description="Input hacks (issue 35) one account may spend in 24 hours, across leaderboards: every hack "
+        "costs one; a confirmed break that quarantines an entry refunds it (once per case without its seed; a "
+        "moderator's clear withdraws the refund); one the runner failed costs none, 3 a day (0: no hacks).",
     )
     hack_top: int = Field(
         default=10,
