@@ -398,6 +398,13 @@ class BoardHacksMixin(RecordingMixin):
             credits = (HackCredit(name, len(ids)) for name, ids in broke.items() if ids)
             return tuple(sorted(credits, key=lambda c: (-c.broken, c.user_name)))
 
+    def with_hack_cases(self, leaderboard: str, new: TaskSnapshot) -> TaskSnapshot:
+        """``new`` (a re-synced problem's snapshot) with the held-out cases hacks added to ``leaderboard`` that a
+        sync keeps (``merge_hack_cases``): what the board would store, for the sync to tell a changed problem."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, leaderboard)
+            return merge_hack_cases(s, lb, new)[0]
+
     # -- the worker's side ------------------------------------------------------------------------------------------
 
     def claim_hack(self, worker_id: str, devices: Sequence[str] = ()) -> HackClaim | None:

@@ -402,6 +402,7 @@ def test_a_problem_resync_keeps_the_held_out_cases_hacks_added(svc: LeaderboardS
 
 def test_a_problem_set_sync_keeps_the_hack_added_cases_and_says_so(svc: LeaderboardService, tmp_path: Path) -> None:
     from leaderboards.results import SetEntry, SyncAction
+    from leaderboards.sync import _changed as sync_changed
 
     enter(svc)
     serve(svc, FakeLauncher(respond))
@@ -411,6 +412,7 @@ def test_a_problem_set_sync_keeps_the_hack_added_cases_and_says_so(svc: Leaderbo
         deadline = s.scalar(select(Leaderboard.deadline))
     assert deadline is not None
     folder = tmp_path / "problems" / "triple"
+    assert not sync_changed(svc, "triple", load_problem(folder))  # so a sync does not check its reference again
     same = SetEntry("triple", load_problem(folder), deadline, ("cpu",))
     ((first,), applied) = svc.apply_problem_set("set", [same], actor="sync")
     assert applied and holdout(svc) == [BREAKS]  # the same problem again: its hack-added case stays
@@ -418,6 +420,7 @@ def test_a_problem_set_sync_keeps_the_hack_added_cases_and_says_so(svc: Leaderbo
     task = yaml.safe_load((folder / "task.yml").read_text())
     task["description"] = "Triple it (reworded)."
     (folder / "task.yml").write_text(yaml.safe_dump(task))
+    assert sync_changed(svc, "triple", load_problem(folder))
     changed = SetEntry("triple", load_problem(folder), deadline, ("cpu",))
     ((item,), applied) = svc.apply_problem_set("set", [changed], actor="sync")
     assert applied and item.action is SyncAction.UPDATED
