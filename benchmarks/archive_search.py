@@ -147,7 +147,7 @@ def load(db: Database, boards: list[tuple[int, str]], codes: list[str], users: i
     for i, code in enumerate(codes, start=1):
         lb_id, problem = boards[i % len(boards)]
         when = (start + timedelta(seconds=i * 11)).isoformat()
-        device = DEVICES[i % 2]
+        device = DEVICES[(i // len(boards)) % 2]  # every problem on both devices
         data = code.encode()
         bufs["code"].write(f"{i},{hashlib.sha256(data).hexdigest()},\\x{data.hex()},{when}\n")
         user = rng.randint(1, users)
@@ -264,8 +264,12 @@ def main() -> int:
         print(f"published entries: {page.total:,}{'' if page.total_exact else '+'}")
 
         rng = random.Random(args.seed + 1)
-        problems = [p for _, p in boards]
-        pick = [(rng.choice(problems), rng.choice(DEVICES), rng.randrange(0, 200)) for _ in range(args.repeat)]
+        with db.engine.connect() as conn:  # the (problem, device) pairs that have entries: no empty page is timed
+            pairs = sorted(
+                (r.problem, r.device)
+                for r in conn.execute(text("SELECT DISTINCT problem, device FROM archive_entries"))
+            )
+        pick = [(*rng.choice(pairs), rng.randrange(0, 200)) for _ in range(args.repeat)]
         ids = [rng.randint(1, args.kernels) for _ in range(args.repeat)]
         queries = []
         for i in ids:  # a file near a stored one: renamed and one line changed
