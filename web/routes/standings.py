@@ -115,6 +115,8 @@ class RetimingOut(Model):
     batch: str
     rounds: int
     done: int
+    running: int = Field(0, description="Rounds a worker holds now.")
+    rounds_failed: int = Field(0, description="Rounds that failed (queued = rounds - done - running - rounds_failed).")
     machines: int
     rows: tuple[RetimedRowOut, ...]
     failed: tuple[int, ...] = Field(description="Entries whose run failed in some round (not ranked here).")
