@@ -339,6 +339,11 @@ class Worker(Base):
         StoredText(), comment="why the worker stopped claiming, for operators"
     )
     unhealthy_since: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    busy_with: Mapped[str | None] = mapped_column(
+        StoredText(),
+        comment="the work besides jobs it runs now, one label each, '; '-joined (input hack, system test, re-timing "
+        "round, rejudge): it holds a place but no job row; null: none",
+    )
 
 
 class BestScore(Base):

@@ -60,8 +60,22 @@ longer preempted and runs to its end, so every program job finishes (no starvati
 preempted."""
 PREEMPTED = "preempted"
 """The phase of the job event a preemption writes; the events count a job's preemptions (no column needed)."""
+BUSY_SEPARATOR = "; "
+"""Joins the labels of ``workers.busy_with``: one per item of work besides jobs the worker runs now."""
 MAX_DETAIL = 2000
 """Longest event detail / job error stored (launcher messages can be long)."""
+
+
+def busy_text(labels: Sequence[str]) -> str | None:
+    """``workers.busy_with`` for these labels (None: no work besides jobs). Labels are the worker's own fixed words,
+    never a submission's text; the separator is taken out of them so each one counts once."""
+    clean = [" ".join(label.replace(BUSY_SEPARATOR.strip(), " ").split()) or "work" for label in labels]
+    return BUSY_SEPARATOR.join(clean) or None
+
+
+def busy_count(text: str | None) -> int:
+    """How many items of work besides jobs a ``workers.busy_with`` value names."""
+    return len(text.split(BUSY_SEPARATOR)) if text else 0
 
 
 def serves(worker_devices: Sequence[str], device: str) -> bool:
@@ -297,16 +311,30 @@ class JobQueue:
         ).all()
         return [int(r[0]) for r in rows]
 
-    def places(self, s: Session, device: str, now: datetime) -> int:
-        """The places serving ``device``: its live, healthy worker processes (at least one). A worker process counts
-        as one place whatever its ``--concurrency``."""
+    def _live_workers(self, s: Session, device: str, now: datetime) -> list[tuple[list[str], str | None]]:
+        """(devices, busy_with) of the live, healthy worker processes serving ``device``."""
         since = now - timedelta(seconds=WORKER_ALIVE_S)
-        alive = s.scalars(
-            select(WorkerRow.devices).where(
+        rows = s.execute(
+            select(WorkerRow.devices, WorkerRow.busy_with).where(
                 WorkerRow.heartbeat_at >= since, WorkerRow.stopped_at.is_(None), WorkerRow.healthy.is_(True)
             )
         ).all()
-        return max(1, sum(1 for d in alive if serves(d, device)))
+        return [(list(d or []), b) for d, b in rows if serves(d or [], device)]
+
+    def places(self, s: Session, device: str, now: datetime) -> int:
+        """The places serving ``device``: its live, healthy worker processes (at least one). A worker process counts
+        as one place whatever its ``--concurrency``."""
+        return max(1, len(self._live_workers(s, device, now)))
+
+    def _busy_elsewhere(self, s: Session, device: str, now: datetime) -> int:
+        """Places serving ``device`` taken by work that has no job row: the input hacks, system tests, re-timing
+        rounds and rejudges its live, healthy workers run now (``workers.busy_with``, one label each)."""
+        return sum(busy_count(busy) for _, busy in self._live_workers(s, device, now))
+
+    def _occupied(self, s: Session, device: str, now: datetime) -> int:
+        """Places serving ``device`` that are not idle: jobs running there under a live lease, and the work besides
+        jobs its workers run (``_busy_elsewhere``). Every kind of work a worker holds a place with counts."""
+        return self._running(s, device, now) + self._busy_elsewhere(s, device, now)
 
     def program_lane(self, s: Session, device: str, now: datetime) -> int:
         """How many jobs may run on ``device`` with a program's among them: its live, healthy workers less those kept
@@ -326,8 +354,9 @@ class JobQueue:
         )
 
     def _full_program_lanes(self, s: Session, now: datetime, candidates: Sequence[int]) -> set[int]:
-        """The candidates that are program accounts' jobs on a device whose program lane is full: as many jobs
-        (anyone's, their leases live) run there as ``program_lane`` allows. Concurrent claims may pass it by one
+        """The candidates that are program accounts' jobs on a device whose program lane is full: as many places are
+        taken there (jobs, anyone's, under live leases; and the work besides jobs, ``_occupied``) as ``program_lane``
+        allows. Concurrent claims may pass it by one
         each: it is a share of the workers, not a lock."""
         if self.program_reserve_share <= 0 or not candidates:
             return set()
@@ -339,7 +368,7 @@ class JobQueue:
         ).all()
         full: set[int] = set()
         for device in {d for _, d in programs}:
-            if self._running(s, device, now) >= self.program_lane(s, device, now):
+            if self._occupied(s, device, now) >= self.program_lane(s, device, now):
                 full |= {job_id for job_id, d in programs if d == device}
         return full
 
@@ -380,9 +409,11 @@ class JobQueue:
     def preempt_for_person(self, worker_id: str, held: Sequence[Claim], *, lease_s: float) -> Preemption | None:
         """Give up one of ``held`` (this worker's claims) that is a program's job for a person's waiting job, when
         people wait on its device and no idle place would take them: more of people's jobs are runnable there than
-        places (``places``) stand idle. In one transaction the program job's lease is revoked and it goes back to the
-        queue (its attempt not counted, its stored runs kept, its start forgotten), and the person's job becomes this
-        worker's under a new lease. The worker then kills the program's run (the launcher's cancel path) and runs the
+        places (``places``) stand idle. A place is idle when it runs neither a job nor any work besides jobs (an
+        input hack, a system test, a re-timing round, a rejudge: ``workers.busy_with``, ``_occupied``). In one
+        transaction the program job's lease is revoked and it goes back to the queue (its attempt not counted, its
+        stored runs kept, its start forgotten), and the person's job becomes this worker's under a new lease. The
+        worker then kills the program's run (the launcher's cancel path), waits for the kill (bounded), and runs the
         person's job in its place.
 
         Never a person's job; never a job preempted ``max_preemptions`` times already (it runs to its end: no
@@ -397,7 +428,7 @@ class JobQueue:
             with self.db.transaction() as s:
                 for device in sorted({c.device for c in programs}):
                     waiting = self._people_waiting(s, device, now)
-                    if waiting == 0 or waiting <= self.places(s, device, now) - self._running(s, device, now):
+                    if waiting == 0 or waiting <= self.places(s, device, now) - self._occupied(s, device, now):
                         continue  # nobody waits, or an idle worker will take them at its next poll
                     counts = {c.job_id: self.preemptions(s, c.job_id) for c in programs if c.device == device}
                     order = sorted(
@@ -659,10 +690,11 @@ class JobQueue:
                             devices=list(devices),
                             started_at=now,
                             heartbeat_at=now,
+                            busy_with=None,
                         )
                     )
-                else:
-                    row.heartbeat_at, row.stopped_at, row.devices = now, None, list(devices)
+                else:  # a worker started again under its id runs nothing yet
+                    row.heartbeat_at, row.stopped_at, row.devices, row.busy_with = now, None, list(devices), None
 
         self._retry(tx, "register_worker")
 
@@ -683,17 +715,40 @@ class JobQueue:
 
         self._retry(tx, "set_worker_health")
 
-    def worker_heartbeat(self, worker_id: str) -> None:
+    def worker_heartbeat(self, worker_id: str, busy: Sequence[str] | None = None) -> None:
+        """The worker is alive; with ``busy``, also what it runs besides jobs now (as ``set_worker_busy``), so a
+        write of it that failed is put right at the next beat."""
+        values: dict[str, object] = {"heartbeat_at": self.clock()}
+        if busy is not None:
+            values["busy_with"] = busy_text(busy)
+
         def tx() -> None:
             with self.db.transaction() as s:
                 s.execute(
                     update(WorkerRow)
                     .where(WorkerRow.id == worker_id)
-                    .values(heartbeat_at=self.clock())
+                    .values(**values)
                     .execution_options(synchronize_session=False)
                 )
 
         self._retry(tx, "worker_heartbeat")
+
+    def set_worker_busy(self, worker_id: str, busy: Sequence[str]) -> None:
+        """Record the work besides jobs ``worker_id`` runs now, one label per item (``"input hack"``, ``"system
+        test"``, ...; empty: none). Such work holds a place but no job row: the queue counts it as a busy place
+        (``_occupied``) for preemption and the program lane. Written when an item starts and ends."""
+        text = busy_text(busy)
+
+        def tx() -> None:
+            with self.db.transaction() as s:
+                s.execute(
+                    update(WorkerRow)
+                    .where(WorkerRow.id == worker_id)
+                    .values(busy_with=text)
+                    .execution_options(synchronize_session=False)
+                )
+
+        self._retry(tx, "set_worker_busy")
 
     def stop_worker(self, worker_id: str) -> None:
         def tx() -> None:
@@ -701,7 +756,7 @@ class JobQueue:
                 s.execute(
                     update(WorkerRow)
                     .where(WorkerRow.id == worker_id)
-                    .values(stopped_at=self.clock())
+                    .values(stopped_at=self.clock(), busy_with=None)
                     .execution_options(synchronize_session=False)
                 )
 

@@ -72,6 +72,12 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+PREEMPT_KILL_WAIT_S = 10.0
+"""After a preemption, how long the slot waits for the killed program run's task to end (its launcher's cancel path:
+the local sandbox kills the process tree in ~0.1 s; Modal and GitHub ask their API to cancel, seconds) before it
+launches the person's job, so the two runs do not share the GPU. Bounded, so a cancel that hangs delays the person
+by no more than this (and never by more than a quarter of the lease, which is not heartbeated while it waits)."""
+
 
 class WorkerService(Protocol):
     """What a worker uses of the service (``LeaderboardService`` is one): the database its queue and the
@@ -294,6 +300,10 @@ class Worker:
         self._yielding: dict[int, asyncio.Future[bool]] = {}  # program jobs whose preemption is being decided
         self._preempted: set[int] = set()  # jobs given up for a person's: their killed runs end in the background
         self._dying: set[asyncio.Task[Any]] = set()
+        self.preempt_kill_wait_s = PREEMPT_KILL_WAIT_S
+        """The bound on waiting for a preempted run's kill before the person's run starts (tests shorten it)."""
+        self._busy: list[str] = []  # work besides jobs running now (``workers.busy_with``): one label per item
+        self._busy_lock = threading.Lock()  # writes of it go out in order, each with the list as it is then
         self._pool: ThreadPoolExecutor | None = None
         self._wake = asyncio.Event()
         self._closing = threading.Event()  # set when the worker stops: endless database retries give up
@@ -437,6 +447,7 @@ class Worker:
                         break
                     taken = await self._preempt(claim, task)
                     if taken is not None:
+                        await self._let_go(task, stopping)
                         return taken
             finally:
                 stopping.cancel()
@@ -475,6 +486,21 @@ class Worker:
             task.cancel(msg="preempted")
         return preemption.claim
 
+    async def _let_go(self, task: asyncio.Task[Any], stopping: asyncio.Future[Any]) -> None:
+        """Wait for a preempted run's task to end (its run killed through the launcher's cancel path, its report
+        written) before the person's run is launched in its place, so they never hold the device together; at
+        most ``preempt_kill_wait_s`` (and a quarter of the lease), or until the worker stops."""
+        bound = min(self.preempt_kill_wait_s, self.settings.lease_s / 4)
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait([task, stopping], timeout=bound, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            waited = asyncio.get_running_loop().time() - started
+            log.warning(
+                "job %s: the preempted run was not killed within %.1f s; starting the person's job anyway",
+                _job_of(task),
+                waited,
+            )
+
     async def _may_store(self, claim: Claim) -> None:
         """Before a result is stored: wait while the job's preemption is being decided; ``LeaseLost`` if it was
         preempted (its finished run is dropped like a killed one, and runs again). Add the job to ``_storing``
@@ -498,11 +524,54 @@ class Worker:
             if runner is None:
                 continue
             try:
-                if await runner.run_one(self.worker_id, self.devices, self._db):
+                if await self._run_idle_item(what, runner):
                     return True
             except Exception as exc:
                 log.warning("a %s could not be claimed or stored (%s)", what, _why(exc))
         return False
+
+    async def _run_idle_item(
+        self, what: str, runner: SystemTestRunner | HackRunner | RetimeRunner | RejudgeRunner
+    ) -> bool:
+        """``runner.run_one``, recording on the worker's row (``busy_with``) that this place is busy while the item
+        it claimed runs: the runners claim with their first database call, so when that call finds work, the
+        label is written before the work starts, and removed when it ends (however it ends)."""
+        claimed: list[bool] = []
+
+        async def db(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+            result = await self._db(fn, *args, **kwargs)
+            if not claimed:
+                claimed.append(bool(result))
+                if result:
+                    await self._set_busy(what, True)
+            return result
+
+        try:
+            return await runner.run_one(self.worker_id, self.devices, db)
+        finally:
+            if claimed and claimed[0]:
+                await asyncio.shield(self._set_busy(what, False))
+
+    async def _set_busy(self, what: str, busy: bool) -> None:
+        """Add or remove one item of work besides jobs (``what``) and write the worker's ``busy_with`` (a failed
+        write is logged; the next heartbeat writes it again)."""
+        if busy:
+            self._busy.append(what)
+        elif what in self._busy:
+            self._busy.remove(what)
+        try:
+            await self._db(self._write_busy)
+        except Exception as exc:
+            log.warning("could not record on the worker's row that it runs a %s (%s)", what, _why(exc))
+
+    def _write_busy(self, *, beat: bool = False) -> None:
+        """Write ``busy_with`` as the list is when the write runs (under a lock, so writes from several threads end
+        with the latest list); with ``beat``, as part of the worker's heartbeat."""
+        with self._busy_lock:
+            if beat:
+                self.queue.worker_heartbeat(self.worker_id, busy=list(self._busy))
+            else:
+                self.queue.set_worker_busy(self.worker_id, list(self._busy))
 
     async def _idle(self, stop: asyncio.Event, timeout_s: float | None = None) -> None:
         self._wake.clear()
@@ -531,7 +600,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.settings.heartbeat_s)
             try:
-                await self._db(self.queue.worker_heartbeat, self.worker_id)
+                await self._db(self._write_busy, beat=True)  # alive, and what it runs besides jobs
             except Exception as exc:
                 log.warning("worker heartbeat failed (%s)", _why(exc))
             for job_id, (claim, task) in list(self._held.items()):
@@ -541,6 +610,7 @@ class Worker:
                     log.warning("lease heartbeat of job %s failed (%s); trying again next beat", job_id, _why(exc))
                     continue
                 deciding = job_id in self._yielding or job_id not in self._held  # a preemption kills it, if any
+                deciding = deciding or task in self._dying  # preempted, being killed: a second cancel cuts that short
                 if not held and not task.done() and job_id not in self._storing and not deciding:
                     log.warning(
                         "lost the lease of job %s (cancelled, or expired and taken over); killing its run", job_id

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import future, make_problem, run_result
@@ -17,6 +19,7 @@ from sqlalchemy import select
 
 from leaderboards.errors import LeaseLost
 from leaderboards.models import Job, JobEvent, JobStatus, Run
+from leaderboards.models import Worker as WorkerRow
 from leaderboards.queue import PREEMPTED, Claim, JobQueue
 from leaderboards.results import UserRef
 from leaderboards.service import LeaderboardService
@@ -257,3 +260,212 @@ def test_the_worker_kills_a_program_run_for_a_person_and_runs_the_program_job_ag
     with svc.db.transaction() as s:
         assert len(s.scalars(select(Run).where(Run.job_id == program)).all()) == 1
     assert [r.status for r in worker.reports if r.job_id == program] == ["preempted", JobStatus.SUCCEEDED.value]
+
+
+def test_a_worker_busy_with_work_besides_jobs_is_no_idle_place(svc: LeaderboardService) -> None:
+    """M4 (red team): a worker running an input hack, a system test, a re-timing round or a rejudge holds no job row,
+    yet it is no idle place. With one worker on a program job, the other busy with a hack and a person waiting, the
+    program job is preempted; once the hack is over (an idle place again) nothing is preempted."""
+    queue = pool(svc, 2)
+    send(svc, BOT, 0)
+    program = take(queue, "w0")
+    ann = send(svc, UserRef("ann"), 0)
+    assert queue.preempt_for_person("w0", [program], lease_s=60) is None  # w1 is idle: it takes ann's job itself
+
+    queue.set_worker_busy("w1", ["input hack"])
+    preemption = queue.preempt_for_person("w0", [program], lease_s=60)
+
+    assert preemption is not None and preemption.preempted == program and preemption.claim.job_id == ann
+    complete(svc, queue, preemption.claim)
+    again = take(queue, "w0")
+    assert again.job_id == program.job_id
+    send(svc, UserRef("bob"), 0)
+    queue.set_worker_busy("w1", [])  # the hack is over
+    assert queue.preempt_for_person("w0", [again], lease_s=60) is None
+    # Each item counts: w1 running a system test and a rejudge (two slots) with a third worker idle is two places.
+    queue.register_worker("w2", [DEVICE])
+    queue.set_worker_busy("w1", ["system test", "rejudge"])
+    assert queue.preempt_for_person("w0", [again], lease_s=60) is not None
+
+
+def test_busy_with_is_cleared_by_a_restart_and_a_stop_and_not_counted_for_a_dead_worker(
+    svc: LeaderboardService,
+) -> None:
+    queue = pool(svc, 2)
+    queue.set_worker_busy("w1", ["re-timing round"])
+    queue.worker_heartbeat("w0", busy=[])
+    with svc.db.transaction() as s:
+        assert queue._busy_elsewhere(s, DEVICE, svc.clock()) == 1
+        assert queue._busy_elsewhere(s, "cpu", svc.clock()) == 0  # w1 serves H100 only
+    queue.register_worker("w1", [DEVICE])  # started again under its id: it runs nothing yet
+    with svc.db.transaction() as s:
+        assert queue._busy_elsewhere(s, DEVICE, svc.clock()) == 0
+    queue.set_worker_busy("w1", ["rejudge"])
+    queue.stop_worker("w1")
+    later = JobQueue(svc.db, clock=lambda: svc.clock() + timedelta(seconds=120))
+    with svc.db.transaction() as s:
+        assert queue._busy_elsewhere(s, DEVICE, svc.clock()) == 0
+        assert later._busy_elsewhere(s, DEVICE, later.clock()) == 0
+        assert s.scalar(select(WorkerRow.busy_with).where(WorkerRow.id == "w1")) is None
+
+
+class _HeldRunner:
+    """Stands in for an input-hack runner: its first database call is its claim (as the real runners'), then it holds
+    the worker until ``release`` is set."""
+
+    def __init__(self, svc: LeaderboardService) -> None:
+        self.svc = svc
+        self.running = threading.Event()
+        self.release = threading.Event()
+        self.runs = 0
+
+    def claim(self, worker_id: str, devices: object) -> str | None:
+        return None if self.runs else "hack 1"
+
+    async def run_one(self, worker_id: str, devices: object, db: Any) -> bool:
+        claim = await db(self.claim, worker_id, devices)
+        if claim is None:
+            return False
+        self.runs += 1
+        self.running.set()
+        await asyncio.to_thread(self.release.wait, 30)
+        return True
+
+
+def busy_with(svc: LeaderboardService, worker_id: str) -> str | None:
+    with svc.db.transaction() as s:
+        return s.scalar(select(WorkerRow.busy_with).where(WorkerRow.id == worker_id))
+
+
+def test_the_worker_records_an_input_hack_on_its_row_and_a_program_job_elsewhere_yields(
+    svc: LeaderboardService,
+) -> None:
+    """The worker loop: while its idle-time runner (an input hack) runs, the worker's row says so, and another worker's
+    program job is preempted for a person's; when the hack ends the row is cleared."""
+    runner = _HeldRunner(svc)
+    settings = WorkerSettings(_env_file=None, lease_s=5, heartbeat_s=0.1, poll_s=0.02, stop_grace_s=0.5)
+    launcher = FakeLauncher(accepted_result, name="fake", remote_refs=False)
+    queue = pool(svc, 0)
+    queue.register_worker("w0", [DEVICE])
+
+    async def main() -> tuple[str | None, object, str | None]:
+        hacks: Any = runner  # duck-typed: a runner's run_one is all the worker calls
+        worker = Worker(svc, lambda device: launcher, settings, devices=[DEVICE], worker_id="hacker", hacks=hacks)
+        stop = asyncio.Event()
+        serving = asyncio.create_task(worker.run(stop))
+        assert await asyncio.to_thread(runner.running.wait, 30)
+        await asyncio.sleep(0.3)  # a few heartbeats: they keep the label
+        during = busy_with(svc, "hacker")
+        await asyncio.to_thread(send, svc, BOT, 0)
+        program = await asyncio.to_thread(take, queue, "w0")
+        await asyncio.to_thread(send, svc, UserRef("ann"), 0)
+        preemption = await asyncio.to_thread(queue.preempt_for_person, "w0", [program], lease_s=60)
+        runner.release.set()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if busy_with(svc, "hacker") is None:
+                break
+            await asyncio.sleep(0.02)
+        after = busy_with(svc, "hacker")
+        stop.set()
+        await asyncio.wait_for(serving, 30)
+        return during, preemption, after
+
+    during, preemption, after = asyncio.run(main())
+    assert during == "input hack"
+    assert preemption is not None  # the hacking worker was no idle place
+    assert after is None
+
+
+def test_the_persons_run_starts_after_the_preempted_run_was_killed(svc: LeaderboardService) -> None:
+    """L3: after a preemption the slot waits for the killed program run's cancel to complete (here it takes 0.4 s,
+    like a remote cancel) before it launches the person's run, so the two never hold the device together."""
+    marks: dict[str, float] = {}
+
+    async def held(request: RunRequest, job: JobHandle) -> RunResult:
+        marks["program_started"] = time.monotonic()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.4)  # the launcher's cancel path: the run is being torn down
+            marks["program_killed"] = time.monotonic()
+            raise
+        return accepted_result(request)
+
+    async def persons(request: RunRequest, job: JobHandle) -> RunResult:
+        assert b"ann" in request.submission.content
+        marks["person_launched"] = time.monotonic()
+        return accepted_result(request)
+
+    launcher = FakeLauncher(accepted_result, name="fake", steps=(held, persons), remote_refs=False)
+    settings = WorkerSettings(_env_file=None, lease_s=5, heartbeat_s=0.1, poll_s=0.02, stop_grace_s=0.5)
+    program = send(svc, BOT, 0, device="cpu")
+
+    async def main() -> None:
+        worker = Worker(svc, lambda device: launcher, settings, devices=["cpu"])
+        stop = asyncio.Event()
+        serving = asyncio.create_task(worker.run(stop))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if "program_started" in marks:
+                break
+            await asyncio.sleep(0.01)
+        person = await asyncio.to_thread(send, svc, UserRef("ann"), 0, "test", "cpu")
+        while time.monotonic() < deadline:
+            if {row(svc, person).status, row(svc, program).status} == {JobStatus.SUCCEEDED}:
+                break  # the person's job, then the program's again
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.wait_for(serving, 30)
+
+    asyncio.run(main())
+    assert row(svc, program).status == JobStatus.SUCCEEDED
+    assert marks["program_killed"] <= marks["person_launched"]
+
+
+def test_a_kill_that_hangs_delays_the_persons_run_by_the_bound_only(svc: LeaderboardService) -> None:
+    """L3, the bound: a cancel that never completes in time delays the person's run by ``preempt_kill_wait_s``."""
+    marks: dict[str, float] = {}
+    unstuck = asyncio.Event()
+
+    async def held(request: RunRequest, job: JobHandle) -> RunResult:
+        marks["program_started"] = time.monotonic()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            marks["cancel_asked"] = time.monotonic()
+            await unstuck.wait()  # a cancel that hangs (until the person's run is launched)
+            raise
+        return accepted_result(request)
+
+    async def persons(request: RunRequest, job: JobHandle) -> RunResult:
+        assert b"ann" in request.submission.content
+        marks["person_launched"] = time.monotonic()
+        unstuck.set()
+        return accepted_result(request)
+
+    launcher = FakeLauncher(accepted_result, name="fake", steps=(held, persons), remote_refs=False)
+    settings = WorkerSettings(_env_file=None, lease_s=5, heartbeat_s=0.1, poll_s=0.02, stop_grace_s=0.5)
+    send(svc, BOT, 0, device="cpu")
+
+    async def main() -> None:
+        worker = Worker(svc, lambda device: launcher, settings, devices=["cpu"])
+        worker.preempt_kill_wait_s = 0.5
+        stop = asyncio.Event()
+        serving = asyncio.create_task(worker.run(stop))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if "program_started" in marks:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(send, svc, UserRef("ann"), 0, "test", "cpu")
+        while time.monotonic() < deadline:
+            if "person_launched" in marks:
+                break
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.wait_for(serving, 30)
+
+    asyncio.run(main())
+    waited = marks["person_launched"] - marks["cancel_asked"]
+    assert 0.45 <= waited < 3.0
