@@ -19,6 +19,14 @@ from kernelcup.commands.text import safe
 from kernelcup.remote import client_for, resolve, server_option
 
 MAX_CASE_BYTES = 64 * 1024
+ACTION_WORDS = {
+    "quarantined": "quarantined: out of the rankings until a moderator judges it",
+    "flagged": "flagged for a moderator (it still ranks)",
+    "withdrawn": "credit withdrawn: a moderator cleared it",
+    "kept": "kept: a moderator had judged it already",
+}
+"""What a hack did to an entry (the API's per-entry ``action``, ``leaderboards.board_hacks.EntryAction``), in words.
+Literal here so ``--help`` does not import the core; the CLI's test checks they match."""
 
 
 def _case(path: Path) -> dict[str, Any]:
@@ -35,8 +43,15 @@ def _case(path: Path) -> dict[str, Any]:
     return case
 
 
+def _action(entry: dict[str, Any]) -> str:
+    """``; <what the hack did to the entry>``, or '' where it did nothing (or an older server sends no action)."""
+    action = str(entry.get("action") or "")
+    return f"; {ACTION_WORDS.get(action, safe(action))}" if action else ""
+
+
 def _line(hack: dict[str, Any]) -> str:
-    """One hack as lines: its status, then each entry run (rank, user, submission, verdict)."""
+    """One hack as lines: its status, then each entry run (rank, user, submission, verdict, and what the hack did to
+    it: quarantined, flagged, withdrawn or kept)."""
     head = f"hack #{hack['hack_id']} on {safe(hack['leaderboard'])} ({safe(hack['device'])}): {hack['status']}"
     if hack["status"] == "done":
         head += f", broke {hack['broken']} of {len(hack['entries'])} entries"
@@ -45,6 +60,7 @@ def _line(hack: dict[str, Any]) -> str:
     rows = [
         f"  #{e['rank']} {safe(e['user_name'])} (submission {e['submission_id']}): {e['verdict']}"
         + (" (broken)" if e["broken"] else "")
+        + _action(e)
         for e in hack["entries"]
     ]
     return "\n".join([head, *rows])
@@ -103,8 +119,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
         server: str | None = server_option(),
     ) -> None:
-        """One of your hacks: its status and, per entry it ran, the rank, user, submission and verdict (never the
-        entry's code)."""
+        """One of your hacks: its status and, per entry it ran, the rank, user, submission, verdict and what the hack
+        did to it (quarantined, flagged for a moderator, credit withdrawn, or kept); never the entry's code."""
         from leaderboards.results import UserRef
 
         login = resolve(server)

@@ -12,7 +12,8 @@ from helpers import future
 from typer.testing import CliRunner
 
 from kernelcup.cli import build_app
-from leaderboards.board_hacks import HackRunner
+from kernelcup.commands.board_hack import ACTION_WORDS, _line
+from leaderboards.board_hacks import EntryAction, HackRunner
 from leaderboards.db import open_database
 from leaderboards.problems import load_problem
 from leaderboards.results import UserRef
@@ -66,6 +67,9 @@ def test_hack_submit_show_and_credits_on_the_local_database(env: Path) -> None:
     shown = run("hack", "show", str(hack["hack_id"]), "--user", "carol", "--server", "local")
     assert shown.exit_code == 0, shown.output
     assert f"broke 1 of 1 entries\n  #1 ann (submission {sid}): wrong answer (broken)" in shown.output
+    assert "wrong answer (broken); quarantined: out of the rankings until a moderator judges it\n" in shown.output
+    as_json = run("hack", "show", str(hack["hack_id"]), "--user", "carol", "--server", "local", "--json")
+    assert [e["action"] for e in json.loads(as_json.output)["entries"]] == ["quarantined"], as_json.output
     assert run("hack", "show", str(hack["hack_id"]), "--user", "ann", "--server", "local").exit_code != 0
     credits = run("hack", "credits", "triple", "--server", "local")
     assert credits.exit_code == 0 and credits.output.strip() == "hacks: carol broke 1 entry", credits.output
@@ -96,3 +100,38 @@ def test_hack_submit_show_and_credits_through_a_server(env: Path) -> None:
         assert shown.exit_code == 0 and json.loads(shown.output)["status"] == "queued", shown.output
         credits = cli("hack", "credits", "triple")
         assert credits.exit_code == 0 and "no input hack broke an entry of triple yet" in credits.output
+
+
+def test_hack_show_prints_what_the_hack_did_to_each_entry() -> None:
+    """`show` prints each entry's ``action`` as the API returns it: quarantined, flagged, withdrawn or kept, in words;
+    nothing where it did nothing (or an older server sends none); an unknown one as it is, made
+    printable (terminal escapes stripped)."""
+    assert set(ACTION_WORDS) == {EntryAction.QUARANTINED, EntryAction.FLAGGED, EntryAction.WITHDRAWN, EntryAction.KEPT}
+    entries = [
+        {"rank": 1, "user_name": "ann", "submission_id": 7, "verdict": "wrong answer", "broken": True,
+         "action": "quarantined"},
+        {"rank": 2, "user_name": "bob", "submission_id": 8, "verdict": "wrong answer", "broken": False,
+         "action": "flagged"},
+        {"rank": 3, "user_name": "cy", "submission_id": 9, "verdict": "wrong answer", "broken": True,
+         "action": "withdrawn"},
+        {"rank": 4, "user_name": "di", "submission_id": 10, "verdict": "wrong answer", "broken": True,
+         "action": "kept"},
+        {"rank": 5, "user_name": "ed", "submission_id": 11, "verdict": "accepted", "broken": False, "action": ""},
+        {"rank": 6, "user_name": "fi", "submission_id": 12, "verdict": "accepted", "broken": False},
+        {"rank": 7, "user_name": "gu", "submission_id": 13, "verdict": "wrong answer", "broken": True,
+         "action": "mystery\x1b[2J"},
+    ]  # fmt: skip
+    hack = {"hack_id": 3, "leaderboard": "triple", "device": "cpu", "status": "done", "broken": 1, "entries": entries}
+
+    lines = _line(hack).splitlines()
+
+    assert lines[0] == "hack #3 on triple (cpu): done, broke 1 of 7 entries"
+    assert lines[1:] == [
+        "  #1 ann (submission 7): wrong answer (broken); quarantined: out of the rankings until a moderator judges it",
+        "  #2 bob (submission 8): wrong answer; flagged for a moderator (it still ranks)",
+        "  #3 cy (submission 9): wrong answer (broken); credit withdrawn: a moderator cleared it",
+        "  #4 di (submission 10): wrong answer (broken); kept: a moderator had judged it already",
+        "  #5 ed (submission 11): accepted",
+        "  #6 fi (submission 12): accepted",
+        "  #7 gu (submission 13): wrong answer (broken); mystery",  # the escape sequence is stripped
+    ]
