@@ -69,7 +69,8 @@ lint: setup
 # The suite runs on pytest-xdist's workers: most tests wait on evaluation subprocesses (each imports PyTorch), so
 # a worker per core keeps CI's two cores busy (serial it took 16 minutes there). `--dist loadgroup` keeps the tests
 # of one `xdist_group` marker on one worker, in file order (the bad-submission and cheat modules, whose last test
-# checks the runner after all their cases). `--durations=25` prints the 25 slowest tests. PYTEST_WORKERS=0 runs it
+# checks the runner after all their cases), and those of a module that share a module-scoped fixture, built once
+# (tests/conftest.py). `--durations=25` prints the 25 slowest tests. PYTEST_WORKERS=0 runs it
 # in one process; PYTEST_ARGS adds options (e.g. PYTEST_ARGS='-k ranking').
 PYTEST_WORKERS ?= auto
 PYTEST_ARGS ?=
