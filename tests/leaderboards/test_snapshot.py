@@ -150,7 +150,7 @@ def test_a_changed_task_is_validated_as_a_stored_one_and_the_rest_kept() -> None
     timed = snap.with_task(holdout=[{"size": 5, "seed": 1}], holdout_timed=True)
     with pytest.raises(SnapshotError, match="seed"):
         timed.with_task(holdout=[*timed.task.holdout, {"size": 6}])
-    with pytest.raises(SnapshotError, match="task.holdot: Extra inputs are not permitted"):
+    with pytest.raises(SnapshotError, match=r"task\.holdot: Extra inputs are not permitted"):
         snap.with_task(holdot=[])
 
 
