@@ -94,7 +94,8 @@ async def test_commands_go_to_the_served_server_only_and_stale_global_ones_are_r
 
     async with started(KernelcupBot(service, bot_settings), before) as env:
         assert env.backend.commands.get(None, {}) == {}
-        assert {name for name, _type in env.backend.commands[GUILD_ID]} == {"leaderboard", "admin", "token"}
+        served = {name for name, _type in env.backend.commands[GUILD_ID]}
+        assert served == {"leaderboard", "admin", "token", "submission"}
         assert OTHER_ID not in env.backend.commands
         assert OTHER_ID not in env.backend.guilds  # it left the server it found at start
         assert env.backend.guilds[GUILD_ID]

@@ -225,7 +225,7 @@ def _ids(world: World) -> dict[str, str]:
     token_id = world.service.create_token(UserRef("carl")).info.token_id
     return {"name": "add", "language": "pytorch", "device": "cpu", "submission_id": str(sid),
             "token_id": str(token_id), "user": "local:bob", "alert_id": "1", "invite_id": "1",
-            "batch_id": "1"}  # fmt: skip
+            "batch_id": "1", "hack_id": "1"}  # fmt: skip
 
 
 def _no_traceback(caplog: pytest.LogCaptureFixture, where: str) -> None:
