@@ -64,7 +64,7 @@ __all__ = [
 LIGHT: bool = (Path(__file__).parent / "_wire" / "__init__.py").is_file()
 """True in the light distribution (its wheel alone carries ``kernelcup/client/_wire``)."""
 
-if TYPE_CHECKING or not LIGHT:
+if TYPE_CHECKING:  # (the names, for type checkers; at run time they come from _MODULES below)
     from kernelcup.outcomes import Reward, default_reward, refused, reward_of, summarize
     from runners.contract import Mode
     from web.schemas import (
@@ -99,38 +99,12 @@ if TYPE_CHECKING or not LIGHT:
         TemplateOut,
         UserOut,
     )
-else:  # the light distribution: the copies its build made (there is no such module in a checkout)
-    from kernelcup.client._wire.kernelcup.outcomes import Reward, default_reward, refused, reward_of, summarize
-    from kernelcup.client._wire.runners.contract import Mode
-    from kernelcup.client._wire.web.schemas import (
-        API_PREFIX,
-        BatchItemOut,
-        BatchOut,
-        BudgetOut,
-        CodeOut,
-        ComparisonOut,
-        HistoryOut,
-        InviteOut,
-        JoinedOut,
-        LateEntryOut,
-        LatePageOut,
-        LeaderboardDetailOut,
-        LeaderboardOut,
-        LeaderboardUpdateOut,
-        MemberOut,
-        MeOut,
-        NewInviteOut,
-        ProblemFolderOut,
-        ProgressOut,
-        RankingOut,
-        ReplayReportOut,
-        StandingsOut,
-        StatsOut,
-        SubmissionOut,
-        SubmissionReceiptOut,
-        SubmissionRewardsOut,
-        SubmissionStatusOut,
-        SubmissionSummaryOut,
-        TemplateOut,
-        UserOut,
-    )
+else:
+    import importlib
+
+    _BASE = "kernelcup.client._wire." if LIGHT else ""
+    """The light distribution's copies (there is no such package in a checkout), else the server's own modules."""
+    _MODULES = [importlib.import_module(_BASE + m) for m in ("web.schemas", "runners.contract", "kernelcup.outcomes")]
+    for _name in __all__:
+        if _name != "LIGHT":
+            globals()[_name] = next(getattr(m, _name) for m in _MODULES if hasattr(m, _name))
