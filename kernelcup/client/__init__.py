@@ -451,6 +451,20 @@ class Client:
         """The leaderboard's "after the deadline" list: practice submissions, newest first."""
         return self._get(f"/leaderboards/{name}/late", LatePageOut, limit=limit, offset=offset)
 
+    def submit_hack(self, leaderboard: str, case: dict[str, Any], devices: Sequence[str] | None = None) -> Any:
+        """Send an input hack against a board (``POST /leaderboards/{name}/hacks``): one queued hack per device, as the
+        API's JSON (``{"hacks": [...]}``); a case out of the problem's hack_space is a 422 naming the field."""
+        body = {"case": case, "devices": list(devices) if devices else None}
+        return self._request("POST", f"/leaderboards/{leaderboard}/hacks", json=body).json()
+
+    def hack(self, hack_id: int) -> Any:
+        """One of your hacks: its status and, per entry it ran, the rank, user, verdict and action; never code."""
+        return self._request("GET", f"/hacks/{hack_id}").json()
+
+    def hack_credits(self, leaderboard: str) -> Any:
+        """Who broke how many entries of a board with input hacks (public)."""
+        return self._request("GET", f"/leaderboards/{leaderboard}/hacks").json()
+
     def join(self, code: str) -> JoinedOut:
         """Join a hidden leaderboard with an invite code (sent in the request's body, never in a URL)."""
         return JoinedOut.model_validate(self._request("POST", "/join", json={"code": code}).json())

@@ -98,9 +98,7 @@ def register(app: typer.Typer) -> None:
         with user_errors():
             if login is not None:
                 with client_for(login) as client:
-                    answer = client._request(
-                        "POST", f"/leaderboards/{leaderboard}/hacks", json={"case": body, "devices": device or None}
-                    ).json()
+                    answer = client.submit_hack(leaderboard, body, device or None)
                 hacks = list(answer["hacks"])
             else:
                 views = open_service().submit_hack(UserRef(user or getpass.getuser()), leaderboard, body, device)
@@ -127,7 +125,7 @@ def register(app: typer.Typer) -> None:
         with user_errors():
             if login is not None:
                 with client_for(login) as client:
-                    hack = dict(client._request("GET", f"/hacks/{hack_id}").json())
+                    hack = dict(client.hack(hack_id))
             else:
                 hack = _plain(open_service().hack(hack_id, UserRef(user or getpass.getuser())))
         if json_out:
@@ -146,7 +144,7 @@ def register(app: typer.Typer) -> None:
         with user_errors():
             if login is not None:
                 with client_for(login) as client:
-                    answer = dict(client._request("GET", f"/leaderboards/{leaderboard}/hacks").json())
+                    answer = dict(client.hack_credits(leaderboard))
                 line = str(answer["line"])
                 credits = answer["credits"]
             else:
