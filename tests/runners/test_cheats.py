@@ -45,7 +45,9 @@ from runners.entry import run_request
 from runners.settings import RunnerSettings
 
 VERDICTS = {"rejected", "wrong_answer", "runtime_error", "out_of_memory", "timeout"}
-KNOWN = {*VERDICTS, "slow_or_wrong", "secret_hidden", "inputs_hidden", "no_gain"}
+KNOWN = {*VERDICTS, "slow_or_wrong", "secret_hidden", "inputs_hidden", "no_gain", "broken_or_correct"}
+"""``broken_or_correct``: a runtime error, or (a test-mode run only) accepted with every test run and passed by the
+evaluator's own check: for a cheat whose outcome is a race that neither side controls (reset_context.py)."""
 _honest: dict[tuple[Mode, str], RunResult] = {}
 SECRET_SEED = 7390912244615081773
 """The secret a ``secret_hidden`` cheat's ranked run gets: 19 digits, so that no string or number of the process
@@ -116,6 +118,12 @@ def test_cheat_is_rejected_or_scored_no_better_than_honest_work(cheat: Path, dev
         assert result.verdict in {Verdict(first), *(Verdict(v) for v in others)}, shown
         if result.verdict is Verdict(first):
             assert header.get("words", "") in result.message, shown
+    elif expect == "broken_or_correct":
+        assert mode is Mode.TEST and result.verdict in (Verdict.RUNTIME_ERROR, Verdict.ACCEPTED), shown
+        if result.verdict is Verdict.ACCEPTED:
+            request = build_request(cheat, mode, device=device)
+            assert len(result.tests) == len(request.tests) > 0, shown
+            assert all(t.verdict is Verdict.ACCEPTED for t in result.tests), shown
     elif expect == "slow_or_wrong":
         assert result.verdict in (Verdict.WRONG_ANSWER, Verdict.ACCEPTED), shown
         if result.verdict is Verdict.ACCEPTED:

@@ -3,7 +3,7 @@ primary CUDA context (cuDevicePrimaryCtxReset) before returning, hoping that the
 "go" and the work while the "done" written afterwards lands at once, closing the evaluator's window early. Every
 output is checked against the reference and the window is the evaluator's, so this gains nothing: a runtime error, a
 wrong answer, or an honest time. (Written 2026-11-28 after reset_context, the test-mode cheat, turned from a runtime
-error to a correct acceptance on the lent H200 with its cause not found; not yet run on a GPU.)
+error to a correct acceptance on the lent H200; passed on the lent H200 on 2026-11-29.)
 expect: no_gain
 mode: benchmark
 device: cuda
