@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Request, UploadFile
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials
 
 from leaderboards.batches import BatchView
@@ -46,6 +47,26 @@ from web.schemas import (
     SubmissionRewardsOut,
 )
 
+
+class CredentialsFirst(APIRoute):
+    """A route that checks the request's token before its body is read. FastAPI parses a multipart body (every file
+    of it, spooled to disk) before it solves any dependency, so a batch checked its token only once up to 64 MiB
+    had come in: anyone could make the server take that much (red team, 2026-11-29). The token is checked here, in
+    the route's handler before FastAPI's own, which reads the body; the route checks it again (a token revoked in
+    between is refused)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def credentials_first(request: Request) -> Response:
+            credentials = await bearer(request)
+            token = credentials.credentials if credentials is not None else None
+            await asyncio.to_thread(request.app.state.service.authenticate, token, Scope.SUBMIT)
+            return await handler(request)
+
+        return credentials_first
+
+
 router = APIRouter(prefix=API_PREFIX, tags=["programs"])
 log = logging.getLogger(__name__)
 
@@ -69,19 +90,6 @@ def batch_out(request: Request, view: BatchView) -> BatchOut:
     )
 
 
-@router.post(
-    "/batches",
-    status_code=202,
-    response_model=BatchOut,
-    summary="Submit a batch of candidates",
-    responses={
-        **ERRORS,
-        **IDEMPOTENCY_RESPONSES,
-        413: {"model": ErrorOut, "description": "A file too large"},
-        422: {"model": ErrorOut, "description": "A field is not acceptable, or too many candidates"},
-        429: {"model": ErrorOut, "description": "Rate limit, pending-job quota or GPU budget reached (Retry-After)"},
-    },
-)
 async def submit_batch(
     request: Request,
     files: list[UploadFile] = File(..., description="The candidates: one `files` field per file, in order."),
@@ -120,6 +128,24 @@ async def submit_batch(
         return once.run(answer)
 
     return await asyncio.to_thread(accept)
+
+
+router.add_api_route(  # the token before the body (CredentialsFirst)
+    "/batches",
+    submit_batch,
+    methods=["POST"],
+    route_class_override=CredentialsFirst,
+    status_code=202,
+    response_model=BatchOut,
+    summary="Submit a batch of candidates",
+    responses={
+        **ERRORS,
+        **IDEMPOTENCY_RESPONSES,
+        413: {"model": ErrorOut, "description": "A file too large"},
+        422: {"model": ErrorOut, "description": "A field is not acceptable, or too many candidates"},
+        429: {"model": ErrorOut, "description": "Rate limit, pending-job quota or GPU budget reached (Retry-After)"},
+    },
+)
 
 
 @router.get("/batches/{batch_id}", response_model=BatchOut, responses=ERRORS, summary="A batch and its candidates")
