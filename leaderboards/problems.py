@@ -741,6 +741,8 @@ def load_problem(path: Path | str) -> Problem:
         issues.extend(_check_template(path / rel, f"templates.{label}", templates.get(label)))
     if "reference.py" in files:
         issues.extend(_check_reference(path / "reference.py", files["reference.py"], task))
+    if task is not None and task.holdout:
+        issues.extend(_holdout_leaks(path, task, files, templates))
     try:
         files = bundle_lib(files)
     except LibRefused as exc:
@@ -777,6 +779,83 @@ def _check_template(file: Path, field: str, text: str | None) -> list[FormatIssu
         except SyntaxError as exc:
             return [FormatIssue(str(file), field, f"the template is not valid Python: line {exc.lineno}: {exc.msg}")]
     return []
+
+
+def _holdout_leaks(root: Path, task: Task, files: dict[str, str], templates: dict[str, str]) -> list[FormatIssue]:
+    """The shipped files and templates that would give away a held-out case: every one travels with each run request
+    and is shown with the task (the public snapshot), so none may be task.yml under another name (a link, ``t.yml ->
+    task.yml``, or a template naming it) nor hold a held-out case's text (a copy of task.yml, a template that quotes
+    the cases). Red team of the problem format, 2026-11-29: the guard saw only the literal name ``task.yml``."""
+    task_file = root / "task.yml"
+    try:
+        task_yml = task_file.resolve()
+    except (OSError, RuntimeError):
+        task_yml = None
+    shipped = [("files", rel, rel, files.get(rel)) for rel in task.files]
+    shipped += [(f"templates.{label}", rel, label, templates.get(label)) for label, rel in task.templates.items()]
+    issues = []
+    for field_name, rel, _key, text in shipped:
+        try:
+            same = task_yml is not None and (root / rel).resolve() == task_yml
+        except (OSError, RuntimeError, ValueError):
+            same = False
+        if same:
+            issues.append(FormatIssue(str(task_file), field_name, f"{rel!r} is task.yml itself (or a link to it): the "
+                                      "files and templates travel with every run and are shown with the task, so the "
+                                      "held-out cases would be too; leave it out"))  # fmt: skip
+            continue
+        if text is None:
+            continue
+        for i, case in enumerate(task.holdout):
+            if _holds_case(text, case):
+                issues.append(FormatIssue(str(root / rel), field_name, f"holds the held-out case holdout.{i} (its "
+                                          "keys with its values): it travels with every run and is shown with the "
+                                          "task, so the case would be public; take it out of the file (or change "
+                                          "the case)"))  # fmt: skip
+                break
+    return issues
+
+
+CASE_WINDOW = 200
+"""How close (in characters) a held-out case's key-value pairs must lie to each other for a file to count as quoting
+the case: the span of one written case (``{size: 1000, seed: 7101}``, ``size=1000, seed=7101``), not a file that
+happens to use the same numbers in different places."""
+
+
+def _value_pattern(value: Any) -> str | None:
+    """A regular expression for ``value`` as YAML, JSON or Python write it; None for a value too vague to look for."""
+    if isinstance(value, bool):
+        return "(?:true|True)" if value else "(?:false|False)"
+    if isinstance(value, int):
+        return rf"(?<![\w.]){re.escape(str(value))}(?![\w.])"
+    if isinstance(value, float):
+        forms = {repr(value), f"{value:g}", str(int(value)) if value.is_integer() else repr(value)}
+        return rf"(?<![\w.])(?:{'|'.join(map(re.escape, sorted(forms)))})(?![\w.])"
+    if isinstance(value, str):
+        return rf"[\"']?{re.escape(value)}[\"']?(?![\w])" if value else None
+    if isinstance(value, list):
+        items = [_value_pattern(v) for v in value]
+        if any(item is None for item in items):
+            return None
+        return r"[\[(]\s*" + r"\s*,\s*".join(items) + r"\s*,?\s*[\])]"  # type: ignore[arg-type]
+    return None
+
+
+def _holds_case(text: str, case: dict[str, Any]) -> bool:
+    """Whether ``text`` writes every key of ``case`` with its value (``key: value``, ``"key": value``, ``key=value``)
+    within ``CASE_WINDOW`` characters of each other: a copy of the case, in task.yml's form or a dict or call's."""
+    spans: list[list[int]] = []
+    for key, value in case.items():
+        pattern = _value_pattern(value)
+        if pattern is None:
+            continue
+        found = [m.start() for m in re.finditer(rf"(?<![\w])[\"']?{re.escape(key)}[\"']?\s*[:=]\s*{pattern}", text)]
+        if not found:
+            return False
+        spans.append(found)
+    if not spans:
+        return False
+    return any(all(any(abs(q - p) <= CASE_WINDOW for q in others) for others in spans[1:]) for p in spans[0])
 
 
 def _listed_files(raw: Any) -> tuple[list[str], dict[str, str]]:

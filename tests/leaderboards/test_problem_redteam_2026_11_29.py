@@ -1,0 +1,71 @@
+"""The red team of the problem loader, validator and KernelBench importer (2026-11-29): each weakness as the case
+that got through, refused now with an error naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import write_problem
+
+from leaderboards.problems import ProblemFormatError, load_problem
+
+REPO = Path(__file__).resolve().parents[2]
+HELD_OUT = [{"size": 31337, "seed": 77}, {"size": 4099, "seed": 78}]
+
+
+def problem(root: Path, **fields: object) -> Path:
+    """The helpers' valid problem with ``fields`` set in its task.yml."""
+    path = write_problem(root)
+    task = yaml.safe_load((path / "task.yml").read_text())
+    task.update(fields)
+    (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    return path
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(ProblemFormatError) as exc:
+        load_problem(path)
+    return str(exc.value)
+
+
+# -- 1. held-out cases never travel in a copy of task.yml --------------------------------------------------------
+
+
+def test_a_link_to_task_yml_under_another_name_is_refused(tmp_path: Path) -> None:
+    path = problem(tmp_path, holdout=HELD_OUT, files=["reference.py", "t.yml"])
+    os.symlink("task.yml", path / "t.yml")
+    message = refused(path)
+    assert "files: 't.yml' is task.yml itself" in message and "leave it out" in message
+
+
+def test_a_template_naming_task_yml_is_refused(tmp_path: Path) -> None:
+    path = problem(tmp_path, holdout=HELD_OUT, templates={"pytorch": "templates/pytorch.py", "triton": "task.yml"})
+    assert "templates.triton: 'task.yml' is task.yml itself" in refused(path)
+
+
+def test_a_copy_of_task_yml_or_a_file_quoting_a_held_out_case_is_refused(tmp_path: Path) -> None:
+    path = problem(tmp_path, holdout=HELD_OUT, files=["reference.py", "copy.yml"])
+    (path / "copy.yml").write_text((path / "task.yml").read_text())
+    message = refused(path)
+    assert "copy.yml: files: holds the held-out case holdout.0" in message
+    path = problem(tmp_path / "b", holdout=HELD_OUT)
+    template = path / "templates" / "pytorch.py"
+    template.write_text(template.read_text() + '\nCASES = [{"seed": 78, "size": 4099}]\n')
+    assert "templates.pytorch: holds the held-out case holdout.1" in refused(path)
+    template.write_text(template.read_text() + "\n# run(size=31337,\n#     seed=77)\n")
+    assert "holdout.0" in refused(path)
+
+
+def test_the_numbers_of_a_held_out_case_apart_are_not_a_leak(tmp_path: Path) -> None:
+    path = problem(tmp_path, holdout=HELD_OUT)
+    template = path / "templates" / "pytorch.py"
+    template.write_text(template.read_text() + "\nSIZE = 31337\nBLOCK = 77\n" + "#\n" * 300 + "seed = 77\n")
+    load_problem(path)
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in (REPO / "problems").glob("*/task.yml")))
+def test_the_repositorys_problems_quote_no_held_out_case(name: str) -> None:
+    load_problem(REPO / "problems" / name)
