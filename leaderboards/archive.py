@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Select, delete, false, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from leaderboards.errors import InvalidChange, InvalidSubmission, SubmissionNotFound
+from leaderboards.errors import FileTooLarge, InvalidChange, InvalidSubmission, SubmissionNotFound
 from leaderboards.licences import NONE, parse_licence
 from leaderboards.models import (
     ArchiveAccount,
@@ -59,6 +59,10 @@ ARCHIVE_COUNT_MAX = 1_000
 the page itself (docs/archive.md, the benchmark)."""
 """Most entries in one page of the archive."""
 MAX_AUTHOR_NAME = 100
+SIMILAR_QUERY_MAX_BYTES = 64 * 1024
+"""The largest file a similarity query takes (``similar_kernels``): tokenising and fingerprinting is CPU work on a
+query nobody needs a token for, and took 1.6 CPU-s for a 1 MB file (red team, 2026-11-29); the problems' largest
+solution is 16 KB, and 64 KB takes about 0.04 s."""
 SORTS = ("newest", "speed")
 SYSTEM_FIELDS = ("platform", "python", "device", "gpu_name", "gpu_count", "driver", "cuda", "torch", "triton", "nvcc",
                  "headers")  # fmt: skip
@@ -262,6 +266,16 @@ def _named(leaderboard_name: str, account: ArchiveAccount | None) -> str:
     if account is not None and account.author_name is not None:
         return account.author_name
     return leaderboard_name
+
+
+def check_similar_query_size(file_name: str, size: int) -> None:
+    """Refuse a similarity query's file above ``SIMILAR_QUERY_MAX_BYTES`` (a 413 naming the limit); surfaces call it
+    with the size an upload announces before reading it, ``similar_kernels`` with the text it got."""
+    if size > SIMILAR_QUERY_MAX_BYTES:
+        exc = FileTooLarge(file_name.rsplit("/", 1)[-1] or "the file", size, SIMILAR_QUERY_MAX_BYTES)
+        exc.message = exc.message.replace("the limit is", "a similarity query takes files of up to")
+        exc.args, exc.field = (exc.message,), "file"
+        raise exc
 
 
 CURSOR_VERSION = 1
@@ -759,7 +773,9 @@ class ArchiveMixin(ServiceBase):
         """The published kernels of ``problem`` nearest to ``code`` (``leaderboards/similarity.py``), most similar
         first (then newest), at most ``limit``; those sharing nothing are left out. Found through the index
         (``leaderboards/similarity_index.py``): a large problem's candidates are the kernels sharing a MinHash band
-        (every kernel at ``NEAR`` or above, most above 0.5), ranked by their exact similarity."""
+        (every kernel at ``NEAR`` or above, most above 0.5), ranked by their exact similarity. A file above
+        ``SIMILAR_QUERY_MAX_BYTES`` is refused (``FileTooLarge``)."""
+        check_similar_query_size(file_name, len(code.encode("utf-8", errors="replace")))
         with self.db.transaction() as s:
             return self._similar(s, problem, fingerprint(code, file_name), limit, exclude)
 

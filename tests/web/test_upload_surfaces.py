@@ -8,7 +8,14 @@ import asyncio
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from web_world import GOOD, World, error_of
+
+from leaderboards.archive import SIMILAR_QUERY_MAX_BYTES
+from leaderboards.errors import FileTooLarge, RateLimited
+from web import ratelimit
+from web.ratelimit import RequestRate
+from web.routes.archive import SIMILAR_PER_MINUTE
 
 MIB = 1024 * 1024
 
@@ -79,3 +86,58 @@ def test_a_batch_with_a_valid_token_is_still_read_and_checked(world: World) -> N
     assert answer.status_code == 202, answer.text
     answer = world.client.post("/api/v1/batches", files=[("files", ("k.py", GOOD))], data={"leaderboard": "add"})
     assert answer.status_code == 401 and error_of(answer)["code"] in ("missing_token", "invalid_token"), answer.text
+
+
+def similar(world: World, content: bytes, headers: dict[str, str] | None = None, address: str = "testclient"):  # type: ignore[no-untyped-def]
+    client = world.client
+    if address != "testclient":
+        client = TestClient(world.client.app, raise_server_exceptions=False, client=(address, 50000))
+    return client.post(
+        "/api/v1/archive/similar", headers=headers or {}, data={"problem": "add"}, files={"file": ("q.py", content)}
+    )
+
+
+def test_a_similarity_query_takes_files_of_up_to_64_kib(world: World) -> None:
+    """Red team, 2026-11-29: a 1 MB file took 1.6 CPU-s to fingerprint, for anyone, without a token."""
+    assert similar(world, GOOD + b"#" * (SIMILAR_QUERY_MAX_BYTES - len(GOOD))).status_code == 200
+    answer = similar(world, GOOD + b"#" * (100 * 1024 - len(GOOD)))
+    assert answer.status_code == 413, answer.text
+    error = error_of(answer)
+    assert error["code"] == "file_too_large" and error["field"] == "file"
+    assert error["message"] == "q.py is 100 KiB; a similarity query takes files of up to 64 KiB."
+    assert similar(world, GOOD + b"#" * SIMILAR_QUERY_MAX_BYTES).status_code == 413
+    # the service's own check, whatever surface calls it
+    with pytest.raises(FileTooLarge, match="a similarity query takes files of up to 65,536 bytes"):
+        world.service.similar_kernels("add", "x" * (SIMILAR_QUERY_MAX_BYTES + 1), "q.py")
+
+
+def test_similarity_queries_are_limited_per_address_without_a_token_and_per_account_with_one(world: World) -> None:
+    for _ in range(SIMILAR_PER_MINUTE):
+        assert similar(world, GOOD, address="198.51.100.1").status_code == 200
+    answer = similar(world, GOOD, address="198.51.100.1")
+    assert answer.status_code == 429 and error_of(answer)["code"] == "rate_limited", answer.text
+    assert 1 <= int(answer.headers["Retry-After"]) <= 60
+    assert f"at most {SIMILAR_PER_MINUTE} requests" in error_of(answer)["message"]
+    assert similar(world, GOOD, address="198.51.100.2").status_code == 200  # another address: its own count
+    # a signed-in program is counted by its account, wherever it asks from
+    for i in range(SIMILAR_PER_MINUTE):
+        assert similar(world, GOOD, world.auth(world.ann), address=f"198.51.100.{10 + i}").status_code == 200
+    assert similar(world, GOOD, world.auth(world.ann), address="198.51.100.99").status_code == 429
+    assert similar(world, GOOD, world.auth(world.bob), address="198.51.100.1").status_code == 200
+    answer = similar(world, GOOD, {"Authorization": "Bearer kc_not-a-token"})
+    assert answer.status_code == 401, answer.text  # a wrong token is said so, not counted as anonymous
+
+
+def test_a_request_rate_forgets_what_left_its_window_and_bounds_its_memory() -> None:
+    now = [0.0]
+    rate = RequestRate(2, 60, "this", clock=lambda: now[0])
+    rate.take("a")
+    now[0] = 30.0
+    rate.take("a")
+    with pytest.raises(RateLimited, match="try again in 30 s"):
+        rate.take("a")
+    now[0] = 60.5  # the first left the window
+    rate.take("a")
+    for i in range(ratelimit.MAX_CALLERS + 5):
+        rate.take(str(i))
+    assert len(rate._seen) == ratelimit.MAX_CALLERS

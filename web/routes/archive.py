@@ -6,14 +6,23 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, Field
 
-from leaderboards.archive import ARCHIVE_PAGE_MAX, MAX_AUTHOR_NAME, SORTS, ArchiveFilter
+from leaderboards.archive import (
+    ARCHIVE_PAGE_MAX,
+    MAX_AUTHOR_NAME,
+    SIMILAR_QUERY_MAX_BYTES,
+    SORTS,
+    ArchiveFilter,
+    check_similar_query_size,
+)
 from leaderboards.licences import CHOICES
-from leaderboards.results import Principal
+from leaderboards.results import Principal, Scope
 from leaderboards.service import LeaderboardService
-from web.auth import admin, service_of, submitter
+from web.auth import admin, bearer, service_of, submitter
+from web.ratelimit import caller_of, rate_of
 from web.routes.common import OFFSET_MAX, SubmissionId
 from web.schemas import API_PREFIX, ErrorOut, Model, RequestDate
 
@@ -187,6 +196,9 @@ class SimilarKernelOut(Model):
 
 SIMILAR_MAX = 50
 """The most kernels one similarity query answers with."""
+SIMILAR_PER_MINUTE = 30
+"""File queries per caller (account with a token, address without) per minute: each is tokenised and
+fingerprinted, CPU work that needs no token (red team, 2026-11-29)."""
 
 
 @router.get(
@@ -210,20 +222,32 @@ def get_similar(
     response_model=list[SimilarKernelOut],
     tags=["archive"],
     summary="Published kernels near a file",
-    responses={413: {"model": ErrorOut, "description": "File too large"}},
+    responses={
+        401: {"model": ErrorOut, "description": "A token sent that is unknown, expired or revoked (none is needed)"},
+        413: {"model": ErrorOut, "description": f"File above {SIMILAR_QUERY_MAX_BYTES // 1024} KiB"},
+        429: {"model": ErrorOut, "description": f"More than {SIMILAR_PER_MINUTE} queries a minute (Retry-After)"},
+    },
 )
 def post_similar(
-    file: UploadFile = File(..., description="The kernel to compare: a .py or .cu file."),
+    request: Request,
+    file: UploadFile = File(
+        ..., description=f"The kernel to compare: a .py or .cu file of up to {SIMILAR_QUERY_MAX_BYTES // 1024} KiB."
+    ),
     problem: str = Form(..., min_length=1, max_length=NAME_MAX, description="The problem whose kernels to search."),
     limit: int = Query(10, ge=1, le=SIMILAR_MAX, description="The most kernels to answer with."),
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     service: LeaderboardService = Depends(service_of),
 ) -> list[SimilarKernelOut]:
     """The published kernels of `problem` nearest to the file sent, most similar first: what a kernel-generation
-    program retrieves. Nothing is stored."""
+    program retrieves. Nothing is stored. No token is needed; at most 30 queries a minute per account (with a token)
+    or per address (without), files of up to 64 KiB."""
+    who = service.authenticate(credentials.credentials, Scope.SUBMIT) if credentials else None
+    rate = rate_of(request.app, "similar", SIMILAR_PER_MINUTE, 60, "POST /api/v1/archive/similar")
+    rate.take(caller_of(request, who))
     name = file.filename or "kernel.py"
-    service.check_upload_size(name, file.size or 0)
-    content = file.file.read(service.settings.max_submission_bytes + 1)
-    service.check_upload_size(name, len(content))
+    check_similar_query_size(name, file.size or 0)
+    content = file.file.read(SIMILAR_QUERY_MAX_BYTES + 1)
+    check_similar_query_size(name, len(content))
     code = content.decode("utf-8", errors="replace")
     return [SimilarKernelOut.model_validate(k) for k in service.similar_kernels(problem, code, name, limit=limit)]
 
