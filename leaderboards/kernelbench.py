@@ -104,10 +104,24 @@ def problem_name(path: Path) -> str:
     return name[:100]
 
 
+MAX_CONSTANT_BITS = 64
+"""The widest integer a shape constant, or any step of the arithmetic that makes it, may be: a case's value is a
+64-bit integer anyway, and bounding every step keeps the evaluation of ``9**64**64...`` instant (red team,
+2026-11-29: a power tower hung the import)."""
+
+
+class ConstantTooLarge(ValueError):
+    """A constant's arithmetic reaches an integer wider than ``MAX_CONSTANT_BITS``: the task is refused (as a
+    computed constant it would hang or fail the reference at every call instead)."""
+
+
 def _literal(node: ast.expr) -> tuple[ConstValue, bool] | None:
-    """The value of a literal constant (and whether it was a tuple), or None for anything computed."""
+    """The value of a literal constant (and whether it was a tuple), or None for anything computed. Raises
+    ``ConstantTooLarge`` for arithmetic on integers wider than 64 bits."""
     try:
         value = _arithmetic(node)
+    except ConstantTooLarge:
+        raise
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, ZeroDivisionError, OverflowError):
         return None
 
@@ -125,32 +139,59 @@ def _literal(node: ast.expr) -> tuple[ConstValue, bool] | None:
     return None if out is None else (out, isinstance(value, tuple))
 
 
+def _bounded(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_CONSTANT_BITS:
+        raise ConstantTooLarge(f"an integer of {value.bit_length()} bits (at most {MAX_CONSTANT_BITS})")
+    return value
+
+
+def _power(a: Any, b: Any) -> Any:
+    """``a ** b`` once its size is known to be bounded: for integers, bit_length(a) * b bits at most."""
+    if abs(b) > 64:
+        raise ConstantTooLarge(f"an exponent of {b} (at most 64)")
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and (abs(a).bit_length() - 1) * b >= 64:
+        raise ConstantTooLarge(f"{a}**{b}, an integer of about {a.bit_length() * b} bits (at most {MAX_CONSTANT_BITS})")
+    return a**b
+
+
+def _shift(a: Any, b: Any) -> Any:
+    if not isinstance(a, int) or not isinstance(b, int) or b < 0:
+        raise ValueError("a shift of something other than integers")
+    if a and a.bit_length() + b > MAX_CONSTANT_BITS:
+        raise ConstantTooLarge(f"{a} << {b}, an integer of {a.bit_length() + b} bits (at most {MAX_CONSTANT_BITS})")
+    return a << b
+
+
 _OPERATORS: dict[type, Any] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
+    ast.Mult: lambda a, b: a * b,  # operands of at most 64 bits: at most 128 before the check
     ast.FloorDiv: lambda a, b: a // b,
     ast.Div: lambda a, b: a / b,
-    ast.Pow: lambda a, b: a**b if abs(b) <= 64 else None,
-    ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None,
+    ast.Pow: _power,
+    ast.LShift: _shift,
 }
 
 
 def _arithmetic(node: ast.expr) -> Any:
     """A literal (``ast.literal_eval``), or arithmetic on number literals such as ``1024 * 2`` or ``2**20``, which
-    KernelBench's files write for sizes; a name or a call raises ``ValueError`` (the constant is computed)."""
+    KernelBench's files write for sizes; a name or a call raises ``ValueError`` (the constant is computed). Every
+    integer, literal or intermediate, is at most 64 bits wide (``ConstantTooLarge``), checked before a power or shift
+    is computed, so no constant takes long to evaluate."""
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
         left, right = _arithmetic(node.left), _arithmetic(node.right)
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (left, right)):
             raise ValueError("arithmetic on something other than numbers")
-        value = _OPERATORS[type(node.op)](left, right)
-        if value is None:
-            raise ValueError("an exponent or shift too large")
-        return value
+        return _bounded(_OPERATORS[type(node.op)](left, right))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        operand = _arithmetic(node.operand)
+        if isinstance(operand, bool) or not isinstance(operand, int | float):
+            raise ValueError("a sign on something other than a number")
+        return _bounded(-operand if isinstance(node.op, ast.USub) else operand)
     if isinstance(node, ast.Tuple | ast.List):
         items = [_arithmetic(e) for e in node.elts]
         return tuple(items) if isinstance(node, ast.Tuple) else items
-    return ast.literal_eval(node)
+    return _bounded(ast.literal_eval(node))
 
 
 def _constant_targets(node: ast.stmt) -> list[tuple[str, ast.expr]]:
@@ -232,7 +273,12 @@ def parse_task(path: Path) -> KernelBenchTask:
     rewrites: list[tuple[int, int, str]] = []
     for node in tree.body:
         for name, value_node in _constant_targets(node):
-            found = _literal(value_node)
+            try:
+                found = _literal(value_node)
+            except ConstantTooLarge as exc:
+                issues.append(FormatIssue(file, name, f"line {value_node.lineno}: the value reaches {exc}; a shape "
+                                          "constant is a size: write one that fits in 64 bits"))  # fmt: skip
+                continue
             if found is None:
                 constants.pop(name, None)  # reassigned from something computed: it is no longer a case's key
                 tuples.discard(name)

@@ -69,3 +69,64 @@ def test_the_numbers_of_a_held_out_case_apart_are_not_a_leak(tmp_path: Path) -> 
 @pytest.mark.parametrize("name", sorted(p.parent.name for p in (REPO / "problems").glob("*/task.yml")))
 def test_the_repositorys_problems_quote_no_held_out_case(name: str) -> None:
     load_problem(REPO / "problems" / name)
+
+
+# -- 2. a KernelBench constant's arithmetic is bounded -------------------------------------------------------------
+
+KB_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Simple matmul."""
+
+    def forward(self, a, b):
+        return a @ b
+
+
+M = {value}
+N = 2048
+
+
+def get_inputs():
+    return [torch.randn(M, N), torch.randn(N, M)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("(((((9**64)**64)**64)**64)**64)", "9**64, an integer of about 256 bits"),
+        ("2**64 * 2**64 * 2**64", "at most 64"),
+        ("3 ** 40 * 3 ** 40", "an integer of 127 bits"),
+        ("1 << 100", "1 << 100"),
+        ("123456789012345678901234567890", "an integer of 97 bits"),
+    ],
+)
+def test_a_kernelbench_constant_over_64_bits_is_refused_at_once(tmp_path: Path, value: str, words: str) -> None:
+    import time
+
+    from leaderboards.kernelbench import parse_task
+
+    file = tmp_path / "task.py"
+    file.write_text(KB_TASK.format(value=value))
+    start = time.monotonic()
+    with pytest.raises(ProblemFormatError) as exc:
+        parse_task(file)
+    assert time.monotonic() - start < 1.0
+    assert f"{file}: M: line 12: the value reaches" in str(exc.value) and words in str(exc.value)
+    assert "write one that fits in 64 bits" in str(exc.value)
+
+
+def test_kernelbench_sizes_of_up_to_64_bits_still_read(tmp_path: Path) -> None:
+    from leaderboards.kernelbench import parse_task
+
+    file = tmp_path / "task.py"
+    file.write_text(KB_TASK.format(value="2**20 * 4 - (1 << 3) + -1"))
+    assert parse_task(file).constants == {"M": 2**22 - 9, "N": 2048}
+    file.write_text(KB_TASK.format(value="2**63 - 1"))
+    assert parse_task(file).constants["M"] == 2**63 - 1
