@@ -22,6 +22,7 @@ import base64
 import binascii
 import json
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -257,6 +258,60 @@ def _at_least(value: float | None, minimum: float | None) -> bool:
     return minimum is None or (value is not None and value >= minimum)
 
 
+AUTHOR_NAME_FIELD = "author_name"
+_UNSHOWN = ("Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn")
+"""Unicode categories an author name may not hold: control and format characters (the bidirectional overrides such
+as U+202E, zero-width joiners), line and paragraph separators, private-use, surrogate and unassigned code points."""
+
+
+def _checked_author_name(name: str) -> str:
+    """``name`` trimmed, or ``InvalidChange`` (a 422 naming ``author_name``) when it holds a character that is not
+    shown as itself (red team, 2026-11-29: U+202E was stored and reversed the text around it) or is too long."""
+    name = name.strip()
+    bad = next((c for c in name if unicodedata.category(c) in _UNSHOWN), None)
+    if bad is not None:
+        raise InvalidChange(
+            f"The author name holds U+{ord(bad):04X} ({unicodedata.name(bad, 'a control character')}): control, "
+            "bidirectional and other invisible characters are not allowed; use letters, digits, spaces and "
+            "punctuation.",
+            field=AUTHOR_NAME_FIELD,
+        )
+    if len(name) > MAX_AUTHOR_NAME:
+        raise InvalidChange(
+            f"The author name is {len(name)} characters; the longest allowed is {MAX_AUTHOR_NAME}.",
+            field=AUTHOR_NAME_FIELD,
+        )
+    return name
+
+
+def _refuse_another_accounts_name(s: Session, user: User, name: str) -> None:
+    """``InvalidChange`` when ``name`` is, ignoring case, another account's leaderboard name, its login
+    (``local:<name>``) or the author name it chose: an archive entry could otherwise be credited to "bob" by
+    someone else (red team, 2026-11-29). '' (anonymous) and '-' (one's own name) are always allowed."""
+    if name in ("", "-"):
+        return
+    lowered = name.casefold()
+    taken = s.scalar(
+        select(User.id)
+        .outerjoin(ArchiveAccount, ArchiveAccount.user_id == User.id)
+        .where(
+            User.id != user.id,
+            or_(
+                func.lower(User.name) == lowered,
+                func.lower(User.identity) == f"local:{lowered}",
+                func.lower(ArchiveAccount.author_name) == lowered,
+            ),
+        )
+        .limit(1)
+    )
+    if taken is not None:
+        raise InvalidChange(
+            f"The author name {name!r} is another account's name; choose one of your own ('-': your leaderboard "
+            "name, '': anonymous).",
+            field=AUTHOR_NAME_FIELD,
+        )
+
+
 def author_name(user: User, account: ArchiveAccount | None) -> str:
     """How the archive names ``user``: their chosen name, '' (anonymous), or their leaderboard name."""
     return _named(user.name, account)
@@ -441,8 +496,7 @@ class ArchiveMixin(ServiceBase):
     ) -> ArchiveAccountView:
         """Set ``user``'s default licence (for submissions that name none) and/or the name the archive gives them
         (``''``: anonymous; ``'-'``: back to their leaderboard name). Arguments left None are kept."""
-        if author_name is not None and len(author_name.strip()) > MAX_AUTHOR_NAME:
-            raise InvalidSubmission(f"The author name is longer than {MAX_AUTHOR_NAME} characters.", field="author")
+        chosen = None if author_name is None else _checked_author_name(author_name)
         with self.db.transaction() as s:
             u = self._user(s, user)
             account = s.get(ArchiveAccount, u.id)
@@ -451,8 +505,9 @@ class ArchiveMixin(ServiceBase):
                 s.add(account)
             if default_licence is not None:
                 account.default_licence = parse_licence(default_licence, field="default_license")
-            if author_name is not None:
-                account.author_name = None if author_name.strip() == "-" else author_name.strip()
+            if chosen is not None:
+                _refuse_another_accounts_name(s, u, chosen)
+                account.author_name = None if chosen == "-" else chosen
             s.flush()
             return ArchiveAccountView(account.default_licence, account.author_name)
 

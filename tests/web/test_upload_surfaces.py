@@ -141,3 +141,39 @@ def test_a_request_rate_forgets_what_left_its_window_and_bounds_its_memory() -> 
     for i in range(ratelimit.MAX_CALLERS + 5):
         rate.take(str(i))
     assert len(rate._seen) == ratelimit.MAX_CALLERS
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("bob", "another account's name"),
+        ("BOB", "another account's name"),
+        ("  Root ", "another account's name"),
+        ("ann\u202egnp.exe", "U+202E"),
+        ("ann\x07", "U+0007"),
+        ("a\u200db", "U+200D"),
+        ("line\u2028break", "U+2028"),
+    ],
+)
+def test_an_author_name_may_not_impersonate_or_hide_characters(world: World, name: str, why: str) -> None:
+    """Red team, 2026-11-29: ann could publish as "bob", and a U+202E stored on SQLite reversed what followed it."""
+    answer = world.client.put("/api/v1/me/archive", headers=world.auth(world.ann), json={"author_name": name})
+    assert answer.status_code == 422, answer.text
+    error = error_of(answer)
+    assert error["field"] == "author_name" and why in error["message"], error
+    assert world.client.get("/api/v1/me/archive", headers=world.auth(world.ann)).json()["author_name"] is None
+
+
+def test_an_author_name_is_trimmed_and_may_be_ones_own_or_unique(world: World) -> None:
+    def put(token: str, name: str):  # type: ignore[no-untyped-def]
+        return world.client.put("/api/v1/me/archive", headers=world.auth(token), json={"author_name": name})
+
+    assert put(world.ann, "  A. N. Author  ").json()["author_name"] == "A. N. Author"
+    assert put(world.ann, "ANN").json()["author_name"] == "ANN"  # one's own name, in any case
+    assert put(world.ann, "Zoë Ann").json()["author_name"] == "Zoë Ann"
+    answer = put(world.bob, "zoë ann")  # taken by ann's chosen author name
+    assert answer.status_code == 422 and error_of(answer)["field"] == "author_name", answer.text
+    assert put(world.bob, "").json()["author_name"] == ""  # anonymous
+    assert put(world.ann, "-").json()["author_name"] is None  # back to the leaderboard name
+    answer = put(world.ann, "x" * 101)
+    assert answer.status_code == 422, answer.text
