@@ -332,6 +332,26 @@ class Task(_Strict):
         return self.world_size > 1 or any("world_size" in c for c in [*self.tests, *self.benchmarks, *self.holdout])
 
     @model_validator(mode="after")
+    def _holdout_is_new(self, info: ValidationInfo) -> Task:
+        """A held-out case tests what the public cases do not: one equal to a test or a benchmark (the same keys and
+        values, the seed included) checks nothing new and tells a competitor that public case is held out too, and a
+        repeated one runs twice for nothing. Not applied to a stored snapshot, whose held-out cases input hacks may
+        have added."""
+        if _stored(info):
+            return self
+        earlier = [
+            (f"{kind}.{i}", case) for kind in ("tests", "benchmarks") for i, case in enumerate(getattr(self, kind))
+        ]
+        for i, case in enumerate(self.holdout):
+            same = next((where for where, other in earlier if _same_case(case, other)), None)
+            earlier.append((f"holdout.{i}", case))
+            if same is not None:
+                raise ValueError(f"holdout.{i} is the same case as {same}: a held-out case must differ from the tests, "
+                                 "the benchmarks and the other held-out cases (change a size or its seed, or drop "
+                                 "it)")  # fmt: skip
+        return self
+
+    @model_validator(mode="after")
     def _holdout_stays_in(self) -> Task:
         if self.holdout and "task.yml" in self.files:
             raise ValueError("a problem with holdout cases cannot list task.yml in files: the files travel with every "
@@ -391,6 +411,12 @@ class Task(_Strict):
             if not TEMPLATE_LABEL.fullmatch(label):
                 raise ValueError(f"{label!a} is not a template label (1 to 32 ASCII letters, digits, '.', '_', '-')")
         return templates
+
+
+def _same_case(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two cases are one: the same keys with the same values, typed (``1``, ``1.0`` and ``true`` differ, as
+    they do for generate_input)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 class ProblemSetEntry(_Strict):

@@ -130,3 +130,23 @@ def test_kernelbench_sizes_of_up_to_64_bits_still_read(tmp_path: Path) -> None:
     assert parse_task(file).constants == {"M": 2**22 - 9, "N": 2048}
     file.write_text(KB_TASK.format(value="2**63 - 1"))
     assert parse_task(file).constants["M"] == 2**63 - 1
+
+
+# -- 3. held-out cases are new cases --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("holdout", "words"),
+    [
+        ([{"size": 3, "seed": 1}], "holdout.0 is the same case as tests.0"),
+        ([{"seed": 3, "size": 1000}], "holdout.0 is the same case as benchmarks.1"),
+        ([*HELD_OUT, {"size": 4099, "seed": 78}], "holdout.2 is the same case as holdout.1"),
+    ],
+)
+def test_a_held_out_case_equal_to_another_case_is_refused(tmp_path: Path, holdout: list, words: str) -> None:
+    message = refused(problem(tmp_path, holdout=holdout))
+    assert words in message and "change a size or its seed, or drop it" in message
+
+
+def test_a_held_out_case_differing_only_in_its_seed_is_new(tmp_path: Path) -> None:
+    load_problem(problem(tmp_path, holdout=[{"size": 3, "seed": 9}, {"size": 3, "seed": 10}]))
