@@ -146,6 +146,15 @@ class LibraryPolicy(BaseModel):
                              f"groups are {', '.join(GROUP_NAMES)} (runners/provenance.py)")  # fmt: skip
         if not names:
             raise ValueError("library_policy's list is empty")
+        # Red team, 2026-11-29: {deny: [own]} or an allow list without own rejected every kernel a competitor wrote,
+        # so no submission could pass a timed run.
+        if self.deny is not None and OWN in self.deny:
+            raise ValueError("library_policy denies 'own', the submission's own kernels, so every submission would be "
+                             "rejected: deny the libraries instead (e.g. deny: [cublas, cublaslt])")  # fmt: skip
+        if self.allow is not None and OWN not in self.allow:
+            raise ValueError(f"library_policy's allow list ({', '.join(self.allow)}) lacks 'own', the submission's "
+                             "own kernels, so every submission would be rejected: add it, e.g. allow: "
+                             f"[{', '.join([OWN, *self.allow])}]")  # fmt: skip
         return self
 
     def denies(self, groups: tuple[str, ...]) -> bool:

@@ -150,3 +150,25 @@ def test_a_held_out_case_equal_to_another_case_is_refused(tmp_path: Path, holdou
 
 def test_a_held_out_case_differing_only_in_its_seed_is_new(tmp_path: Path) -> None:
     load_problem(problem(tmp_path, holdout=[{"size": 3, "seed": 9}, {"size": 3, "seed": 10}]))
+
+
+# -- 4. a library policy allows the submission's own kernels --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "words"),
+    [
+        ({"deny": ["own"]}, "library_policy denies 'own', the submission's own kernels"),
+        ({"deny": ["cublas", "own"]}, "deny the libraries instead"),
+        ({"allow": ["aten"]}, "allow list (aten) lacks 'own'"),
+        ({"allow": ["aten", "cub"]}, "add it, e.g. allow: [own, aten, cub]"),
+    ],
+)
+def test_a_library_policy_denying_every_competitor_kernel_is_refused(tmp_path: Path, policy: dict, words: str) -> None:
+    message = refused(problem(tmp_path, library_policy=policy))
+    assert "task.yml: library_policy" in message and words in message
+
+
+def test_a_library_policy_allowing_own_kernels_loads(tmp_path: Path) -> None:
+    assert load_problem(problem(tmp_path, library_policy={"allow": ["own", "aten"]})).task.library_policy
+    assert load_problem(problem(tmp_path / "b", library_policy={"deny": ["cublas"]})).task.library_policy
