@@ -7,7 +7,18 @@ last-used time, and can be revoked. An account can be marked as a program (``is_
 own rate limit and pending-job quota (``KERNELCUP_PROGRAM_*``) and rankings can leave them out.
 
 Who may create tokens is the surfaces' check: ``/token`` in Discord for oneself (submit scope only), ``kernelcup
-tokens`` in the server's shell for anyone (the way to the first admin token).
+tokens`` in the server's shell for anyone (the way to the first admin token), ``POST /api/v1/me/tokens`` and a CLI
+browser sign-in for oneself with a token (``made_with``).
+
+Tokens lent to programs are held to what they were given (the GPU budgets of ``leaderboards/budgets.py``):
+
+- A token with its own GPU budget makes no tokens (``BudgetedTokenMaker``, a 403): a fresh token would carry no
+  budget, so minting one would escape it. Its owner makes tokens signed in on the web page (or with ``kernelcup
+  login``) or in Discord, or asks an admin.
+- A token made with another token (``api_tokens.made_with_token_id``), and a token with its own budget, revoke only
+  themselves and the tokens made with them (``TokenNotYours``, a 403): a program's token cannot revoke the person's
+  own. Any other token of the account (one the person made in Discord, the shell or a web sign-in) revokes any of
+  its tokens.
 """
 
 from __future__ import annotations
@@ -22,8 +33,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from leaderboards.errors import InvalidChange, InvalidToken, MissingScope, NotFound, RateLimited
-from leaderboards.models import ApiToken, LinkedAccount, User, WebSession
+from leaderboards.errors import InvalidChange, InvalidToken, MissingScope, NotFound, PermissionDenied, RateLimited
+from leaderboards.models import ApiToken, GpuBudget, LinkedAccount, User, WebSession
 from leaderboards.results import NewToken, Principal, Scope, TokenView, UserRef, UserView
 from leaderboards.service_base import ServiceBase
 
@@ -44,6 +55,20 @@ kept as a row of that table (its hash, the approving session's token, its expiry
 session anyone can be signed in by."""
 GET_A_TOKEN = "with /token in Discord, or on the server with `kernelcup tokens create NAME`"
 """How a person gets a token, in every message that asks for one: a deployment with the bot, or a local one without."""
+MAX_TOKEN_CHAIN = 100
+"""How far up ``made_with_token_id`` a revocation looks for the acting token (a chain is never this long)."""
+
+
+class BudgetedTokenMaker(PermissionDenied):
+    """A token with its own GPU budget tried to make a token (which would escape the budget)."""
+
+    code = "budgeted_token"
+
+
+class TokenNotYours(PermissionDenied):
+    """A token made with another token (or with its own budget) tried to revoke a token not made with it."""
+
+    code = "token_not_revocable"
 
 
 def hash_token(token: str) -> str:
@@ -117,7 +142,9 @@ class AccountsMixin(ServiceBase):
 
         ``made_with``: the token a person makes this one with (the API's ``POST /me/tokens``). The new token never
         outlives it, nor (unless it is an admin's) the server's default lifetime: a longer lifetime is shortened to
-        that, and ``never`` is refused. Each user has at most ``KERNELCUP_MAX_TOKENS_PER_USER`` live tokens."""
+        that, and ``never`` is refused; a token with its own GPU budget makes none (``BudgetedTokenMaker``). The new
+        token records it (``made_with_token_id``: it may revoke only itself and the tokens made with it). Each user
+        has at most ``KERNELCUP_MAX_TOKENS_PER_USER`` live tokens."""
         chosen = _scopes(scopes)
         if Scope.ADMIN in chosen and Scope.SUBMIT not in chosen:
             chosen = (Scope.SUBMIT, *chosen)  # an admin may do what any user may
@@ -136,6 +163,8 @@ class AccountsMixin(ServiceBase):
         token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
         with self.db.transaction() as s:
             u = self._user(s, user)
+            if made_with is not None:
+                _refuse_budgeted_maker(s, made_with.token_id)
             self._check_token_count(s, u, now)
             if program is not None and u.is_program != program:
                 u.is_program = program
@@ -149,6 +178,7 @@ class AccountsMixin(ServiceBase):
                 created_by=(actor or user.identity)[:200],
                 created_at=now,
                 expires_at=expires_at,
+                made_with_token_id=made_with.token_id if made_with is not None else None,
             )
             s.add(row)
             s.flush()
@@ -165,12 +195,23 @@ class AccountsMixin(ServiceBase):
                 stmt = stmt.where(ApiToken.revoked_at.is_(None))
             return tuple(self._token_view(t, u) for t, u in s.execute(stmt).all())
 
-    def revoke_token(self, token_id: int, *, user: UserRef | None = None, actor: str = "") -> TokenView:
-        """Revoke a token at once. With ``user``, only one of theirs (another's is ``NotFound``, like a missing one)."""
+    def revoke_token(
+        self, token_id: int, *, user: UserRef | None = None, by: Principal | None = None, actor: str = ""
+    ) -> TokenView:
+        """Revoke a token at once. With ``user``, only one of theirs (another's is ``NotFound``, like a missing one).
+        With ``by`` (the token that asks, ``DELETE /me/tokens/ID``): a token made with another token, or with its own
+        GPU budget, revokes only itself and the tokens made with it (``TokenNotYours``); see the module's text."""
         with self.db.transaction() as s:
             row = s.get(ApiToken, token_id, with_for_update={"of": ApiToken})
             if row is None or (user is not None and row.user.identity != user.identity):
                 raise NotFound(f"There is no token #{token_id}{' of yours' if user is not None else ''}.")
+            if by is not None and not _may_revoke(s, by.token_id, row):
+                raise TokenNotYours(
+                    f"This token (#{by.token_id}) was made with another token or has its own GPU budget: it may revoke "
+                    f"only itself and the tokens made with it, not #{token_id}. Revoke #{token_id} with a token you "
+                    "made yourself (signed in on the web page, `kernelcup login`, or /token in Discord), or ask an "
+                    "admin."
+                )
             if row.revoked_at is None:
                 row.revoked_at = self.clock()
                 self._audit(s, actor or "system", "revoke_token", row.user.identity, token_id=row.id)
@@ -320,6 +361,7 @@ class AccountsMixin(ServiceBase):
             except InvalidToken:
                 raise InvalidToken(f"The web sign-in that approved this code has ended. {again}") from None
             via = row.via.removeprefix(CLI_CODE_VIA)
+            _refuse_budgeted_maker(s, token.id)  # a sign-in's token (whatever its provider) mints no escape either
             self._audit(s, who.user.identity, "cli_sign_in", who.user.identity, client=client[:100], session=via)
         return self.create_token(
             who.user,
@@ -421,6 +463,33 @@ class AccountsMixin(ServiceBase):
             last_used_at=row.last_used_at,
             revoked_at=row.revoked_at,
         )
+
+
+def _refuse_budgeted_maker(s: Session, token_id: int) -> None:
+    """``BudgetedTokenMaker`` where the token ``token_id`` has a GPU budget of its own: a token made with it would
+    carry none, and the budget would bind nothing (see the module's text)."""
+    if s.scalar(select(GpuBudget.id).where(GpuBudget.token_id == token_id)) is not None:
+        raise BudgetedTokenMaker(
+            f"This token (#{token_id}) has its own GPU budget, so it may not make tokens (a new one would not carry "
+            "the budget). Make tokens signed in on the web page (`kernelcup login`, or /token in Discord), or ask an "
+            "admin to make one or to raise this token's budget."
+        )
+
+
+def _may_revoke(s: Session, by_token_id: int, target: ApiToken) -> bool:
+    """Whether the token ``by_token_id`` may revoke ``target`` (one of its account's): itself and the tokens made
+    with it always; any other only when it was made by the person (not with a token) and has no budget of its own."""
+    step: ApiToken | None = target
+    for _ in range(MAX_TOKEN_CHAIN):
+        if step is None:
+            break
+        if step.id == by_token_id:
+            return True
+        step = s.get(ApiToken, step.made_with_token_id) if step.made_with_token_id is not None else None
+    acting = s.get(ApiToken, by_token_id)
+    if acting is None or acting.made_with_token_id is not None:
+        return False
+    return s.scalar(select(GpuBudget.id).where(GpuBudget.token_id == by_token_id)) is None
 
 
 def _live_session(s: Session, sid: str | None, now: datetime) -> tuple[WebSession, ApiToken]:

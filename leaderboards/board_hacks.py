@@ -5,8 +5,10 @@ case.
 1. **Submit** (``submit_hack``; ``POST /api/v1/leaderboards/{name}/hacks``, ``kernelcup hack submit``): the case is
    checked at once (``leaderboards.hacks.check_hack``: every parameter in its range, finite, the sizes' product under
    the space's cap; a space that caps no size takes no hack), refused once the board is past its deadline or has
-   frozen final standings (``hacks_closed``), checked against the account's hack units, then stored as one ``hacks``
-   row per device of the board (the devices asked for, or all of them).
+   frozen final standings (``hacks_closed``), checked against the account's hack units and the GPU budgets of the
+   account and the token that sends it (``leaderboards.budgets``: a hack's runs spend them like a submission's, the
+   evaluation seconds of every run it made, ``hacks.gpu_seconds``), then stored as one ``hacks`` row per device of
+   the board (the devices asked for, or all of them).
 2. **Run** (``HackRunner``, a ``Worker`` runs it only when no job is runnable, after system tests): the reference on
    the case first (a case it fails, or whose ``generate_input`` fails, is ``refused``), then the device's top
    ``hack_top`` entries of other accounts, one test-mode run each: correctness only, never timed. An entry that
@@ -220,6 +222,9 @@ class EntryRun:
     result: RunResult | None
     confirmed: bool = False
     why: str = ""
+    confirm_s: float = 0.0
+    """Evaluation seconds of the confirming runs (the entry's second run, the reference's second run): GPU time the
+    hacker's budgets are charged with the first run's."""
 
 
 def case_hash(case: dict[str, Any]) -> str:
@@ -301,13 +306,22 @@ class BoardHacksMixin(RecordingMixin):
 
         def _open_board(self, s: Session, user: UserRef, leaderboard: str) -> tuple[User, Leaderboard]: ...
 
+        def _check_budget(self, s: Session, user_id: int, token_id: int | None, now: datetime) -> None: ...
+
     def submit_hack(
-        self, user: UserRef, leaderboard: str, case: Any, devices: Sequence[str] | None = None
+        self,
+        user: UserRef,
+        leaderboard: str,
+        case: Any,
+        devices: Sequence[str] | None = None,
+        *,
+        token_id: int | None = None,
     ) -> tuple[HackView, ...]:
         """Queue an input hack against ``leaderboard``'s top entries on ``devices`` (all the board's when None):
         ``HackRefused`` (a field error) where the case is not one of the problem's hack space, ``HacksClosed``
         (409) once the board is past its deadline or frozen, ``RateLimited`` where the account's hack
-        units of the day are spent."""
+        units of the day are spent, ``BudgetExhausted`` where the GPU budget of the account or of the sending token
+        ``token_id`` is used up (the hack's runs spend both)."""
         now = self.clock()
         with self.db.transaction() as s:
             u, lb = self._open_board(s, user, leaderboard)
@@ -327,7 +341,9 @@ class BoardHacksMixin(RecordingMixin):
                     [HackField("case", "tried already")],
                 )
             self._check_hack_units(s, u, now)
-            fields = {"leaderboard_id": lb.id, "user_id": u.id, "case": checked, "case_hash": digest}
+            self._check_budget(s, u.id, token_id, now)
+            fields = {"leaderboard_id": lb.id, "user_id": u.id, "token_id": token_id, "case": checked,
+                      "case_hash": digest}  # fmt: skip
             rows = [
                 Hack(device=device, status=HackStatus.QUEUED, broken=0, attempts=0, created_at=now, **fields)
                 for device in chosen
@@ -503,6 +519,7 @@ class BoardHacksMixin(RecordingMixin):
             hack = held_row(s, Hack, claim.hack_id, claim.token)
             if hack is None:
                 return False
+            hack.gpu_seconds = (hack.gpu_seconds or 0.0) + _run_seconds(reference, results)
             lb = s.get(Leaderboard, hack.leaderboard_id)
             assert lb is not None
             if board_closed(s, lb, now) is not None:
@@ -598,6 +615,24 @@ class BoardHacksMixin(RecordingMixin):
             return "not held out: the problem's held-out cases cannot take it"
         lb.task = held.stored()  # a new object: the JSON column sees the change
         return "held out"
+
+
+def _seconds(result: RunResult | None) -> float:
+    """The runner's own evaluation time of a run (0 without one, or without its start and end)."""
+    if result is None or result.started_at is None or result.finished_at is None:
+        return 0.0
+    return max(0.0, (result.finished_at - result.started_at).total_seconds())
+
+
+def _run_seconds(reference: RunResult | None, results: Sequence[EntryRun | RunResult | None]) -> float:
+    """Evaluation seconds of what a hack's holder ran: the reference, each entry, and their confirming runs."""
+    total = _seconds(reference)
+    for run in results:
+        if isinstance(run, EntryRun):
+            total += _seconds(run.result) + max(0.0, run.confirm_s)
+        else:
+            total += _seconds(run)
+    return total
 
 
 def _lease_s(reference: RunRequest, entries: Sequence[HackEntryRun]) -> float:
@@ -722,7 +757,7 @@ class HackRunner:
                     and judged("entry", result, True).verdict is Verdict.TIMEOUT
                 ):
                     why = f"the reference took more than {REFERENCE_SHARE:.0%} of the time limit"
-                run = EntryRun(result, confirmed=not why, why=why)
+                run = EntryRun(result, confirmed=not why, why=why, confirm_s=_seconds(again) + _seconds(ref_again))
             results.append(run)
         return reference, results, "", True
 

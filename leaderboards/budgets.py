@@ -6,11 +6,16 @@ per period.
   epoch (a day's budget refills at 00:00 UTC), so "when it refills" is one instant everyone can read.
 - It is **spent** by the evaluation time each run used on its device: the runner's own start and end of the run
   (``Run.started_at``/``finished_at``, the result's), counted in the period the run finished in; a compare, which
-  stores no run rows, spends its job's time. A token's budget is spent by the submissions that token sent
-  (``submission_origins.token_id``); an account's by all of its submissions, whatever sent them.
-- A submission (or batch, or replay) is refused while a budget it would spend is used up: ``BudgetExhausted``, a
-  429 that says how much is left, how much was spent and when it refills. A run already queued finishes; the budget
-  may go past its limit by the runs in flight when it ran out, never by a new one.
+  stores no run rows, spends its job's time, and so does a job cancelled or killed while it ran (charged to the
+  moment it was stopped, whatever it would have stored). An input hack spends the seconds of every run it made
+  (``hacks.gpu_seconds``, ``leaderboards/board_hacks.py``). A token's budget is spent by the submissions and hacks
+  that token sent (``submission_origins.token_id``, ``hacks.token_id``); an account's by all of its submissions and
+  hacks, whatever sent them.
+- A token with its own budget makes no tokens (``leaderboards/accounts.py``: a fresh token would escape the budget)
+  and revokes only itself.
+- A submission (or batch, replay, or input hack) is refused while a budget it would spend is used up:
+  ``BudgetExhausted``, a 429 that says how much is left, how much was spent and when it refills. A run already queued
+  finishes; the budget may go past its limit by the runs in flight when it ran out, never by a new one.
 
 No row: no budget (the hourly rate limit and the pending-job quota still hold).
 """
@@ -20,12 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound, RateLimited
-from leaderboards.models import ApiToken, GpuBudget, Job, Run, Submission, SubmissionOrigin, User
-from leaderboards.results import SubmissionMode, UserRef
+from leaderboards.models import ApiToken, GpuBudget, Hack, Job, Run, Submission, SubmissionOrigin, User
+from leaderboards.results import JobStatus, SubmissionMode, UserRef
 from leaderboards.service_base import ServiceBase
 
 DEFAULT_PERIOD_S = 86_400
@@ -73,7 +78,10 @@ def period_bounds(now: datetime, period_s: int) -> tuple[datetime, datetime]:
 
 def spent_seconds(s: Session, since: datetime, *, user_id: int | None = None, token_id: int | None = None) -> float:
     """Evaluation seconds used on devices since ``since``: by the account ``user_id``, or by what token ``token_id``
-    sent. Each run counts the runner's own time for it; a compare (no run rows) its job's."""
+    sent. Each run counts the runner's own time for it; a job that stores no runs for its time counts the job's own
+    start to end: a compare, and a job cancelled or killed while it ran (its author's cancel, a deleted submission:
+    charged up to the moment it was stopped, whatever it would have stored). An input hack counts the seconds of its
+    runs (``hacks.gpu_seconds``): a finished one in the period it finished in, one still under way at once."""
 
     def scoped(query):  # type: ignore[no-untyped-def]
         if token_id is not None:
@@ -82,21 +90,28 @@ def spent_seconds(s: Session, since: datetime, *, user_id: int | None = None, to
             )
         return query.where(Submission.user_id == user_id)
 
+    stopped = Job.status == JobStatus.CANCELLED.value
     runs = s.execute(
         scoped(
             select(Run.started_at, Run.finished_at)
             .join(Submission, Submission.id == Run.submission_id)
-            .where(Run.finished_at >= since)
+            .join(Job, Job.id == Run.job_id)
+            .where(Run.finished_at >= since, ~stopped)
         )
     ).all()
-    compares = s.execute(
+    whole_jobs = s.execute(
         scoped(
             select(Job.started_at, Job.finished_at)
             .join(Submission, Submission.id == Job.submission_id)
-            .where(Submission.mode == SubmissionMode.COMPARE.value, Job.finished_at >= since)
+            .where(or_(Submission.mode == SubmissionMode.COMPARE.value, stopped), Job.finished_at >= since)
         )
     ).all()
-    return sum(max(0.0, (end - start).total_seconds()) for start, end in (*runs, *compares) if start and end)
+    hacks = select(func.coalesce(func.sum(Hack.gpu_seconds), 0.0)).where(
+        Hack.gpu_seconds > 0, or_(Hack.finished_at.is_(None), Hack.finished_at >= since)
+    )
+    hacks = hacks.where(Hack.token_id == token_id) if token_id is not None else hacks.where(Hack.user_id == user_id)
+    hack_s = float(s.scalar(hacks) or 0.0)
+    return hack_s + sum(max(0.0, (end - start).total_seconds()) for start, end in (*runs, *whole_jobs) if start and end)
 
 
 def _check_amount(seconds: float, period_s: int) -> None:

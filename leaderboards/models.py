@@ -445,6 +445,12 @@ class ApiToken(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    made_with_token_id: Mapped[int | None] = mapped_column(
+        Id,
+        ForeignKey("api_tokens.id", ondelete="SET NULL"),
+        comment="the token it was made with (POST /me/tokens, a CLI sign-in approved by a pasted token): it may revoke "
+        "only itself and the tokens made with it; null: made by the person (Discord, the shell, a web sign-in)",
+    )
 
     user: Mapped[User] = relationship(lazy="joined")
 
@@ -905,3 +911,9 @@ class Hack(Base):
     note: Mapped[str | None] = mapped_column(StoredText(), comment="why it was refused, or (admins) could not run")
     created_at: Mapped[datetime] = _created()
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    token_id: Mapped[int | None] = mapped_column(
+        Id, ForeignKey("api_tokens.id", ondelete="SET NULL"), comment="the API token that sent it (its GPU budget)"
+    )
+    gpu_seconds: Mapped[float] = mapped_column(
+        Float(), default=0.0, server_default="0", comment="evaluation seconds its runs used on the device (budgets)"
+    )

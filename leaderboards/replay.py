@@ -1,7 +1,8 @@
 """Replays (issue 33): a stored run timed again with its own seeds, to see whether it holds.
 
 - ``replay`` stores a new submission of the same file, leaderboard and mode, one job per device on which the original
-  has a finished run, owned by whoever asked (their limits and GPU budget pay for it), marked in
+  has a finished run, owned by whoever asked (their limits and GPU budget pay for it; after the board's deadline,
+  like any submission then, the practice limit, one per device, and the late mark), marked in
   ``submission_origins.replay_of``. Its runs use the original's seeds: the public inputs are the problem's, the same
   for every submission; a ranked run's secret-seed inputs are derived from the original's id
   (``RecordingMixin.run_requests`` reads the origin), so a replay times exactly the inputs the original was timed on.
@@ -98,6 +99,9 @@ class ReplayMixin(ServiceBase):
         def _open_board(self, s: Session, user: UserRef, leaderboard: str) -> tuple[User, Leaderboard]: ...
         def _check_budget(self, s: Session, user_id: int, token_id: int | None, now: datetime) -> None: ...
         def _check_pending(self, s: Session, u: User, new_jobs: int, *, compare_rounds: int = 0) -> None: ...
+        def _check_practice(self, s: Session, u: User, lb: Leaderboard, now: datetime, cost: int = 1) -> None: ...
+        @staticmethod
+        def _mark_late(s: Session, sub: Submission) -> None: ...
         def _check_rate(
             self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, *, cost: int = 1
         ) -> None: ...
@@ -146,7 +150,11 @@ class ReplayMixin(ServiceBase):
                     code="nothing_to_replay",
                 )
             u, lb = self._open_board(s, user, original.leaderboard.name)
-            if not admin:
+            late = now >= lb.deadline  # as a submission: practice, one per device, and marked late
+            if late:
+                if not admin:
+                    self._check_practice(s, u, lb, now, cost=len(devices))
+            elif not admin:
                 self._check_rate(s, u, lb, SubmissionMode(original.mode), now, cost=len(devices))
             self._check_budget(s, u.id, token_id, now)
             self._check_pending(s, u, len(devices))
@@ -161,6 +169,8 @@ class ReplayMixin(ServiceBase):
             s.add(sub)
             s.flush()
             self._note_origin(s, sub.id, token_id, replay_of=original.id)
+            if late:
+                self._mark_late(s, sub)
             jobs = self._queue_jobs(s, sub, devices, now, detail=f"replay of #{original.id}")
             return self._receipt(s, sub, jobs=jobs)
 

@@ -673,7 +673,10 @@ class LeaderboardService(
             return self._status(s, self._submission(s, submission_id))
 
     def cancel(self, submission_id: int, user: UserRef) -> SubmissionStatus:
-        """Cancel the owner's unfinished jobs of a submission (a running job's result is then discarded)."""
+        """Cancel the owner's unfinished jobs of a submission (a running job's result is then discarded). A running
+        job is charged to the GPU budgets of the account and the token that sent it from its start to now (the
+        budgets count a cancelled job's start to end, ``budgets.spent_seconds``); a queued one is charged nothing
+        (its start is cleared: nothing of it runs now)."""
         now = self.clock()
         with self.db.transaction() as s:
             sub = self._submission(s, submission_id)
@@ -693,6 +696,8 @@ class LeaderboardService(
                     "the rankings, delete it)."
                 )
             for job in jobs:
+                if job.status == JobStatus.QUEUED.value:
+                    job.started_at = None  # no attempt runs: an earlier one that died is not charged either
                 job.status = JobStatus.CANCELLED.value
                 job.error = "cancelled by its author"
                 job.finished_at = now

@@ -113,7 +113,11 @@ def credits_out(name: str, credits: tuple[HackCredit, ...]) -> HackCreditsOut:
         404: {"model": ErrorOut, "description": "No such leaderboard"},
         422: {"model": ErrorOut, "description": "Not a case of the problem's hack space (the field and its range)"},
         409: {"model": ErrorOut, "description": "The board is past its deadline or frozen: it takes no hacks"},
-        429: {"model": ErrorOut, "description": "The account's hack units of the last 24 hours are spent"},
+        429: {
+            "model": ErrorOut,
+            "description": "The account's hack units of the last 24 hours are spent, or a GPU budget of the account "
+            "or the token is used up (`gpu_budget_exhausted`: a hack's runs spend it like a submission's)",
+        },
     },
 )
 def submit_hack(
@@ -127,7 +131,7 @@ def submit_hack(
     refused), then the device's top entries of other accounts, correctness only. An entry that fails where the
     reference passes leaves the ranking for a moderator and the case becomes a held-out case of the board; you are
     credited. Read the outcome at ``GET /api/v1/hacks/{hack_id}``."""
-    views = service.submit_hack(who.user, name, body.case, body.devices)
+    views = service.submit_hack(who.user, name, body.case, body.devices, token_id=who.token_id)
     forget_cached_reads(request)
     return HacksOut(hacks=[hack_out(v) for v in views])
 

@@ -37,7 +37,9 @@ def new_token(
     body: NewTokenIn, who: Principal = Depends(submitter), service: LeaderboardService = Depends(service_of)
 ) -> NewTokenOut:
     """A new submit-scope token for this account (admin tokens are made on the server: `kernelcup tokens`). It lasts
-    at most as long as the token that makes it, and at most the server's default lifetime (longer is shortened)."""
+    at most as long as the token that makes it, and at most the server's default lifetime (longer is shortened). A
+    token with its own GPU budget makes none (403 `budgeted_token`: a new token would escape the budget); make tokens
+    signed in on the web page, or ask an admin. The new token may revoke only itself and the tokens made with it."""
     lifetime, never = token_lifetime(body.expires)
     new = service.create_token(
         who.user,
@@ -55,4 +57,7 @@ def new_token(
 def revoke_my_token(
     token_id: TokenId, who: Principal = Depends(submitter), service: LeaderboardService = Depends(service_of)
 ) -> TokenOut:
-    return TokenOut.model_validate(service.revoke_token(token_id, user=who.user, actor=who.actor))
+    """A token made by the person (Discord, `kernelcup login`, the web page) revokes any of the account's tokens; a
+    token made with another token, or with its own GPU budget, only itself and the tokens made with it (403
+    `token_not_revocable`)."""
+    return TokenOut.model_validate(service.revoke_token(token_id, user=who.user, by=who, actor=who.actor))
