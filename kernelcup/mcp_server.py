@@ -6,7 +6,9 @@ competitor does and nothing more: read problems and templates, evaluate a file (
 ranked, compare two files, and read results, submissions and rankings. Every answer is plain JSON; every refusal of
 the API (a rate limit, a wrong file type, a closed leaderboard) is a tool error carrying the API's own message.
 
-Files are given as text (``code``) or as a path on this machine (``path``): the server runs beside the agent.
+Files are given as text (``code``) or as a path on this machine (``path``): the server runs beside the agent. A
+path must name a file under the server's working directory (or ``--files-dir``), resolved (no symlink out of it),
+with no hidden part ('.env', '.ssh/...'): an agent's call cannot send any other file of the user's.
 Evaluating waits for the result (the trusted runner's verdict, timing and speedups) up to ``wait_s`` seconds, then
 answers what is known with ``done: false`` and the id to ask ``get_result`` about later.
 """
@@ -40,12 +42,14 @@ MAX_FILE_BYTES = 1 << 20
 T = TypeVar("T")
 
 
-def _file(code: str | None, path: str | None, file_name: str | None, what: str = "code") -> tuple[str, bytes]:
-    """The (file name, content) of a file given as text or as a path."""
+def _file(
+    code: str | None, path: str | None, file_name: str | None, root: Path, what: str = "code"
+) -> tuple[str, bytes]:
+    """The (file name, content) of a file given as text or as a path under ``root`` (``_readable``)."""
     if (code is None) == (path is None):
         raise ToolError(f"give exactly one of {what} (the file's text) or {what.replace('code', 'path')} (a file)")
     if path is not None:
-        file = Path(path).expanduser()
+        file = _readable(path, root)
         try:
             if file.stat().st_size > MAX_FILE_BYTES:
                 raise ToolError(f"{path} is larger than {MAX_FILE_BYTES} bytes")
@@ -54,6 +58,28 @@ def _file(code: str | None, path: str | None, file_name: str | None, what: str =
             raise ToolError(f"cannot read {path}: {exc.strerror or exc}") from None
     assert code is not None
     return file_name or "submission.py", code.encode()
+
+
+def _readable(path: str, root: Path) -> Path:
+    """``path`` (relative to ``root``, or absolute) resolved, when it is a regular file under ``root`` whose path
+    there has no part starting with '.'; else a ``ToolError`` saying why. An agent's tool call could otherwise send
+    any file this user can read (~/.ssh/id_rsa, a .env) to the server, under any name, and a default archive licence
+    could publish it (red team of the service, 2026-11-29). Resolved first, so a symlink cannot lead out."""
+    given = Path(path).expanduser()
+    try:
+        file = (given if given.is_absolute() else root / given).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise ToolError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not file.is_relative_to(root):
+        raise ToolError(
+            f"{path} is outside {root}: this server reads only files under it (its working directory, or the "
+            "directory `kernelcup mcp --files-dir DIR` names); give the file's text as code instead"
+        )
+    if any(part.startswith(".") for part in file.relative_to(root).parts):
+        raise ToolError(f"{path} is a hidden file or in a hidden directory (a name starting with '.'): not sent")
+    if not file.is_file():
+        raise ToolError(f"{path} is not a regular file")
+    return file
 
 
 def _api(call: Callable[[], T]) -> T:
@@ -65,8 +91,10 @@ def _api(call: Callable[[], T]) -> T:
         raise ToolError(f"{exc.message} [{exc.code}{field}]") from None
 
 
-def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
-    """The MCP server's tools over ``client``. ``wait_s``: the longest an evaluation waits for its result."""
+def build_server(client: Client, *, wait_s: float = 1800.0, files_dir: Path | None = None) -> MCPServer:
+    """The MCP server's tools over ``client``. ``wait_s``: the longest an evaluation waits for its result;
+    ``files_dir``: the only directory a ``path`` may name a file under (default: the working directory)."""
+    root = (files_dir or Path.cwd()).expanduser().resolve()
     server: MCPServer = MCPServer(name="kernelcup", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def finish(sub: Submission, wait: bool) -> dict[str, Any]:
@@ -142,7 +170,7 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
         """Run a file (its text as code, or a path) on a leaderboard's device without ranking it: "test" checks
         every test case, "benchmark" also times the benchmarks beside the reference, "profile" adds a profile.
         Answers per device the verdict, failed tests, medians and speedups (waits for them unless wait is false)."""
-        return run_file(leaderboard, mode, _file(code, path, file_name), device, wait)
+        return run_file(leaderboard, mode, _file(code, path, file_name, root), device, wait)
 
     @server.tool()
     def evaluate_batch(
@@ -162,7 +190,7 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
         if codes is not None:
             files = [(f"candidate_{i}.py", code.encode()) for i, code in enumerate(codes)]
         else:
-            files = [_file(None, path, None, "code") for path in paths or []]
+            files = [_file(None, path, None, root) for path in paths or []]
         batch = _api(lambda: client.submit_batch(files, leaderboard, device, mode))
         answer = batch.answer
         if wait:
@@ -203,7 +231,7 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
     ) -> dict[str, Any]:
         """Submit a file for the ranking (ranked mode: the public run and a secret-seed run must pass). Answers its
         score and rank per device (waits for them unless wait is false)."""
-        return run_file(leaderboard, "ranked", _file(code, path, file_name), device, wait)
+        return run_file(leaderboard, "ranked", _file(code, path, file_name, root), device, wait)
 
     @server.tool()
     def compare(
@@ -218,8 +246,8 @@ def build_server(client: Client, *, wait_s: float = 1800.0) -> MCPServer:
     ) -> dict[str, Any]:
         """Time file A against file B on one device, interleaved on one machine: the ratio of A's time to B's
         (below 1: A is faster) with its 95% interval, per case and overall."""
-        a = _file(code_a, path_a, None, "code_a")
-        b = _file(code_b, path_b, None, "code_b")
+        a = _file(code_a, path_a, None, root, "code_a")
+        b = _file(code_b, path_b, None, root, "code_b")
         if a[0] == b[0]:
             b = (f"b_{b[0]}", b[1])
         sub = _api(lambda: client.compare(a, b, leaderboard, device, rounds))

@@ -35,11 +35,13 @@ def payload(result: Any) -> Any:
     return content["result"] if isinstance(content, dict) and set(content) == {"result"} else content
 
 
-def calls(served: Served, *steps: tuple[str, dict[str, Any]], wait_s: float = 60.0) -> list[Any]:
+def calls(
+    served: Served, *steps: tuple[str, dict[str, Any]], wait_s: float = 60.0, files_dir: Path | None = None
+) -> list[Any]:
     """Each (tool, arguments) called in one session of the SDK's in-process client; raw results."""
 
     async def main() -> list[Any]:
-        async with McpClient(build_server(served.client, wait_s=wait_s)) as mcp:
+        async with McpClient(build_server(served.client, wait_s=wait_s, files_dir=files_dir)) as mcp:
             listed = {t.name for t in (await mcp.list_tools()).tools}
             assert listed == TOOLS
             return [await mcp.call_tool(name, args) for name, args in steps]
@@ -69,6 +71,7 @@ def test_evaluate_test_and_benchmark_from_text_and_path(served: Served, tmp_path
         ("evaluate", {"leaderboard": "add", "code": "# wrong 2\n" + TEMPLATE, "device": "cpu"}),
         ("evaluate", {"leaderboard": "add", "path": str(kernel), "mode": "benchmark", "device": "H100"}),
         ("evaluate", {"leaderboard": "add", "path": str(kernel), "mode": "profile", "device": "H100"}),
+        files_dir=tmp_path,
     )
     out = payload(wrong)
     assert out["done"] and not out["accepted"] and out["mode"] == "test" and out["file_name"] == "submission.py"
@@ -95,6 +98,7 @@ def test_evaluate_a_batch_answers_a_reward_record_per_candidate(served: Served, 
         ("evaluate_batch", {"leaderboard": "add", "codes": codes, "device": "cpu"}),
         ("evaluate_batch", {"leaderboard": "add", "paths": [str(kernel)], "device": "cpu"}),
         ("evaluate_batch", {"leaderboard": "add", "device": "cpu"}),
+        files_dir=tmp_path,
     )
     out = payload(batch)
     assert out["done"] and [c["status"] for c in out["candidates"]] == ["succeeded", "succeeded"]
@@ -145,6 +149,7 @@ def test_refusals_are_tool_errors_with_the_api_message(served: Served, tmp_path:
         ("evaluate", {"leaderboard": "add", "path": str(tmp_path / "absent.py")}),
         ("evaluate", {"leaderboard": "add", "code": ""}),
         ("evaluate", {"leaderboard": "add", "code": "# compile error\n", "device": "cpu"}),
+        files_dir=tmp_path,
     )
     assert unknown.is_error and "no leaderboard named 'nope'" in unknown.content[0].text
     assert "[leaderboard_not_found" in unknown.content[0].text
@@ -153,6 +158,45 @@ def test_refusals_are_tool_errors_with_the_api_message(served: Served, tmp_path:
     assert empty.is_error and "[empty_file" in empty.content[0].text
     job = payload(compile_error)["devices"][0]
     assert job["verdict"] == "compile_error" and job["compile_output"] == "error: expected ';'"
+
+
+def test_a_path_names_only_a_plain_file_under_the_servers_directory(served: Served, tmp_path: Path) -> None:
+    """Red team of the service, 2026-11-29: a tool's path read any file of the user's (~/.ssh/id_rsa, a .env) and
+    sent it to the server under any name, where a default archive licence could publish it."""
+    root, outside = tmp_path / "work", tmp_path / "home"
+    (root / "sub").mkdir(parents=True)
+    (root / ".ssh").mkdir()
+    outside.mkdir()
+    (root / "sub" / "k.py").write_text("# median 500\n" + TEMPLATE)
+    (root / ".env").write_text("SECRET=1\n")
+    (root / ".ssh" / "id_rsa.py").write_text("SECRET=1\n")
+    (outside / "secret.py").write_text("SECRET=1\n")
+    (root / "link.py").symlink_to(outside / "secret.py")
+    refused = [
+        str(outside / "secret.py"),
+        "../home/secret.py",
+        "link.py",
+        ".env",
+        str(root / ".ssh" / "id_rsa.py"),
+        "sub",
+        "sub/absent.py",
+    ]
+    answers = calls(
+        served,
+        *(("evaluate", {"leaderboard": "add", "path": p, "device": "cpu", "wait": False}) for p in refused),
+        ("evaluate", {"leaderboard": "add", "path": "sub/k.py", "device": "cpu"}),
+        ("compare", {"leaderboard": "add", "device": "cpu", "path_a": "sub/k.py", "path_b": "link.py"}),
+        files_dir=root,
+    )
+    texts = [a.content[0].text if a.is_error else "" for a in answers]
+    assert all(a.is_error for a in answers[: len(refused)]), texts
+    assert "is outside" in texts[0] and "--files-dir" in texts[0]
+    assert "is outside" in texts[1] and "is outside" in texts[2]  # resolved: no way out through .. or a symlink
+    assert "hidden" in texts[3] and "hidden" in texts[4]
+    assert "not a regular file" in texts[5] and "cannot read" in texts[6]
+    assert payload(answers[-2])["file_name"] == "k.py"
+    assert answers[-1].is_error and "is outside" in texts[-1]
+    assert "SECRET" not in " ".join(texts)
 
 
 def test_an_evaluation_not_waited_for_says_how_to_follow_it(served: Served) -> None:
