@@ -33,17 +33,23 @@ from typing import Any
 import yaml
 
 from leaderboards.problem_files import MAX_FILE_BYTES, FileRefused, read_text
-from leaderboards.problem_rules import CASE_KEY, problem_name_issue
+from leaderboards.problem_rules import _BIDI_CONTROLS, CASE_KEY, MAX_TEXT_CHARS, problem_name_issue
 from leaderboards.problems import FormatIssue, ProblemFormatError
 from runners.contract import DataType
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 TEST_CAP = 32
 """Test cases divide every size above this by one power of two until the largest is at most this."""
-RESERVED = frozenset({"seed"})
-"""Names a shape constant cannot have: the case's seed is generate_input's own parameter."""
+RESERVED = frozenset({"seed", "__case__"})
+"""Names a shape constant cannot have: the case's seed is generate_input's own parameter, and ``__case__`` holds the
+case's values in the reference's namespace of the task."""
 DESCRIPTION_SOURCE_MAX = 5000
 """The most characters of Model's source the description quotes (the description holds at most 8,192)."""
+SUMMARY_MAX = 1000
+"""The most characters of the task's docstring the description opens with (red team, 2026-11-29: a docstring of
+8 KiB made a description that ``validate`` refused)."""
+SHAPES_MAX = 500
+"""The most characters of the shape constants the description lists."""
 
 ConstValue = int | float | bool | str | list[Any]
 
@@ -530,20 +536,42 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _BlockDumper.add_representer(str, _text)
 
 
+def _plain(text: str) -> str:
+    """``text`` as the description may hold it (``problem_rules.text_issue``): line ends as newlines, every other
+    control character and every bidirectional control as U+FFFD (the file's text is kept in reference.py)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(
+        "\ufffd" if (ord(ch) < 0x20 and ch not in "\n\t") or 0x7F <= ord(ch) <= 0x9F or ch in _BIDI_CONTROLS else ch
+        for ch in text
+    )
+
+
+def _cut(text: str, limit: int, more: str) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + more
+
+
+def _description(task: KernelBenchTask) -> str:
+    """The problem's description: the task's docstring, shapes and Model's source, each cut to its share and cleaned
+    of control characters, so it always passes the rules on text (at most ``MAX_TEXT_CHARS``)."""
+    shapes = ", ".join(f"{k}={v}" for k, v in task.constants.items()) or "no shape constants"
+    summary = _cut(_plain(task.summary), SUMMARY_MAX, " … (the task's docstring goes on)")
+    fields = {
+        "summary": f"{summary}\n\n" if summary else "",
+        "file": _plain(task.path.name),
+        "shapes": _cut(_plain(shapes), SHAPES_MAX, " …"),
+        "dtype": task.dtype.value,
+    }
+    model = _plain(task.model_source)
+    room = MAX_TEXT_CHARS - len(DESCRIPTION.format(**fields, model="")) - 64
+    if len(model) > min(DESCRIPTION_SOURCE_MAX, room):
+        model = model[: min(DESCRIPTION_SOURCE_MAX, room)] + "\n# ... (reference.py has it all)"
+    return DESCRIPTION.format(**fields, model=model)
+
+
 def problem_files(task: KernelBenchTask, *, seed: int = 1000) -> dict[str, str]:
     """The files of the problem folder, by path relative to it."""
     keys = list(task.constants)
-    shapes = ", ".join(f"{k}={v}" for k, v in task.constants.items()) or "no shape constants"
-    model = task.model_source
-    if len(model) > DESCRIPTION_SOURCE_MAX:
-        model = model[:DESCRIPTION_SOURCE_MAX] + "\n# ... (reference.py has it all)"
-    description = DESCRIPTION.format(
-        summary=f"{task.summary}\n\n" if task.summary else "",
-        file=task.path.name,
-        shapes=shapes,
-        dtype=task.dtype.value,
-        model=model,
-    )
+    description = _description(task)
     spec = {
         "description": description,
         "dtype": task.dtype.value,
@@ -595,14 +623,39 @@ def import_tasks(paths: list[Path], out: Path, *, force: bool = False) -> list[I
             issues.append(FormatIssue(str(task.path), "", str(problem_name_issue(task.name))))
         if folder.exists() and not force:
             issues.append(FormatIssue(str(folder), "", "exists already: pass --force to overwrite its files"))
+    made = {task.name: problem_files(task) for task in parsed}
+    for task in parsed:
+        issues.extend(_validate(task, made[task.name]))
     if issues:
         raise ProblemFormatError(issues)
     done = []
     for task in parsed:
         folder = out / task.name
-        files = problem_files(task)
+        files = made[task.name]
         for rel, text in files.items():
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / rel).write_text(text, encoding="utf-8")
         done.append(Imported(task.path, folder, len(task.tests(0)), task.constants))
     return done
+
+
+def _validate(task: KernelBenchTask, files: dict[str, str]) -> list[FormatIssue]:
+    """The errors ``kernelcup problems validate`` would report on the folder ``files`` make, against the task file
+    they came from (the folder is laid out in a temporary directory): an import never reports success for a folder
+    that validate refuses (red team, 2026-11-29)."""
+    import tempfile
+
+    from leaderboards.problems import load_problem
+
+    with tempfile.TemporaryDirectory(prefix="kernelbench-") as scratch:
+        folder = Path(scratch) / task.name
+        for rel, text in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_text(text, encoding="utf-8")
+        try:
+            load_problem(folder)
+        except ProblemFormatError as exc:
+            where = str(folder)
+            why = "the problem it makes would not validate: {}; edit the task file"
+            return [FormatIssue(str(task.path), "", why.format(str(e).replace(where, task.name))) for e in exc.errors]
+    return []

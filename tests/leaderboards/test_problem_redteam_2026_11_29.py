@@ -172,3 +172,50 @@ def test_a_library_policy_denying_every_competitor_kernel_is_refused(tmp_path: P
 def test_a_library_policy_allowing_own_kernels_loads(tmp_path: Path) -> None:
     assert load_problem(problem(tmp_path, library_policy={"allow": ["own", "aten"]})).task.library_policy
     assert load_problem(problem(tmp_path / "b", library_policy={"deny": ["cublas"]})).task.library_policy
+
+
+# -- 5. import-kernelbench writes only folders that validate --------------------------------------------------------
+
+
+def test_a_long_or_dirty_docstring_makes_a_description_that_validates(tmp_path: Path) -> None:
+    from leaderboards.kernelbench import import_tasks
+    from leaderboards.problem_rules import MAX_TEXT_CHARS
+
+    long_doc = tmp_path / "long_doc.py"
+    long_doc.write_text(KB_TASK.format(value="1024").replace("Simple matmul.", "d" * 9000))
+    dirty = tmp_path / "dirty.py"
+    dirty.write_text(
+        KB_TASK.format(value="1024").replace("Simple matmul.", "a\x1b[31m b\u202e c").replace("\n", "\r\n")
+    )
+    done = import_tasks([long_doc, dirty], tmp_path / "out")
+    for item in done:
+        description = load_problem(item.folder).task.description
+        assert len(description) <= MAX_TEXT_CHARS and "\x1b" not in description and "\u202e" not in description
+        assert "\r" not in description
+    assert "(the task's docstring goes on)" in load_problem(done[0].folder).task.description
+    assert "a\ufffd[31m b\ufffd c" in load_problem(done[1].folder).task.description
+
+
+def test_an_import_that_would_not_validate_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from leaderboards import kernelbench
+
+    file = tmp_path / "task.py"
+    file.write_text(KB_TASK.format(value="1024"))
+    made = kernelbench.problem_files
+    monkeypatch.setattr(kernelbench, "_description", lambda task: "x\x07")
+    assert kernelbench.problem_files is made
+    with pytest.raises(ProblemFormatError) as exc:
+        kernelbench.import_tasks([file], tmp_path / "out")
+    message = str(exc.value)
+    assert f"{file}: the problem it makes would not validate: task/task.yml: description: " in message
+    assert "U+0007" in message and "edit the task file" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_kernelbench_constant_cannot_be_named_case(tmp_path: Path) -> None:
+    from leaderboards.kernelbench import parse_task
+
+    file = tmp_path / "task.py"
+    file.write_text(KB_TASK.format(value="1024") + "__case__ = 5\n")
+    with pytest.raises(ProblemFormatError, match="__case__: a shape constant cannot be named '__case__': rename it"):
+        parse_task(file)
