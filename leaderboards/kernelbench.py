@@ -626,6 +626,7 @@ def import_tasks(paths: list[Path], out: Path, *, force: bool = False) -> list[I
     made = {task.name: problem_files(task) for task in parsed}
     for task in parsed:
         issues.extend(_validate(task, made[task.name]))
+        issues.extend(_blocked(out, task.name, made[task.name]))
     if issues:
         raise ProblemFormatError(issues)
     done = []
@@ -633,10 +634,32 @@ def import_tasks(paths: list[Path], out: Path, *, force: bool = False) -> list[I
         folder = out / task.name
         files = made[task.name]
         for rel, text in files.items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_text(text, encoding="utf-8")
+            try:
+                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                (folder / rel).write_text(text, encoding="utf-8")
+            except OSError as exc:  # raced, or a permission: still a message naming the path, not a traceback
+                what = f"cannot be written: {exc.strerror or exc}"
+                raise ProblemFormatError([FormatIssue(str(folder / rel), "", what)]) from None
         done.append(Imported(task.path, folder, len(task.tests(0)), task.constants))
     return done
+
+
+def _blocked(out: Path, name: str, files: dict[str, str]) -> list[FormatIssue]:
+    """Paths under ``out`` that stand where the problem folder ``name`` needs a folder (a file named like it) or a
+    file (a folder named like one of its files): ``--force`` overwrites files, never these (red team, 2026-11-29: a
+    FileExistsError traceback)."""
+    issues = []
+    for rel in files:
+        target = out / name / rel
+        for folder in [out, *reversed([p for p in target.parents if out in p.parents])]:
+            if folder.exists() and not folder.is_dir():
+                issues.append(FormatIssue(str(folder), "", f"is a file where the import needs a folder (for {name}/"
+                                          f"{rel}): move or delete it, or import with another --out"))  # fmt: skip
+                return issues
+        if target.is_dir():
+            issues.append(FormatIssue(str(target), "", "is a folder where the import writes a file: move or delete "
+                                      "it, or import with another --out"))  # fmt: skip
+    return issues
 
 
 def _validate(task: KernelBenchTask, files: dict[str, str]) -> list[FormatIssue]:

@@ -219,3 +219,43 @@ def test_a_kernelbench_constant_cannot_be_named_case(tmp_path: Path) -> None:
     file.write_text(KB_TASK.format(value="1024") + "__case__ = 5\n")
     with pytest.raises(ProblemFormatError, match="__case__: a shape constant cannot be named '__case__': rename it"):
         parse_task(file)
+
+
+# -- 6. import-kernelbench names a path in the way -------------------------------------------------------------------
+
+
+BLOCKS = [
+    ("task", "is a file where the import needs a folder (for task/"),
+    ("task/templates", "is a file where the import needs a folder"),
+    ("task/reference.py/", "is a folder where the import writes a file"),
+]
+
+
+@pytest.mark.parametrize(("block", "words"), BLOCKS)
+def test_a_path_in_the_way_of_an_import_is_named(tmp_path: Path, block: str, words: str) -> None:
+    from leaderboards.kernelbench import import_tasks
+
+    file = tmp_path / "task.py"
+    file.write_text(KB_TASK.format(value="1024"))
+    out = tmp_path / "out"
+    target = out / block.rstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.mkdir() if block.endswith("/") else target.write_text("x")
+    with pytest.raises(ProblemFormatError) as exc:
+        import_tasks([file], out, force=True)
+    assert f"{target}: {words}" in str(exc.value) and "another --out" in str(exc.value)
+
+
+def test_the_cli_names_a_file_in_the_way(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kernelcup.cli import build_app
+
+    file = tmp_path / "task.py"
+    file.write_text(KB_TASK.format(value="1024"))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "task").write_text("x")
+    args = ["problems", "import-kernelbench", str(file), "--out", str(tmp_path / "out"), "--force"]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "is a file where the import needs a folder" in result.output and "imported" not in result.output
