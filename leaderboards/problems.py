@@ -675,13 +675,33 @@ def _read_yaml(file: Path) -> tuple[Any, list[FormatIssue]]:
         return None, [FormatIssue(str(file), "", str(exc))]
 
 
-def _check_reference(file: Path, source: str, task: Task | None = None) -> list[FormatIssue]:
+def _parse_python(file: Path, source: str) -> tuple[ast.Module | None, FormatIssue | None]:
+    """The module ``source`` is, or the issue saying where and why Python would refuse it. It is compiled as well as
+    parsed (``dont_inherit``: this module's own ``from __future__`` must not apply), so what only the compiler refuses
+    (a ``from __future__`` import after other code, ``return`` outside a function) is caught before a run; a leading
+    UTF-8 byte-order mark is accepted, as Python accepts it in a file; a NUL byte is named by its line and column
+    (red team, 2026-11-29)."""
+    source = source.removeprefix("\ufeff")
+    nul = source.find("\0")
+    if nul >= 0:
+        line, column = source.count("\n", 0, nul) + 1, nul - (source.rfind("\n", 0, nul) + 1) + 1
+        return None, FormatIssue(str(file), f"line {line}", f"column {column}: a NUL byte (U+0000), which Python "
+                                 "source cannot hold: delete it (write '\\0' in a string)")  # fmt: skip
     try:
         tree = ast.parse(source, filename=str(file))
+        compile(source, str(file), "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return [FormatIssue(str(file), f"line {exc.lineno}", f"syntax error: {exc.msg}")]
-    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-        return [FormatIssue(str(file), "", f"cannot be parsed as Python ({type(exc).__name__})")]
+        where = f"line {exc.lineno}" if exc.lineno else ""
+        return None, FormatIssue(str(file), where, f"syntax error: {exc.msg}")
+    except (ValueError, RecursionError, MemoryError) as exc:  # absurd nesting
+        return None, FormatIssue(str(file), "", f"cannot be parsed as Python ({type(exc).__name__})")
+    return tree, None
+
+
+def _check_reference(file: Path, source: str, task: Task | None = None) -> list[FormatIssue]:
+    tree, issue = _parse_python(file, source)
+    if tree is None:
+        return [issue] if issue else []
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     defined |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
@@ -800,10 +820,10 @@ def _check_template(file: Path, field: str, text: str | None) -> list[FormatIssu
     if not text.strip():
         return [FormatIssue(str(file), field, "the template is empty; give competitors a file that runs")]
     if file.suffix == ".py":
-        try:
-            ast.parse(text, filename=str(file))
-        except SyntaxError as exc:
-            return [FormatIssue(str(file), field, f"the template is not valid Python: line {exc.lineno}: {exc.msg}")]
+        _, issue = _parse_python(file, text)
+        if issue is not None:
+            where = f"{issue.field}: " if issue.field else ""
+            return [FormatIssue(str(file), field, f"the template is not valid Python: {where}{issue.message}")]
     return []
 
 

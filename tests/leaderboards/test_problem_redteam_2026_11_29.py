@@ -259,3 +259,33 @@ def test_the_cli_names_a_file_in_the_way(tmp_path: Path) -> None:
     result = CliRunner().invoke(build_app(), args)
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "is a file where the import needs a folder" in result.output and "imported" not in result.output
+
+
+# -- 7. the static check of reference.py is Python's own --------------------------------------------------------------
+
+
+def test_a_reference_that_cannot_import_is_refused_by_the_static_check(tmp_path: Path) -> None:
+    path = problem(tmp_path)
+    reference = path / "reference.py"
+    reference.write_text("import math\nfrom __future__ import annotations\n" + reference.read_text())
+    message = refused(path)
+    assert "reference.py: line 2: syntax error: from __future__ imports must occur at the beginning" in message
+
+
+def test_a_leading_byte_order_mark_is_accepted_as_python_accepts_it(tmp_path: Path) -> None:
+    path = problem(tmp_path)
+    reference = path / "reference.py"
+    reference.write_bytes(b"\xef\xbb\xbf" + reference.read_bytes())
+    load_problem(path)
+
+
+def test_a_nul_byte_is_named_by_its_line_and_column(tmp_path: Path) -> None:
+    path = problem(tmp_path)
+    reference = path / "reference.py"
+    reference.write_text("x = 1\ny = '\0'\n" + reference.read_text())
+    message = refused(path)
+    assert "reference.py: line 2: column 6: a NUL byte (U+0000)" in message and "line None" not in message
+    template = path / "templates" / "pytorch.py"
+    reference.write_text(reference.read_text().replace("\0", ""))
+    template.write_text("\0" + template.read_text())
+    assert "templates.pytorch: the template is not valid Python: line 1: column 1: a NUL byte" in refused(path)
