@@ -116,12 +116,36 @@ def _free_text(value: str, info: ValidationInfo) -> str:
     return value
 
 
+def _case_rules(case: dict[str, Any]) -> dict[str, Any]:
+    """``problem_rules.check_case``, and what a case holds past its types (red team, 2026-11-29): a ``seed`` is a
+    non-negative whole number (``true``, text or a list passed, and reached generate_input as a seed), and text values
+    follow the rules on text (every message that names the case shows them)."""
+    check_case(case)
+    if "seed" in case:
+        seed = case["seed"]
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"'seed': {seed!r} is not a seed; a seed is a non-negative whole number (seed: 1234), "
+                             "not true/false, text, a fraction or a list")  # fmt: skip
+
+    def texts(value: Any) -> list[str]:
+        if isinstance(value, list):
+            return [t for item in value for t in texts(item)]
+        return [value] if isinstance(value, str) else []
+
+    for key, value in case.items():
+        for text in texts(value):
+            issue = text_issue(text)
+            if issue:
+                raise ValueError(f"{key!r}: the text {issue}")
+    return case
+
+
 def _test_case(case: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-    return case if _stored(info) else check_case(case)
+    return case if _stored(info) else _case_rules(case)
 
 
 def _benchmark_case(case: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-    issue = None if _stored(info) else seed_issue(check_case(case))
+    issue = None if _stored(info) else seed_issue(_case_rules(case))
     if issue:
         raise ValueError(issue)
     return case
@@ -322,6 +346,29 @@ class Task(_Strict):
                              f"parameters of generate_input ({', '.join(sorted(keys))})")  # fmt: skip
         return self
 
+    @model_validator(mode="after")
+    def _hack_space_rules(self, info: ValidationInfo) -> Task:
+        """What ``HackSpace`` alone lets through (red team, 2026-11-29): a choice is text shown with every hack, so it
+        follows the rules on text; ``sizes`` names size parameters, and the seed says nothing of a case's size."""
+        if self.hack_space is None or _stored(info):
+            return self
+        if "seed" in self.hack_space.sizes:
+            raise ValueError("hack_space.sizes names 'seed': sizes are the parameters whose product is the input's "
+                             "size (sizes: [rows, cols]); the seed is not one, leave it out")  # fmt: skip
+        for name, param in self.hack_space.params.items():
+            for choice in param.choices or []:
+                issue = text_issue(choice)
+                if issue:
+                    raise ValueError(f"hack_space.params.{name}.choices: the choice {choice!a} {issue}")
+        return self
+
+    @field_validator("description")
+    @classmethod
+    def _not_blank(cls, value: str, info: ValidationInfo) -> str:
+        if not value.strip() and not _stored(info):
+            raise ValueError("is blank: say what the kernel computes, its inputs and what the check accepts")
+        return value
+
     def exempt(self, item: LintItem) -> bool:
         """Whether task.yml exempts the problem from the lint ``item`` (with its reason)."""
         return any(e.lint is item for e in self.lint_exempt)
@@ -396,6 +443,8 @@ class Task(_Strict):
     def _baseline_labels(cls, specs: list[BaselineSpec]) -> list[BaselineSpec]:
         labels = [spec.label for spec in specs]
         for label in labels:
+            if not label.strip():
+                raise ValueError("a baseline's label is blank: name it as results show it (label: torch.compile)")
             if label == REFERENCE_BASELINE.label or labels.count(label) > 1:
                 raise ValueError(f"the label {label!r} is taken (ref_kernel is always 'reference'; labels differ)")
             if text_issue(label):

@@ -289,3 +289,39 @@ def test_a_nul_byte_is_named_by_its_line_and_column(tmp_path: Path) -> None:
     reference.write_text(reference.read_text().replace("\0", ""))
     template.write_text("\0" + template.read_text())
     assert "templates.pytorch: the template is not valid Python: line 1: column 1: a NUL byte" in refused(path)
+
+
+# -- 8. the rules on text and seeds reach every field ----------------------------------------------------------------
+
+SPACE = {"params": {"size": {"type": "int", "min": 1, "max": 100}, "seed": {"type": "int", "min": 0, "max": 9}},
+         "sizes": ["size"], "max_size": 100}  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [True, "abc", [1, 2], -1, 1.5])
+@pytest.mark.parametrize("kind", ["tests", "benchmarks", "holdout"])
+def test_a_seed_is_a_non_negative_whole_number(tmp_path: Path, kind: str, seed: object) -> None:
+    message = refused(problem(tmp_path, **{kind: [{"size": 3, "seed": seed}]}))
+    assert f"{kind}.0" in message and "a seed is a non-negative whole number (seed: 1234)" in message
+
+
+@pytest.mark.parametrize("text", ["a\x1b[31mb", "a\u202eb"])
+def test_text_in_a_case_or_a_choice_follows_the_rules_on_text(tmp_path: Path, text: str) -> None:
+    message = refused(problem(tmp_path, tests=[{"size": 3, "seed": 1, "mode": ["x", text]}]))
+    assert "tests.0" in message and "'mode': the text has a" in message and text not in message
+    space = {**SPACE, "params": {**SPACE["params"], "mode": {"type": "str", "choices": ["x", text]}}}
+    message = refused(problem(tmp_path / "b", hack_space=space, tests=[{"size": 3, "seed": 1, "mode": "x"}]))
+    assert "hack_space.params.mode.choices: the choice" in message and text not in message
+
+
+def test_hack_space_sizes_cannot_name_the_seed(tmp_path: Path) -> None:
+    message = refused(problem(tmp_path, hack_space={**SPACE, "sizes": ["size", "seed"]}))
+    assert "hack_space.sizes names 'seed'" in message and "leave it out" in message
+    load_problem(problem(tmp_path / "b", hack_space=SPACE))
+
+
+def test_a_blank_description_or_baseline_label_is_refused(tmp_path: Path) -> None:
+    assert "task.yml: description: is blank: say what the kernel computes" in refused(
+        problem(tmp_path, description=" \n\t")
+    )
+    message = refused(problem(tmp_path / "b", baselines=[{"label": "  ", "function": "ref_kernel"}]))
+    assert "task.yml: baselines: a baseline's label is blank" in message
