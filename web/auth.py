@@ -6,9 +6,12 @@ event loop. A missing, unknown, expired or revoked token is a 401; a valid one w
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from leaderboards.results import Principal, Scope, UserRef
@@ -58,3 +61,23 @@ code. Defaults to None when the route function is called as a plain function (th
 
 def viewer_of(who: Principal | None) -> UserRef | None:
     return who.user if who is not None else None
+
+
+class CredentialsFirst(APIRoute):
+    """A route that checks the request's token (scope ``submit``) before its body is read, for every route that
+    takes uploads with a token (``POST /submissions``, ``POST /batches``). FastAPI parses a multipart body (every
+    file of it, spooled to disk) before it solves any dependency, so such a route checked its token only once the
+    whole upload had come in (a batch up to 64 MiB): anyone could make the server take that much (red team,
+    2026-11-29). The token is checked here, in the route's handler before FastAPI's own, which reads the body; the
+    route checks it again (a token revoked in between is refused)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def credentials_first(request: Request) -> Response:
+            credentials = await bearer(request)
+            token = credentials.credentials if credentials is not None else None
+            await asyncio.to_thread(request.app.state.service.authenticate, token, Scope.SUBMIT)
+            return await handler(request)
+
+        return credentials_first

@@ -74,6 +74,17 @@ def test_a_batch_without_a_valid_token_is_refused_before_its_body_is_read(
     assert (status, taken) == (401, 0)
 
 
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer kc_not-a-token"}], ids=["none", "unknown"])
+def test_a_submission_without_a_valid_token_is_refused_before_its_body_is_read(
+    world: World, headers: dict[str, str]
+) -> None:
+    """The same class as the batch's: ``POST /submissions`` reads up to two files before its dependencies run."""
+    status, taken = post_streamed(world, "/api/v1/submissions", headers, chunks=1)
+    assert (status, taken) == (401, 0)
+    status, taken = post_streamed(world, "/api/v1/submissions", world.auth(world.ann), chunks=1)
+    assert taken > MIB and status == 422  # a valid token: read whole, and refused for the fields left out
+
+
 def test_a_batch_with_a_valid_token_is_still_read_and_checked(world: World) -> None:
     status, taken = post_streamed(world, "/api/v1/batches", world.auth(world.ann), chunks=2)
     assert taken > 2 * MIB and status == 422  # read whole, and refused for the fields left out

@@ -16,13 +16,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Request, UploadFile
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-from fastapi.routing import APIRoute
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
 from leaderboards.batches import BatchView
@@ -30,7 +29,7 @@ from leaderboards.db import is_unavailable
 from leaderboards.errors import KernelcupError
 from leaderboards.results import Principal, Scope
 from leaderboards.service import LeaderboardService
-from web.auth import bearer, service_of, submitter
+from web.auth import CredentialsFirst, bearer, service_of, submitter
 from web.errors import UNAVAILABLE
 from web.routes.common import ID_MAX, SubmissionId, base_url
 from web.routes.events import RETRY_MS, _SlotStream, sse
@@ -46,26 +45,6 @@ from web.schemas import (
     SubmissionReceiptOut,
     SubmissionRewardsOut,
 )
-
-
-class CredentialsFirst(APIRoute):
-    """A route that checks the request's token before its body is read. FastAPI parses a multipart body (every file
-    of it, spooled to disk) before it solves any dependency, so a batch checked its token only once up to 64 MiB
-    had come in: anyone could make the server take that much (red team, 2026-11-29). The token is checked here, in
-    the route's handler before FastAPI's own, which reads the body; the route checks it again (a token revoked in
-    between is refused)."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def credentials_first(request: Request) -> Response:
-            credentials = await bearer(request)
-            token = credentials.credentials if credentials is not None else None
-            await asyncio.to_thread(request.app.state.service.authenticate, token, Scope.SUBMIT)
-            return await handler(request)
-
-        return credentials_first
-
 
 router = APIRouter(prefix=API_PREFIX, tags=["programs"])
 log = logging.getLogger(__name__)

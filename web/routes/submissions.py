@@ -22,7 +22,7 @@ from leaderboards.results import (
     SubmissionReceipt,
 )
 from leaderboards.service import LeaderboardService
-from web.auth import bearer, maybe_user, service_of, submitter
+from web.auth import CredentialsFirst, bearer, maybe_user, service_of, submitter
 from web.routes.common import SubmissionId, links, ncu_report_response, submission_out
 from web.routes.idempotency import Once, idempotency_key
 from web.schemas import (
@@ -48,22 +48,6 @@ def split_devices(fields: list[str]) -> list[str] | None:
     return names or None
 
 
-@router.post(
-    "/submissions",
-    status_code=202,
-    response_model=SubmissionReceiptOut,
-    summary="Submit a file",
-    responses={
-        **ERRORS,
-        409: {
-            "model": ErrorOut,
-            "description": "Leaderboard closed or paused; or the Idempotency-Key was used for another request",
-        },
-        413: {"model": ErrorOut, "description": "File too large"},
-        422: {"model": ErrorOut, "description": "A field or the file is not acceptable"},
-        429: {"model": ErrorOut, "description": "Rate limit, pending-job quota or GPU budget reached (Retry-After)"},
-    },
-)
 async def submit(
     request: Request,
     file: UploadFile = File(..., description="The kernel: a .py file defining custom_kernel(data), or a .cu file."),
@@ -156,6 +140,27 @@ async def submit(
         )  # fmt: skip
 
     return await asyncio.to_thread(accept)
+
+
+router.add_api_route(  # the token before the body (web.auth.CredentialsFirst)
+    "/submissions",
+    submit,
+    methods=["POST"],
+    route_class_override=CredentialsFirst,
+    status_code=202,
+    response_model=SubmissionReceiptOut,
+    summary="Submit a file",
+    responses={
+        **ERRORS,
+        409: {
+            "model": ErrorOut,
+            "description": "Leaderboard closed or paused; or the Idempotency-Key was used for another request",
+        },
+        413: {"model": ErrorOut, "description": "File too large"},
+        422: {"model": ErrorOut, "description": "A field or the file is not acceptable"},
+        429: {"model": ErrorOut, "description": "Rate limit, pending-job quota or GPU budget reached (Retry-After)"},
+    },
+)
 
 
 def receipt_response(request: Request, receipt: SubmissionReceipt) -> JSONResponse:
