@@ -171,13 +171,32 @@ def _precision_finding(problem: Problem, name: str, where: str) -> tuple[bool, s
     )
 
 
+_EXITED = re.compile(r"exited with code -?\d+ before it finished")
+
+
+def problem_code_hint(message: str) -> str:
+    """What a process failure of a run of kernelcup's own code (the reference check, the battery's solutions) says
+    about the problem's code, or '': only reference.py's code can have printed the output or ended the process (red
+    team, 2026-11-29: "could not run ... printed more than 8 MiB" and "exited with code 0 while starting" named no
+    file and no function)."""
+    code = "reference.py's code (its import, generate_input, ref_kernel or check_implementation)"
+    if "printed more than" in message:
+        return (f"; kernelcup's own code prints nothing there, so {code} printed it: take the prints out of "
+                "reference.py")  # fmt: skip
+    if _EXITED.search(message):
+        return (f"; the process ended inside {code}: one of them called os._exit() or exit(), or crashed; each must "
+                "return (check_implementation returns (ok, message))")  # fmt: skip
+    return ""
+
+
 def battery_findings(problem: Problem, plan: list[Probe], result: RunResult) -> BatteryReport:
     """What the battery's run says about ``problem``: an issue for each bad solution that passed (its first case),
     warnings for the lint and for lower precisions a problem without a policy accepts."""
     task_yml, reference = str(problem.path / "task.yml"), str(problem.path / "reference.py")
     if result.verdict not in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER) or len(result.tests) != len(plan):
         message = result.message or result.verdict.label
-        return BatteryReport(issues=(FormatIssue(reference, FIELD, f"the battery could not run: {message}"),))
+        what = f"the battery could not run: {message}{problem_code_hint(message)}"
+        return BatteryReport(issues=(FormatIssue(reference, FIELD, what),))
     same: set[int] = set()
     lint: list[FormatIssue] = []
     inputs_seen: set[tuple[str, int]] = set()

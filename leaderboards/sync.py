@@ -21,13 +21,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from leaderboards.battery import SubmissionRun, run_battery
+from leaderboards.battery import SubmissionRun, problem_code_hint, run_battery
 from leaderboards.errors import LeaderboardNotFound
 from leaderboards.problem_rules import DeviceCheck
 from leaderboards.problems import (
     FormatIssue,
     Problem,
     ProblemFormatError,
+    _inside,
     deadline_warnings,
     load_problem,
     load_problem_set,
@@ -112,6 +113,7 @@ def check_references(
             if result.verdict is Verdict.ACCEPTED:
                 continue
             message = result.message or result.verdict.label
+            message += problem_code_hint(message)
         what = f"on the test case {case}, then each benchmark case's inputs"
         lead = traceback_headline(message)
         text = f"{lead} ({what}); in full:\n{message}" if lead else f"{what}: {message}"
@@ -244,19 +246,28 @@ def validate_path(
     path = Path(path)
     problem_dirs: list[Path] = []
     set_files: list[Path] = []
-    if path.is_file():
+    links: list[Path] = []
+    if path.is_file() and path.name == "task.yml":  # a problem's task.yml: its folder is the problem (red team)
+        problem_dirs.append(path.parent)
+    elif path.is_file():
         set_files.append(path)
     elif (path / "task.yml").exists():
         problem_dirs.append(path)
     elif path.is_dir():
-        problem_dirs = sorted(p.parent for p in path.glob("*/task.yml"))
-        set_files = sorted(f for f in path.iterdir() if f.is_file() and _is_problem_set(f))
+        # A folder of problems validates what lies in it: a problem folder or set that is a symbolic link out of it
+        # is named, not followed (red team, 2026-11-29), as a set's directory may not lead out of the set's folder.
+        for found in sorted(p.parent for p in path.glob("*/task.yml")):
+            (problem_dirs if _inside(path, found) else links).append(found)
+        for f in sorted(f for f in path.iterdir() if f.is_file() and _is_problem_set(f)):
+            (set_files if _inside(path, f) else links).append(f)
     else:
         return ValidationReport((), (), (FormatIssue(str(path), "", "no such file or folder"),))
+    why = f"is a symbolic link out of {path}: not validated; validate what it leads to itself, or copy it in"
+    outside = [FormatIssue(str(p), "", why) for p in links]
     if not problem_dirs and not set_files:
         issue = FormatIssue(str(path), "", "no problem folders (*/task.yml) or problem-set files (*.yaml) found here")
-        return ValidationReport((), (), (issue,))
-    seen: dict[str, FormatIssue] = {}
+        return ValidationReport((), (), (*outside, issue))
+    seen: dict[str, FormatIssue] = {str(e): e for e in outside}
     warned: dict[str, FormatIssue] = {}
     valid: list[Problem] = []
     folders = dict.fromkeys(str(d) for d in problem_dirs)

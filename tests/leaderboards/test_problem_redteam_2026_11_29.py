@@ -325,3 +325,49 @@ def test_a_blank_description_or_baseline_label_is_refused(tmp_path: Path) -> Non
     )
     message = refused(problem(tmp_path / "b", baselines=[{"label": "  ", "function": "ref_kernel"}]))
     assert "task.yml: baselines: a baseline's label is blank" in message
+
+
+# -- 9. validate's input and the messages of a reference that misbehaves ---------------------------------------------
+
+
+def test_validate_of_a_task_yml_validates_its_folder(tmp_path: Path) -> None:
+    from leaderboards.sync import validate_path
+
+    path = problem(tmp_path)
+    report = validate_path(path / "task.yml")
+    assert report.issues == () and report.problems == (str(path),) and report.problem_sets == ()
+
+
+def test_validate_of_a_folder_names_a_problem_linked_from_outside_without_following_it(tmp_path: Path) -> None:
+    from leaderboards.sync import validate_path
+
+    outside = problem(tmp_path / "elsewhere", description=" ")  # invalid: following the link would report it
+    folder = tmp_path / "problems"
+    write_problem(folder)
+    os.symlink(outside, folder / "linked")
+    report = validate_path(folder)
+    assert report.problems == (str(folder / "add"),)
+    assert [str(e) for e in report.issues] == [
+        f"{folder / 'linked'}: is a symbolic link out of {folder}: not validated; validate what it leads to itself, "
+        "or copy it in"
+    ]
+
+
+def test_a_reference_that_ends_the_process_or_floods_the_output_is_named(tmp_path: Path) -> None:
+    from leaderboards.battery import battery_findings
+    from leaderboards.sync import check_references
+    from runners.contract import Mode, RunResult
+
+    loaded = load_problem(problem(tmp_path))
+    exited = "the evaluator exited with code 0 before it finished while starting"
+    [issue] = check_references([loaded], lambda request: RunResult.infrastructure_error(Mode.TEST, exited))
+    assert issue.file.endswith("reference.py") and exited in issue.message
+    assert "the process ended inside reference.py's code (its import, generate_input, ref_kernel or " in issue.message
+    assert "called os._exit() or exit(), or crashed; each must return" in issue.message
+    flood = "the run was stopped: printed more than 8 MiB of output"
+    report = battery_findings(loaded, [], RunResult.infrastructure_error(Mode.TEST, flood))
+    [issue] = report.issues
+    assert issue.file.endswith("reference.py") and flood in issue.message
+    assert "so reference.py's code (its import, generate_input, ref_kernel or check_implementation) printed it" in (
+        issue.message
+    )
