@@ -889,6 +889,12 @@ def _holdout_leaks(root: Path, task: Task, files: dict[str, str], templates: dic
     shipped = [("files", rel, rel, files.get(rel)) for rel in task.files]
     shipped += [(f"templates.{label}", rel, label, templates.get(label)) for label, rel in task.templates.items()]
     issues = []
+    for i, case in enumerate(task.holdout):  # the description is shown with the task too
+        if _holds_case(task.description, case):
+            issues.append(FormatIssue(str(task_file), "description", f"writes the held-out case holdout.{i} (its keys "
+                                      "with its values): the description is public, so the case would be too; take "
+                                      "it out"))  # fmt: skip
+            break
     for field_name, rel, _key, text in shipped:
         try:
             same = task_yml is not None and (root / rel).resolve() == task_yml
@@ -922,10 +928,10 @@ def _value_pattern(value: Any) -> str | None:
     if isinstance(value, bool):
         return "(?:true|True)" if value else "(?:false|False)"
     if isinstance(value, int):
-        return rf"(?<![\w.]){re.escape(str(value))}(?![\w.])"
+        return rf"(?<![\w.]){re.escape(str(value))}(?![\w]|\.\d)"
     if isinstance(value, float):
         forms = {repr(value), f"{value:g}", str(int(value)) if value.is_integer() else repr(value)}
-        return rf"(?<![\w.])(?:{'|'.join(map(re.escape, sorted(forms)))})(?![\w.])"
+        return rf"(?<![\w.])(?:{'|'.join(map(re.escape, sorted(forms)))})(?![\w]|\.\d)"
     if isinstance(value, str):
         return rf"[\"']?{re.escape(value)}[\"']?(?![\w])" if value else None
     if isinstance(value, list):
@@ -937,14 +943,15 @@ def _value_pattern(value: Any) -> str | None:
 
 
 def _holds_case(text: str, case: dict[str, Any]) -> bool:
-    """Whether ``text`` writes every key of ``case`` with its value (``key: value``, ``"key": value``, ``key=value``)
-    within ``CASE_WINDOW`` characters of each other: a copy of the case, in task.yml's form or a dict or call's."""
+    """Whether ``text`` writes every key of ``case`` with its value (``key: value``, ``"key": value``, ``key=value``,
+    ``key value``) within ``CASE_WINDOW`` characters of each other: a copy of the case, in task.yml's form, a dict or
+    call's, or prose."""
     spans: list[list[int]] = []
     for key, value in case.items():
         pattern = _value_pattern(value)
         if pattern is None:
             continue
-        found = [m.start() for m in re.finditer(rf"(?<![\w])[\"']?{re.escape(key)}[\"']?\s*[:=]\s*{pattern}", text)]
+        found = [m.start() for m in re.finditer(rf"(?<![\w])[\"']?{re.escape(key)}[\"']?\s*[:=]?\s*{pattern}", text)]
         if not found:
             return False
         spans.append(found)

@@ -371,3 +371,9 @@ def test_a_reference_that_ends_the_process_or_floods_the_output_is_named(tmp_pat
     assert "so reference.py's code (its import, generate_input, ref_kernel or check_implementation) printed it" in (
         issue.message
     )
+
+
+def test_a_description_writing_a_held_out_case_is_refused(tmp_path: Path) -> None:
+    message = refused(problem(tmp_path, holdout=HELD_OUT, description="Add. Held out: size 4099 seed 78."))
+    assert "task.yml: description: writes the held-out case holdout.1" in message and "take it out" in message
+    load_problem(problem(tmp_path / "b", holdout=HELD_OUT, description="Add two vectors of up to 4099 elements."))
