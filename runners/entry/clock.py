@@ -318,8 +318,15 @@ def hung_call(stack_text: str, problem_dir: str) -> str:
 
 
 def reference_hang_message(step: Step, call: str) -> str:
-    """A reference check's case that did not finish in its bound: which case, which function, what bound."""
+    """A reference check's case that did not finish in its bound: which case, which function, what bound and how
+    that bound was made (``_reference_step``: the first test's includes the import of reference.py)."""
     who = f"{call} did not return" if call else "the problem's code did not finish"
-    return (f"{step.what}: {who} within {step.limit_s:.0f} s, the bound on this step ({CASE_FLOOR_S:g} s, plus "
-            f"{CASE_NS_PER_UNIT:g} ns per unit of the case's size, derived from the case); a sleep, a wait for input "
-            "or an endless loop in the reference would hang every run of the problem")  # fmt: skip
+    per_case = f"{CASE_FLOOR_S:g} s plus {CASE_NS_PER_UNIT:g} ns per unit of the case's size"
+    if step.what.startswith("test 1 "):
+        how = f"{per_case}, and {IMPORT_S:g} s for importing reference.py before it"
+    elif step.what.startswith("test "):
+        how = per_case
+    else:
+        how = f"three times each benchmark case's bound ({per_case}) and one per baseline, at least {CASE_FLOOR_S:g} s"
+    return (f"{step.what}: {who} within {step.limit_s:.0f} s, the bound on this step ({how}); a sleep, a wait for "
+            "input or an endless loop in the reference would hang every run of the problem")  # fmt: skip

@@ -193,3 +193,20 @@ def test_a_reference_that_hangs_is_refused_in_seconds_naming_the_case_and_the_fu
     assert result.wall_time_s - result.phase_times["hello"] < 60, result.phase_times
     assert result.message.startswith(f"the problem 'problem' failed: {words}"), result.message
     assert "did not return within" in result.message
+
+
+@pytest.mark.parametrize(
+    ("what", "said"),
+    [
+        ("test 1 (size: 1000)", "and 30 s for importing reference.py before it"),
+        ("test 2 (size: 1000)", "20 s plus 20 ns per unit of the case's size)"),
+        ("the baselines and the benchmark cases' inputs", "three times each benchmark case's bound"),
+    ],
+)
+def test_a_hang_message_says_how_its_steps_bound_was_made(what: str, said: str) -> None:
+    """The first test's bound includes the import of reference.py: a message naming only the per-case formula
+    ('within 50 s ... (20 s plus ...)') did not add up (red team of the problem format, 2026-11-29)."""
+    from runners.entry.clock import Step, reference_hang_message
+
+    message = reference_hang_message(Step("reference", 0.0, 50.0, what, 50.0), "generate_input")
+    assert message.startswith(f"{what}: generate_input did not return within 50 s") and said in message, message
