@@ -13,7 +13,8 @@ CUDA_SOURCE = r"""
 #include <climits>
 
 torch::Tensor prefix_sum(torch::Tensor x) {
-    TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous(), "a contiguous fp32 CUDA tensor");
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous(), "a contiguous CUDA tensor");
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "an fp32 tensor");
     TORCH_CHECK(x.numel() < INT_MAX, "at most 2^31 - 1 elements");
     int n = static_cast<int>(x.numel());
     auto y = torch::empty_like(x);
