@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from leaderboards.formatting import kernels_text, outcome_text, provenance_text
-from leaderboards.reward import reward_record
+from leaderboards.reward import correct_fraction, reward_record
 from runners.contract import REFERENCE_BASELINE, RunResult
 from web.schemas import JobOut, SubmissionOut
 
@@ -22,13 +22,6 @@ MAX_MESSAGE = 2000
 def _clip(text: str | None, limit: int = MAX_MESSAGE) -> str:
     text = text or ""
     return text if len(text) <= limit else text[:limit] + f" … ({len(text) - limit} more characters)"
-
-
-def correct_fraction(result: RunResult | None) -> float:
-    """The share of the run's test cases that passed (0 when none ran: a compile error, a refusal)."""
-    if result is None or not result.tests:
-        return 0.0
-    return sum(1 for t in result.tests if t.verdict.passed) / len(result.tests)
 
 
 def reference_speedup(result: RunResult | None) -> float | None:

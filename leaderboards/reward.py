@@ -13,7 +13,7 @@ from typing import Any
 from leaderboards.results import JobStatus, JobView
 from runners.contract import SPEED_OF_LIGHT, RunResult, Verdict
 
-REWARD_VERSION = 1
+REWARD_VERSION = 2
 Z95 = 1.959964
 """The normal quantile of a two-sided 95% interval."""
 NOISY_HALF_WIDTH = 0.05
@@ -35,10 +35,13 @@ FLAGS: dict[str, str] = {
 
 
 def correct_fraction(result: RunResult | None) -> float:
-    """The share of the run's test cases that passed (0 when none ran)."""
-    if result is None or not result.tests:
+    """The share of the run's checked cases that passed: its test cases and its benchmark cases (every timed call's
+    outputs are checked against the reference as a test's are), 0 when none ran (a compile error, a refusal).
+    Version 1 of the record counted test cases only, so an accepted benchmark-mode run, which runs none, read 0."""
+    if result is None:
         return 0.0
-    return sum(1 for t in result.tests if t.verdict.passed) / len(result.tests)
+    verdicts = [t.verdict for t in result.tests] + [b.verdict for b in result.benchmarks]
+    return sum(1 for v in verdicts if v.passed) / len(verdicts) if verdicts else 0.0
 
 
 def ci_half_width(result: RunResult | None) -> float | None:

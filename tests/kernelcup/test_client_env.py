@@ -52,7 +52,7 @@ def test_step_rewards_the_speedup_of_an_accepted_kernel(served: Served) -> None:
     assert record.score_ns == pytest.approx(500, rel=0.02) and record.submission_id is not None
     assert record.as_dict()["speedup"] == 4.0
     versioned = record.versioned  # the server's reward record, as its JSON Schema says
-    assert versioned is not None and versioned["version"] == 1 and versioned["speedups"]["reference"] == 4.0
+    assert versioned is not None and versioned["version"] == 2 and versioned["speedups"]["reference"] == 4.0
     schema = json.loads((Path(__file__).parents[2] / "docs" / "schemas" / "reward.schema.json").read_text())
     jsonschema.validate(versioned, schema)
     assert served.client.submission(record.submission_id).result().status.mode == "benchmark"

@@ -103,7 +103,7 @@ def test_evaluate_a_batch_answers_a_reward_record_per_candidate(served: Served, 
     out = payload(batch)
     assert out["done"] and [c["status"] for c in out["candidates"]] == ["succeeded", "succeeded"]
     fast, wrong = (c["reward"] for c in out["candidates"])
-    assert fast["version"] == 1 and fast["accepted"] and fast["speedups"] == {"reference": 4.0}
+    assert fast["version"] == 2 and fast["accepted"] and fast["speedups"] == {"reference": 4.0}
     assert wrong["verdict"] == "wrong_answer" and wrong["correct_fraction"] == 0.25
     refused = payload(by_path)["candidates"][0]
     assert refused["status"] == "refused" and refused["reward"]["flags"] == ["refused"] and ".cu" in refused["error"]

@@ -251,3 +251,24 @@ def test_a_program_leaves_its_reserve_of_a_devices_workers_idle_for_people(svc: 
     with svc.db.transaction() as s:  # the default: half kept idle (rounded up), never every worker
         assert JobQueue(svc.db, clock=svc.clock, program_reserve_share=0.25).program_lane(s, "H100", svc.clock()) == 3
         assert JobQueue(svc.db, clock=svc.clock).program_lane(s, "cpu", svc.clock()) == 1  # no worker: one
+
+
+def test_correct_fraction_counts_test_and_benchmark_cases_so_an_accepted_benchmark_run_reads_one() -> None:
+    """Version 1 of the reward record counted test cases only: an accepted benchmark-mode run, which runs none,
+    read 0.0 and a learning loop shaped on it punished correct kernels (newcomer walk, 2026-11-29)."""
+    from leaderboards.reward import REWARD_VERSION, correct_fraction
+    from runners.contract import BenchmarkResult, Mode, RunResult, TestResult, Verdict
+
+    def bench(i: int, verdict: Verdict) -> BenchmarkResult:
+        return BenchmarkResult(index=i, case={"n": i}, verdict=verdict)
+
+    ok, wrong = Verdict.ACCEPTED, Verdict.WRONG_ANSWER
+    benchmark_run = RunResult(verdict=ok, mode=Mode.BENCHMARK, benchmarks=[bench(i, ok) for i in range(3)])
+    assert REWARD_VERSION == 2 and correct_fraction(benchmark_run) == 1.0
+    one_wrong = RunResult(verdict=wrong, mode=Mode.BENCHMARK, benchmarks=[bench(0, ok), bench(1, wrong)])
+    assert correct_fraction(one_wrong) == 0.5
+    ranked = RunResult(verdict=wrong, mode=Mode.RANKED, tests=[TestResult(index=0, case={}, verdict=ok)],
+                       benchmarks=[bench(0, ok), bench(1, ok), bench(2, wrong)])  # fmt: skip
+    assert correct_fraction(ranked) == 0.75
+    assert correct_fraction(RunResult(verdict=Verdict.COMPILE_ERROR, mode=Mode.BENCHMARK)) == 0.0
+    assert correct_fraction(None) == 0.0
