@@ -10,14 +10,19 @@ benchmark case's inputs generated once.
 cases, descriptions, deadlines and devices change freely; a change that makes stored scores incomparable
 (reference files, benchmark cases, language, ranking rule), or a leaderboard another set owns, needs ``force``:
 without it nothing is applied and the report says why.
+
+The problem-set file is the source of truth for what it says: a sync puts back a deadline or devices that an admin
+changed since (``kernelcup admin deadline``), and ``SyncReport.changes`` says each value it changes, old and new
+(``deadline 2026-12-31 18:00 -> 2030-12-31 00:00 UTC``), so that this is seen, not silent (a newcomer's walk,
+2026-11-29: the report said only ``updated | deadline``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -33,7 +38,7 @@ from leaderboards.problems import (
     load_problem,
     load_problem_set,
 )
-from leaderboards.results import SetEntry, SyncAction, SyncItem
+from leaderboards.results import LeaderboardSummary, SetEntry, SyncAction, SyncItem
 from leaderboards.service import LeaderboardService
 from leaderboards.snapshot import snapshot
 from runners.contract import LANGUAGES, Mode, RunRequest, RunResult, Verdict
@@ -151,6 +156,14 @@ class SyncReport:
     warnings: tuple[FormatIssue, ...] = ()
     checked: tuple[str, ...] = ()
     """Leaderboards whose reference ran its smallest test case (new or changed problems)."""
+    changes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per updated leaderboard, one text per entry of its ``SyncItem.changed``, in that order: the field with its old
+    and new values where they are short (``deadline 2026-12-31 18:00 -> 2030-12-31 00:00 UTC``, ``devices cpu ->
+    cpu, H100``), else the field's name alone (``task``, ``description``, a held-out case the sync kept)."""
+
+    def details(self, item: SyncItem) -> tuple[str, ...]:
+        """What the sync changes on ``item``'s leaderboard, with old and new values (``changes``, else ``changed``)."""
+        return self.changes.get(item.leaderboard) or item.changed
 
     @property
     def refused(self) -> tuple[SyncItem, ...]:
@@ -192,8 +205,36 @@ def sync_problem_set(
         SetEntry(e.leaderboard_name, problems[e.leaderboard_name], e.deadline, tuple(e.devices), pset.code_public(e))
         for e in pset.problems
     ]
+    before = {b.name: b for b in service.list_leaderboards(include_hidden=True)}
     items, applied = service.apply_problem_set(pset.name, entries, force=force, actor=actor)
-    return SyncReport(items, applied, warnings, checked)
+    by_name = {e.name: e for e in entries}
+    changes = {
+        i.leaderboard: tuple(
+            _change_text(f, before[i.leaderboard], by_name[i.leaderboard], pset.name) for f in i.changed
+        )
+        for i in items
+        if i.changed and i.leaderboard in before and i.leaderboard in by_name
+    }
+    return SyncReport(items, applied, warnings, checked, changes)
+
+
+def _utc_minute(t: datetime) -> str:
+    return f"{(t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)):%Y-%m-%d %H:%M}"
+
+
+def _change_text(changed: str, old: LeaderboardSummary, new: SetEntry, problem_set: str) -> str:
+    """One changed field of ``SyncItem.changed`` (``admin._update``'s names) as ``field old -> new``: the old value
+    is the board's before the sync (an admin's change included), the new one the set's."""
+    if changed == "deadline":
+        return f"deadline {_utc_minute(old.deadline)} -> {_utc_minute(new.deadline)} UTC"
+    if changed == "devices":
+        return f"devices {', '.join(old.devices)} -> {', '.join(dict.fromkeys(new.devices))}"
+    if changed == "code public after deadline":
+        yes_no = {True: "yes", False: "no"}
+        return f"{changed} {yes_no[old.code_public_after_deadline]} -> {yes_no[new.code_public_after_deadline]}"
+    if changed == "problem set":
+        return f"problem set now {problem_set!r}"
+    return changed  # the task, the description (long texts), a held-out case an input hack added
 
 
 def _changed(service: LeaderboardService, name: str, problem: Problem) -> bool:

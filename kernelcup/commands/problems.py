@@ -54,7 +54,7 @@ def _sync_table(path: Path, report: SyncReport) -> Table:
     for col in ("leaderboard", "action", "details"):
         table.add_column(col, overflow="fold")  # wrap, never cut a value at 80 columns
     for item in report.items:
-        details = "; ".join(item.reasons) or ", ".join(item.changed)
+        details = "; ".join(item.reasons or report.details(item))  # old -> new values: an admin's change shows
         if item.ranking_reset:
             details += " (ranking reset)"
         action = item.action.value if report.applied or item.action is SyncAction.NEEDS_FORCE else "not applied"
