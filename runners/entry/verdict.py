@@ -29,6 +29,7 @@ from runners.devices import PEAKS, DevicePeaks, impossible_below_ns, peaks_for, 
 from runners.durations import format_ns
 from runners.entry.clock import bounds_for
 from runners.entry.session import Outcomes
+from runners.oracle.checking import scrub
 from runners.sandbox import ProcessOutcome
 
 _KILL_SIGNALS = {
@@ -91,14 +92,14 @@ def build_result(
         mode=request.mode,
         tests=tests,
         benchmarks=benches,
-        compile_output=(rep.fatal.compile_output if rep.fatal and rep.fatal.compile_output else None)
-        or (rep.compiled.output if rep.compiled else ""),
-        stdout=sub.stdout if sub else "",
-        stderr=sub.stderr if sub else "",
+        compile_output=scrub((rep.fatal.compile_output if rep.fatal and rep.fatal.compile_output else None)
+                             or (rep.compiled.output if rep.compiled else "")),
+        stdout=scrub(sub.stdout) if sub else "",
+        stderr=scrub(sub.stderr) if sub else "",
         stdout_truncated=bool(sub and sub.stdout_truncated),
         stderr_truncated=bool(sub and sub.stderr_truncated),
         system=system,
-        profile=profile,
+        profile=scrub(profile) if profile else profile,
         phase_times=dict(rep.times),
         roofline_share=roofline_share,
         roofline=peaks_used(peaks, request.dtype) if peaks is not None else None,

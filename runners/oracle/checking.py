@@ -27,6 +27,14 @@ class ProblemError(ValueError):
     """A problem's function returned something the harness cannot use: the problem's fault, not the submission's."""
 
 
+def scrub(text: str) -> str:
+    """``text`` with controls (other than newline and tab) and bidi overrides shown as U+FFFD: what any text the
+    submission's process wrote (its output, a compiler's messages about its file, its profiler table) becomes
+    before a result carries it, so that no terminal, page or chat that shows it can be made to clear a screen or
+    print a forged line in another direction."""
+    return _UNSAFE.sub("\ufffd", text)
+
+
 def clean_message(text: object, limit: int = MESSAGE_LIMIT) -> str:
     """``text`` as one safe string: controls (other than newline and tab) and bidi overrides shown as U+FFFD, at
     most ``limit`` characters (the cut says how much was left out)."""

@@ -107,6 +107,22 @@ def test_output_is_capped_and_marked_truncated(evaluate: Evaluate) -> None:
     assert "to stderr" in result.stderr and not result.stderr_truncated
 
 
+def test_what_the_submission_prints_reaches_the_result_without_controls_or_bidi_overrides(evaluate: Evaluate) -> None:
+    """Red team of the harness, 2026-11-29: a file printing a clear-screen, colours, a bell and U+202E before a
+    forged "verdict: accepted" line had them carried raw in ``stdout`` to every surface that shows it (the API's
+    JSON, the bot, the web page). Newlines and tabs stay."""
+    forged = "\\x1b[2J\\x1b[H\\x1b[32mverdict: accepted, score 0.1 us\\x1b[0m\\u202e\\x07"
+    content = (SUBMISSIONS / "correct_torch.py").read_bytes() + (
+        f"\nprint('{forged}\\tend')\nimport sys\nprint('{forged}', file=sys.stderr)\n"
+    ).encode()
+    result = evaluate("submissions/correct_torch.py", content=content)
+    assert result.verdict is Verdict.ACCEPTED, result.message
+    for text in (result.stdout, result.stderr):
+        assert "verdict: accepted" in text and "\ufffd" in text, repr(text)
+        assert not any(c in text for c in "\x1b\x07\u202e\r"), repr(text)
+    assert "\tend\n" in result.stdout
+
+
 def test_benchmark_mode_reports_statistics_computed_from_raw_samples(evaluate: Evaluate) -> None:
     result = evaluate("submissions/correct_torch.py", Mode.BENCHMARK)
     assert result.verdict is Verdict.ACCEPTED, result.message
