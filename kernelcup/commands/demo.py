@@ -138,22 +138,33 @@ def plan(service, set_file: Path, *, full: bool, only: list[str], console: Conso
     return entries
 
 
-def unfinished(db, submission_ids: set[int]) -> int:  # type: ignore[no-untyped-def]
-    """How many of these submissions still have a queued or running job."""
-    from sqlalchemy import func, select
+def unfinished(db, submission_ids: set[int]) -> set[int]:  # type: ignore[no-untyped-def]
+    """Those of these submissions that still have a queued or running job."""
+    from sqlalchemy import select
 
     from leaderboards.models import Job, JobStatus
 
     with db.transaction() as s:
-        return int(
-            s.scalar(
-                select(func.count(func.distinct(Job.submission_id))).where(
+        return set(
+            s.scalars(
+                select(Job.submission_id)
+                .where(
                     Job.submission_id.in_(submission_ids),
                     Job.status.in_((JobStatus.QUEUED.value, JobStatus.RUNNING.value)),
                 )
+                .distinct()
             )
-            or 0
         )
+
+
+CPU_SCORES_NOTE = (
+    "note: on a CPU these scores are mostly the evaluator's own cost per call (each call's inputs are written into "
+    "a fresh memfd and mapped inside the timed window: runners/oracle/window.py), not the kernels' work; so small "
+    "problems read about the same few ms: compare solutions of one problem, not problems. On a GPU the score is the "
+    "kernels' time (docs/measurement.md)."
+)
+"""Said under the demo's rankings on the CPU (a newcomer's walk, 2026-11-29, read vectoradd, histogram, prefixsum
+and sort all at 5.1-5.4 ms and wondered why)."""
 
 
 def local_launcher(console: Console):  # type: ignore[no-untyped-def]
@@ -220,7 +231,12 @@ def register(app: typer.Typer) -> None:
                         who = UserRef(f"demo-{sol.stem}")
                         r = service.submit(who, sol.name, sol.read_bytes(), e.leaderboard, [DEMO_DEVICE], "ranked")
                         submitted.append((e.leaderboard, sol, r.submission_id))
-                console.print(f"submitted {len(submitted)} solutions in ranked mode on {DEMO_DEVICE}; running them")
+                # Off a terminal (piped, as in CI) the spinner below prints nothing for minutes: each solution's line
+                # is printed as it finishes, on a terminal too (above the spinner). A newcomer's walk, 2026-11-29.
+                each = "" if console.is_terminal else " (a line as each finishes)"
+                console.print(
+                    f"submitted {len(submitted)} solutions in ranked mode on {DEMO_DEVICE}; running them{each}"
+                )
                 ids = {sid for _, _, sid in submitted}
                 worker = build_worker(
                     platform,
@@ -229,26 +245,32 @@ def register(app: typer.Typer) -> None:
                     settings=load(WorkerSettings),
                     local=local_launcher(console),
                 )
+                shown: set[int] = set()
+
+                def show(done: set[int]) -> None:
+                    """One line per solution that finished (in the order submitted), with its verdict."""
+                    for lb, sol, sid in submitted:
+                        if sid in done and sid not in shown:
+                            shown.add(sid)
+                            job = service.submission_status(sid).jobs[0]
+                            tail = f" ({job.error})" if job.error else ""
+                            line = f"  {lb}: {sol.parent.parent.parent.name}/{sol.name} -> "
+                            console.print(safe(f"{line}{outcome(job.status, job.verdict)}{tail}"))
+
                 with console.status("evaluating…") as status:
 
                     def finished() -> bool:
                         left = unfinished(platform.db, ids)
-                        status.update(f"evaluating… {len(ids) - left}/{len(ids)} submissions done")
-                        return left == 0
+                        show(ids - left)
+                        status.update(f"evaluating… {len(ids) - len(left)}/{len(ids)} submissions done")
+                        return not left
 
                     asyncio.run(worker.run(until=finished))
-                for lb, sol, sid in submitted:
-                    st = service.submission_status(sid)
-                    job = st.jobs[0]
-                    tail = f" ({job.error})" if job.error else ""
-                    console.print(
-                        safe(
-                            f"  {lb}: {sol.parent.parent.parent.name}/{sol.name} -> {outcome(job.status, job.verdict)}"
-                            f"{tail}"
-                        )
-                    )
+                show(ids)  # any the worker left unfinished (stopped): their state as it is
                 for name in dict.fromkeys(lb for lb, _, _ in submitted):
                     console.print(ranking_table(service.ranking(name, DEMO_DEVICE)))
+                if DEMO_DEVICE == "cpu":
+                    console.print(CPU_SCORES_NOTE)
         console.print(
             f"demo finished in {time.monotonic() - started:.0f} s. Its leaderboards are in a data directory of "
             f"their own: `KERNELCUP_DATA_DIR={safe(demo_dir)} kernelcup leaderboard list` shows them. Next: "
