@@ -14,6 +14,20 @@ BROWSER_TIMEOUT_S = 300.0
 """How long `kernelcup login` waits for the browser's sign-in by default."""
 
 
+def no_token_text() -> str:
+    """Said when `kernelcup login` has no terminal and stdin is empty (a newcomer's walk, 2026-11-29: ``kernelcup
+    login --server URL </dev/null`` sent an empty token and printed the server's "This needs an API token ... (then
+    log in with kernelcup login --server URL)", which sent them back to the command that had failed)."""
+    from leaderboards.accounts import GET_A_TOKEN
+
+    return (
+        "no API token: stdin is not a terminal and gave none. Pass --token TOKEN (or set KERNELCUP_TOKEN, or pipe "
+        f"it: echo $TOKEN | kernelcup login --server URL); get a token {GET_A_TOKEN} (ask its operator). Or "
+        "sign in with the browser: --browser opens one on this machine, --no-browser prints the address to open "
+        "anywhere, then asks for the code the page shows."
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("login")
     def login_cmd(
@@ -42,6 +56,9 @@ def register(app: typer.Typer) -> None:
         token = token or os.environ.get("KERNELCUP_TOKEN") or None  # (set but empty: none)
         if token is None and (ask_token or (browser is None and not sys.stdin.isatty())):
             token = _ask_token()  # also `echo $TOKEN | kernelcup login --server URL`
+            if not token:  # no terminal and nothing on stdin (</dev/null, CI): say what to do, not the server's 401
+                typer.secho(f"error: {no_token_text()}", fg=typer.colors.RED, err=True)
+                raise typer.Exit(1)
         if token is None:
             token = _browser_token(server, open_browser=browser is not False, timeout_s=timeout)
         login = Login(server, token.strip())
