@@ -78,7 +78,7 @@ def submissions_table(subs: Sequence[SubmissionSummary | SubmissionSummaryOut]) 
 
 
 def register(app: typer.Typer) -> None:
-    subs_app = typer.Typer(help="Your submissions: list, show, code, cancel.", no_args_is_help=True)
+    subs_app = typer.Typer(help="Your submissions: list, show, code, cancel, delete.", no_args_is_help=True)
     app.add_typer(subs_app, name="submissions")
 
     @subs_app.command("list")
