@@ -113,7 +113,7 @@ TOP_LEVEL: dict[str, TopLevel] = {
         group=True,
     ),
     "db": TopLevel(("db",), "The database: migrations, status, backup and restore.", group=True),
-    "submissions": TopLevel(("submissions",), "Your submissions: list, show, code, cancel.", group=True),
+    "submissions": TopLevel(("submissions",), "Your submissions: list, show, code, cancel, delete.", group=True),
     "leaderboard": TopLevel(
         ("leaderboard", "standings", "moderation", "competition"), "Leaderboards and rankings.", group=True
     ),

@@ -8,7 +8,7 @@ import re
 import pytest
 from typer.main import get_command
 
-from kernelcup.cli import build_app
+from kernelcup.cli import TOP_LEVEL, build_app
 
 
 @pytest.mark.parametrize("group", ["submissions", "batch", "hack"])
@@ -18,3 +18,4 @@ def test_the_groups_summary_names_each_of_its_commands(group: str) -> None:
     listed = re.search(r": ([a-z-]+(?:, [a-z-]+)+)\.", summary)
     assert listed, f"{group}'s help lists no commands: {summary!r}"
     assert set(listed.group(1).split(", ")) == set(command.commands), summary
+    assert TOP_LEVEL[group].help == summary  # what `kernelcup --help` shows before loading the group
