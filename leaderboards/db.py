@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModuleError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -129,6 +130,22 @@ def is_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, DatabaseNotReady | OperationalError | InterfaceError | PoolTimeout):
         return True
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+def database_now(session: Session) -> datetime:
+    """The database server's clock (aware UTC), read in ``session``'s transaction.
+
+    Leases are compared by many processes on many hosts; each one's wall clock may be off (an NTP step, a resumed
+    VM), so the one clock they all agree on is the database's. On PostgreSQL it is ``CURRENT_TIMESTAMP``: the start of
+    the transaction, one value however often it is read in it. On SQLite it is the host's clock as SQLite reads it
+    (milliseconds), the one clock of every process sharing the file; read the same way so there is one code path."""
+    if session.get_bind().dialect.name == "sqlite":
+        stamp = session.scalar(text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"))
+        return datetime.fromisoformat(str(stamp)).replace(tzinfo=UTC)
+    value = session.scalar(select(func.current_timestamp()))
+    if not isinstance(value, datetime):
+        raise TypeError(f"the database's CURRENT_TIMESTAMP is not a timestamp: {value!r}")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class Database:

@@ -35,9 +35,9 @@ from sqlalchemy import and_, case, delete, func, or_, select, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
-from leaderboards.db import Database
+from leaderboards.db import Database, database_now
 from leaderboards.errors import LeaseLost
-from leaderboards.models import Job, JobEvent, JobStatus, Run, Submission, User, utcnow
+from leaderboards.models import Job, JobEvent, JobStatus, Run, Submission, User
 from leaderboards.models import Worker as WorkerRow
 from runners.retry import retrying
 
@@ -168,16 +168,23 @@ class JobQueue:
         self,
         db: Database,
         *,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Callable[[], datetime] | None = None,
         db_retry_s: float = 60.0,
         program_reserve_share: float = PROGRAM_RESERVE_SHARE,
         max_preemptions: int = PREEMPT_MAX,
     ) -> None:
         self.db = db
         self.clock = clock
+        """None (every worker): the database's clock (``database_now``); a test's simulated clock stands in for it."""
         self.db_retry_s = db_retry_s
         self.program_reserve_share = program_reserve_share
         self.max_preemptions = max_preemptions
+
+    def now(self, s: Session) -> datetime:
+        """The time every lease is written and compared by: the database's (read in ``s``'s transaction), never this
+        process's wall clock, so a worker whose clock runs ahead cannot take a live worker's job nor fail it as
+        given up, and one whose clock lags cannot keep a dead worker's lease. (``clock``, when given, replaces it.)"""
+        return self.clock() if self.clock is not None else database_now(s)
 
     def _retry(self, fn: Callable[[], T], what: str) -> T:
         return with_db_retry(fn, budget_s=self.db_retry_s, what=what)
@@ -218,8 +225,8 @@ class JobQueue:
         """
 
         def tx() -> Claim | None:
-            now = self.clock()
             with self.db.transaction() as s:
+                now = self.now(s)
                 self._fail_exhausted(s, now, devices)
                 job = None
                 candidates = self._fair_candidates(s, now, devices, submission_id)
@@ -424,8 +431,8 @@ class JobQueue:
             return None
 
         def tx() -> Preemption | None:
-            now = self.clock()
             with self.db.transaction() as s:
+                now = self.now(s)
                 for device in sorted({c.device for c in programs}):
                     waiting = self._people_waiting(s, device, now)
                     if waiting == 0 or waiting <= self.places(s, device, now) - self._occupied(s, device, now):
@@ -501,8 +508,8 @@ class JobQueue:
         """Renew the lease; False when it was lost (expired and taken over, or the job was cancelled)."""
 
         def tx() -> bool:
-            now = self.clock()
             with self.db.transaction() as s:
+                now = self.now(s)
                 res = s.execute(
                     update(Job)
                     .where(
@@ -544,7 +551,7 @@ class JobQueue:
                 )
                 if held is None:
                     return False
-                s.add(JobEvent(job_id=claim.job_id, phase=phase[:32], detail=_clip(detail), created_at=self.clock()))
+                s.add(JobEvent(job_id=claim.job_id, phase=phase[:32], detail=_clip(detail), created_at=self.now(s)))
                 return True
 
         return self._retry(tx, "add_event")
@@ -557,7 +564,7 @@ class JobQueue:
             with self.db.transaction() as s:
                 if s.scalar(select(Job.submission_id).where(Job.id == claim.job_id)) != claim.submission_id:
                     return
-                s.add(JobEvent(job_id=claim.job_id, phase=phase[:32], detail=_clip(detail), created_at=self.clock()))
+                s.add(JobEvent(job_id=claim.job_id, phase=phase[:32], detail=_clip(detail), created_at=self.now(s)))
 
         self._retry(tx, "add_note")
 
@@ -581,7 +588,7 @@ class JobQueue:
         its own earlier success (``finished_by``).
         """
         job = self._held(s, claim)
-        self._finish(s, job, JobStatus.SUCCEEDED, self.clock(), error=None, phase="done", detail=detail)
+        self._finish(s, job, JobStatus.SUCCEEDED, self.now(s), error=None, phase="done", detail=detail)
 
     def finished_by(self, claim: Claim) -> bool:
         """Whether this claim already finished its job (a commit that succeeded although the call failed)."""
@@ -612,8 +619,8 @@ class JobQueue:
         """
 
         def tx() -> Outcome:
-            now = self.clock()
             with self.db.transaction() as s:
+                now = self.now(s)
                 job = self._held(s, claim)
                 if job.attempts >= job.max_attempts:
                     message = (
@@ -648,7 +655,7 @@ class JobQueue:
         def tx() -> Outcome:
             with self.db.transaction() as s:
                 job = self._held(s, claim)
-                self._finish(s, job, JobStatus.FAILED, self.clock(), error=reason, phase="failed")
+                self._finish(s, job, JobStatus.FAILED, self.now(s), error=reason, phase="failed")
                 return Outcome(JobStatus.FAILED.value, None, reason)
 
         return self._retry(tx, "refuse")
@@ -657,8 +664,8 @@ class JobQueue:
         """Give a held job back to the queue at once, not counting the attempt (graceful worker stop)."""
 
         def tx() -> bool:
-            now = self.clock()
             with self.db.transaction() as s:
+                now = self.now(s)
                 try:
                     job = self._held(s, claim)
                 except LeaseLost:
@@ -678,8 +685,8 @@ class JobQueue:
 
     def register_worker(self, worker_id: str, devices: Sequence[str]) -> None:
         def tx() -> None:
-            now = self.clock()
             with self.db.transaction() as s:
+                now = self.now(s)
                 row = s.get(WorkerRow, worker_id)
                 if row is None:
                     s.add(
@@ -702,8 +709,8 @@ class JobQueue:
         """Record whether a worker claims jobs (healthy) or stopped because its runner is broken, and why."""
 
         def tx() -> None:
-            now = self.clock()
             with self.db.transaction() as s:
+                now = self.now(s)
                 row = s.get(WorkerRow, worker_id)
                 if row is None:
                     return
@@ -718,12 +725,13 @@ class JobQueue:
     def worker_heartbeat(self, worker_id: str, busy: Sequence[str] | None = None) -> None:
         """The worker is alive; with ``busy``, also what it runs besides jobs now (as ``set_worker_busy``), so a
         write of it that failed is put right at the next beat."""
-        values: dict[str, object] = {"heartbeat_at": self.clock()}
+        values: dict[str, object] = {}
         if busy is not None:
             values["busy_with"] = busy_text(busy)
 
         def tx() -> None:
             with self.db.transaction() as s:
+                values["heartbeat_at"] = self.now(s)
                 s.execute(
                     update(WorkerRow)
                     .where(WorkerRow.id == worker_id)
@@ -756,7 +764,7 @@ class JobQueue:
                 s.execute(
                     update(WorkerRow)
                     .where(WorkerRow.id == worker_id)
-                    .values(stopped_at=self.clock(), busy_with=None)
+                    .values(stopped_at=self.now(s), busy_with=None)
                     .execution_options(synchronize_session=False)
                 )
 
@@ -767,8 +775,8 @@ class JobQueue:
         serves every device)."""
 
         def tx() -> list[str]:
-            since = self.clock() - timedelta(seconds=within_s)
             with self.db.transaction() as s:
+                since = self.now(s) - timedelta(seconds=within_s)
                 rows = s.scalars(
                     select(WorkerRow).where(WorkerRow.heartbeat_at >= since, WorkerRow.stopped_at.is_(None))
                 ).all()
@@ -780,8 +788,8 @@ class JobQueue:
         """Delete worker rows that stopped heartbeating long ago (housekeeping)."""
 
         def tx() -> int:
-            since = self.clock() - timedelta(seconds=older_than_s)
             with self.db.transaction() as s:
+                since = self.now(s) - timedelta(seconds=older_than_s)
                 result = s.execute(delete(WorkerRow).where(WorkerRow.heartbeat_at < since))
                 return int(result.rowcount or 0)  # type: ignore[attr-defined]  # a DELETE's result is a CursorResult
 

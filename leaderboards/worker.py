@@ -43,7 +43,7 @@ from leaderboards.board_hacks import HackRunner
 from leaderboards.errors import LeaseLost
 from leaderboards.formatting import verdict_words
 from leaderboards.holdout import SystemTestRunner
-from leaderboards.models import JobStatus
+from leaderboards.models import JobStatus, utcnow
 from leaderboards.queue import (
     PREEMPT_MAX,
     PROGRAM_RESERVE_SHARE,
@@ -284,7 +284,9 @@ class Worker:
         self.submission_id = submission_id
         self.queue = queue or JobQueue(
             service.db,
-            clock=service.clock,
+            # Leases run on the database's clock, not this host's (``JobQueue.now``); a test's simulated clock on the
+            # service stands in for it.
+            clock=None if service.clock is utcnow else service.clock,
             db_retry_s=self.settings.db_retry_s,
             program_reserve_share=self.settings.program_reserve_share,
             max_preemptions=self.settings.max_preemptions,
