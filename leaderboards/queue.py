@@ -88,6 +88,11 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()[:120]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def lease_token(worker_id: str) -> str:
+    """A fresh lease token for one claim by ``worker_id`` (never reused)."""
+    return f"{worker_id}#{uuid.uuid4().hex[:12]}"
+
+
 def _clip(text: str, limit: int = MAX_DETAIL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -224,9 +229,17 @@ class JobQueue:
         while its device's program lane is full (``program_lane``).
         """
 
+        owner = lease_token(worker_id)  # made once: a retried transaction must recognise its own committed claim
+        tries = 0
+
         def tx() -> Claim | None:
+            nonlocal tries
+            tries += 1
             with self.db.transaction() as s:
                 now = self.now(s)
+                mine = self._claimed_already(s, owner) if tries > 1 else None
+                if mine is not None:
+                    return mine
                 self._fail_exhausted(s, now, devices)
                 job = None
                 candidates = self._fair_candidates(s, now, devices, submission_id)
@@ -244,15 +257,42 @@ class JobQueue:
                         break
                 if job is None:
                     return None
-                return self._take(s, job, worker_id, lease_s=lease_s, now=now)
+                return self._take(s, job, worker_id, owner, lease_s=lease_s, now=now)
 
         return self._retry(tx, "claim")
 
-    def _take(self, s: Session, job: Job, worker_id: str, *, lease_s: float, now: datetime) -> Claim:
-        """Make the locked, runnable ``job`` this worker's under a fresh lease (one more attempt)."""
+    def _claimed_already(self, s: Session, owner: str) -> Claim | None:
+        """The job a claim under the token ``owner`` already took, if its commit went through although its
+        acknowledgement was lost (a connection dropped right after COMMIT): the retry hands that job back instead of
+        taking a second one and stranding the first under a token nobody holds. Asked on a retry only (it reads
+        every running job)."""
+        job = s.scalar(
+            select(Job).where(Job.lease_owner == owner, Job.status == JobStatus.RUNNING.value).with_for_update()
+        )
+        if job is None:
+            return None
+        return self._claim_of(s, job, claimed_at=job.heartbeat_at or self.now(s))
+
+    def _claim_of(self, s: Session, job: Job, *, claimed_at: datetime) -> Claim:
+        assert job.lease_owner is not None
+        user_id = select(Submission.user_id).where(Submission.id == job.submission_id).scalar_subquery()
+        return Claim(
+            job_id=job.id,
+            submission_id=job.submission_id,
+            device=job.device,
+            attempt=job.attempts,
+            max_attempts=job.max_attempts,
+            owner=job.lease_owner,
+            remote_ref=job.remote_ref,
+            claimed_at=claimed_at,
+            queued_at=job.created_at,
+            program=bool(s.scalar(select(User.is_program).where(User.id == user_id))),
+        )
+
+    def _take(self, s: Session, job: Job, worker_id: str, owner: str, *, lease_s: float, now: datetime) -> Claim:
+        """Make the locked, runnable ``job`` this worker's under the fresh lease token ``owner`` (one more attempt)."""
         reclaimed = job.status == JobStatus.RUNNING.value
         previous = job.lease_owner
-        owner = f"{worker_id}#{uuid.uuid4().hex[:12]}"
         job.status = JobStatus.RUNNING.value
         job.attempts += 1
         job.lease_owner = owner
@@ -267,23 +307,11 @@ class JobQueue:
             .values(last_claimed_at=now)
             .execution_options(synchronize_session=False)
         )
-        program = bool(s.scalar(select(User.is_program).where(User.id == user_id)))
         detail = f"attempt {job.attempts}/{job.max_attempts} by worker {worker_id}"
         if reclaimed:
             detail += f" (the lease of {previous} expired)"
         s.add(JobEvent(job_id=job.id, phase="started", detail=_clip(detail), created_at=now))
-        return Claim(
-            job_id=job.id,
-            submission_id=job.submission_id,
-            device=job.device,
-            attempt=job.attempts,
-            max_attempts=job.max_attempts,
-            owner=owner,
-            remote_ref=job.remote_ref,
-            claimed_at=now,
-            queued_at=job.created_at,
-            program=program,
-        )
+        return self._claim_of(s, job, claimed_at=now)
 
     def _fair_candidates(
         self,
@@ -429,10 +457,17 @@ class JobQueue:
         programs = [c for c in held if c.program]
         if self.max_preemptions <= 0 or not programs:
             return None
+        owner = lease_token(worker_id)  # made once, as in ``claim``
+        tries = 0
 
         def tx() -> Preemption | None:
+            nonlocal tries
+            tries += 1
             with self.db.transaction() as s:
                 now = self.now(s)
+                mine = self._claimed_already(s, owner) if tries > 1 else None
+                if mine is not None:  # committed, its acknowledgement lost: the victim is already back in the queue
+                    return self._preempted_already(s, programs, mine)
                 for device in sorted({c.device for c in programs}):
                     waiting = self._people_waiting(s, device, now)
                     if waiting == 0 or waiting <= self.places(s, device, now) - self._occupied(s, device, now):
@@ -454,11 +489,27 @@ class JobQueue:
                             continue  # finished or lost meanwhile
                         count = counts[victim.job_id] + 1
                         self._revoke(s, row, now, count)
-                        claim = self._take(s, person, worker_id, lease_s=lease_s, now=now)
+                        claim = self._take(s, person, worker_id, owner, lease_s=lease_s, now=now)
                         return Preemption(preempted=victim, claim=claim, count=count)
                 return None
 
         return self._retry(tx, "preempt_for_person")
+
+    def _preempted_already(self, s: Session, programs: Sequence[Claim], claim: Claim) -> Preemption | None:
+        """The preemption a retried ``preempt_for_person`` had committed: of ``programs``, the one whose lease it
+        revoked (no longer held under its token; its ``preempted`` event the latest)."""
+        latest: tuple[int, Claim] | None = None
+        for c in programs:
+            if s.scalar(select(Job.lease_owner).where(Job.id == c.job_id)) == c.owner:
+                continue
+            event = s.scalar(
+                select(func.max(JobEvent.id)).where(JobEvent.job_id == c.job_id, JobEvent.phase == PREEMPTED)
+            )
+            if event is not None and (latest is None or event > latest[0]):
+                latest = (int(event), c)
+        if latest is None:
+            return None
+        return Preemption(preempted=latest[1], claim=claim, count=self.preemptions(s, latest[1].job_id))
 
     def _revoke(self, s: Session, job: Job, now: datetime, count: int) -> None:
         """Back to the queue at once: the lease revoked (every later write of its holder is refused), the attempt not
