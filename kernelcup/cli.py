@@ -44,7 +44,7 @@ COMMAND_MODULES = (
     "bot",
     "serve",
     "tokens",
-    "admin",  # `admin pause|resume|deadline|hide|show|rate-limit|ban|unban|stats`
+    "admin",  # `admin pause|resume|deadline|hide|show|rate-limit|ban|unban|stats|budget`
     "batch",  # `batch submit|show|wait`, and `admin budget list|set|remove` in the group admin made
     "runners",
     "schema",
@@ -124,7 +124,7 @@ TOP_LEVEL: dict[str, TopLevel] = {
     "admin": TopLevel(
         ("admin", "batch"),
         "An organiser's operations (the admin API's): pause, resume, deadline, hide, show, rate-limit, ban, unban, "
-        "stats. On the local database, or a server's with an admin token (--server).",
+        "stats, budget. On the local database, or a server's with an admin token (--server).",
         group=True,
     ),
     "batch": TopLevel(

@@ -92,7 +92,7 @@ def stats_lines(queue: QueueStats | QueueStatsOut, usage: UsageStats | UsageStat
 def register(app: typer.Typer) -> None:
     admin_app = typer.Typer(
         help="An organiser's operations (the admin API's): pause, resume, deadline, hide, show, rate-limit, ban, "
-        "unban, stats. On the local database, or a server's with an admin token (--server).",
+        "unban, stats, budget. On the local database, or a server's with an admin token (--server).",
         no_args_is_help=True,
     )
     app.add_typer(admin_app, name="admin")

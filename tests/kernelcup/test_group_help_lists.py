@@ -11,7 +11,7 @@ from typer.main import get_command
 from kernelcup.cli import TOP_LEVEL, build_app
 
 
-@pytest.mark.parametrize("group", ["submissions", "batch", "hack"])
+@pytest.mark.parametrize("group", ["submissions", "batch", "hack", "admin"])
 def test_the_groups_summary_names_each_of_its_commands(group: str) -> None:
     command = get_command(build_app()).commands[group]  # type: ignore[attr-defined]
     summary = (command.help or "").split("\n")[0]
