@@ -97,10 +97,59 @@ def _clip(text: str, limit: int = MAX_DETAIL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+TRANSIENT_SQLSTATE_CLASSES = ("08", "57")
+"""PostgreSQL error classes that pass: connection exceptions (08) and operator intervention (57: an admin shutdown, a
+server starting or shutting down, a cancelled statement)."""
+TRANSIENT_SQLSTATES = ("40001", "40P01", "53300")
+"""Single PostgreSQL errors that pass: a serialization failure, a deadlock (the transaction is simply run again),
+too many connections."""
+TRANSIENT_SQLITE_CODES = (5, 6)
+"""SQLite's primary result codes that pass: SQLITE_BUSY and SQLITE_LOCKED (another writer holds the lock)."""
+TRANSIENT_MESSAGES = (
+    "database is locked",
+    "database table is locked",
+    "server closed the connection",
+    "could not connect to server",
+    "connection refused",
+    "connection reset",
+    "connection timed out",
+    "terminating connection",
+    "could not receive data from server",
+    "could not send data to server",
+    "ssl connection has been closed",
+    "no connection to the server",
+    "connection already closed",
+    "the database system is",
+)
+"""How a driver words a dropped connection or a busy lock when it gives no code (libpq's own client-side errors)."""
+
+
+def _sqlstate(orig: object) -> str | None:
+    code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    return code if isinstance(code, str) else None
+
+
 def transient_db_error(exc: BaseException) -> bool:
-    """A database error worth retrying: a dropped connection, or SQLite's writer lock being busy."""
-    # OperationalError: lost connection, server restart, 'database is locked'
-    return (isinstance(exc, DBAPIError) and exc.connection_invalidated) or isinstance(exc, OperationalError)
+    """A database error that goes away by itself, so the same transaction is worth another try: a dropped or refused
+    connection, a server shutting down or restarting, a serialization failure or deadlock, a busy or locked SQLite
+    file. Anything else (a statement the database refuses whatever the time: a value too big, a limit exceeded, a
+    disk full or read-only) would fail the same way forever, and retrying it without end would keep its job
+    "running" for good; callers cap those (``with_db_retry``'s ``persistent_tries``)."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    orig = exc.orig
+    sqlstate = _sqlstate(orig)
+    if sqlstate is not None:
+        return sqlstate[:2] in TRANSIENT_SQLSTATE_CLASSES or sqlstate in TRANSIENT_SQLSTATES
+    sqlite_code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(sqlite_code, int):
+        return sqlite_code & 0xFF in TRANSIENT_SQLITE_CODES
+    if isinstance(exc, OperationalError) and hasattr(orig, "pgcode"):
+        return True  # psycopg's OperationalError without a SQLSTATE comes from libpq itself: the connection failed
+    text = str(orig or exc).casefold()
+    return any(phrase in text for phrase in TRANSIENT_MESSAGES)
 
 
 def with_db_retry(
@@ -110,16 +159,30 @@ def with_db_retry(
     what: str = "database call",
     until: threading.Event | None = None,
     max_wait_s: float = 2.0,
+    persistent_tries: int = 1,
 ) -> T:
     """Run ``fn`` (one whole transaction), retrying it while the database is unreachable, for at most ``budget_s``
     (None: until it answers, or until ``until`` is set).
 
     A dropped connection is invalidated by SQLAlchemy and replaced from the pool on the next try, so a killed
     backend (``pg_terminate_backend``) or a restarted server costs a retry, not a job. The waits follow the
-    platform's one retry policy (``runners.retry``): 0.05 s doubling up to 2 s.
+    platform's one retry policy (``runners.retry``): 0.05 s doubling up to 2 s. Only transient errors
+    (``transient_db_error``) are waited out; any other database error is tried ``persistent_tries`` times in all,
+    then raised, whatever the budget: an error that never goes away must end its caller's work, not hold it forever.
     """
+    others = 0
+
+    def retry_if(exc: BaseException) -> bool:
+        nonlocal others
+        if transient_db_error(exc):
+            return True
+        if not isinstance(exc, DBAPIError):
+            return False
+        others += 1
+        return others < persistent_tries
+
     policy = retrying(
-        retry_if=transient_db_error, what=what, first_s=0.05, max_s=max_wait_s, budget_s=budget_s, log=log, until=until
+        retry_if=retry_if, what=what, first_s=0.05, max_s=max_wait_s, budget_s=budget_s, log=log, until=until
     )
     return policy(fn)
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.exc import DBAPIError
 
 from leaderboards.board_hacks import HackRunner
 from leaderboards.errors import LeaseLost
@@ -111,6 +112,13 @@ class WorkerService(Protocol):
 
 LauncherFor = Callable[[str], Launcher]
 """Device name -> its launcher (``runners.routing.Router.launcher_for``); may raise ``LauncherError``."""
+
+STORE_TRIES = 3
+"""Tries of storing a finished result when the database answers with an error that is not transient (a limit, a
+value it refuses): after them the job goes the way of any internal error (``retry_or_fail``: another attempt, or
+failed as the platform's fault), instead of staying "running" for good while its heartbeat keeps the lease. The
+result stays in the spool (a later start of the worker drops it once the job is no longer its own). A transient
+error (``transient_db_error``: the database down, a lock busy) is still waited out as long as the worker runs."""
 
 MAX_EVENTS_PER_RUN = 200
 """Progress events stored per run; a chatty launcher cannot flood ``job_events``."""
@@ -814,7 +822,13 @@ class Worker:
             if transient_db_error(exc):
                 raise  # the database is down: leave the job to its lease, charge nothing (``process``)
             log.exception("job %s failed unexpectedly", claim.job_id)  # a bug of ours or of a launcher
-            return await self._failed(claim, f"internal error ({type(exc).__name__})", False, recorded, None)
+            reason = f"internal error ({type(exc).__name__})"
+            if isinstance(exc, DBAPIError):  # an error of the database that does not pass (STORE_TRIES tries)
+                code = getattr(exc.orig, "pgcode", None) or getattr(exc.orig, "sqlite_errorname", None)
+                reason = (
+                    f"internal error: the database refused a write ({type(exc).__name__}{f' {code}' if code else ''})"
+                )
+            return await self._failed(claim, reason, False, recorded, None)
 
     async def _compare(self, launcher: Launcher, claim: Claim, plan: PlannedRun) -> JobReport:
         """Run a compare job: up to ``plan.rounds`` rounds of one benchmark run of each file, A B then B A, … (the
@@ -888,7 +902,14 @@ class Worker:
                 self.queue.complete(s, claim, detail=compare_detail(comparison))
 
         try:
-            with_db_retry(tx, budget_s=retry_s, what="storing a comparison", until=self._closing, max_wait_s=5.0)
+            with_db_retry(
+                tx,
+                budget_s=retry_s,
+                what="storing a comparison",
+                until=self._closing,
+                max_wait_s=5.0,
+                persistent_tries=STORE_TRIES,
+            )
         except LeaseLost:
             if not with_db_retry(lambda: self.queue.finished_by(claim), budget_s=retry_s, until=self._closing):
                 raise
@@ -1010,7 +1031,14 @@ class Worker:
                 return rec
 
         try:
-            return with_db_retry(tx, budget_s=retry_s, what="storing a result", until=self._closing, max_wait_s=5.0)
+            return with_db_retry(
+                tx,
+                budget_s=retry_s,
+                what="storing a result",
+                until=self._closing,
+                max_wait_s=5.0,
+                persistent_tries=STORE_TRIES,
+            )
         except LeaseLost:
             # The commit may have gone through although the connection dropped before we heard of it.
             if final and with_db_retry(lambda: self.queue.finished_by(claim), budget_s=retry_s, until=self._closing):
