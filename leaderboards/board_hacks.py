@@ -69,6 +69,7 @@ from leaderboards.moderation import (
     set_state,
 )
 from leaderboards.moderation_states import ALLOWED_FROM, ModerationState
+from leaderboards.queue import store_retried
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.results import UserRef
 from leaderboards.snapshot import SnapshotError, TaskSnapshot, problem_from_snapshot
@@ -711,7 +712,8 @@ class HackRunner:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await beat
         if not lost.is_set():
-            await db(self.service.record_hack, claim, reference, results, error=error, finished=finished)
+            await db(store_retried, self.service.record_hack, claim, reference, results, error=error,
+                     finished=finished, what=f"storing input hack {claim.hack_id}")  # fmt: skip
         return True
 
     async def _heartbeat(self, claim: HackClaim, db: Callable[..., Awaitable[Any]], lost: asyncio.Event) -> None:

@@ -36,6 +36,7 @@ from leaderboards.errors import InvalidChange
 from leaderboards.formatting import format_ns
 from leaderboards.models import BestScore, Hack, Leaderboard, Rejudge, RetimeRound, Submission, SystemTest, User
 from leaderboards.problems import Problem, ProblemFormatError
+from leaderboards.queue import store_retried
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.scoring import aggregate
 from leaderboards.snapshot import problem_from_snapshot
@@ -329,7 +330,9 @@ class SystemTestRunner:
         if claim is None:
             return False
         result, error = await self._launch(claim)
-        await db(self.service.record_system_test, claim, result, error=error)
+        await db(
+            store_retried, self.service.record_system_test, claim, result, error=error, what="storing a system test"
+        )
         return True
 
     async def _launch(self, claim: SystemTestClaim) -> tuple[RunResult | None, str]:

@@ -187,6 +187,27 @@ def with_db_retry(
     return policy(fn)
 
 
+UNFOLLOWED_STORE_RETRY_S = 120.0
+"""How long the result of work without a job row (a system test, a re-timing round, an input hack, a rejudge) waits
+out a database that is down before its store gives up (the item then runs again once its lease is out)."""
+STORE_TRIES = 3
+"""Tries of storing a finished result when the database answers with an error that is not transient (a limit, a
+value it refuses), before the store gives up (``with_db_retry``'s ``persistent_tries``)."""
+
+
+def store_retried(fn: Callable[..., T], *args: object, what: str = "storing a result", **kwargs: object) -> T:
+    """``fn(*args, **kwargs)``, one transaction storing a finished run, retried as a job's result is: a database
+    blip (a dropped connection, a busy lock) costs a retry, not the run (which would otherwise run again after its
+    lease, and fail after three blips); an error that does not pass is tried ``STORE_TRIES`` times. Blocking."""
+    return with_db_retry(
+        lambda: fn(*args, **kwargs),
+        budget_s=UNFOLLOWED_STORE_RETRY_S,
+        what=what,
+        max_wait_s=5.0,
+        persistent_tries=STORE_TRIES,
+    )
+
+
 @dataclass(frozen=True)
 class Claim:
     """A job held by a worker: ``owner`` is this claim's lease token (unique per claim, never reused)."""

@@ -37,6 +37,7 @@ from leaderboards import pooling, ranking
 from leaderboards.errors import InvalidChange, NotFound
 from leaderboards.holdout import could_not_run, held_row, launch_quietly, oldest_runnable, top_entries
 from leaderboards.models import AdminAlert, Job, Leaderboard, Rejudge, Run, RunnerSystem, Submission
+from leaderboards.queue import store_retried
 from leaderboards.recording import RecordingMixin
 from leaderboards.results import RecordedRun
 from leaderboards.scoring import run_score
@@ -448,5 +449,5 @@ class RejudgeRunner:
         if public is not None:
             secret, error = await launch_quietly(self.launcher_for, claim.device, claim.secret, self.margin_s, what)
         results = (public, secret) if public is not None and secret is not None else None
-        await db(self.service.record_rejudge, claim, results, error=error)
+        await db(store_retried, self.service.record_rejudge, claim, results, error=error, what=f"storing {what}")
         return True

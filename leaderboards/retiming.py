@@ -38,7 +38,7 @@ from leaderboards.errors import InvalidChange, NotFound
 from leaderboards.holdout import could_not_run, held_row, launch_quietly, top_entries
 from leaderboards.models import Leaderboard, RetimeRound, Submission, User
 from leaderboards.models import Worker as WorkerRow
-from leaderboards.queue import WORKER_ALIVE_S, serves
+from leaderboards.queue import WORKER_ALIVE_S, serves, store_retried
 from leaderboards.recording import RecordingMixin, harness_device
 from leaderboards.rejudge import runtime_of, runtime_text
 from leaderboards.scoring import aggregate
@@ -354,13 +354,17 @@ class RetimeRunner:
             return False
         results: dict[int, RunResult] = {}
         machine = ""
+        what = f"re-timing round {claim.round_id}"
         for sid, request in claim.runs:
-            what = f"re-timing round {claim.round_id}"
             result, error = await launch_quietly(self.launcher_for, claim.device, request, self.margin_s, what)
             if result is None:
-                await db(self.service.record_retime_round, claim, None, error=error)
+                await db(
+                    store_retried, self.service.record_retime_round, claim, None, error=error, what=f"storing {what}"
+                )
                 return True
             results[sid] = result
             machine = machine or runtime_text(runtime_of(result.system))
-        await db(self.service.record_retime_round, claim, results, machine=machine)
+        await db(
+            store_retried, self.service.record_retime_round, claim, results, machine=machine, what=f"storing {what}"
+        )
         return True

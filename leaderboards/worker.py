@@ -48,6 +48,7 @@ from leaderboards.models import JobStatus, utcnow
 from leaderboards.queue import (
     PREEMPT_MAX,
     PROGRAM_RESERVE_SHARE,
+    STORE_TRIES,
     Claim,
     JobQueue,
     new_worker_id,
@@ -112,13 +113,6 @@ class WorkerService(Protocol):
 
 LauncherFor = Callable[[str], Launcher]
 """Device name -> its launcher (``runners.routing.Router.launcher_for``); may raise ``LauncherError``."""
-
-STORE_TRIES = 3
-"""Tries of storing a finished result when the database answers with an error that is not transient (a limit, a
-value it refuses): after them the job goes the way of any internal error (``retry_or_fail``: another attempt, or
-failed as the platform's fault), instead of staying "running" for good while its heartbeat keeps the lease. The
-result stays in the spool (a later start of the worker drops it once the job is no longer its own). A transient
-error (``transient_db_error``: the database down, a lock busy) is still waited out as long as the worker runs."""
 
 MAX_EVENTS_PER_RUN = 200
 """Progress events stored per run; a chatty launcher cannot flood ``job_events``."""
