@@ -376,7 +376,7 @@ class JobQueue:
     def _take(self, s: Session, job: Job, worker_id: str, owner: str, *, lease_s: float, now: datetime) -> Claim:
         """Make the locked, runnable ``job`` this worker's under the fresh lease token ``owner`` (one more attempt)."""
         reclaimed = job.status == JobStatus.RUNNING.value
-        previous = job.lease_owner
+        previous, expired_at = job.lease_owner, job.lease_expires_at
         job.status = JobStatus.RUNNING.value
         job.attempts += 1
         job.lease_owner = owner
@@ -393,9 +393,26 @@ class JobQueue:
         )
         detail = f"attempt {job.attempts}/{job.max_attempts} by worker {worker_id}"
         if reclaimed:
-            detail += f" (the lease of {previous} expired)"
+            detail += self._why_reclaimed(s, previous, expired_at, now)
         s.add(JobEvent(job_id=job.id, phase="started", detail=_clip(detail), created_at=now))
         return self._claim_of(s, job, claimed_at=now)
+
+    def _why_reclaimed(self, s: Session, previous: str | None, expired_at: datetime | None, now: datetime) -> str:
+        """What became of the lease a claim takes over, for the job's events: its worker stopped (or died), or it is
+        still alive by its own heartbeat but did not renew this job's lease (its run or its database connection
+        stalled), which an operator reads differently from a dead worker."""
+        ago = f" {max(0.0, (now - expired_at).total_seconds()):.0f} s ago" if expired_at is not None else ""
+        worker_id = previous.rsplit("#", 1)[0] if previous else None
+        row = s.get(WorkerRow, worker_id) if worker_id else None
+        if row is None:
+            return f" (the lease of {previous} ran out{ago})"
+        if row.stopped_at is None and row.heartbeat_at >= now - timedelta(seconds=WORKER_ALIVE_S):
+            return (
+                f" (the lease of {previous} ran out{ago} without renewal although its worker still reports alive: "
+                "its run or its connection to the database stalled)"
+            )
+        seen = f" {max(0.0, (now - row.heartbeat_at).total_seconds()):.0f} s ago"
+        return f" (the lease of {previous} ran out{ago}: its worker was last heard from{seen})"
 
     def _fair_candidates(
         self,

@@ -109,3 +109,29 @@ def test_simulated_clock_still_stands_in_for_the_database(svc: LeaderboardServic
     submit(svc, "bob")
     claim = JobQueue(svc.db, clock=lambda: fixed).claim("w", lease_s=LEASE)
     assert claim is not None and claim.claimed_at == fixed
+
+
+def test_the_event_of_a_taken_over_lease_says_whether_its_worker_was_alive(svc: LeaderboardService) -> None:
+    """An expired lease whose worker still heartbeats is a stalled run or connection, not a dead worker: the
+    ``started`` event of the claim that takes the job over says which."""
+    now = utcnow()
+    at = {"now": now}
+    queue = JobQueue(svc.db, clock=lambda: at["now"])
+    queue.register_worker("stalled", ["cpu"])
+    stalled_job, dead_job = submit(svc, "ann"), submit(svc, "bob")
+    first = queue.claim("stalled", lease_s=LEASE, devices=["cpu"])
+    second = queue.claim("dead", lease_s=LEASE, devices=["cpu"])
+    assert first is not None and second is not None
+    at["now"] = now + timedelta(seconds=LEASE + 30)
+    queue.worker_heartbeat("stalled")  # alive, but it did not renew its job's lease
+    taken = {c.job_id for c in (queue.claim("w2", lease_s=LEASE), queue.claim("w2", lease_s=LEASE)) if c}
+    assert taken == {stalled_job, dead_job}
+    with svc.db.transaction() as s:
+        rows = s.execute(select(JobEvent.job_id, JobEvent.detail).where(JobEvent.phase == "started")).all()
+    latest = {job_id: detail for job_id, detail in sorted(rows, key=lambda r: len(r[1])) if "w2" in detail}
+    owner = {first.job_id: first.owner, second.job_id: second.owner}
+    alive = latest[first.job_id]
+    assert f"the lease of {owner[first.job_id]} ran out 30 s ago" in alive and "still reports alive" in alive
+    assert "expired" not in alive
+    gone = latest[second.job_id]
+    assert f"the lease of {owner[second.job_id]} ran out 30 s ago" in gone and "still reports alive" not in gone
