@@ -263,7 +263,7 @@ def test_the_client_and_the_environment_talk_to_a_served_kernelcup(venv: Path, s
     assert found["tried"] == []
     assert found["boards"] == ["add"]
     assert "custom_kernel" in found["template"] and found["device"] == "cpu"
-    assert found["good"] == ["accepted", 1.0, 4.0, 4.0, 1]
+    assert found["good"] == ["accepted", 1.0, 4.0, 4.0, 2]
     assert found["bad"] == ["wrong_answer", 0.5, 0.0]
     assert found["test"] == [True, "cpu", "test"]
     assert found["batch"] == [["a.py", "accepted", True], ["b.py", "compile_error", False]]
