@@ -8,7 +8,7 @@ PostgreSQL database is at the latest revision (``kernelcup db upgrade`` migrates
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from leaderboards.errors import DatabaseNotReady, DatabaseUnreachable
+from leaderboards.models import utcnow
 from leaderboards.settings import CoreSettings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -146,6 +147,13 @@ def database_now(session: Session) -> datetime:
     if not isinstance(value, datetime):
         raise TypeError(f"the database's CURRENT_TIMESTAMP is not a timestamp: {value!r}")
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def lease_now(session: Session, clock: Callable[[], datetime]) -> datetime:
+    """The time a lease is written and compared by: the database's (``database_now``) when ``clock`` is this
+    process's wall clock (``leaderboards.models.utcnow``, every service's default), else ``clock`` (a test's
+    simulated time stands in for the database's)."""
+    return database_now(session) if clock is utcnow else clock()
 
 
 class Database:

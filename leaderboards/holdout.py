@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from leaderboards.db import lease_now
 from leaderboards.errors import InvalidChange
 from leaderboards.formatting import format_ns
 from leaderboards.models import BestScore, Hack, Leaderboard, Rejudge, RetimeRound, Submission, SystemTest, User
@@ -235,12 +236,18 @@ class SystemTestsMixin(RecordingMixin):
             return tuple(_coverage(t, n) for t, n in s.execute(stmt.order_by(SystemTest.device, SystemTest.id)))
 
     def claim_system_test(
-        self, worker_id: str, devices: Sequence[str] = (), *, max_submission_bytes: int | None = None
+        self,
+        worker_id: str,
+        devices: Sequence[str] = (),
+        *,
+        max_submission_bytes: int | None = None,
+        run_margin_s: float = 0.0,
     ) -> SystemTestClaim | None:
         """Take the oldest runnable system test for ``devices`` (all when empty): queued, or running with its lease
-        run out. Its lease covers its whole run (no heartbeat)."""
-        now = self.clock()
+        run out. Its lease covers its whole run (no heartbeat): its limit, the wait the worker allows beyond it
+        (``run_margin_s``, ``allowed_wait_s``) and a margin; on the database's clock (``lease_now``)."""
         with self.db.transaction() as s:
+            now = lease_now(s, self.clock)
             test = oldest_runnable(s, SystemTest, devices, now)
             if test is None:
                 return None
@@ -263,7 +270,7 @@ class SystemTestsMixin(RecordingMixin):
             ).model_copy(update={"nonce": secrets.token_hex(16)})
             token = f"{worker_id}#{secrets.token_hex(8)}"
             test.status, test.lease_owner, test.attempts = SystemTestStatus.RUNNING, token, test.attempts + 1
-            test.lease_expires_at = now + timedelta(seconds=request.time_limit_s() + LEASE_MARGIN_S)
+            test.lease_expires_at = now + timedelta(seconds=request.time_limit_s() + run_margin_s + LEASE_MARGIN_S)
             return SystemTestClaim(test.id, token, test.device, request)
 
     def record_system_test(self, claim: SystemTestClaim, result: RunResult | None, *, error: str = "") -> bool:
@@ -326,7 +333,10 @@ class SystemTestRunner:
 
     async def run_one(self, worker_id: str, devices: Sequence[str], db: Callable[..., Awaitable[Any]]) -> bool:
         """Claim and run one system test; False when none was runnable."""
-        claim: SystemTestClaim | None = await db(self.service.claim_system_test, worker_id, devices)
+        wait_s = allowed_wait_s(self.launcher_for, devices, self.margin_s)
+        claim: SystemTestClaim | None = await db(
+            self.service.claim_system_test, worker_id, devices, run_margin_s=wait_s
+        )
         if claim is None:
             return False
         result, error = await self._launch(claim)
@@ -338,6 +348,19 @@ class SystemTestRunner:
     async def _launch(self, claim: SystemTestClaim) -> tuple[RunResult | None, str]:
         return await launch_quietly(self.launcher_for, claim.device, claim.request, self.margin_s,
                                     f"system test {claim.test_id}")  # fmt: skip
+
+
+def allowed_wait_s(launcher_for: Callable[[str], Launcher], devices: Sequence[str], margin_s: float) -> float:
+    """What a launch on any of ``devices`` may take beyond its run's limit (``launch_quietly``): the worker's margin,
+    or more where a remote launcher waits longer (a Modal cold start, a GitHub queue: its ``wait_margin_s``). A
+    claim's lease adds it to every run, so the lease covers the wait the worker allows."""
+    waits = [margin_s]
+    for device in devices:
+        try:
+            waits.append(launcher_for(device).wait_margin_s)
+        except Exception:  # an unrouted device: the launch fails at once
+            continue
+    return max(waits)
 
 
 async def launch_quietly(
@@ -355,7 +378,7 @@ async def launch_quietly(
     problem (``fault="problem"``) comes back as a result (an input hack's case the problem cannot make)."""
     try:
         launcher = launcher_for(device)
-        bound = request.time_limit_s() + margin_s
+        bound = request.time_limit_s() + max(margin_s, launcher.wait_margin_s)  # as a job's (launch_timeout_s)
         result = await asyncio.wait_for(launcher.run(request, _Handle()), bound)
     except asyncio.CancelledError:
         raise

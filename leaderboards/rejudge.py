@@ -34,8 +34,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from leaderboards import pooling, ranking
+from leaderboards.db import lease_now
 from leaderboards.errors import InvalidChange, NotFound
-from leaderboards.holdout import could_not_run, held_row, launch_quietly, oldest_runnable, top_entries
+from leaderboards.holdout import (
+    allowed_wait_s,
+    could_not_run,
+    held_row,
+    launch_quietly,
+    oldest_runnable,
+    top_entries,
+)
 from leaderboards.models import AdminAlert, Job, Leaderboard, Rejudge, Run, RunnerSystem, Submission
 from leaderboards.queue import store_retried
 from leaderboards.recording import RecordingMixin
@@ -275,10 +283,13 @@ class RejudgeMixin(RecordingMixin):
 
     # -- workers --------------------------------------------------------------------------------------------------
 
-    def claim_rejudge(self, worker_id: str, devices: Sequence[str] = ()) -> RejudgeClaim | None:
-        """Take the oldest runnable rejudge for ``devices`` (all when empty); its lease covers both runs."""
-        now = self.clock()
+    def claim_rejudge(
+        self, worker_id: str, devices: Sequence[str] = (), *, run_margin_s: float = 0.0
+    ) -> RejudgeClaim | None:
+        """Take the oldest runnable rejudge for ``devices`` (all when empty); its lease covers both runs, each with
+        the wait the worker allows beyond its limit (``run_margin_s``), on the database's clock (``lease_now``)."""
         with self.db.transaction() as s:
+            now = lease_now(s, self.clock)
             row = oldest_runnable(s, Rejudge, devices, now)
             if row is None:
                 return None
@@ -294,7 +305,7 @@ class RejudgeMixin(RecordingMixin):
             )
             token = f"{worker_id}#{secrets.token_hex(8)}"
             row.status, row.lease_owner, row.attempts = RejudgeStatus.RUNNING, token, row.attempts + 1
-            bound = public.time_limit_s() + secret.time_limit_s() + LEASE_MARGIN_S
+            bound = public.time_limit_s() + secret.time_limit_s() + 2 * run_margin_s + LEASE_MARGIN_S
             row.lease_expires_at = now + timedelta(seconds=bound)
             return RejudgeClaim(row.id, token, row.device, public, secret, RankingRule(sub.leaderboard.ranking_by))
 
@@ -440,7 +451,8 @@ class RejudgeRunner:
 
     async def run_one(self, worker_id: str, devices: Sequence[str], db: Callable[..., Awaitable[Any]]) -> bool:
         """Claim and run one rejudge (its public, then its secret-seed run); False when none was runnable."""
-        claim: RejudgeClaim | None = await db(self.service.claim_rejudge, worker_id, devices)
+        wait_s = allowed_wait_s(self.launcher_for, devices, self.margin_s)
+        claim: RejudgeClaim | None = await db(self.service.claim_rejudge, worker_id, devices, run_margin_s=wait_s)
         if claim is None:
             return False
         what = f"rejudge {claim.rejudge_id}"

@@ -34,8 +34,9 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from leaderboards.db import lease_now
 from leaderboards.errors import InvalidChange, NotFound
-from leaderboards.holdout import could_not_run, held_row, launch_quietly, top_entries
+from leaderboards.holdout import allowed_wait_s, could_not_run, held_row, launch_quietly, top_entries
 from leaderboards.models import Leaderboard, RetimeRound, Submission, User
 from leaderboards.models import Worker as WorkerRow
 from leaderboards.queue import WORKER_ALIVE_S, serves, store_retried
@@ -197,11 +198,14 @@ class RetimingMixin(RecordingMixin):
                         batches=[q.batch for q in queued])  # fmt: skip
         return tuple(queued)
 
-    def claim_retime_round(self, worker_id: str, devices: Sequence[str] = ()) -> RetimeClaim | None:
+    def claim_retime_round(
+        self, worker_id: str, devices: Sequence[str] = (), *, run_margin_s: float = 0.0
+    ) -> RetimeClaim | None:
         """Take the oldest runnable round for ``devices`` (all when empty) that is this worker's, nobody's, or that of
-        a worker that stopped heartbeating; its lease covers every run of the round."""
-        now = self.clock()
+        a worker that stopped heartbeating; its lease covers every run of the round, each with the wait the worker
+        allows beyond its limit (``run_margin_s``), on the database's clock (``lease_now``)."""
         with self.db.transaction() as s:
+            now = lease_now(s, self.clock)
             runnable = or_(
                 RetimeRound.status == RoundStatus.QUEUED,
                 and_(RetimeRound.status == RoundStatus.RUNNING, RetimeRound.lease_expires_at < now),
@@ -214,10 +218,12 @@ class RetimingMixin(RecordingMixin):
                 owner = row.assigned_worker
                 if owner not in (None, worker_id) and owner in alive.setdefault(row.device, _alive(s, row.device, now)):
                     continue  # another live machine's round: spread, not raced for
-                return self._claim(s, row, worker_id, now)
+                return self._claim(s, row, worker_id, now, run_margin_s)
             return None
 
-    def _claim(self, s: Session, row: RetimeRound, worker_id: str, now: datetime) -> RetimeClaim | None:
+    def _claim(
+        self, s: Session, row: RetimeRound, worker_id: str, now: datetime, run_margin_s: float = 0.0
+    ) -> RetimeClaim | None:
         if row.attempts >= RETIME_ATTEMPTS:  # its last holder died: not the entries' fault
             row.status, row.note, row.finished_at = RoundStatus.FAILED, "the lease ran out", now
             return None
@@ -236,7 +242,7 @@ class RetimingMixin(RecordingMixin):
             runs.append((sid, self._within_board_limit(request).model_copy(update={"nonce": secrets.token_hex(16)})))
         token = f"{worker_id}#{secrets.token_hex(8)}"
         row.status, row.lease_owner, row.attempts = RoundStatus.RUNNING, token, row.attempts + 1
-        bound = sum(r.time_limit_s() for _, r in runs) + LEASE_MARGIN_S
+        bound = sum(r.time_limit_s() + run_margin_s for _, r in runs) + LEASE_MARGIN_S
         row.lease_expires_at = now + timedelta(seconds=bound)
         return RetimeClaim(row.id, token, worker_id, row.device, tuple(runs))
 
@@ -349,7 +355,8 @@ class RetimeRunner:
     async def run_one(self, worker_id: str, devices: Sequence[str], db: Callable[..., Awaitable[Any]]) -> bool:
         """Claim and run one round (each entry's benchmark run, in the round's order, one after another on this
         machine); False when none was runnable."""
-        claim: RetimeClaim | None = await db(self.service.claim_retime_round, worker_id, devices)
+        wait_s = allowed_wait_s(self.launcher_for, devices, self.margin_s)
+        claim: RetimeClaim | None = await db(self.service.claim_retime_round, worker_id, devices, run_margin_s=wait_s)
         if claim is None:
             return False
         results: dict[int, RunResult] = {}
