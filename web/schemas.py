@@ -394,6 +394,12 @@ class SyncReportOut(Model):
     applied: bool = Field(description="False when an entry needs force: then nothing was applied.")
     warnings: tuple[str, ...] = ()
     checked: tuple[str, ...] = Field(default=(), description="Problems whose reference was run first.")
+    changes: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="Per updated leaderboard, what the sync changes, one text per entry of its item's `changed`: the "
+        "field with its old and new values where short ('deadline 2026-12-31 18:00 -> 2030-12-31 00:00 UTC'), else "
+        "its name. The problem set is the source of truth: a value an admin changed since is put back.",
+    )
 
 
 class CreateLeaderboardIn(Model):

@@ -20,6 +20,19 @@ def audit(world: World) -> list[tuple[str, str, str]]:
         return [(a.actor, a.action, a.target) for a in s.scalars(select(AuditLog).order_by(AuditLog.id))]
 
 
+def test_a_sync_says_what_it_changes_with_the_old_and_new_values(world: World) -> None:
+    """A newcomer's walk, 2026-11-29: a sync that put back a deadline an admin had moved said only "deadline"."""
+    c, admin = world.client, world.auth(world.admin)
+    write_problem(world.problems, "mul")
+    write_problem_set(world.problems, [{"directory": "mul", "deadline": "2099-01-01", "devices": ["cpu"]}], name="s")
+    assert c.post("/api/v1/admin/sync", headers=admin, json={"path": "s.yaml"}).json()["changes"] == {}
+    write_problem_set(world.problems, [{"directory": "mul", "deadline": "2099-02-01", "devices": ["cpu"]}], name="s")
+    r = c.post("/api/v1/admin/sync", headers=admin, json={"path": "s.yaml"})
+    assert [(i["action"], i["changed"]) for i in r.json()["items"]] == [("updated", ["deadline"])], r.json()
+    (said,) = r.json()["changes"]["mul"]
+    assert said.startswith("deadline 2099-01-01") and "-> 2099-02-01" in said, said
+
+
 def test_admin_operations_are_recorded_with_the_acting_user(world: World) -> None:
     c, admin = world.client, world.auth(world.admin)
     token_id = world.service.authenticate(world.admin).token_id
@@ -30,7 +43,7 @@ def test_admin_operations_are_recorded_with_the_acting_user(world: World) -> Non
     assert r.json()["items"] == [
         {"leaderboard": "mul", "action": "created", "changed": [], "reasons": [], "ranking_reset": False}
     ]
-    assert r.json()["applied"] is True
+    assert r.json()["applied"] is True and r.json()["changes"] == {}
     r = c.post("/api/v1/admin/sync", headers=admin, json={"path": "../../etc/passwd"})
     assert r.status_code == 422 and "outside the problems folder" in error_of(r)["message"]
     r = c.post(

@@ -31,6 +31,7 @@ from web.schemas import (
     RateLimitIn,
     StatsOut,
     SyncIn,
+    SyncItemOut,
     SyncReportOut,
     UpdateLeaderboardIn,
 )
@@ -166,7 +167,11 @@ def _delete(request: Request, submission_id: int | None, who: Principal, service
 
 def _sync(request: Request, force: bool, who: Principal, service: LeaderboardService) -> str:
     report: SyncReportOut = api_admin.sync(request, SyncIn(force=force), who, service)
-    changes = "; ".join(f"{i.leaderboard}: {i.action}" for i in report.items) or "nothing to change"
+    def said(item: SyncItemOut) -> str:  # what changes, with old and new values where the sync gives them
+        details = report.changes.get(item.leaderboard) or item.changed
+        return f"{item.leaderboard}: {item.action}" + (f" ({', '.join(details)})" if details else "")
+
+    changes = "; ".join(said(i) for i in report.items) or "nothing to change"
     state = "applied" if report.applied else "NOT applied (an entry needs force)"
     warnings = f" Warnings: {'; '.join(report.warnings)}" if report.warnings else ""
     return f"Sync {state}: {changes}.{warnings}"

@@ -63,6 +63,7 @@ def sync(
         applied=report.applied,
         warnings=report.warnings,
         checked=report.checked,
+        changes=report.changes,
     )
 
 
