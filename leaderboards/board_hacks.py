@@ -50,6 +50,7 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from leaderboards.db import lease_now
 from leaderboards.errors import InvalidChange, LeaderboardClosed, NotFound, RateLimited, UserError
 from leaderboards.hack_space import HackField
 from leaderboards.hacks import (
@@ -428,9 +429,10 @@ class BoardHacksMixin(RecordingMixin):
         """Take the oldest runnable hack for ``devices`` (all when empty) with its requests: the reference's, then
         each of the device's top entries of other accounts not judged yet (test mode, the one case). A hack of a
         board past its deadline or frozen is ``closed`` instead (never run). Its lease covers its longest run and is
-        renewed while it runs (``renew_hack_lease``)."""
-        now = self.clock()
+        renewed while it runs (``renew_hack_lease``). Leases are written and compared by the database's clock
+        (``leaderboards.db.lease_now``), the one every worker agrees on."""
         with self.db.transaction() as s:
+            now = lease_now(s, self.clock)
             for _ in range(100):  # closes at most this many hacks of closed boards in one claim
                 hack = oldest_runnable(s, Hack, devices, now)
                 if hack is None:
@@ -474,8 +476,8 @@ class BoardHacksMixin(RecordingMixin):
     def renew_hack_lease(self, claim: HackClaim) -> bool:
         """The running hack's heartbeat: its lease runs its longest run's limit (and the margin) from now again.
         False when another holder took it over (the runner then stops)."""
-        now = self.clock()
         with self.db.transaction() as s:
+            now = lease_now(s, self.clock)
             hack = s.scalar(
                 select(Hack)
                 .where(Hack.id == claim.hack_id, Hack.lease_owner == claim.token, Hack.status == HackStatus.RUNNING)

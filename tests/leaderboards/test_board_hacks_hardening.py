@@ -426,3 +426,29 @@ def test_a_problem_set_sync_keeps_the_hack_added_cases_and_says_so(svc: Leaderbo
     assert applied and item.action is SyncAction.UPDATED
     assert "kept 1 held-out case input hacks added" in item.changed
     assert holdout(svc) == [BREAKS]
+
+
+def test_a_hacks_lease_runs_on_the_databases_clock_not_a_skewed_workers(
+    svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault campaign, 2026-11-29: jobs' leases moved to the database's clock; a hack's were still written and
+    compared with each worker's own, so a worker whose clock ran ahead took a live worker's hack."""
+    import datetime as dt
+
+    import leaderboards.models
+
+    enter(svc)
+    serve(svc, FakeLauncher(respond))
+    svc.submit_hack(UserRef("carol"), "triple", dict(BREAKS))
+    svc.clock = utcnow  # the service's default clock: leases then run on the database's
+    claim = svc.claim_hack("w0")
+    assert claim is not None
+
+    class Ahead(dt.datetime):  # this host's wall clock two hours ahead
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return dt.datetime.now(tz) + timedelta(hours=2)
+
+    monkeypatch.setattr(leaderboards.models, "datetime", Ahead)
+    assert svc.claim_hack("w1") is None  # the live worker's hack is not taken over
+    assert svc.renew_hack_lease(claim)
