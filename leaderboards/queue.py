@@ -405,14 +405,16 @@ class JobQueue:
         worker_id = previous.rsplit("#", 1)[0] if previous else None
         row = s.get(WorkerRow, worker_id) if worker_id else None
         if row is None:
-            return f" (the lease of {previous} ran out{ago})"
-        if row.stopped_at is None and row.heartbeat_at >= now - timedelta(seconds=WORKER_ALIVE_S):
-            return (
-                f" (the lease of {previous} ran out{ago} without renewal although its worker still reports alive: "
-                "its run or its connection to the database stalled)"
-            )
+            return f" (the lease of {previous} expired{ago})"
         seen = f" {max(0.0, (now - row.heartbeat_at).total_seconds()):.0f} s ago"
-        return f" (the lease of {previous} ran out{ago}: its worker was last heard from{seen})"
+        if row.stopped_at is None and row.heartbeat_at >= now - timedelta(seconds=WORKER_ALIVE_S):
+            # Alive by its own heartbeat a moment ago, yet this lease went unrenewed: a stalled run or database
+            # connection, or a worker that died since its last beat (a SIGKILL leaves a fresh row): say both.
+            return (
+                f" (the lease of {previous} expired{ago} without renewal; its worker was heard from{seen}: its run "
+                "or its connection to the database stalled, or it stopped since)"
+            )
+        return f" (the lease of {previous} expired{ago}: its worker was last heard from{seen})"
 
     def _fair_candidates(
         self,
