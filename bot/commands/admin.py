@@ -73,8 +73,8 @@ def sync_text(report: SyncReport) -> str:
     lines = ["**Problem sync**"]
     for item in report.items:
         line = f"**{item.leaderboard}**: {item.action.value}"
-        if item.changed:
-            line += f" ({', '.join(item.changed)})"
+        if item.changed:  # with old and new values where the sync gives them (the set file is the source of truth)
+            line += f" ({', '.join(report.details(item))})"
         if item.ranking_reset:
             line += ", ranking started over"
         if item.action is SyncAction.NEEDS_FORCE:

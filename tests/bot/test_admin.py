@@ -78,6 +78,7 @@ async def test_sync_reports_each_leaderboard(world) -> None:
     lines = result.response.content.splitlines()
     assert lines[0] == "**Problem sync**"
     assert lines[1].startswith("**addone**: updated (")  # the problem set's deadline replaces the fixture's
+    assert "deadline " in lines[1] and " -> 2099-" in lines[1], lines[1]  # old and new, as the CLI says
     assert world.service.leaderboard("addone").deadline.year == 2099
     again = await world.admin.slash(world.channel, "admin sync")
     assert again.response.content.splitlines()[1] == "**addone**: unchanged"
