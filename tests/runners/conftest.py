@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_helpers import Evaluate, build_request
+from harness_helpers import QUICK_TIMING, Evaluate, build_request
 
-from runners.contract import Mode, RunResult
+from leaderboards.problems import Problem
+from runners.contract import Mode, RunRequest, RunResult
 from runners.entry import run_request
 from runners.settings import RunnerSettings
 
@@ -32,3 +33,19 @@ def evaluate(runner_settings: RunnerSettings) -> Evaluate:
         return run_request(build_request(submission, mode, **options), settings=runner_settings)
 
     return run
+
+
+@pytest.fixture
+def quick_timing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request a surface builds in this process (``Problem.request``: the CLI's, a worker's) times its benchmark
+    cases with ``QUICK_TIMING``, as ``build_request``'s do, instead of the 2 s a case of real runs: for a test of a
+    surface (``kernelcup run --compare``) whose claims do not need long sampling. The run is otherwise the one the
+    surface makes."""
+    build = Problem.request
+
+    def quick(self: Problem, *args: Any, **kwargs: Any) -> RunRequest:
+        request = build(self, *args, **kwargs)
+        request.timing = QUICK_TIMING
+        return request
+
+    monkeypatch.setattr(Problem, "request", quick)

@@ -161,6 +161,7 @@ def test_both_files_of_a_comparison_time_fresh_inputs_from_one_seed() -> None:
     assert a.seed is None  # the caller's requests are left as they were
 
 
+@pytest.mark.usefixtures("quick_timing")  # (the cache's 20 ms misses show in any sample; its runs' timing is short)
 def test_a_file_that_answers_from_a_cache_gains_nothing_in_a_comparison(tmp_path: Path) -> None:
     cache = CHEATS / "cache_by_content.py"  # a miss sleeps 20 ms; the same public input every call would hit
     args = ["run", str(FIXTURES / "vectoradd"), str(cache), str(SUBMISSIONS / "correct_torch.py"), "--compare",
@@ -187,6 +188,7 @@ SLOW = "import time\nimport torch\n\n\ndef custom_kernel(data):\n    a, b, out =
        "    return torch.add(a, b, out=out)\n"  # fmt: skip
 
 
+@pytest.mark.usefixtures("quick_timing")  # (50 ms a call shows in any sample; its runs' timing is short)
 def test_the_cli_compares_two_files_and_tells_a_clear_difference(tmp_path: Path) -> None:
     slow = tmp_path / "slow.py"
     slow.write_text(SLOW)
