@@ -467,8 +467,9 @@ class BaselineResult(_Model):
     speedup: float | None = Field(default=None, description="Geometric mean of the cases' speedups.")
     cached: bool = Field(
         default=False,
-        description="True when the timing came from this runner's cache (results of runners before issue 31: a "
-        "runner now times every baseline in the run it reports, under the submission's conditions).",
+        description="True when the baseline was not timed in this run: a long-lived runner's benchmark-mode run on "
+        "a GPU takes the timing an earlier run on the same GPU made within KERNELCUP_BASELINE_REUSE_S (measured_at "
+        "says when); ranked runs time their own. (Results of runners before issue 31: from the runner's cache.)",
     )
     measured_at: datetime | None = Field(default=None, description="When the baseline was timed (UTC).")
     note: str = Field(default="", description="Why there is no speedup, when there is none.")

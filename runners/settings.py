@@ -144,6 +144,17 @@ class RunnerSettings(BaseSettings):
         "run); 0: every run calibrates. The one-shot entry always calibrates (docs/measurement.md).",
     )
 
+    baseline_reuse_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="A long-lived runner hands the baselines' timings (the reference's and the problem's own, timed "
+        "by a run on a GPU before its submission loaded) to the next benchmark-mode runs of the same problem on that "
+        "GPU for this many seconds, instead of timing them again (about 1 s a run on the H200); such a result's "
+        "baselines say `cached` and when they were timed. Ranked runs always time their own; 0: every run does "
+        "(docs/measurement.md, 'Baselines reused').",
+    )
+
     def prestart_depth(self) -> int:
         """How many sets wait per GPU: the setting, else 2 where the cores allow both imports beside a run."""
         if self.prestart_sets is not None:

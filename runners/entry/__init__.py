@@ -54,7 +54,7 @@ from runners.entry.admission import (
 )
 from runners.entry.clock import OVERLOADED, Bounds, bounds_for
 from runners.entry.plan import Machine, Purpose, RunPlan, plan_run, wants_provenance
-from runners.entry.prestart import Prestarter
+from runners.entry.prestart import Prestarter, TimedBaseline
 from runners.entry.profiling import (
     NcuOutcome,
     ProfilerChoice,
@@ -250,9 +250,12 @@ class _Execution:
         dirs = write_job(root, request)
         profiler = self._profiler(dirs.submission)
         timed = _Baselines(request, self.system, self.settings, plan.baselines)
+        keeper = self.context.prestart
+        if keeper is not None and plan.remember_baselines:
+            timed.keep_in(keeper, shape, reuse=plan.reuse_baselines)
         medians = _reference_medians(request, self.system, self.settings) if plan.reference_medians else ()
         bounds = bounds_for(request, plan.startup_s, medians)
-        job = self._job(dirs, profiler, bounds, allocator, reuse)
+        job = self._job(dirs, profiler, bounds, allocator, reuse, () if timed.reused else plan.job_baselines)
         session = self._session(job, dirs, shape, profiler, bounds)
         self.launch = None  # the session's now: it stops it whatever happens
         try:
@@ -274,7 +277,7 @@ class _Execution:
         return ProfilerChoice()
 
     def _job(self, dirs: JobDirs, profiler: ProfilerChoice, bounds: Bounds, allocator: Path | None,
-             reuse: _Reuse) -> Job:  # fmt: skip
+             reuse: _Reuse, baselines: tuple[tuple[str, str], ...]) -> Job:  # fmt: skip
         request, plan = self.request, self.plan
         return Job(
             mode=plan.job_mode,  # type: ignore[arg-type]  # (one of Job.mode's: runners.entry.plan)
@@ -293,7 +296,7 @@ class _Execution:
             allocator=str(allocator) if allocator else None,
             heap_bytes=plan.heap_bytes,
             baselines_budget_s=plan.baselines_budget_s,
-            baselines=list(plan.job_baselines),
+            baselines=list(baselines),
             world_size=request.world_size,
             calibration=reuse[0] if reuse else None,
             calibration_age_s=round(reuse[1], 3) if reuse else 0.0,
@@ -402,9 +405,12 @@ def _reference_medians(request: RunRequest, system: SystemInfo, settings: Runner
 class _Baselines:
     """The baselines a timed run reports (the plan's: all of the request's), each timed in this run by the evaluator
     (before the submission loads, on this machine as it is now), and, at the end, their speedups. A speedup never
-    rests on a baseline timed in another run: on a loaded machine a reference cached 34 minutes earlier made the
-    reference's own operation read "0.01x" (issue 31). What was timed goes into this runner's cache all the same:
-    the reference's medians there bound the steps of later runs that do not time it (``_reference_medians``)."""
+    rests on a baseline timed under other conditions: on a loaded machine a reference cached 34 minutes earlier made
+    the reference's own operation read "0.01x" (issue 31). The one exception is a long-lived runner's benchmark-mode
+    run on a GPU (a program's candidates, back to back): it takes the baselines the last run on the same GPU timed,
+    if that was within ``RunnerSettings.baseline_reuse_s`` (60 s), and says so (``cached``, ``measured_at``); a
+    ranked run always times its own. What was timed goes into this runner's cache all the same: the reference's
+    medians there bound the steps of later runs that do not time it (``_reference_medians``)."""
 
     def __init__(
         self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, to_time: tuple[BaselineSpec, ...]
@@ -418,6 +424,19 @@ class _Baselines:
             spec.label: baselines.cache_key(request, system, spec, settings.max_batch_calls, settings.python or "")
             for spec in self.to_time
         }
+        self.keeper: tuple[Prestarter, Shape] | None = None
+        self.reused: dict[str, TimedBaseline] = {}
+        """Every baseline's reports taken from the keeper (all of them or none): the evaluator times none."""
+
+    def keep_in(self, keeper: Prestarter, shape: Shape, *, reuse: bool) -> None:
+        """Remember what this run times in ``keeper`` for the next runs on ``shape``'s GPU; with ``reuse``, take
+        every baseline from it instead, where it holds all of them fresh (``RunnerSettings.baseline_reuse_s``)."""
+        self.keeper = (keeper, shape)
+        if not reuse or not self.to_time:
+            return
+        found = {spec.label: keeper.baselines(shape, self.keys[spec.label]) for spec in self.to_time}
+        if all(found.values()):
+            self.reused = {label: kept for label, kept in found.items() if kept is not None}
 
     def finish(self, result: RunResult, reports: dict[str, list[RBaseline]]) -> RunResult:
         if not self.to_time:
@@ -425,12 +444,18 @@ class _Baselines:
         started = baselines.now()
         out = []
         for spec in self.to_time:
-            got, note = baselines.measured(spec, reports.get(spec.label, []), len(self.request.benchmarks))
+            kept = self.reused.get(spec.label)
+            own = kept.reports if kept is not None else reports.get(spec.label, [])
+            got, note = baselines.measured(spec, own, len(self.request.benchmarks))
             self.medians[spec.label] = baselines.medians(got)
-            if not note:
+            if not note and kept is None:
                 with contextlib.suppress(OSError):
                     self.cache.put(self.keys[spec.label], [m for m in baselines.medians(got) if m is not None], started)
-            out.append(baselines.result(spec, got, result.benchmarks, measured_at=started, note=note))
+                if self.keeper is not None:
+                    self.keeper[0].remember_baselines(self.keeper[1], self.keys[spec.label], own, started)
+            at = kept.measured_at if kept is not None else started
+            made = baselines.result(spec, got, result.benchmarks, measured_at=at, note=note)
+            out.append(made.model_copy(update={"cached": True}) if kept is not None else made)
         # A failed run reports no speedup (its baselines' times are cached all the same).
         return result.model_copy(update={"baselines": out}) if result.verdict.passed else result
 

@@ -65,6 +65,12 @@ class RunPlan:
     """Hand the evaluator this GPU's recent calibration from the pre-started sets' keeper, where it has one."""
     remember_calibration: bool
     """Keep the calibration this run's evaluator took, for the next runs on its GPU (where none was reused)."""
+    reuse_baselines: bool
+    """Take the baselines' timings from the pre-started sets' keeper where it has every one of them, fresh
+    (``RunnerSettings.baseline_reuse_s``), instead of timing them: benchmark mode on a GPU only. A ranked run always
+    times its own (issue 31: a competition's speedups rest on the run's own conditions)."""
+    remember_baselines: bool
+    """Keep the baselines this run timed for the next benchmark-mode runs on its GPU."""
     profiler: Literal["none", "profile", "provenance"]
     """What wraps the submission process: nothing, profile mode's choice (Nsight Compute where it can, else the
     torch profiler's table), or the provenance pass's Nsight Compute."""
@@ -99,6 +105,7 @@ def plan_run(request: RunRequest, settings: RunnerSettings, machine: Machine, pu
     warm = warm and not ranks
     one_rank_timed = request.mode in TIMED_MODES and not reference and not ranks
     kernels = records_kernels(request, purpose, ranks)
+    gpu_baselines = machine.prestarter and request.device != "cpu" and one_rank_timed and bool(to_time)
     return RunPlan(
         purpose=purpose,
         ranks=ranks,
@@ -109,6 +116,8 @@ def plan_run(request: RunRequest, settings: RunnerSettings, machine: Machine, pu
         helpers=next_set_helpers(request, to_time) if warm else (),
         reuse_calibration=machine.prestarter and request.device != "cpu" and one_rank_timed,
         remember_calibration=machine.prestarter and one_rank_timed,
+        reuse_baselines=gpu_baselines and request.mode is Mode.BENCHMARK and settings.baseline_reuse_s > 0,
+        remember_baselines=gpu_baselines and settings.baseline_reuse_s > 0,
         profiler=_profiler(request, purpose, ranks),
         baselines=to_time,
         job_baselines=_job_baselines(request, purpose, to_time),

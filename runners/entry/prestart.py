@@ -20,15 +20,27 @@ import atexit
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
+from datetime import datetime
 
 from runners.entry.admission import job_dirs, new_job_root
 from runners.entry.session import Launch, Shape
-from runners.ipc.protocol import ClockCalibration
+from runners.ipc.protocol import ClockCalibration, RBaseline
 from runners.sandbox.remove import remove_tree
 from runners.settings import RunnerSettings
 
 HANDOVER_MARGIN_S = 5.0
 """A set with less than this left of its idle limit is not handed a job (its watchdog could kill it meanwhile)."""
+
+
+@dataclass(frozen=True)
+class TimedBaseline:
+    """A baseline's timing kept by a long-lived runner: the evaluator's reports, when they were made (UTC, for the
+    result) and on the runner's monotonic clock (for the reuse limit)."""
+
+    reports: list[RBaseline]
+    measured_at: datetime
+    monotonic: float
 
 
 class Prestarter:
@@ -45,6 +57,8 @@ class Prestarter:
         self._registered = False
         self.calibration_reuse_s = settings.calibration_reuse_s
         self._calibrations: dict[str | None, tuple[ClockCalibration, float]] = {}
+        self.baseline_reuse_s = settings.baseline_reuse_s
+        self._baselines: dict[tuple[str | None, str], TimedBaseline] = {}
 
     def calibration(self, shape: Shape) -> tuple[ClockCalibration, float] | None:
         """The calibration the last run on ``shape``'s GPU took and how old it is (seconds), if it is younger than
@@ -62,6 +76,25 @@ class Prestarter:
         figures = ClockCalibration.model_validate(calibration.model_dump(include=set(ClockCalibration.model_fields)))
         with self._lock:
             self._calibrations[_key(shape)] = (figures, time.monotonic())
+
+    def baselines(self, shape: Shape, key: str) -> TimedBaseline | None:
+        """The reports of the baseline ``key`` (``runners.baselines.cache_key``: the problem, its cases, the timing
+        settings, the GPU model, the driver, the versions) timed by the last run on ``shape``'s GPU, if that was
+        less than ``baseline_reuse_s`` ago: a trusted measurement of the problem's own code, made before that run's
+        submission loaded, on this GPU as it is these seconds."""
+        with self._lock:
+            got = self._baselines.get((_key(shape), key))
+        if got is None or not 0 <= time.monotonic() - got.monotonic < self.baseline_reuse_s:
+            return None
+        return got
+
+    def remember_baselines(self, shape: Shape, key: str, reports: list[RBaseline], measured_at: datetime) -> None:
+        """Keep a baseline's reports (every case timed, none failed) for the next runs on its GPU."""
+        if self.baseline_reuse_s <= 0:
+            return
+        kept = TimedBaseline([r.model_copy() for r in reports], measured_at, time.monotonic())
+        with self._lock:
+            self._baselines[(_key(shape), key)] = kept
 
     def take(self, shape: Shape) -> Launch | None:
         """The oldest waiting set for ``shape``'s GPU if it fits ``shape`` and still waits (it is then this caller's,

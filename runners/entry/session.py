@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runners import stats
+from runners import stats, sysinfo
 from runners.contract import REFERENCE_BASELINE, Mode, Phase, ProgressEvent, RunRequest
 from runners.entry.admission import shared_files
 from runners.entry.clock import (
@@ -304,7 +304,7 @@ class Launch:
         )
         sub_env = {**dict(shape.submission_env), SOCKET_FD_ENV: str(sock_sub.fileno())}
         if gpu:
-            sub_env[WARM_ENV] = "1"
+            sub_env[WARM_ENV] = (sysinfo.compute_arch(shape.gpu.index) if shape.gpu is not None else "") or "1"
         self.submission = SandboxSpec(
             argv=[*shape.prefix, shape.python, "-m", "runners.submission"],
             workdir=dirs.submission,
@@ -459,6 +459,8 @@ class Session:
                 launch.threads[0].join(timeout=max(deadline - time.monotonic(), 1.0))
         finally:
             launch.stop()
+            # Both process trees are gone: the run's own time ends here (what follows is the result's making).
+            self.report.times["stopped"] = round(time.monotonic() - self.started, 3)
         cancelled = self.cancel is not None and self.cancel.is_set()
         result = Outcomes(self.report, launch.outcomes["oracle"], launch.outcomes["submission"], cancelled)
         result.expired, result.expired_message = self.expired

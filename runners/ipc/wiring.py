@@ -9,7 +9,8 @@ tests/test_architecture.py): the evaluator imports nothing of the untrusted side
 SOCKET_FD_ENV = "KERNELCUP_SUBMISSION_FD"
 """The descriptor of the socket between an evaluator and its submission process (each side has its own end)."""
 WARM_ENV = "KERNELCUP_WARM_TOOLCHAIN"
-"""Set (to 1) for a GPU run's submission process: it prepares what Triton does once per process before its job."""
+"""Set for a GPU run's submission process: it prepares what Triton does once per process before its job. The value:
+the GPU's compute capability as digits ("90"), to compile the platform's own kernel for it too, or "1"."""
 HEADERS_ENV = "KERNELCUP_LANGUAGE_HEADERS"
 """The submission process's list (os.pathsep) of the include folders its language's library was found in."""
 RANK_FDS_ENV = "KERNELCUP_RANK_FDS"

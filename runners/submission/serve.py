@@ -407,22 +407,29 @@ def _dtype(t: Any) -> str:
     return str(t.dtype).removeprefix("torch.")
 
 
-def warm_toolchain() -> None:
+def warm_toolchain(arch: str = "") -> None:
     """What Triton does once per process, whatever it compiles, done before the job arrives: the hash of its own
-    installation (``triton_key``, 0.44 s on the lent H100: it reads Triton's libraries) and its CUDA helper module
-    (``cuda_utils``, built with the C compiler into this job's own TRITON_CACHE_DIR, 0.36 s). No user code is involved
-    and no CUDA call is made (a pre-started set touches no GPU). Whatever fails here is left for the submission's own
-    compile to meet and report."""
+    installation (``triton_key``, 0.44 s on the lent H100: it reads Triton's libraries), its CUDA helper module
+    (``cuda_utils``, built with the C compiler into this job's own TRITON_CACHE_DIR, 0.36 s), and, where the parent
+    names the GPU's architecture (``arch``, e.g. "90"), the platform's own kernel compiled for it
+    (``runners.submission.warm_kernel``: the compiler's set-up, about 0.9 s on the lent H200). No user code is
+    involved and no CUDA call is made (a pre-started set touches no GPU). Whatever fails here is left for the
+    submission's own compile to meet and report."""
+    import contextlib
     import importlib
     import importlib.util
 
     if os.environ.get("TRITON_INTERPRET") == "1" or importlib.util.find_spec("triton") is None:
         return
-    try:
-        importlib.import_module("triton.runtime.cache").triton_key()
-        importlib.import_module("triton.backends.nvidia.driver").CudaUtils()
-    except Exception:
-        return
+    steps = [
+        lambda: importlib.import_module("triton.runtime.cache").triton_key(),
+        lambda: importlib.import_module("triton.backends.nvidia.driver").CudaUtils(),
+    ]
+    if arch.isdigit():
+        steps.append(lambda: importlib.import_module("runners.submission.warm_kernel").compile_for(int(arch)))
+    for step in steps:  # each on its own: one failing (no CUDA library, say) takes none of the others along
+        with contextlib.suppress(Exception):
+            step()
 
 
 def main() -> int:
@@ -431,10 +438,11 @@ def main() -> int:
     import torch
 
     warm = None
-    if os.environ.pop(WARM_ENV, "") == "1":
+    arch = os.environ.pop(WARM_ENV, "")
+    if arch:
         # Beside the wait for the set-up (the evaluator calibrates its clock first), and finished before the file
         # loads (``SubmissionProcess.load`` waits for it): nothing of it runs beside the submission's own code.
-        warm = threading.Thread(target=warm_toolchain, name="warm-toolchain", daemon=True)
+        warm = threading.Thread(target=warm_toolchain, args=(arch,), name="warm-toolchain", daemon=True)
         warm.start()
     try:
         wire.send(Hello(torch=str(torch.__version__)))
