@@ -153,7 +153,9 @@ def test_ranked_mode_runs_tests_then_times_every_benchmark(evaluate: Evaluate) -
 def test_public_half_of_a_ranked_submission_runs_without_a_secret_seed(evaluate: Evaluate) -> None:
     # A ranked job runs once with the public cases (no seed) and once with the secret seed; the public run must
     # get fresh per-call inputs too instead of waiting forever for a seed the parent refused to give.
-    result = run_request(build_request("submissions/correct_torch.py", Mode.RANKED, seed=None))
+    request = build_request("submissions/correct_torch.py", Mode.RANKED)
+    request.seed = None  # (build_request gives a ranked request a seed when it is passed None)
+    result = run_request(request)
     assert result.verdict is Verdict.ACCEPTED, result.message
     assert len(result.benchmarks) == 2 and result.score_ns
 
