@@ -128,7 +128,7 @@ class RecordingMixin(ServiceBase):
                 device_name=device,
                 seed=secret_seed_for(lb.secret_seed, seed_id or sub.id, device) if secret else None,
                 limits=Limits(max_submission_bytes=self.settings.max_submission_bytes),
-            ).model_copy(update={"nonce": nonce})
+            ).model_copy(update={"nonce": nonce, "baseline_group": _baseline_group(sub, mode)})
         )
 
     def _compare_plan(self, s: Session, job: Job, sub: Submission, problem: Problem) -> PlannedRun:
@@ -365,3 +365,10 @@ class RecordingMixin(ServiceBase):
             return int(
                 s.scalar(select(func.count()).select_from(BestScore).where(BestScore.leaderboard_id == lb.id)) or 0
             )
+
+
+def _baseline_group(sub: Submission, mode: Mode) -> str:
+    """Whose earlier benchmark-mode runs on the same GPU may lend this run their baselines (``RunRequest.
+    baseline_group``; a runner keeps them ``KERNELCUP_BASELINE_REUSE_S``): the submitting account's own, never
+    another's, so no one's run decides another's speedups. Other modes time their own."""
+    return f"account {sub.user_id}" if mode is Mode.BENCHMARK else ""

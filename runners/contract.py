@@ -296,6 +296,15 @@ class RunRequest(_Model):
     )
     limits: Limits = Field(default_factory=Limits)
     timing: TimingSettings = Field(default_factory=TimingSettings)
+    baseline_group: str = Field(
+        default="",
+        max_length=128,
+        exclude_if=lambda group: not group,  # left out where '' (see CONTRACT_VERSION: a request as it was before)
+        description="Benchmark-mode runs whose requests name the same group may take the baselines a long-lived runner "
+        "timed for an earlier run of the group on the same GPU (KERNELCUP_BASELINE_REUSE_S): the service names the "
+        "submitting account, `kernelcup run` its own invocation, so no one's run decides another's speedups. '' "
+        "(default): the run times its own.",
+    )
     baselines: list[BaselineSpec] = Field(
         default_factory=lambda: [REFERENCE_BASELINE],
         max_length=4,

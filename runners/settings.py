@@ -149,9 +149,10 @@ class RunnerSettings(BaseSettings):
         ge=0,
         le=3600,
         description="A long-lived runner hands the baselines' timings (the reference's and the problem's own, timed "
-        "by a run on a GPU before its submission loaded) to the next benchmark-mode runs of the same problem on that "
-        "GPU for this many seconds, instead of timing them again (about 1 s a run on the H200); such a result's "
-        "baselines say `cached` and when they were timed. Ranked runs always time their own; 0: every run does "
+        "by a run on a GPU before its submission loaded) to the next benchmark-mode runs of the same problem and the "
+        "same account (the request's baseline_group) on that GPU for this many seconds from their timing, under the "
+        "same calibration, instead of timing them again (about 1 s a run on the H200); such a result's baselines say "
+        "`cached` and when they were timed. Ranked runs always time their own; 0: every run does "
         "(docs/measurement.md, 'Baselines reused').",
     )
 

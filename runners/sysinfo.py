@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import platform
 import re
 import shutil
@@ -66,18 +65,22 @@ def gpu_query(index: int = 0) -> dict[str, str | int] | None:
     return {"name": row[0], "driver": row[1], "count": len(rows), "sm_clock": clock}
 
 
-@functools.cache
+_ARCHS: dict[int, str] = {}
+
+
 def compute_arch(index: int) -> str:
     """GPU ``index``'s compute capability as Triton's architecture number ("90" for 9.0), from nvidia-smi (asked
-    once per process); '' where it cannot say."""
+    until it answers, then remembered for the process); '' where it cannot say."""
+    if index in _ARCHS:
+        return _ARCHS[index]
     out = smi_query("index,compute_cap", "csv,noheader,nounits") or ""
     for row in out.strip().splitlines():
         parts = [p.strip() for p in row.split(",")]
-        if len(parts) == 2 and parts[0] == str(index):
+        if len(parts) == 2 and parts[0].isdigit():
             major, _, minor = parts[1].partition(".")
             if major.isdigit() and minor.isdigit():
-                return f"{major}{minor}"
-    return ""
+                _ARCHS[int(parts[0])] = f"{major}{minor}"
+    return _ARCHS.get(index, "")
 
 
 def smi_query(fields: str, fmt: str = "csv,noheader") -> str | None:

@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +183,8 @@ class _Execution:
         self.request, self.settings, self.context, self.plan = request, settings, context, plan
         self.gpu, self.gpus = context.gpu, context.gpus
         self.system = SystemInfo()
+        self.calibration_stamp: float | None = None
+        """When the calibration this run reuses, or took and left for the next runs, was taken (the keeper's clock)."""
         self.headers: Headers | None = None
         self.launch: ProcessSet | None = None
         """A pre-started set taken for this run, until its session owns it (then None: the session stops it)."""
@@ -236,6 +238,8 @@ class _Execution:
         prestart = self.context.prestart
         self.launch = prestart.take(shape) if self.plan.warm and prestart is not None else None
         reuse = prestart.calibration(shape) if self.plan.reuse_calibration and prestart is not None else None
+        if reuse is not None and prestart is not None:
+            self.calibration_stamp = prestart.calibration_stamp(shape)
         root = Path(self.launch.dirs.root) if self.launch is not None else new_job_root(self.settings.job_root)
         try:
             return self._in_folder(root, shape, allocator, reuse)
@@ -252,7 +256,8 @@ class _Execution:
         timed = _Baselines(request, self.system, self.settings, plan.baselines)
         keeper = self.context.prestart
         if keeper is not None and plan.remember_baselines:
-            timed.keep_in(keeper, shape, reuse=plan.reuse_baselines)
+            timed.keep_in(keeper, shape, request.baseline_group, reuse=plan.reuse_baselines,
+                          calibration=self.calibration_stamp)  # fmt: skip
         medians = _reference_medians(request, self.system, self.settings) if plan.reference_medians else ()
         bounds = bounds_for(request, plan.startup_s, medians)
         job = self._job(dirs, profiler, bounds, allocator, reuse, () if timed.reused else plan.job_baselines)
@@ -343,6 +348,7 @@ class _Execution:
             self.system.calibration_age_s = round(reuse[1], 3)
         elif self.plan.remember_calibration and self.context.prestart and outcomes.report.calibration is not None:
             self.context.prestart.remember_calibration(shape, outcomes.report.calibration)
+            self.calibration_stamp = self.context.prestart.calibration_stamp(shape)
 
     def _result(self, outcomes: Outcomes, profiler: ProfilerChoice, timed: _Baselines, sub_dir: Path,
                 root: Path) -> RunResult:  # fmt: skip
@@ -353,7 +359,7 @@ class _Execution:
         if outcomes.expired == "timeout":  # the submission's own limit (from its load), or one test's bound
             result = result.model_copy(update={"verdict": Verdict.TIMEOUT, "message": outcomes.expired_message,
                                                "fault": None, "score_ns": None})  # fmt: skip
-        result = timed.finish(result, outcomes.report.baselines)
+        result = timed.finish(result, outcomes.report.baselines, outcomes.report.baselines_at, self.calibration_stamp)
         result = blame_the_floor(request, result, timed.medians.get(REFERENCE_BASELINE.label, []),
                                  peaks_for(self.system.gpu_name, settings.peaks_table()))  # fmt: skip
         if profiler.ncu:
@@ -424,24 +430,32 @@ class _Baselines:
             spec.label: baselines.cache_key(request, system, spec, settings.max_batch_calls, settings.python or "")
             for spec in self.to_time
         }
-        self.keeper: tuple[Prestarter, Shape] | None = None
+        self.keeper: tuple[Prestarter, Shape, str] | None = None
         self.reused: dict[str, TimedBaseline] = {}
         """Every baseline's reports taken from the keeper (all of them or none): the evaluator times none."""
 
-    def keep_in(self, keeper: Prestarter, shape: Shape, *, reuse: bool) -> None:
-        """Remember what this run times in ``keeper`` for the next runs on ``shape``'s GPU; with ``reuse``, take
-        every baseline from it instead, where it holds all of them fresh (``RunnerSettings.baseline_reuse_s``)."""
-        self.keeper = (keeper, shape)
+    def keep_in(self, keeper: Prestarter, shape: Shape, group: str, *, reuse: bool, calibration: float | None) -> None:
+        """Remember what this run times in ``keeper`` for the next runs of ``group`` on ``shape``'s GPU; with
+        ``reuse``, take every baseline from it instead, where it holds all of them fresh
+        (``RunnerSettings.baseline_reuse_s``) and corrected with the calibration this run reuses (taken at
+        ``calibration``; None: this run takes its own, and times its own baselines under it)."""
+        self.keeper = (keeper, shape, group)
         if not reuse or not self.to_time:
             return
-        found = {spec.label: keeper.baselines(shape, self.keys[spec.label]) for spec in self.to_time}
+        found = {spec.label: keeper.baselines(shape, group, self.keys[spec.label], calibration)
+                 for spec in self.to_time}  # fmt: skip
         if all(found.values()):
             self.reused = {label: kept for label, kept in found.items() if kept is not None}
 
-    def finish(self, result: RunResult, reports: dict[str, list[RBaseline]]) -> RunResult:
+    def finish(self, result: RunResult, reports: dict[str, list[RBaseline]], timed_at: float | None = None,
+               calibration: float | None = None) -> RunResult:  # fmt: skip
+        """The result with its baselines' speedups. ``timed_at``: when (``time.monotonic``) the evaluator's last
+        baseline report arrived; ``calibration``: when the calibration it corrected them with was taken (both to
+        keep them for later runs)."""
         if not self.to_time:
             return result
-        started = baselines.now()
+        now = baselines.now()
+        at = now - timedelta(seconds=max(time.monotonic() - timed_at, 0.0)) if timed_at is not None else now
         out = []
         for spec in self.to_time:
             kept = self.reused.get(spec.label)
@@ -450,11 +464,13 @@ class _Baselines:
             self.medians[spec.label] = baselines.medians(got)
             if not note and kept is None:
                 with contextlib.suppress(OSError):
-                    self.cache.put(self.keys[spec.label], [m for m in baselines.medians(got) if m is not None], started)
-                if self.keeper is not None:
-                    self.keeper[0].remember_baselines(self.keeper[1], self.keys[spec.label], own, started)
-            at = kept.measured_at if kept is not None else started
-            made = baselines.result(spec, got, result.benchmarks, measured_at=at, note=note)
+                    self.cache.put(self.keys[spec.label], [m for m in baselines.medians(got) if m is not None], at)
+                if self.keeper is not None and timed_at is not None and calibration is not None:
+                    keeper, shape, group = self.keeper
+                    keeper.remember_baselines(shape, group, self.keys[spec.label],
+                                              TimedBaseline(list(own), at, timed_at, calibration))  # fmt: skip
+            made = baselines.result(spec, got, result.benchmarks, measured_at=kept.measured_at if kept else at,
+                                    note=note)  # fmt: skip
             out.append(made.model_copy(update={"cached": True}) if kept is not None else made)
         # A failed run reports no speedup (its baselines' times are cached all the same).
         return result.model_copy(update={"baselines": out}) if result.verdict.passed else result

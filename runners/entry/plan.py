@@ -67,10 +67,11 @@ class RunPlan:
     """Keep the calibration this run's evaluator took, for the next runs on its GPU (where none was reused)."""
     reuse_baselines: bool
     """Take the baselines' timings from the pre-started sets' keeper where it has every one of them, fresh
-    (``RunnerSettings.baseline_reuse_s``), instead of timing them: benchmark mode on a GPU only. A ranked run always
-    times its own (issue 31: a competition's speedups rest on the run's own conditions)."""
+    (``RunnerSettings.baseline_reuse_s``), timed for the request's ``baseline_group`` under the calibration this run
+    reuses, instead of timing them: benchmark mode on a GPU only. A ranked run always times its own (issue 31: a
+    competition's speedups rest on the run's own conditions)."""
     remember_baselines: bool
-    """Keep the baselines this run timed for the next benchmark-mode runs on its GPU."""
+    """Keep the baselines this run timed for the next benchmark-mode runs of its group on its GPU."""
     profiler: Literal["none", "profile", "provenance"]
     """What wraps the submission process: nothing, profile mode's choice (Nsight Compute where it can, else the
     torch profiler's table), or the provenance pass's Nsight Compute."""
@@ -106,6 +107,7 @@ def plan_run(request: RunRequest, settings: RunnerSettings, machine: Machine, pu
     one_rank_timed = request.mode in TIMED_MODES and not reference and not ranks
     kernels = records_kernels(request, purpose, ranks)
     gpu_baselines = machine.prestarter and request.device != "cpu" and one_rank_timed and bool(to_time)
+    gpu_baselines = gpu_baselines and bool(request.baseline_group)
     return RunPlan(
         purpose=purpose,
         ranks=ranks,

@@ -35,12 +35,14 @@ HANDOVER_MARGIN_S = 5.0
 
 @dataclass(frozen=True)
 class TimedBaseline:
-    """A baseline's timing kept by a long-lived runner: the evaluator's reports, when they were made (UTC, for the
-    result) and on the runner's monotonic clock (for the reuse limit)."""
+    """A baseline's timing kept by a long-lived runner: the evaluator's reports, when the last of them arrived (UTC,
+    for the result; and on the runner's monotonic clock, for the reuse limit), and when the calibration they were
+    corrected with was taken (``Prestarter.calibration_stamp``)."""
 
     reports: list[RBaseline]
     measured_at: datetime
     monotonic: float
+    calibration: float
 
 
 class Prestarter:
@@ -58,7 +60,7 @@ class Prestarter:
         self.calibration_reuse_s = settings.calibration_reuse_s
         self._calibrations: dict[str | None, tuple[ClockCalibration, float]] = {}
         self.baseline_reuse_s = settings.baseline_reuse_s
-        self._baselines: dict[tuple[str | None, str], TimedBaseline] = {}
+        self._baselines: dict[tuple[str | None, str, str], TimedBaseline] = {}
 
     def calibration(self, shape: Shape) -> tuple[ClockCalibration, float] | None:
         """The calibration the last run on ``shape``'s GPU took and how old it is (seconds), if it is younger than
@@ -77,24 +79,40 @@ class Prestarter:
         with self._lock:
             self._calibrations[_key(shape)] = (figures, time.monotonic())
 
-    def baselines(self, shape: Shape, key: str) -> TimedBaseline | None:
-        """The reports of the baseline ``key`` (``runners.baselines.cache_key``: the problem, its cases, the timing
-        settings, the GPU model, the driver, the versions) timed by the last run on ``shape``'s GPU, if that was
-        less than ``baseline_reuse_s`` ago: a trusted measurement of the problem's own code, made before that run's
-        submission loaded, on this GPU as it is these seconds."""
+    def calibration_stamp(self, shape: Shape) -> float | None:
+        """When (this runner's monotonic clock) the calibration that ``calibration`` hands out for ``shape``'s GPU was
+        taken, if it is still handed out: what a kept baseline was corrected with names it."""
         with self._lock:
-            got = self._baselines.get((_key(shape), key))
-        if got is None or not 0 <= time.monotonic() - got.monotonic < self.baseline_reuse_s:
+            got = self._calibrations.get(_key(shape))
+        if got is None or not 0 <= time.monotonic() - got[1] < self.calibration_reuse_s:
+            return None
+        return got[1]
+
+    def baselines(self, shape: Shape, group: str, key: str, calibration: float | None) -> TimedBaseline | None:
+        """The reports of the baseline ``key`` (``runners.baselines.cache_key``: the problem, its cases, the timing
+        settings, the GPU model, the driver, the versions) timed for a run of ``group`` on ``shape``'s GPU less than
+        ``baseline_reuse_s`` ago, under the calibration taken at ``calibration`` (the one this run reuses; None: it
+        takes its own, so nothing is reused): a trusted measurement of the problem's own code, made before that
+        run's submission loaded, on this GPU as it is these seconds."""
+        if not group or calibration is None:
+            return None
+        with self._lock:
+            got = self._baselines.get((_key(shape), group, key))
+        if got is None or got.calibration != calibration:
+            return None
+        if not 0 <= time.monotonic() - got.monotonic < self.baseline_reuse_s:
             return None
         return got
 
-    def remember_baselines(self, shape: Shape, key: str, reports: list[RBaseline], measured_at: datetime) -> None:
-        """Keep a baseline's reports (every case timed, none failed) for the next runs on its GPU."""
-        if self.baseline_reuse_s <= 0:
+    def remember_baselines(self, shape: Shape, group: str, key: str, kept: TimedBaseline) -> None:
+        """Keep a baseline's reports (every case timed, none failed) for the next runs of ``group`` on its GPU; what
+        is past its reuse limit is dropped meanwhile."""
+        if self.baseline_reuse_s <= 0 or not group:
             return
-        kept = TimedBaseline([r.model_copy() for r in reports], measured_at, time.monotonic())
+        now = time.monotonic()
         with self._lock:
-            self._baselines[(_key(shape), key)] = kept
+            self._baselines = {k: v for k, v in self._baselines.items() if now - v.monotonic < self.baseline_reuse_s}
+            self._baselines[(_key(shape), group, key)] = kept
 
     def take(self, shape: Shape) -> Launch | None:
         """The oldest waiting set for ``shape``'s GPU if it fits ``shape`` and still waits (it is then this caller's,

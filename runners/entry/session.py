@@ -97,6 +97,8 @@ class Report:
     fatal: RFatal | None = None
     calibration: RCalibration | None = None
     """The GPU calibration the evaluator took before the submission loaded (a runner may reuse it on this GPU)."""
+    baselines_at: float | None = None
+    """When (``time.monotonic``) the last baseline report arrived: when the baselines were timed."""
     done: bool = False
     phase: str = "starting"
     times: dict[str, float] = field(default_factory=dict)
@@ -600,6 +602,7 @@ class Session:
         elif isinstance(msg, RBaseline):
             self._check_baseline(msg)
             rep.baselines.setdefault(msg.label, []).append(msg)
+            rep.baselines_at = time.monotonic()
             if msg.label == REFERENCE_BASELINE.label and not msg.error and self.clock is not None:
                 # The reference as this run timed it, on this machine as it is now: the bound of this case's steps.
                 self.clock.saw_reference(msg.index, stats.timing_stats(msg.samples_ns).median_ns)

@@ -6,6 +6,7 @@ the executor's baselines (``runners.entry._Baselines``)."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,15 @@ from runners.contract import (
     RunResult,
     SubmissionFile,
     SystemInfo,
+    TimingSettings,
     TimingStats,
     Verdict,
 )
 from runners.entry.plan import Machine, Purpose, plan_run
-from runners.entry.prestart import Prestarter
+from runners.entry.prestart import Prestarter, TimedBaseline
 from runners.entry.session import Shape, make_shape
 from runners.gpus import Gpu
-from runners.ipc.protocol import RBaseline
+from runners.ipc.protocol import ClockCalibration, RBaseline
 from runners.settings import RunnerSettings
 
 FAST = BaselineSpec(label="fast", function="fast_kernel")
@@ -43,7 +45,7 @@ def _request(mode: Mode = Mode.BENCHMARK, device: str = "cuda", **update: Any) -
         "problem": "p", "lang": "py", "mode": mode, "files": {"reference.py": "x = 1\n"}, "device": device,
         "submission": SubmissionFile(name="s.py", content=b"def custom_kernel(data):\n    return data\n"),
         "tests": [{"n": 1, "seed": 1}], "benchmarks": [{"n": 2, "seed": 2}, {"n": 3, "seed": 3}],
-        "baselines": [REFERENCE_BASELINE, FAST],
+        "baselines": [REFERENCE_BASELINE, FAST], "baseline_group": "account 1",
     }  # fmt: skip
     return RunRequest(**(fields | update))
 
@@ -79,16 +81,33 @@ def _passed(request: RunRequest, medians: tuple[float, float] = (100.0, 200.0)) 
 TIMED = {"reference": _reports("reference", (300.0, 800.0)), "fast": _reports("fast", (150.0, 400.0))}
 
 
+CALIBRATION = ClockCalibration(overhead_ns=300_000.0, event_ns=1_300.0, slack_ns=2_000.0)
+
+
+def _calibrated(keeper: Prestarter, shape: Shape) -> float:
+    """The calibration a run took on ``shape``'s GPU, left in the keeper; its stamp."""
+    keeper.remember_calibration(shape, CALIBRATION)
+    stamp = keeper.calibration_stamp(shape)
+    assert stamp is not None
+    return stamp
+
+
 def _timed_run(request: RunRequest, settings: RunnerSettings, keeper: Prestarter, shape: Shape,
-               reports: dict[str, list[RBaseline]]) -> tuple[tuple[tuple[str, str], ...], RunResult]:  # fmt: skip
-    """What the executor does with one run's baselines: asks the keeper, tells the evaluator what to time, and
-    finishes the result from what the evaluator reported (``reports``)."""
+               reports: dict[str, list[RBaseline]], *, calibration: float | None,
+               timed_ago_s: float = 0.0) -> tuple[tuple[tuple[str, str], ...], RunResult]:  # fmt: skip
+    """What the executor does with one run's baselines (``runners.entry._Execution``): asks the keeper (the run
+    reusing the calibration taken at ``calibration``), tells the evaluator what to time, and finishes the result from
+    what the evaluator reported (``reports``, the last of them ``timed_ago_s`` ago)."""
     plan = plan_run(request, settings, Machine(prestarter=True), Purpose.RUN)
     timed = entry._Baselines(request, SYSTEM, settings, plan.baselines)
     if plan.remember_baselines:
-        timed.keep_in(keeper, shape, reuse=plan.reuse_baselines)
+        timed.keep_in(keeper, shape, request.baseline_group, reuse=plan.reuse_baselines, calibration=calibration)
     asked = () if timed.reused else plan.job_baselines  # (as the executor gives the job: runners.entry)
-    return asked, timed.finish(_passed(request), reports)
+    timed_at = prestart_module.time.monotonic() - timed_ago_s if reports else None
+    return asked, timed.finish(_passed(request), reports, timed_at, calibration)
+
+
+BOTH = (("reference", "ref_kernel"), ("fast", "fast_kernel"))
 
 
 # ---- the plan ----------------------------------------------------------------------------------------------------
@@ -115,71 +134,122 @@ def test_which_runs_reuse_and_keep_the_baselines(
 
 @pytest.mark.parametrize(
     ("update", "settings"),
-    [({"benchmarks": []}, {}), ({}, {"time_baselines": False}), ({}, {"baseline_reuse_s": 0})],
+    [
+        ({"benchmarks": []}, {}),
+        ({}, {"time_baselines": False}),
+        ({}, {"baseline_reuse_s": 0}),
+        ({"baseline_group": ""}, {}),  # a request of no group (a retiming, a compare, a remote route's) times its own
+    ],
 )
-def test_no_reuse_without_baselines_or_with_the_setting_off(update: dict[str, Any], settings: dict[str, Any]) -> None:
+def test_no_reuse_without_baselines_a_group_or_with_the_setting_off(
+    update: dict[str, Any], settings: dict[str, Any]
+) -> None:
     plan = plan_run(_request(**update), RunnerSettings(**settings), Machine(prestarter=True), Purpose.RUN)
     assert not plan.reuse_baselines and not plan.remember_baselines
 
 
+def test_the_group_is_left_out_of_a_request_that_has_none() -> None:
+    """A request without a group is byte for byte what it was before the field (runners.contract_version)."""
+    assert "baseline_group" not in _request(baseline_group="").model_dump_json()
+    assert '"baseline_group":"account 1"' in _request().model_dump_json()
+
+
 # ---- the keeper and the executor ---------------------------------------------------------------------------------
-def test_the_next_benchmark_run_on_the_gpu_reuses_every_baseline_and_says_when_they_were_timed(
+def test_the_next_benchmark_run_of_the_group_reuses_every_baseline_and_says_when_they_were_timed(
     tmp_path: Path,
 ) -> None:
     settings, request = _settings(tmp_path), _request()
     keeper, shape = Prestarter(settings), _shape(request)
-    asked, first = _timed_run(request, settings, keeper, shape, TIMED)
-    assert asked == (("reference", "ref_kernel"), ("fast", "fast_kernel"))  # nothing kept yet: the evaluator times
+    stamp = _calibrated(keeper, shape)
+    asked, first = _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp, timed_ago_s=20.0)
+    assert asked == BOTH  # nothing kept yet: the evaluator times them
     assert [b.cached for b in first.baselines] == [False, False]
-    asked, second = _timed_run(request, settings, keeper, shape, {})  # the evaluator reports none
+    timed = first.baselines[0].measured_at
+    assert timed is not None and 19 < (datetime.now(UTC) - timed).total_seconds() < 25  # when timed, not the end
+    asked, second = _timed_run(request, settings, keeper, shape, {}, calibration=stamp)  # the evaluator reports none
     assert asked == ()  # it is asked to time none
     assert [b.cached for b in second.baselines] == [True, True]
     for mine, kept in zip(second.baselines, first.baselines, strict=True):
         assert mine.case_medians_ns == kept.case_medians_ns and mine.speedups == kept.speedups and not mine.note
-        assert mine.measured_at == kept.measured_at  # when they were timed, not now
+        assert mine.measured_at == kept.measured_at  # when they were timed
     assert second.baselines[0].speedups == [3.0, 4.0]
 
 
 def test_a_ranked_run_times_its_own_baselines_even_when_fresh_ones_are_kept(tmp_path: Path) -> None:
     settings = _settings(tmp_path)
     keeper, shape = Prestarter(settings), _shape(_request())
-    _timed_run(_request(), settings, keeper, shape, TIMED)
+    stamp = _calibrated(keeper, shape)
+    _timed_run(_request(), settings, keeper, shape, TIMED, calibration=stamp)
     ranked = _request(Mode.RANKED, seed=7)
-    asked, result = _timed_run(ranked, settings, keeper, shape, TIMED)
-    assert asked == (("reference", "ref_kernel"), ("fast", "fast_kernel"))
-    assert [b.cached for b in result.baselines] == [False, False]
+    asked, result = _timed_run(ranked, settings, keeper, shape, TIMED, calibration=stamp)
+    assert asked == BOTH and [b.cached for b in result.baselines] == [False, False]
 
 
-def test_baselines_older_than_the_limit_are_timed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    settings, request = _settings(tmp_path, baseline_reuse_s=60.0), _request()
+def test_the_age_limit_counts_from_when_the_baselines_were_timed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of 08fdeeb: a run that timed its baselines at its start and ended minutes later must not lend them
+    for another minute from its end."""
+    settings, request = _settings(tmp_path, baseline_reuse_s=60.0, calibration_reuse_s=3600.0), _request()
     keeper, shape = Prestarter(settings), _shape(request)
-    now = [1000.0]
+    now = [10_000.0]
     monkeypatch.setattr(prestart_module.time, "monotonic", lambda: now[0])
-    _timed_run(request, settings, keeper, shape, TIMED)
-    now[0] += 59.0
-    assert _timed_run(request, settings, keeper, shape, {})[0] == ()
-    now[0] += 2.0  # 61 s after they were timed
-    asked, result = _timed_run(request, settings, keeper, shape, TIMED)
-    assert asked != () and [b.cached for b in result.baselines] == [False, False]
+    stamp = _calibrated(keeper, shape)
+    _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp, timed_ago_s=50.0)  # a long run's end
+    now[0] += 9.0
+    assert _timed_run(request, settings, keeper, shape, {}, calibration=stamp)[0] == ()  # 59 s after they were timed
+    now[0] += 2.0  # 61 s
+    asked, result = _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp)
+    assert asked == BOTH and [b.cached for b in result.baselines] == [False, False]
 
 
-def test_another_gpu_another_problem_or_a_failed_baseline_reuses_nothing(tmp_path: Path) -> None:
+def test_another_group_gpu_problem_or_calibration_or_a_failed_baseline_reuses_nothing(tmp_path: Path) -> None:
     settings, request = _settings(tmp_path), _request()
-    keeper = Prestarter(settings)
-    _timed_run(request, settings, keeper, _shape(request), TIMED)
-    assert _timed_run(request, settings, keeper, _shape(request, OTHER), TIMED)[0] != ()  # another GPU
-    changed = _request(benchmarks=[{"n": 2, "seed": 2}, {"n": 5, "seed": 3}])  # another case: another key
-    assert _timed_run(changed, settings, keeper, _shape(changed), TIMED)[0] != ()
+    keeper, shape = Prestarter(settings), _shape(request)
+    stamp = _calibrated(keeper, shape)
+    _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp)
+    assert _timed_run(request, settings, keeper, shape, {}, calibration=stamp)[0] == ()  # (it would, same group)
+    other = _request(baseline_group="account 2")  # another account's run never takes this one's
+    assert _timed_run(other, settings, keeper, shape, TIMED, calibration=stamp)[0] == BOTH
+    assert _timed_run(request, settings, keeper, _shape(request, OTHER), TIMED, calibration=stamp)[0] == BOTH
+    changed = _request(files={"reference.py": "x = 2\n"})  # another reference: another key
+    assert _timed_run(changed, settings, keeper, shape, TIMED, calibration=stamp)[0] == BOTH
+    slower = _request(timing=TimingSettings(max_time_s=0.5))  # other timing settings: another key
+    assert _timed_run(slower, settings, keeper, shape, TIMED, calibration=stamp)[0] == BOTH
+    # A run that takes a fresh calibration (none reused) times its own; so does one whose reused calibration is not
+    # the one the kept baselines were corrected with.
+    assert _timed_run(request, settings, keeper, shape, TIMED, calibration=None)[0] == BOTH
+    assert _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp + 1.0)[0] == BOTH
     # A baseline that failed is never kept; one missing means all are timed (all or none).
     fresh = Prestarter(settings)
+    fresh_stamp = _calibrated(fresh, shape)
     broken = {**TIMED, "fast": [RBaseline(label="fast", index=0, error="it raised")]}
-    _timed_run(request, settings, fresh, _shape(request), broken)
-    assert _timed_run(request, settings, fresh, _shape(request), TIMED)[0] == (
-        ("reference", "ref_kernel"), ("fast", "fast_kernel"))  # fmt: skip
+    _timed_run(request, settings, fresh, shape, broken, calibration=fresh_stamp)
+    assert _timed_run(request, settings, fresh, shape, TIMED, calibration=fresh_stamp)[0] == BOTH
 
 
-def test_the_setting_off_keeps_nothing(tmp_path: Path) -> None:
-    settings, request = _settings(tmp_path, baseline_reuse_s=0), _request()
-    keeper, shape = Prestarter(settings), _shape(request)
-    keeper.remember_baselines(shape, "k", TIMED["reference"], datetime.now(UTC) - timedelta(seconds=1))
-    assert keeper.baselines(shape, "k") is None
+def test_the_setting_off_keeps_nothing_and_expired_entries_are_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = _request()
+    kept = TimedBaseline(TIMED["reference"], datetime.now(UTC) - timedelta(seconds=1), 100.0, 50.0)
+    off = Prestarter(_settings(tmp_path, baseline_reuse_s=0))
+    off.remember_baselines(_shape(request), "account 1", "k", kept)
+    assert off.baselines(_shape(request), "account 1", "k", 50.0) is None
+    keeper = Prestarter(_settings(tmp_path, baseline_reuse_s=60.0))
+    monkeypatch.setattr(prestart_module.time, "monotonic", lambda: 120.0)
+    keeper.remember_baselines(_shape(request), "account 1", "old", kept)
+    monkeypatch.setattr(prestart_module.time, "monotonic", lambda: 170.0)  # the first is 70 s old now
+    keeper.remember_baselines(_shape(request), "account 1", "new", replace(kept, monotonic=165.0))
+    assert [k[2] for k in keeper._baselines] == ["new"]  # the worker keeps no more than what it may still lend
+
+
+@pytest.mark.parametrize(("mode", "group"), [(Mode.BENCHMARK, "account 42"), (Mode.RANKED, ""), (Mode.TEST, "")])
+def test_the_service_groups_a_benchmark_run_by_its_account_only(mode: Mode, group: str) -> None:
+    """A worker's benchmark-mode runs lend each other baselines only within one account: no one's run (a candidate
+    that heats the GPU before the next run's baselines, say) decides another account's speedups."""
+    from types import SimpleNamespace
+
+    from leaderboards.recording import _baseline_group
+
+    assert _baseline_group(SimpleNamespace(user_id=42), mode) == group  # type: ignore[arg-type]

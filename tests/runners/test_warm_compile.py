@@ -20,8 +20,8 @@ from runners.ipc.wiring import WARM_ENV
 
 
 @pytest.fixture(autouse=True)
-def _fresh_arch_cache() -> None:
-    sysinfo.compute_arch.cache_clear()
+def _fresh_arch_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sysinfo, "_ARCHS", {})
 
 
 def test_the_architecture_is_read_from_nvidia_smi_for_the_gpus_index(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,8 +33,17 @@ def test_the_architecture_is_read_from_nvidia_smi_for_the_gpus_index(monkeypatch
 
     monkeypatch.setattr(sysinfo, "smi_query", smi)
     assert sysinfo.compute_arch(0) == "90" and sysinfo.compute_arch(1) == "100"
-    assert sysinfo.compute_arch(2) == ""  # no such GPU
-    assert asked == ["index,compute_cap"] * 3
+    assert asked == ["index,compute_cap"]  # asked once: the answer is kept for the process
+    assert sysinfo.compute_arch(2) == ""  # no such GPU: asked again, in case it was a hiccup
+    assert asked == ["index,compute_cap"] * 2
+
+
+def test_a_failed_answer_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvidia-smi timing out once must not leave the GPU without its warm kernel for the worker's lifetime."""
+    answers = iter([None, "0, 9.0\n"])
+    monkeypatch.setattr(sysinfo, "smi_query", lambda fields, fmt="": next(answers))
+    assert sysinfo.compute_arch(0) == ""
+    assert sysinfo.compute_arch(0) == "90"
 
 
 @pytest.mark.parametrize("answer", [None, "", "0, [N/A]\n", "garbage"])
