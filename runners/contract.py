@@ -299,11 +299,11 @@ class RunRequest(_Model):
     baseline_group: str = Field(
         default="",
         max_length=128,
-        exclude_if=lambda group: not group,  # left out where '' (see CONTRACT_VERSION: a request as it was before)
+        exclude=True,
         description="Benchmark-mode runs whose requests name the same group may take the baselines a long-lived runner "
         "timed for an earlier run of the group on the same GPU (KERNELCUP_BASELINE_REUSE_S): the service names the "
-        "submitting account, `kernelcup run` its own invocation, so no one's run decides another's speedups. '' "
-        "(default): the run times its own.",
+        "submitting account, `kernelcup run` its own invocation. '' (default): the run times its own. A hint to a "
+        "runner in the same process only: never serialized, so it is in no digest and no remote runner sees it.",
     )
     baselines: list[BaselineSpec] = Field(
         default_factory=lambda: [REFERENCE_BASELINE],

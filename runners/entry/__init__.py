@@ -185,6 +185,8 @@ class _Execution:
         self.system = SystemInfo()
         self.calibration_stamp: float | None = None
         """When the calibration this run reuses, or took and left for the next runs, was taken (the keeper's clock)."""
+        self.follows_own_group = False
+        """The run before this one on its GPU was of this run's (non-empty) baseline group (``Prestarter.follows``)."""
         self.headers: Headers | None = None
         self.launch: ProcessSet | None = None
         """A pre-started set taken for this run, until its session owns it (then None: the session stops it)."""
@@ -237,9 +239,11 @@ class _Execution:
                            submission_env=sub_env, require_sandbox=self.context.require_sandbox)  # fmt: skip
         prestart = self.context.prestart
         self.launch = prestart.take(shape) if self.plan.warm and prestart is not None else None
-        reuse = prestart.calibration(shape) if self.plan.reuse_calibration and prestart is not None else None
-        if reuse is not None and prestart is not None:
-            self.calibration_stamp = prestart.calibration_stamp(shape)
+        entry = prestart.calibration_entry(shape) if self.plan.reuse_calibration and prestart is not None else None
+        reuse: _Reuse = (entry[0], entry[1]) if entry is not None else None
+        self.calibration_stamp = entry[2] if entry is not None else None
+        if prestart is not None and self.plan.on_gpu and not self.plan.ranks:
+            self.follows_own_group = prestart.follows(shape, self.request.baseline_group)
         root = Path(self.launch.dirs.root) if self.launch is not None else new_job_root(self.settings.job_root)
         try:
             return self._in_folder(root, shape, allocator, reuse)
@@ -257,7 +261,7 @@ class _Execution:
         keeper = self.context.prestart
         if keeper is not None and plan.remember_baselines:
             timed.keep_in(keeper, shape, request.baseline_group, reuse=plan.reuse_baselines,
-                          calibration=self.calibration_stamp)  # fmt: skip
+                          calibration=self.calibration_stamp, keep=self.follows_own_group)  # fmt: skip
         medians = _reference_medians(request, self.system, self.settings) if plan.reference_medians else ()
         bounds = bounds_for(request, plan.startup_s, medians)
         job = self._job(dirs, profiler, bounds, allocator, reuse, () if timed.reused else plan.job_baselines)
@@ -347,7 +351,8 @@ class _Execution:
         if reuse is not None:
             self.system.calibration_age_s = round(reuse[1], 3)
         elif self.plan.remember_calibration and self.context.prestart and outcomes.report.calibration is not None:
-            self.context.prestart.remember_calibration(shape, outcomes.report.calibration)
+            taken = outcomes.report.calibration_at
+            self.context.prestart.remember_calibration(shape, outcomes.report.calibration, taken)
             self.calibration_stamp = self.context.prestart.calibration_stamp(shape)
 
     def _result(self, outcomes: Outcomes, profiler: ProfilerChoice, timed: _Baselines, sub_dir: Path,
@@ -434,12 +439,14 @@ class _Baselines:
         self.reused: dict[str, TimedBaseline] = {}
         """Every baseline's reports taken from the keeper (all of them or none): the evaluator times none."""
 
-    def keep_in(self, keeper: Prestarter, shape: Shape, group: str, *, reuse: bool, calibration: float | None) -> None:
-        """Remember what this run times in ``keeper`` for the next runs of ``group`` on ``shape``'s GPU; with
-        ``reuse``, take every baseline from it instead, where it holds all of them fresh
-        (``RunnerSettings.baseline_reuse_s``) and corrected with the calibration this run reuses (taken at
-        ``calibration``; None: this run takes its own, and times its own baselines under it)."""
-        self.keeper = (keeper, shape, group)
+    def keep_in(self, keeper: Prestarter, shape: Shape, group: str, *, reuse: bool, calibration: float | None,
+                keep: bool) -> None:  # fmt: skip
+        """With ``keep`` (the run before on this GPU was of ``group``: ``Prestarter.follows``), remember what this run
+        times in ``keeper`` for the next runs of ``group`` on ``shape``'s GPU; with ``reuse``, take every baseline
+        from it instead, where it holds all of them fresh (``RunnerSettings.baseline_reuse_s``) and corrected with
+        the calibration this run reuses (taken at ``calibration``; None: this run takes its own, and times its own
+        baselines under it)."""
+        self.keeper = (keeper, shape, group) if keep else None
         if not reuse or not self.to_time:
             return
         found = {spec.label: keeper.baselines(shape, group, self.keys[spec.label], calibration)
@@ -455,7 +462,8 @@ class _Baselines:
         if not self.to_time:
             return result
         now = baselines.now()
-        at = now - timedelta(seconds=max(time.monotonic() - timed_at, 0.0)) if timed_at is not None else now
+        ago = max(time.monotonic() - timed_at, 0.0) if timed_at is not None else 0.0
+        at = (datetime.now(UTC) - timedelta(seconds=ago)).replace(microsecond=0) if timed_at is not None else now
         out = []
         for spec in self.to_time:
             kept = self.reused.get(spec.label)

@@ -107,7 +107,8 @@ def plan_run(request: RunRequest, settings: RunnerSettings, machine: Machine, pu
     one_rank_timed = request.mode in TIMED_MODES and not reference and not ranks
     kernels = records_kernels(request, purpose, ranks)
     gpu_baselines = machine.prestarter and request.device != "cpu" and one_rank_timed and bool(to_time)
-    gpu_baselines = gpu_baselines and bool(request.baseline_group)
+    # (kept baselines are paired with the calibration they were corrected with: no calibration kept, none lent)
+    gpu_baselines = gpu_baselines and bool(request.baseline_group) and settings.calibration_reuse_s > 0
     return RunPlan(
         purpose=purpose,
         ranks=ranks,

@@ -61,32 +61,45 @@ class Prestarter:
         self._calibrations: dict[str | None, tuple[ClockCalibration, float]] = {}
         self.baseline_reuse_s = settings.baseline_reuse_s
         self._baselines: dict[tuple[str | None, str, str], TimedBaseline] = {}
+        self._last_group: dict[str | None, str] = {}
 
     def calibration(self, shape: Shape) -> tuple[ClockCalibration, float] | None:
         """The calibration the last run on ``shape``'s GPU took and how old it is (seconds), if it is younger than
         ``calibration_reuse_s``: a trusted measurement made before that run's submission loaded, of this GPU's
         window cost, which does not depend on the submission or the problem."""
+        got = self.calibration_entry(shape)
+        return (got[0], got[1]) if got is not None else None
+
+    def calibration_entry(self, shape: Shape) -> tuple[ClockCalibration, float, float] | None:
+        """``calibration``'s answer and, read under the same lock, when that calibration was taken (this runner's
+        monotonic clock): what a kept baseline corrected with it is paired with."""
         with self._lock:
             got = self._calibrations.get(_key(shape))
         if got is None:
             return None
         age = time.monotonic() - got[1]
-        return (got[0], age) if 0 <= age < self.calibration_reuse_s else None
+        return (got[0], age, got[1]) if 0 <= age < self.calibration_reuse_s else None
 
-    def remember_calibration(self, shape: Shape, calibration: ClockCalibration) -> None:
-        """Keep ``calibration`` (the evaluator's report of it, or the figures alone) for the next runs on its GPU."""
+    def remember_calibration(self, shape: Shape, calibration: ClockCalibration, taken_at: float | None = None) -> None:
+        """Keep ``calibration`` (the evaluator's report of it, or the figures alone) for the next runs on its GPU;
+        ``taken_at``: when it was taken (``time.monotonic``; default now), from which its reuse limit counts."""
         figures = ClockCalibration.model_validate(calibration.model_dump(include=set(ClockCalibration.model_fields)))
         with self._lock:
-            self._calibrations[_key(shape)] = (figures, time.monotonic())
+            self._calibrations[_key(shape)] = (figures, time.monotonic() if taken_at is None else taken_at)
 
     def calibration_stamp(self, shape: Shape) -> float | None:
-        """When (this runner's monotonic clock) the calibration that ``calibration`` hands out for ``shape``'s GPU was
-        taken, if it is still handed out: what a kept baseline was corrected with names it."""
+        """When the calibration ``calibration`` hands out for ``shape``'s GPU was taken, if it is still handed out."""
+        got = self.calibration_entry(shape)
+        return got[2] if got is not None else None
+
+    def follows(self, shape: Shape, group: str) -> bool:
+        """Record that a run of ``group`` ('' for none) starts on ``shape``'s GPU, and say whether the run before it
+        there was of the same (non-empty) group: only such a run's baselines are kept, so that what another
+        account's run left on the GPU (its heat, its clocks) is in no baseline lent to this group."""
         with self._lock:
-            got = self._calibrations.get(_key(shape))
-        if got is None or not 0 <= time.monotonic() - got[1] < self.calibration_reuse_s:
-            return None
-        return got[1]
+            before = self._last_group.get(_key(shape))
+            self._last_group[_key(shape)] = group
+        return bool(group) and before == group
 
     def baselines(self, shape: Shape, group: str, key: str, calibration: float | None) -> TimedBaseline | None:
         """The reports of the baseline ``key`` (``runners.baselines.cache_key``: the problem, its cases, the timing

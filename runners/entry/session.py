@@ -97,6 +97,8 @@ class Report:
     fatal: RFatal | None = None
     calibration: RCalibration | None = None
     """The GPU calibration the evaluator took before the submission loaded (a runner may reuse it on this GPU)."""
+    calibration_at: float | None = None
+    """When (``time.monotonic``) the calibration's report arrived: when it was taken."""
     baselines_at: float | None = None
     """When (``time.monotonic``) the last baseline report arrived: when the baselines were timed."""
     done: bool = False
@@ -614,6 +616,7 @@ class Session:
             if rep.calibration is not None or rep.compiled is not None or self.job.device != "cuda":
                 raise ReportError("an unexpected calibration")
             rep.calibration = msg
+            rep.calibration_at = time.monotonic()
         elif isinstance(msg, RFatal):
             if rep.fatal is not None:
                 raise ReportError("two fatal reports")

@@ -84,27 +84,28 @@ TIMED = {"reference": _reports("reference", (300.0, 800.0)), "fast": _reports("f
 CALIBRATION = ClockCalibration(overhead_ns=300_000.0, event_ns=1_300.0, slack_ns=2_000.0)
 
 
-def _calibrated(keeper: Prestarter, shape: Shape) -> float:
-    """The calibration a run took on ``shape``'s GPU, left in the keeper; its stamp."""
-    keeper.remember_calibration(shape, CALIBRATION)
-    stamp = keeper.calibration_stamp(shape)
-    assert stamp is not None
-    return stamp
-
-
 def _timed_run(request: RunRequest, settings: RunnerSettings, keeper: Prestarter, shape: Shape,
-               reports: dict[str, list[RBaseline]], *, calibration: float | None,
-               timed_ago_s: float = 0.0) -> tuple[tuple[tuple[str, str], ...], RunResult]:  # fmt: skip
-    """What the executor does with one run's baselines (``runners.entry._Execution``): asks the keeper (the run
-    reusing the calibration taken at ``calibration``), tells the evaluator what to time, and finishes the result from
-    what the evaluator reported (``reports``, the last of them ``timed_ago_s`` ago)."""
+               reports: dict[str, list[RBaseline]], *, timed_ago_s: float = 0.0,
+               ) -> tuple[tuple[tuple[str, str], ...], RunResult]:  # fmt: skip
+    """What the executor (``runners.entry._Execution``) does with one run's baselines, in its order: the calibration
+    it reuses (if the keeper has one) and whether the run before on the GPU was of its group (``_start``); asking the
+    keeper and telling the evaluator what to time (``_in_folder``); keeping a fresh calibration (``_after``); the
+    result from what the evaluator reported (``reports``, the last of them ``timed_ago_s`` ago)."""
     plan = plan_run(request, settings, Machine(prestarter=True), Purpose.RUN)
+    got = keeper.calibration_entry(shape) if plan.reuse_calibration else None
+    stamp = got[2] if got is not None else None
+    follows = keeper.follows(shape, request.baseline_group)
     timed = entry._Baselines(request, SYSTEM, settings, plan.baselines)
     if plan.remember_baselines:
-        timed.keep_in(keeper, shape, request.baseline_group, reuse=plan.reuse_baselines, calibration=calibration)
-    asked = () if timed.reused else plan.job_baselines  # (as the executor gives the job: runners.entry)
-    timed_at = prestart_module.time.monotonic() - timed_ago_s if reports else None
-    return asked, timed.finish(_passed(request), reports, timed_at, calibration)
+        timed.keep_in(keeper, shape, request.baseline_group, reuse=plan.reuse_baselines, calibration=stamp,
+                      keep=follows)  # fmt: skip
+    asked = () if timed.reused else plan.job_baselines  # (as the executor gives the job)
+    now = prestart_module.time.monotonic()
+    if stamp is None and plan.remember_calibration:  # it calibrated: its calibration is kept for the next runs
+        keeper.remember_calibration(shape, CALIBRATION, now - timed_ago_s - 1.0)
+        stamp = keeper.calibration_stamp(shape)
+    timed_at = now - timed_ago_s if reports else None
+    return asked, timed.finish(_passed(request), reports, timed_at, stamp)
 
 
 BOTH = (("reference", "ref_kernel"), ("fast", "fast_kernel"))
@@ -115,7 +116,7 @@ BOTH = (("reference", "ref_kernel"), ("fast", "fast_kernel"))
     ("mode", "device", "world_size", "reuse", "remember"),
     [
         (Mode.BENCHMARK, "cuda", 1, True, True),
-        (Mode.RANKED, "cuda", 1, False, True),  # a ranked run times its own, and leaves them for the next
+        (Mode.RANKED, "cuda", 1, False, True),  # times its own (the service gives a ranked run no group anyway)
         (Mode.BENCHMARK, "cpu", 1, False, False),  # a CPU's conditions move with its load (issue 31's case)
         (Mode.TEST, "cuda", 1, False, False),
         (Mode.PROFILE, "cuda", 1, False, False),
@@ -139,6 +140,7 @@ def test_which_runs_reuse_and_keep_the_baselines(
         ({}, {"time_baselines": False}),
         ({}, {"baseline_reuse_s": 0}),
         ({"baseline_group": ""}, {}),  # a request of no group (a retiming, a compare, a remote route's) times its own
+        ({}, {"calibration_reuse_s": 0}),  # a kept baseline is paired with a kept calibration: none, none lent
     ],
 )
 def test_no_reuse_without_baselines_a_group_or_with_the_setting_off(
@@ -148,84 +150,117 @@ def test_no_reuse_without_baselines_a_group_or_with_the_setting_off(
     assert not plan.reuse_baselines and not plan.remember_baselines
 
 
-def test_the_group_is_left_out_of_a_request_that_has_none() -> None:
-    """A request without a group is byte for byte what it was before the field (runners.contract_version)."""
-    assert "baseline_group" not in _request(baseline_group="").model_dump_json()
-    assert '"baseline_group":"account 1"' in _request().model_dump_json()
+def test_the_group_is_never_serialized_nor_in_the_digest() -> None:
+    """A hint to a runner in the worker's own process: no remote runner sees it, and a request's digest (which a
+    result echoes) is what it was before the field (re-review of fd6ed0d: older remote runners refuse unknown
+    fields)."""
+    grouped, plain = _request(), _request(baseline_group="")
+    assert "baseline_group" not in grouped.model_dump_json() and grouped.digest() == plain.digest()
+    assert grouped.baseline_group == "account 1" and grouped.model_copy().baseline_group == "account 1"
 
 
 # ---- the keeper and the executor ---------------------------------------------------------------------------------
-def test_the_next_benchmark_run_of_the_group_reuses_every_baseline_and_says_when_they_were_timed(
-    tmp_path: Path,
-) -> None:
+def test_the_runs_of_a_group_lend_each_other_every_baseline_and_say_when_they_were_timed(tmp_path: Path) -> None:
     settings, request = _settings(tmp_path), _request()
     keeper, shape = Prestarter(settings), _shape(request)
-    stamp = _calibrated(keeper, shape)
-    asked, first = _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp, timed_ago_s=20.0)
-    assert asked == BOTH  # nothing kept yet: the evaluator times them
-    assert [b.cached for b in first.baselines] == [False, False]
-    timed = first.baselines[0].measured_at
+    asked, first = _timed_run(request, settings, keeper, shape, TIMED)  # it follows no run of its group: keeps none
+    assert asked == BOTH and [b.cached for b in first.baselines] == [False, False]
+    asked, second = _timed_run(request, settings, keeper, shape, TIMED, timed_ago_s=20.0)
+    assert asked == BOTH  # nothing kept yet: the evaluator times them, and this time they are kept
+    timed = second.baselines[0].measured_at
     assert timed is not None and 19 < (datetime.now(UTC) - timed).total_seconds() < 25  # when timed, not the end
-    asked, second = _timed_run(request, settings, keeper, shape, {}, calibration=stamp)  # the evaluator reports none
+    asked, third = _timed_run(request, settings, keeper, shape, {})  # the evaluator reports none
     assert asked == ()  # it is asked to time none
-    assert [b.cached for b in second.baselines] == [True, True]
-    for mine, kept in zip(second.baselines, first.baselines, strict=True):
+    assert [b.cached for b in third.baselines] == [True, True]
+    for mine, kept in zip(third.baselines, second.baselines, strict=True):
         assert mine.case_medians_ns == kept.case_medians_ns and mine.speedups == kept.speedups and not mine.note
         assert mine.measured_at == kept.measured_at  # when they were timed
-    assert second.baselines[0].speedups == [3.0, 4.0]
+    assert third.baselines[0].speedups == [3.0, 4.0]
+
+
+def test_baselines_timed_right_after_another_accounts_run_are_not_kept(tmp_path: Path) -> None:
+    """Re-review of fd6ed0d: a candidate of account B that heats the GPU just before account A's run must not set the
+    baselines lent to A's next runs; baselines kept earlier, after A's own run, are still A's to use."""
+    settings, a, b = _settings(tmp_path), _request(), _request(baseline_group="account 2")
+    keeper, shape = Prestarter(settings), _shape(a)
+    _timed_run(b, settings, keeper, shape, TIMED)
+    _timed_run(a, settings, keeper, shape, TIMED)  # after B's run: timed, not kept
+    assert _timed_run(a, settings, keeper, shape, TIMED)[0] == BOTH  # so this one times them (and keeps them)
+    _timed_run(b, settings, keeper, shape, TIMED)
+    assert _timed_run(a, settings, keeper, shape, {})[0] == ()  # A's own, kept after A's run, are lent again
+    ranked = _request(Mode.RANKED, seed=7, baseline_group="")
+    _timed_run(ranked, settings, keeper, shape, TIMED)  # a run of no group counts as another's
+    fresh = Prestarter(settings)
+    _timed_run(ranked, settings, fresh, shape, TIMED)
+    _timed_run(a, settings, fresh, shape, TIMED)
+    assert _timed_run(a, settings, fresh, shape, TIMED)[0] == BOTH
 
 
 def test_a_ranked_run_times_its_own_baselines_even_when_fresh_ones_are_kept(tmp_path: Path) -> None:
     settings = _settings(tmp_path)
     keeper, shape = Prestarter(settings), _shape(_request())
-    stamp = _calibrated(keeper, shape)
-    _timed_run(_request(), settings, keeper, shape, TIMED, calibration=stamp)
+    for _ in range(2):
+        _timed_run(_request(), settings, keeper, shape, TIMED)
     ranked = _request(Mode.RANKED, seed=7)
-    asked, result = _timed_run(ranked, settings, keeper, shape, TIMED, calibration=stamp)
+    asked, result = _timed_run(ranked, settings, keeper, shape, TIMED)
     assert asked == BOTH and [b.cached for b in result.baselines] == [False, False]
 
 
-def test_the_age_limit_counts_from_when_the_baselines_were_timed(
+def test_the_age_limits_count_from_when_the_baselines_and_the_calibration_were_taken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Review of 08fdeeb: a run that timed its baselines at its start and ended minutes later must not lend them
-    for another minute from its end."""
-    settings, request = _settings(tmp_path, baseline_reuse_s=60.0, calibration_reuse_s=3600.0), _request()
+    for another minute from its end (re-review: nor its calibration, which they are paired with)."""
+    settings, request = _settings(tmp_path, baseline_reuse_s=60.0, calibration_reuse_s=60.0), _request()
     keeper, shape = Prestarter(settings), _shape(request)
     now = [10_000.0]
     monkeypatch.setattr(prestart_module.time, "monotonic", lambda: now[0])
-    stamp = _calibrated(keeper, shape)
-    _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp, timed_ago_s=50.0)  # a long run's end
-    now[0] += 9.0
-    assert _timed_run(request, settings, keeper, shape, {}, calibration=stamp)[0] == ()  # 59 s after they were timed
-    now[0] += 2.0  # 61 s
-    asked, result = _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp)
+    _timed_run(request, settings, keeper, shape, TIMED)
+    keeper._calibrations.clear()  # the next run calibrates afresh, 40 s into a long run
+    _timed_run(request, settings, keeper, shape, TIMED, timed_ago_s=40.0)  # baselines at -40 s, calibration -41 s
+    now[0] += 18.0
+    assert _timed_run(request, settings, keeper, shape, {})[0] == ()  # 58 s after they were timed
+    now[0] += 3.0  # 61 s: both expired
+    assert keeper.calibration(shape) is None
+    asked, result = _timed_run(request, settings, keeper, shape, TIMED)
     assert asked == BOTH and [b.cached for b in result.baselines] == [False, False]
 
 
 def test_another_group_gpu_problem_or_calibration_or_a_failed_baseline_reuses_nothing(tmp_path: Path) -> None:
     settings, request = _settings(tmp_path), _request()
     keeper, shape = Prestarter(settings), _shape(request)
-    stamp = _calibrated(keeper, shape)
-    _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp)
-    assert _timed_run(request, settings, keeper, shape, {}, calibration=stamp)[0] == ()  # (it would, same group)
+    for _ in range(2):
+        _timed_run(request, settings, keeper, shape, TIMED)
+    assert _timed_run(request, settings, keeper, shape, {})[0] == ()  # (it would, same group)
     other = _request(baseline_group="account 2")  # another account's run never takes this one's
-    assert _timed_run(other, settings, keeper, shape, TIMED, calibration=stamp)[0] == BOTH
-    assert _timed_run(request, settings, keeper, _shape(request, OTHER), TIMED, calibration=stamp)[0] == BOTH
+    assert _timed_run(other, settings, keeper, shape, TIMED)[0] == BOTH
+    assert _timed_run(request, settings, keeper, _shape(request, OTHER), TIMED)[0] == BOTH
     changed = _request(files={"reference.py": "x = 2\n"})  # another reference: another key
-    assert _timed_run(changed, settings, keeper, shape, TIMED, calibration=stamp)[0] == BOTH
+    assert _timed_run(changed, settings, keeper, shape, TIMED)[0] == BOTH
     slower = _request(timing=TimingSettings(max_time_s=0.5))  # other timing settings: another key
-    assert _timed_run(slower, settings, keeper, shape, TIMED, calibration=stamp)[0] == BOTH
-    # A run that takes a fresh calibration (none reused) times its own; so does one whose reused calibration is not
-    # the one the kept baselines were corrected with.
-    assert _timed_run(request, settings, keeper, shape, TIMED, calibration=None)[0] == BOTH
-    assert _timed_run(request, settings, keeper, shape, TIMED, calibration=stamp + 1.0)[0] == BOTH
+    assert _timed_run(slower, settings, keeper, shape, TIMED)[0] == BOTH
+    # A run that takes a fresh calibration (none to reuse) times its own, and those are then paired with it.
+    keeper._calibrations.clear()
+    assert _timed_run(request, settings, keeper, shape, TIMED)[0] == BOTH
+    assert _timed_run(request, settings, keeper, shape, {})[0] == ()
     # A baseline that failed is never kept; one missing means all are timed (all or none).
     fresh = Prestarter(settings)
-    fresh_stamp = _calibrated(fresh, shape)
     broken = {**TIMED, "fast": [RBaseline(label="fast", index=0, error="it raised")]}
-    _timed_run(request, settings, fresh, shape, broken, calibration=fresh_stamp)
-    assert _timed_run(request, settings, fresh, shape, TIMED, calibration=fresh_stamp)[0] == BOTH
+    for _ in range(2):
+        _timed_run(request, settings, fresh, shape, broken)
+    assert _timed_run(request, settings, fresh, shape, TIMED)[0] == BOTH
+
+
+def test_a_baseline_is_lent_only_under_the_calibration_it_was_corrected_with(tmp_path: Path) -> None:
+    settings, request = _settings(tmp_path), _request()
+    keeper, shape = Prestarter(settings), _shape(request)
+    stamp = 500.0
+    kept = TimedBaseline(TIMED["reference"], datetime.now(UTC), prestart_module.time.monotonic(), stamp)
+    keeper.remember_baselines(shape, "account 1", "k", kept)
+    assert keeper.baselines(shape, "account 1", "k", stamp) is kept
+    assert keeper.baselines(shape, "account 1", "k", stamp + 1.0) is None
+    assert keeper.baselines(shape, "account 1", "k", None) is None  # a run that calibrates afresh
+    assert keeper.baselines(shape, "account 2", "k", stamp) is None
 
 
 def test_the_setting_off_keeps_nothing_and_expired_entries_are_dropped(
@@ -246,8 +281,7 @@ def test_the_setting_off_keeps_nothing_and_expired_entries_are_dropped(
 
 @pytest.mark.parametrize(("mode", "group"), [(Mode.BENCHMARK, "account 42"), (Mode.RANKED, ""), (Mode.TEST, "")])
 def test_the_service_groups_a_benchmark_run_by_its_account_only(mode: Mode, group: str) -> None:
-    """A worker's benchmark-mode runs lend each other baselines only within one account: no one's run (a candidate
-    that heats the GPU before the next run's baselines, say) decides another account's speedups."""
+    """A worker's benchmark-mode runs lend each other baselines only within one account."""
     from types import SimpleNamespace
 
     from leaderboards.recording import _baseline_group
