@@ -418,10 +418,11 @@ class _Baselines:
     (before the submission loads, on this machine as it is now), and, at the end, their speedups. A speedup never
     rests on a baseline timed under other conditions: on a loaded machine a reference cached 34 minutes earlier made
     the reference's own operation read "0.01x" (issue 31). The one exception is a long-lived runner's benchmark-mode
-    run on a GPU (a program's candidates, back to back): it takes the baselines the last run on the same GPU timed,
-    if that was within ``RunnerSettings.baseline_reuse_s`` (60 s), and says so (``cached``, ``measured_at``); a
-    ranked run always times its own. What was timed goes into this runner's cache all the same: the reference's
-    medians there bound the steps of later runs that do not time it (``_reference_medians``)."""
+    run on a GPU (a program's candidates, back to back): it takes the baselines an earlier run of the same account
+    (``RunRequest.baseline_group``) timed on the same GPU within ``RunnerSettings.baseline_reuse_s`` (60 s), under
+    the calibration it reuses, and says so (``cached``, ``measured_at``); a ranked run always times its own. What
+    was timed goes into this runner's cache all the same: the reference's medians there bound the steps of later
+    runs that do not time it (``_reference_medians``)."""
 
     def __init__(
         self, request: RunRequest, system: SystemInfo, settings: RunnerSettings, to_time: tuple[BaselineSpec, ...]
