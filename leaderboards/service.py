@@ -502,6 +502,10 @@ class LeaderboardService(
             raise InvalidSubmission(
                 f"{name} contains NUL bytes; submit the source file, not a binary.", code="binary_file"
             )
+        if self.settings.check_python_syntax and name.lower().endswith(".py"):
+            refused = python_syntax_error(name, text)
+            if refused:
+                raise InvalidSubmission(refused, code="syntax_error")
         return name
 
     def _check_language(self, lb: Leaderboard, name: str) -> None:
@@ -985,3 +989,19 @@ class LeaderboardService(
                 )
                 for c, lb_name, u in rows
             )
+
+
+def python_syntax_error(name: str, text: str) -> str:
+    """Why Python would refuse to compile ``text`` ('' when it would not): said at once, before anything is stored
+    or queued, so a candidate that cannot even be imported costs no GPU (issue 33: compile errors come back without
+    waiting for the GPU). Compiled, not only parsed (a ``return`` outside a function is the compiler's refusal);
+    compiling runs none of the file, and CPython bounds what its constant folding may build."""
+    try:
+        compile(text.removeprefix("\ufeff"), name, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "") if exc.lineno else ""
+        return (f"{name} is not valid Python{f' ({where})' if where else ''}: {exc.msg}. Nothing was queued; fix "
+                "it and submit again.")  # fmt: skip
+    except (ValueError, RecursionError, MemoryError) as exc:  # absurd nesting or size
+        return f"{name} cannot be compiled as Python ({type(exc).__name__}). Nothing was queued."
+    return ""

@@ -25,6 +25,13 @@ class CoreSettings(BaseSettings):
     )
     db_echo: bool = Field(default=False, description="Log every SQL statement (debugging).")
     max_submission_bytes: int = Field(default=1024 * 1024, gt=0, description="Largest accepted submission file.")
+    check_python_syntax: bool = Field(
+        default=True,
+        description="Refuse a .py file that this service's Python cannot compile when it is sent, before anything is "
+        "stored or queued (no GPU spent on a file that cannot be imported). It is this process's Python that judges: "
+        "3.12 in the image, as on the Modal runners; turn it off where the runners run a newer Python than the "
+        "service (syntax only the newer one accepts would be refused).",
+    )
     rate_limit_per_hour: int | None = Field(
         default=30,
         ge=1,

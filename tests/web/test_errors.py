@@ -41,6 +41,7 @@ def test_tokens_missing_invalid_expired_revoked_or_without_scope(world: World) -
     [
         ("k.py", b"", {}, 422, "empty_file"),
         ("k.py", b"\x89PNG\r\n\x1a\n\x00\x00", {}, 422, "binary_file"),
+        ("k.py", b"def custom_kernel(data)\n    return data\n", {}, 422, "syntax_error"),
         ("k.cu", GOOD, {}, 422, "wrong_file_type"),
         ("k.py", GOOD, {"leaderboard": "nope"}, 404, "leaderboard_not_found"),
         ("k.py", GOOD, {"devices": "TPU"}, 422, "device_not_allowed"),
