@@ -242,8 +242,9 @@ class _Execution:
         entry = prestart.calibration_entry(shape) if self.plan.reuse_calibration and prestart is not None else None
         reuse: _Reuse = (entry[0], entry[1]) if entry is not None else None
         self.calibration_stamp = entry[2] if entry is not None else None
-        if prestart is not None and self.plan.on_gpu and not self.plan.ranks:
-            self.follows_own_group = prestart.follows(shape, self.request.baseline_group)
+        if prestart is not None and self.plan.on_gpu:  # every GPU run, so the next one knows whose ran before it
+            others = tuple(g.uuid for g in self.gpus[1:]) if self.plan.ranks and self.gpus else ()
+            self.follows_own_group = prestart.follows(shape, self.request.baseline_group, others)
         root = Path(self.launch.dirs.root) if self.launch is not None else new_job_root(self.settings.job_root)
         try:
             return self._in_folder(root, shape, allocator, reuse)

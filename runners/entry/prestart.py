@@ -92,13 +92,15 @@ class Prestarter:
         got = self.calibration_entry(shape)
         return got[2] if got is not None else None
 
-    def follows(self, shape: Shape, group: str) -> bool:
-        """Record that a run of ``group`` ('' for none) starts on ``shape``'s GPU, and say whether the run before it
-        there was of the same (non-empty) group: only such a run's baselines are kept, so that what another
-        account's run left on the GPU (its heat, its clocks) is in no baseline lent to this group."""
+    def follows(self, shape: Shape, group: str, others: tuple[str, ...] = ()) -> bool:
+        """Record that a run of ``group`` ('' for none) starts on ``shape``'s GPU (and, a run of several ranks, on
+        the GPUs of UUIDs ``others``), and say whether the run before it on ``shape``'s GPU was of the same
+        (non-empty) group: only such a run's baselines are kept, so that what another account's run left on the GPU
+        (its heat, its clocks) is in no baseline lent to this group."""
         with self._lock:
             before = self._last_group.get(_key(shape))
-            self._last_group[_key(shape)] = group
+            for key in (_key(shape), *others):
+                self._last_group[key] = group
         return bool(group) and before == group
 
     def baselines(self, shape: Shape, group: str, key: str, calibration: float | None) -> TimedBaseline | None:

@@ -287,3 +287,16 @@ def test_the_service_groups_a_benchmark_run_by_its_account_only(mode: Mode, grou
     from leaderboards.recording import _baseline_group
 
     assert _baseline_group(SimpleNamespace(user_id=42), mode) == group  # type: ignore[arg-type]
+
+
+def test_a_run_of_several_ranks_counts_on_every_gpu_it_used(tmp_path: Path) -> None:
+    """Account B's two-rank run on GPUs 1 and 0 comes between two of A's runs on GPU 0: A's next run there does not
+    follow its own."""
+    keeper, request = Prestarter(_settings(tmp_path)), _request()
+    gpu0, gpu1 = _shape(request), _shape(request, OTHER)
+    assert not keeper.follows(gpu0, "account 1")  # nothing ran before it
+    assert keeper.follows(gpu0, "account 1")
+    keeper.follows(gpu1, "account 2", others=(H200.uuid,))
+    assert not keeper.follows(gpu0, "account 1")
+    assert keeper.follows(gpu0, "account 1")
+    assert not keeper.follows(gpu0, "")  # a run of no group follows nothing
