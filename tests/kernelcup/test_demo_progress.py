@@ -31,14 +31,11 @@ def _no_log_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for var in ("DATABASE_URL", "KERNELCUP_DATABASE_URL", "KERNELCUP_ROUTES"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("KERNELCUP_DATA_DIR", str(tmp_path / "data"))
+def env(env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The package's clean command environment (tests/kernelcup/conftest.py), with a worker that polls quickly."""
     monkeypatch.setenv("KERNELCUP_WORKER_POLL_S", "0.02")
     monkeypatch.setenv("KERNELCUP_WORKER_HEARTBEAT_S", "0.5")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return env
 
 
 def test_off_a_terminal_each_solutions_line_comes_as_it_finishes(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

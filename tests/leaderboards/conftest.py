@@ -66,3 +66,23 @@ def settings(tmp_path: Path) -> CoreSettings:
 @pytest.fixture
 def service(database: Database, settings: CoreSettings) -> LeaderboardService:
     return LeaderboardService(database, settings)
+
+
+@pytest.fixture
+def cli(database: Database, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Run `kernelcup ...` against the test database; returns (exit code, stdout, stderr)."""
+    from helpers import check_reference_in_process
+    from typer.testing import CliRunner
+
+    from kernelcup.cli import build_app
+
+    monkeypatch.setenv("DATABASE_URL", database.engine.url.render_as_string(hide_password=False))
+    monkeypatch.chdir(tmp_path)  # no .env from the repository
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        result = CliRunner().invoke(build_app(reference_check=lambda: check_reference_in_process), list(args))
+        if result.exception and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke

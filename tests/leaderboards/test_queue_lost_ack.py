@@ -26,25 +26,35 @@ def svc(service: LeaderboardService, tmp_path: Path) -> LeaderboardService:
     return service
 
 
-def test_a_claim_whose_commit_ack_is_lost_keeps_the_job_it_took(
-    svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for user in ("ann", "bob"):
-        svc.submit(UserRef(user), "s.py", f"x = '{user}'\n".encode(), "add", ["cpu"], "test")
+@contextlib.contextmanager
+def ack_lost_once(svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Within it, the first transaction that commits loses its acknowledgement (the connection drops right after the
+    COMMIT); the list it yields holds a 1 once that happened."""
     real = svc.db.transaction
     lost: list[int] = []
 
     @contextlib.contextmanager
-    def ack_lost_once() -> Iterator[Session]:
+    def transaction() -> Iterator[Session]:
         with real() as s:
             yield s
         if not lost:  # committed; the acknowledgement never arrives
             lost.append(1)
             raise OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
 
-    monkeypatch.setattr(svc.db, "transaction", ack_lost_once)
-    claim = JobQueue(svc.db, db_retry_s=5).claim("w1", lease_s=60, devices=["cpu"])
-    monkeypatch.setattr(svc.db, "transaction", real)
+    monkeypatch.setattr(svc.db, "transaction", transaction)
+    try:
+        yield lost
+    finally:
+        monkeypatch.setattr(svc.db, "transaction", real)
+
+
+def test_a_claim_whose_commit_ack_is_lost_keeps_the_job_it_took(
+    svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for user in ("ann", "bob"):
+        svc.submit(UserRef(user), "s.py", f"x = '{user}'\n".encode(), "add", ["cpu"], "test")
+    with ack_lost_once(svc, monkeypatch) as lost:
+        claim = JobQueue(svc.db, db_retry_s=5).claim("w1", lease_s=60, devices=["cpu"])
 
     assert lost and claim is not None
     with svc.db.transaction() as s:
@@ -68,20 +78,8 @@ def test_a_preemption_whose_commit_ack_is_lost_hands_back_the_persons_job(
     program = queue.claim("w0", lease_s=60, devices=["cpu"])
     assert program is not None and program.program
     ann = svc.submit(UserRef("ann"), "k.py", b"x = 'ann'\n", "add", ["cpu"], "test").jobs[0].job_id
-    real = svc.db.transaction
-    lost: list[int] = []
-
-    @contextlib.contextmanager
-    def ack_lost_once() -> Iterator[Session]:
-        with real() as s:
-            yield s
-        if not lost:
-            lost.append(1)
-            raise OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
-
-    monkeypatch.setattr(svc.db, "transaction", ack_lost_once)
-    preemption = queue.preempt_for_person("w0", [program], lease_s=60)
-    monkeypatch.setattr(svc.db, "transaction", real)
+    with ack_lost_once(svc, monkeypatch) as lost:
+        preemption = queue.preempt_for_person("w0", [program], lease_s=60)
 
     assert lost and preemption is not None
     assert preemption.preempted == program and preemption.claim.job_id == ann and preemption.count == 1

@@ -22,21 +22,6 @@ DEADLINE = "2031-01-01T00:00:00"
 
 
 @pytest.fixture
-def cli(database: Database, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """Run `kernelcup ...` against the test database; returns (exit code, stdout, stderr)."""
-    monkeypatch.setenv("DATABASE_URL", database.engine.url.render_as_string(hide_password=False))
-    monkeypatch.chdir(tmp_path)  # no .env from the repository
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        result = CliRunner().invoke(build_app(reference_check=lambda: check_reference_in_process), list(args))
-        if result.exception and not isinstance(result.exception, SystemExit):
-            raise result.exception
-        return result.exit_code, result.stdout, result.stderr
-
-    return invoke
-
-
-@pytest.fixture
 def problem_set(tmp_path: Path) -> Path:
     write_problem(tmp_path / "problems", "add")
     write_problem(tmp_path / "problems", "scale", description="Scale a vector.")

@@ -11,28 +11,16 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import check_reference_in_process, write_problem, write_problem_set
-from typer.testing import CliRunner
-
-from kernelcup.cli import build_app
-from leaderboards.db import Database
+from helpers import write_problem, write_problem_set
 
 DEADLINE = "2031-01-01T00:00:00"
 
 
 @pytest.fixture
-def cli(database: Database, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("DATABASE_URL", database.engine.url.render_as_string(hide_password=False))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "200")  # the table on one line per row
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        result = CliRunner().invoke(build_app(reference_check=lambda: check_reference_in_process), list(args))
-        if result.exception and not isinstance(result.exception, SystemExit):
-            raise result.exception
-        return result.exit_code, result.stdout, result.stderr
-
-    return invoke
+def cli(cli, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The package's `kernelcup` runner (tests/leaderboards/conftest.py), its table one line per row."""
+    monkeypatch.setenv("COLUMNS", "200")
+    return cli
 
 
 def test_a_sync_that_puts_back_an_admins_deadline_and_devices_says_old_and_new(tmp_path: Path, cli) -> None:

@@ -5,23 +5,15 @@ token revokes only itself and the tokens made with it, never the person's own.""
 
 from __future__ import annotations
 
-import asyncio
-import shutil
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
-from helpers import future
-from web_world import World, error_of
+from web_world import HACK_FIXTURE, World, error_of, run_hacks, with_hack_board
 
-from leaderboards.board_hacks import HackRunner
-from leaderboards.problems import load_problem
 from runners.contract import Mode, RunRequest, RunResult, TestResult, Verdict
 from runners.launchers.fake import FakeLauncher, accepted_result
 
-FIXTURE = Path(__file__).parents[1] / "leaderboards" / "hack_fixture"
+FIXTURE = HACK_FIXTURE
 HONEST = (FIXTURE / "honest.py").read_bytes()
 CASE = {"rows": 3, "cols": 33, "seed": 5}
 
@@ -68,29 +60,11 @@ def timed(request: RunRequest) -> RunResult:
 
 @pytest.fixture
 def hw(world: World) -> World:
-    folder = world.problems / "triple"
-    folder.mkdir(parents=True)
-    for rel in ("reference.py", "task.yml"):
-        shutil.copy(FIXTURE / rel, folder / rel)
-    world.service.create_leaderboard(load_problem(folder), deadline=future(), devices=["cpu"])
-    return world
+    return with_hack_board(world)
 
 
 def hack(w: World, token: str, case: dict | None = None):  # type: ignore[no-untyped-def,type-arg]
     return w.client.post("/api/v1/leaderboards/triple/hacks", headers=w.auth(token), json={"case": case or CASE})
-
-
-def run_hacks(w: World, launcher: FakeLauncher) -> None:
-    runner = HackRunner(w.service, lambda _d: launcher, 10.0)
-
-    async def db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    async def all_of_them() -> None:
-        while await runner.run_one("w1", (), db):
-            pass
-
-    asyncio.run(all_of_them())
 
 
 def test_a_hack_is_refused_while_a_budget_it_would_spend_is_used_up(hw: World) -> None:

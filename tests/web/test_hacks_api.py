@@ -6,24 +6,18 @@ runs the same fixture for real)."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import shutil
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import future
-from web_world import World, error_of
+from web_world import HACK_FIXTURE, World, error_of, run_hacks, with_hack_board
 
-from leaderboards.board_hacks import HackEntry, HackRunner, HackView
-from leaderboards.problems import load_problem
+from leaderboards.board_hacks import HackEntry, HackView
 from runners.contract import Mode, RunRequest, RunResult, TestResult, Verdict
 from runners.launchers.fake import FakeLauncher, accepted_result
 from web.routes.hacks import HackEntryOut, HackOut
 
-FIXTURE = Path(__file__).parents[1] / "leaderboards" / "hack_fixture"
+FIXTURE = HACK_FIXTURE
 SHAPE_KEYED = (FIXTURE / "shape_keyed.py").read_bytes()
 HONEST = (FIXTURE / "honest.py").read_bytes()
 CASE = {"rows": 3, "cols": 33, "seed": 5}
@@ -41,27 +35,7 @@ def respond(request: RunRequest) -> RunResult:
 
 @pytest.fixture
 def hw(world: World) -> World:
-    folder = world.problems / "triple"
-    folder.mkdir(parents=True)
-    for rel in ("reference.py", "task.yml"):
-        shutil.copy(FIXTURE / rel, folder / rel)
-    world.service.create_leaderboard(load_problem(folder), deadline=future(), devices=["cpu"])
-    return world
-
-
-def run_hacks(w: World, launcher: FakeLauncher) -> None:
-    runner = HackRunner(w.service, lambda _d: launcher, 10.0)
-
-    async def db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    async def all_of_them() -> None:
-        while await runner.run_one("w1", (), db):
-            pass
-
-    asyncio.run(all_of_them())
-    w.client.app.state.rankings_cache.clear()  # type: ignore[attr-defined]
-    w.client.app.state.pages_cache.clear()  # type: ignore[attr-defined]
+    return with_hack_board(world)
 
 
 def test_a_hack_through_the_api_breaks_an_entry_and_credits_the_hacker(hw: World) -> None:

@@ -56,3 +56,45 @@ class World:
         asyncio.run(Worker(self.service, lambda _d: launcher, settings).run(once=True))
         if clear_cache:
             self.client.app.state.rankings_cache.clear()  # type: ignore[attr-defined]
+
+
+HACK_FIXTURE = Path(__file__).parents[1] / "leaderboards" / "hack_fixture"
+"""The input-hack fixture problem (rows x cols, a hack space): its reference and task.yml make leaderboard 'triple'."""
+
+
+def with_hack_board(world: World) -> World:
+    """``world`` with the leaderboard 'triple' (the hack fixture's problem, on the CPU)."""
+    import shutil
+
+    from helpers import future
+
+    from leaderboards.problems import load_problem
+
+    folder = world.problems / "triple"
+    folder.mkdir(parents=True)
+    for rel in ("reference.py", "task.yml"):
+        shutil.copy(HACK_FIXTURE / rel, folder / rel)
+    world.service.create_leaderboard(load_problem(folder), deadline=future(), devices=["cpu"])
+    return world
+
+
+def run_hacks(world: World, launcher: FakeLauncher) -> None:
+    """Run every queued input hack through ``launcher``, as a worker's hack runner does, then drop the app's
+    cached rankings and pages so the next request sees the outcome."""
+    from collections.abc import Callable
+    from typing import Any
+
+    from leaderboards.board_hacks import HackRunner
+
+    runner = HackRunner(world.service, lambda _d: launcher, 10.0)
+
+    async def db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    async def all_of_them() -> None:
+        while await runner.run_one("w1", (), db):
+            pass
+
+    asyncio.run(all_of_them())
+    world.client.app.state.rankings_cache.clear()  # type: ignore[attr-defined]
+    world.client.app.state.pages_cache.clear()  # type: ignore[attr-defined]
