@@ -282,6 +282,7 @@ class RankSession(Session):
         wiring.hand_over(self.job, self.world_size)
         deadline = self.started + self.bounds.total_s + 20
         self._read(wiring.report_r, *cancels.values())
+        self.let_submission_end(threads[-1])  # (the submission process is started last: ``specs``' order)
         if not self.report.done and not self.expired[0]:
             threads[0].join(timeout=max(deadline - time.monotonic(), 1.0))
         for c in cancels.values():

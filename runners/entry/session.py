@@ -40,6 +40,7 @@ from runners.entry.clock import (
 from runners.gpus import Gpu
 from runners.ipc.protocol import (
     REPORT,
+    SUBMISSION_EXITED,
     Job,
     RBaseline,
     RBench,
@@ -417,6 +418,11 @@ class SessionSpec:
     """Called once the job is handed over (a long-lived runner pre-starts the next run's set there)."""
 
 
+EXIT_GRACE_S = 5.0
+"""How long a submission process that the evaluator saw end may take to be reaped (its sandbox's supervisor
+reports its status; the exit of a CUDA process takes ~0.15 s) before the runner stops it anyway."""
+
+
 class Session:
     """One run's processes from the hand-over of its job to the evaluator's last report (``run``)."""
 
@@ -441,6 +447,13 @@ class Session:
         with contextlib.suppress(ValueError, Exception):
             self.on_progress(ProgressEvent(phase=Phase(phase), detail=detail, waited_s=waited_s))
 
+    def let_submission_end(self, thread: threading.Thread) -> None:
+        """When the evaluator saw the submission process end by itself, wait (briefly) for that process's exit
+        status before the sandboxes are stopped: otherwise a loaded machine's race reports the runner's own kill
+        (SIGKILL) instead of the ``os._exit(0)`` the submission did."""
+        if self.report.fatal is not None and self.report.fatal.message == SUBMISSION_EXITED:
+            thread.join(timeout=EXIT_GRACE_S)
+
     def run(self) -> Outcomes:
         time_limit = self.bounds.total_s
         launch = self.spec.prestarted
@@ -457,6 +470,8 @@ class Session:
                     self.spec.after_handover()
             deadline = self.started + time_limit + 20
             self._read(launch.report_r, launch.oracle_cancel, launch.sub_cancel, launch=launch)
+            if len(launch.threads) > 1:
+                self.let_submission_end(launch.threads[1])
             # The evaluator has reported everything (or is gone): nothing either process does from here on counts,
             # so both trees are killed at once rather than waited for (tearing down two CUDA contexts takes seconds).
             if not self.report.done and not self.expired[0]:

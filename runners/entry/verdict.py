@@ -29,6 +29,7 @@ from runners.devices import PEAKS, DevicePeaks, impossible_below_ns, peaks_for, 
 from runners.durations import format_ns
 from runners.entry.clock import bounds_for
 from runners.entry.session import Outcomes
+from runners.ipc.protocol import SUBMISSION_EXITED
 from runners.oracle.checking import scrub
 from runners.sandbox import ProcessOutcome
 
@@ -161,7 +162,7 @@ def _fatal(request: RunRequest, fatal: Any, phase: str, sub: ProcessOutcome | No
         verdict = Verdict.RUNTIME_ERROR
     if verdict is Verdict.TIMEOUT:
         return RunResult(verdict=verdict, message=_timeout_message(request, phase), **base)
-    ended = message == "the submission process exited" or bool(sub and sub.killed_reason and not sub.cancelled)
+    ended = message == SUBMISSION_EXITED or bool(sub and sub.killed_reason and not sub.cancelled)
     if sub is not None and ended:
         verdict, message = _how_it_ended(sub, phase)
     return RunResult(verdict=verdict, message=message, **base)
@@ -175,6 +176,11 @@ def _how_it_ended(sub: ProcessOutcome, phase: str) -> tuple[Verdict, str]:
         return Verdict.TIMEOUT, f"the run did not finish in time ({sub.killed_reason}, while {phase})"
     if sub.killed_reason and not sub.cancelled:  # (our own stop after the evaluator's end is not its doing)
         return Verdict.RUNTIME_ERROR, f"the run was stopped: {sub.killed_reason}"
+    if sub.cancelled and sub.signal == signal.SIGKILL:  # the runner's own stop: the submission's end is unknown
+        return Verdict.RUNTIME_ERROR, (
+            f"the submission process cut its connection to the evaluator while {phase} and did not end by itself "
+            "within seconds; a submission must not exit, close the harness's descriptors or kill its own process"
+        )
     if sub.signal:
         name = _KILL_SIGNALS.get(sub.signal, f"signal {sub.signal}")  # type: ignore[call-overload]  # IntEnum keys
         return Verdict.RUNTIME_ERROR, f"the submission process crashed ({name}, signal {sub.signal}) while {phase}"

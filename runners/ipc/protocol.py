@@ -392,6 +392,12 @@ class RProfile(_Msg):
     text: str = Field(default="", max_length=MAX_TEXT)
 
 
+SUBMISSION_EXITED = "the submission process exited"
+"""``RFatal.message`` when the evaluator saw the submission process end mid-run: the runner then lets that process's
+own exit status arrive (``Session.let_submission_end``) before it stops the sandboxes, so that the verdict can say
+how it ended rather than report the runner's own kill."""
+
+
 class RFatal(_Msg):
     """The evaluation stopped. ``fault`` says whose: the submission's (its verdict stands), the problem's or the
     runner's (an infrastructure error, retried by workers)."""

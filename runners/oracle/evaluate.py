@@ -28,6 +28,7 @@ from typing import Any
 from runners.contract import TimingSettings, Verdict
 from runners.ipc.arena import Arena, ArenaError, Placement, check_inputs, place
 from runners.ipc.protocol import (
+    SUBMISSION_EXITED,
     AddArena,
     ArenaSpec,
     CallError,
@@ -620,5 +621,5 @@ def _peer_failure(exc: PeerFailed, evaluator: Evaluator) -> RFatal:
     if exc.kind == "timeout":
         return RFatal(verdict=Verdict.TIMEOUT, fault="submission", message=str(exc))
     if exc.kind == "gone":
-        return RFatal(verdict=Verdict.RUNTIME_ERROR, fault="submission", message="the submission process exited")
+        return RFatal(verdict=Verdict.RUNTIME_ERROR, fault="submission", message=SUBMISSION_EXITED)
     return RFatal(verdict=Verdict.REJECTED, fault="submission", message=str(exc))

@@ -159,6 +159,16 @@ def test_the_verdict_of_a_limit_stays_the_users_naming_the_limit() -> None:
     assert verdict is Verdict.RUNTIME_ERROR and "signal 9" in message
 
 
+def test_the_runners_own_stop_of_a_submission_that_cut_its_connection_is_not_called_a_crash() -> None:
+    """The evaluator saw the submission process go, and the runner's stop (SIGKILL, ``cancelled``) came before its
+    exit status: the verdict says what is known, not "crashed (killed, signal 9)" (the CI flake of exit_early)."""
+    verdict, message, fault = _verdict(_ended(cancelled=True, killed_reason="cancelled"))
+    assert verdict is Verdict.RUNTIME_ERROR and fault is None
+    assert "cut its connection" in message and "signal 9" not in message and "testing" in message
+    verdict, message, _ = _verdict(_ended(signal=None, returncode=0))  # its own status arrived in time
+    assert "exited with code 0 while testing" in message
+
+
 def test_a_run_that_finished_and_was_judged_keeps_its_verdict_whatever_the_platform_noted() -> None:
     """A platform note (say, a disk the run itself filled by paths no count sees) is no free retry for a run whose
     processes finished and whose output the check rejected: only a run that died or never reported is the platform's
