@@ -33,3 +33,11 @@ CALIBRATION = "calibration"
 BASELINE = "baseline"
 """The language key of the evaluator's baseline process: ``display_name`` names a function of the problem's
 reference.py at ``path`` (never a user's file: a request's language is one of the contract's)."""
+ZYGOTE_ENV = "KERNELCUP_ZYGOTE"
+"""Set for the evaluator's helper zygote on the CPU (``runners.submission.zygote``): the helpers to fork after its one
+``import torch``, each as ``name:fd`` (its folder under the zygote's working directory, its socket's descriptor),
+comma-separated."""
+ZYGOTE_PIDS_ENV = "KERNELCUP_ZYGOTE_PIDS_FD"
+"""The zygote's pipe back to the evaluator: one ``name pid`` line per helper it forked, then end of file."""
+ZYGOTE_HOLD_ENV = "KERNELCUP_ZYGOTE_HOLD_FD"
+"""A pipe the evaluator holds open while it needs the helpers: at its end of file the zygote kills them and exits."""

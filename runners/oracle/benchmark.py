@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import secrets
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from runners.contract import Verdict
@@ -30,12 +27,9 @@ from runners.ipc.protocol import (
     RProfile,
     Trust,
 )
-from runners.ipc.wire import Wire, socket_pair
-from runners.ipc.wiring import BASELINE, CALIBRATION, SOCKET_FD_ENV
+from runners.ipc.wiring import BASELINE, CALIBRATION
 from runners.oracle.base import (
     DEFAULT_HEAP,
-    EVALUATOR_ONLY_ENV,
-    HELPER_THREADS_ENV,
     MIB,
     PROBLEM_DIR,
     Fatal,
@@ -44,6 +38,7 @@ from runners.oracle.base import (
     tensor_bytes,
 )
 from runners.oracle.checking import speed_of_light_of
+from runners.oracle.helpers import Helper, start_helpers
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.timing import CPU_MIN_WINDOWS, Sample, cap_overhead, sample_of, tighten_case, time_case
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, calibrate, snapshots
@@ -51,35 +46,6 @@ from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window, cal
 SLACK_SHARE = 50
 """Batches hold enough work that the most a rewritten reading could hide in one window is 1/50 of it."""
 MAX_BATCH_CALLS = 64
-
-
-def helper_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """A helper's environment: the evaluator's, except on the CPU its threads, which are the submission process's
-    (``HELPER_THREADS_ENV``) instead of the evaluator's own single passive one, so that a baseline is timed as the
-    submission is."""
-    env = dict(environ)
-    if HELPER_THREADS_ENV in env:
-        threads = env.pop(HELPER_THREADS_ENV)
-        for var in EVALUATOR_ONLY_ENV:
-            env.pop(var, None)
-        if threads:
-            env["OMP_NUM_THREADS"] = threads
-    return env
-
-
-def start_helper(workdir: Path, name: str, title: str) -> tuple[subprocess.Popen[bytes], Peer]:
-    """Start a submission-protocol process of the evaluator's own (trusted code only: the calibration echo, the
-    baseline process) in the evaluator's sandbox, in ``workdir/name``; it imports PyTorch, says hello and waits."""
-    a, b = socket_pair()
-    folder = workdir / name
-    folder.mkdir(exist_ok=True)
-    env = {**helper_env(os.environ), SOCKET_FD_ENV: str(b.fileno())}
-    argv = [sys.executable, "-m", "runners.submission"]
-    proc = subprocess.Popen(argv, pass_fds=(b.fileno(),), env=env, cwd=folder)
-    b.close()
-    from runners.ipc.protocol import FROM_SUBMISSION
-
-    return proc, Peer(Wire(a, FROM_SUBMISSION), title)
 
 
 def enqueue_timeout_s(host_times: list[float]) -> float:
@@ -230,7 +196,7 @@ class Benchmarking:
     echo: Any
     baseline_process: Any
     baseline_echo: Any
-    spares: dict[str, tuple[subprocess.Popen[bytes], Peer]]
+    spares: dict[str, Helper]
     arenas: dict[str, Arena]
     dev_in: str
     report: Any
@@ -478,24 +444,19 @@ class Benchmarking:
             arena.close_fd()
 
     # ---- calibration: the evaluator's own echo process -------------------------------------------------------
-    def start_echo(self) -> None:
-        """Start the echo (the submission program running a known kernel), while the submission process loads."""
-        self.echo = self._start_helper("echo", "the calibration echo")
-
-    def start_baseline_process(self) -> None:
-        """Start the process that times the baselines (the submission program running the reference's code)."""
-        self.baseline_process = self._start_helper("baseline", "the baseline process")
-
-    def _start_helper(self, name: str, title: str) -> tuple[subprocess.Popen[bytes], Peer]:
-        """A submission-protocol process of our own (trusted code only), in our sandbox, with a folder of its own:
-        the one pre-started for it before the job arrived where there is one (``spares``), else a new one."""
-        spare = self.spares.pop(name, None)
-        if spare is not None and spare[0].poll() is None:
-            spare[1].name = title
-            return spare
-        if spare is not None:
-            spare[1].close()
-        return start_helper(self.workdir, name, title)
+    def _start_helpers(self, names: list[str]) -> dict[str, Helper]:
+        """The named helpers: each one pre-started for it before the job arrived where it is still there
+        (``spares``), the rest started now, together (``start_helpers``: forked from one zygote on the CPU)."""
+        started: dict[str, Helper] = {}
+        for name in names:
+            spare = self.spares.pop(name, None)
+            if spare is not None and spare[0].poll() is None:
+                started[name] = spare
+            elif spare is not None:
+                spare[1].close()
+        fresh = [n for n in names if n not in started]
+        started.update(start_helpers(self.workdir, fresh, fork=self.job.device == "cpu") if fresh else {})
+        return started
 
     def _stop_helper(self, helper: Any) -> None:
         if helper is None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,6 +51,7 @@ from runners.ipc.protocol import (
 from runners.ipc.wiring import SOCKET_FD_ENV
 from runners.oracle.base import (
     DEFAULT_HEAP,
+    HELPER_THREADS_ENV,
     JOB_FD_ENV,
     MAX_DERIVED_SEED,
     MIB,
@@ -66,7 +66,7 @@ from runners.oracle.base import (
     tensor_bytes,
     trace,
 )
-from runners.oracle.benchmark import Benchmarking, start_helper
+from runners.oracle.benchmark import Benchmarking
 from runners.oracle.checking import (
     ProblemError,
     clean_message,
@@ -76,6 +76,7 @@ from runners.oracle.checking import (
     same_value,
     speed_of_light_of,
 )
+from runners.oracle.helpers import Helper, start_helpers
 from runners.oracle.peer import Peer, PeerFailed
 from runners.oracle.window import Calibration, CpuWindow, GpuWindow, Window
 
@@ -114,7 +115,7 @@ class Evaluator(Benchmarking):
         report: Reporter,
         peer: Peer | None,
         workdir: Path,
-        spares: dict[str, tuple[subprocess.Popen[bytes], Peer]] | None = None,
+        spares: dict[str, Helper] | None = None,
     ) -> None:
         self.job = job
         self.spares = dict(spares or {})
@@ -392,12 +393,16 @@ class Evaluator(Benchmarking):
         job = self.job
         self.secret: int | str = job.secret if job.secret is not None else secrets.token_hex(16)
         if job.mode in ("benchmark", "ranked"):
-            if not self.reuses_calibration():
-                self.start_echo()  # first: its interpreter and PyTorch start while ours do
+            # First: their interpreters and PyTorch start while ours do.
+            wanted = [] if self.reuses_calibration() else ["echo"]
             if job.baselines and job.benchmarks:
-                self.start_baseline_process()
+                wanted.append("baseline")
                 if job.device == "cpu":  # the CPU's calibration for the submission stays after its tests (warm)
-                    self.baseline_echo = self._start_helper("echo-baselines", "the baselines' calibration echo")
+                    wanted.append("echo-baselines")
+            helpers = self._start_helpers(wanted)
+            self.echo = helpers.get("echo")
+            self.baseline_process = helpers.get("baseline")
+            self.baseline_echo = helpers.get("echo-baselines")
         self._drop_spares()  # pre-started helpers this job has no use for
         self.setup()
         if job.mode == "reference":
@@ -546,15 +551,14 @@ class Evaluator(Benchmarking):
         self.spares.clear()
 
 
-def prestart_helpers(workdir: Path, names: list[str]) -> dict[str, tuple[subprocess.Popen[bytes], Peer]]:
-    """The helpers a pre-started evaluator starts before its job arrives (each imports PyTorch and waits): only
-    names the evaluator itself knows, whatever the runner asked for."""
-    titles = {"echo": "the calibration echo", "baseline": "the baseline process",
-              "echo-baselines": "the baselines' calibration echo"}  # fmt: skip
-    return {name: start_helper(workdir, name, titles[name]) for name in dict.fromkeys(names) if name in titles}
+def prestart_helpers(workdir: Path, names: list[str]) -> dict[str, Helper]:
+    """The helpers a pre-started evaluator starts before its job arrives (they import PyTorch and wait): only names
+    the evaluator itself knows, whatever the runner asked for; on the CPU (where the entry set the helpers' threads)
+    forked from one zygote."""
+    return start_helpers(workdir, names, fork=HELPER_THREADS_ENV in os.environ)
 
 
-def read_job() -> tuple[Job | None, str | None, Peer | None, dict[str, tuple[subprocess.Popen[bytes], Peer]]]:
+def read_job() -> tuple[Job | None, str | None, Peer | None, dict[str, Helper]]:
     """The job from the entry's pipe (None: a pre-started set let go unused), the report pipe's descriptor (none for
     an evaluator of rank 1 and up: rank 0 reports), the submission process's socket, each taken out of the
     environment, and a pre-started evaluator's helpers."""
@@ -582,7 +586,7 @@ def run_one(
     job: Job,
     report_fd: str | None,
     peer: Peer | None,
-    spares: dict[str, tuple[subprocess.Popen[bytes], Peer]] | None = None,
+    spares: dict[str, Helper] | None = None,
 ) -> int:
     """The evaluator of a one-GPU run (``runners.oracle.__main__`` sends a run of several ranks to ``ranks``)."""
     report = Reporter(int(report_fd or -1))

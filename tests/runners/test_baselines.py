@@ -295,7 +295,7 @@ def test_on_the_cpu_the_baseline_process_runs_with_the_submissions_threads_not_t
     0.7 ms). The helpers get the submission process's threads (the runner's OMP_NUM_THREADS, or none)."""
     from runners.entry.session import Launch, Shape
     from runners.oracle.base import HELPER_THREADS_ENV
-    from runners.oracle.benchmark import helper_env
+    from runners.oracle.helpers import helper_env
 
     evaluator = {"PATH": "/usr/bin", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     assert helper_env({**evaluator, HELPER_THREADS_ENV: ""}) == {"PATH": "/usr/bin"}
