@@ -452,7 +452,8 @@ class Benchmarking:
             spare = self.spares.pop(name, None)
             if spare is not None and spare[0].poll() is None:
                 started[name] = spare
-            elif spare is not None:
+            elif spare is not None:  # ended: let go of it (and of its zygote, once none of its helpers is left)
+                spare[0].kill()
                 spare[1].close()
         fresh = [n for n in names if n not in started]
         started.update(start_helpers(self.workdir, fresh, fork=self.job.device == "cpu") if fresh else {})

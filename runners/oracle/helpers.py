@@ -93,8 +93,9 @@ class Zygote:
         env = {**helper_env(os.environ), ZYGOTE_ENV: ",".join(f"{n}:{b.fileno()}" for n, (_, b) in ends.items()),
                ZYGOTE_PIDS_ENV: str(pids_w), ZYGOTE_HOLD_ENV: str(hold_r)}  # fmt: skip
         fds = (*(b.fileno() for _, b in ends.values()), pids_w, hold_r)
+        # A process group of its own: letting the zygote go kills every child it forked, one not yet known too.
         self.proc = subprocess.Popen([sys.executable, "-m", "runners.submission.zygote"], pass_fds=fds, env=env,
-                                     cwd=workdir)  # fmt: skip
+                                     cwd=workdir, process_group=0)  # fmt: skip
         for _, b in ends.values():
             b.close()
         os.close(pids_w)
@@ -113,8 +114,9 @@ class Zygote:
         """The child's pid once the zygote has said it (waiting at most ``timeout``); None if it has not (yet)."""
         deadline = time.monotonic() + timeout
         while name not in self.pids and self._pids_r is not None:
-            ready, _, _ = select.select([self._pids_r], [], [], max(deadline - time.monotonic(), 0.0))
-            if not ready:
+            poller = select.poll()
+            poller.register(self._pids_r, select.POLLIN)
+            if not poller.poll(max(deadline - time.monotonic(), 0.0) * 1000):
                 return None
             chunk = os.read(self._pids_r, 4096)
             if not chunk:  # all said (or the zygote died before)
@@ -145,7 +147,9 @@ class Zygote:
             with contextlib.suppress(OSError):
                 os.close(self._pids_r)
             self._pids_r = None
-        self.proc.kill()
+        self.pids.clear()  # (reaped from here on: a pid may become another process's)
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
 
@@ -184,7 +188,9 @@ class Forked:
             if pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-        self.zygote.ended(self.name)  # (one not yet forked never runs: its zygote goes once all are let go)
+            self.returncode = -signal.SIGKILL
+        # One not forked yet may still be: it goes with its zygote's process group once all are let go.
+        self.zygote.ended(self.name)
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout

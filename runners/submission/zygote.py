@@ -90,7 +90,7 @@ def main() -> int:
                     sys.stderr.flush()
                 os._exit(code)
         pids.append((name, pid))
-    os.write(pids_fd, "".join(f"{name} {pid}\n" for name, pid in pids).encode())
+        os.write(pids_fd, f"{name} {pid}\n".encode())  # at once: should a later fork fail, this one is known
     os.close(pids_fd)
     for _, fd in helpers:
         os.close(fd)

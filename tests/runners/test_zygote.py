@@ -133,3 +133,61 @@ def test_the_zygote_refuses_a_bad_helper_list(spec: str) -> None:
 def test_the_zygote_reads_its_helper_list() -> None:
     assert parse("echo:5,baseline:7,") == [("echo", 5), ("baseline", 7)]
     assert sys.executable  # (the zygote runs the evaluator's own interpreter)
+
+
+def _running_in(folder: Path) -> list[int]:
+    """The live (not zombie) processes whose working directory is in ``folder``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if state not in ("Z", "X") and cwd.startswith(str(folder)):
+            found.append(int(entry.name))
+    return found
+
+
+def test_helpers_let_go_before_their_pids_are_known_die_with_the_zygote(tmp_path: Path, evaluator_env: None) -> None:
+    """Killed while the zygote still imports PyTorch (no pid known yet): the children it forks after are killed
+    with its process group, not left running until the evaluator exits (red team, 2026-11-29)."""
+    helpers = start_helpers(tmp_path, NAMES, fork=True)
+    zygote = next(iter(helpers.values()))[0].zygote  # type: ignore[attr-defined]
+    assert zygote.pids == {}
+    helpers["echo"][0].kill()  # let go before it was forked: the zygote forks it all the same
+    for name in NAMES[1:]:
+        helpers[name][1].expect(Hello, 60)  # type: ignore[attr-defined]
+    for name in NAMES[1:]:
+        helpers[name][0].kill()
+    assert zygote.proc.wait(10) is not None
+    import time
+
+    deadline = time.monotonic() + 10
+    while _running_in(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running_in(tmp_path) == []
+
+
+def test_a_spare_that_ended_is_let_go_with_its_zygote(tmp_path: Path, evaluator_env: None) -> None:
+    """A pre-started helper found dead when the job arrives is replaced and let go, so its zygote does not idle
+    (holding its zombies) until the evaluator exits."""
+    from types import SimpleNamespace
+
+    from runners.oracle.benchmark import Benchmarking
+
+    spares = _start(tmp_path, ["echo", "baseline"])
+    zygote = spares["echo"][0].zygote
+    for name in ("echo", "baseline"):
+        os.kill(zygote.pid(name, 5), 9)  # type: ignore[arg-type]
+        assert spares[name][0].wait(10) == -9
+    fake = SimpleNamespace(spares=dict(spares), workdir=tmp_path, job=SimpleNamespace(device="cpu"))
+    fresh = Benchmarking._start_helpers(fake, ["echo", "baseline"])  # type: ignore[arg-type]
+    try:
+        assert zygote.released and zygote.proc.wait(10) is not None
+        assert all(p.zygote is not zygote for p, _ in fresh.values())  # type: ignore[attr-defined]
+    finally:
+        for proc, _ in fresh.values():
+            proc.kill()
