@@ -94,12 +94,20 @@ class Zygote:
                ZYGOTE_PIDS_ENV: str(pids_w), ZYGOTE_HOLD_ENV: str(hold_r)}  # fmt: skip
         fds = (*(b.fileno() for _, b in ends.values()), pids_w, hold_r)
         # A process group of its own: letting the zygote go kills every child it forked, one not yet known too.
-        self.proc = subprocess.Popen([sys.executable, "-m", "runners.submission.zygote"], pass_fds=fds, env=env,
-                                     cwd=workdir, process_group=0)  # fmt: skip
-        for _, b in ends.values():
-            b.close()
-        os.close(pids_w)
-        os.close(hold_r)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "runners.submission.zygote"], pass_fds=fds, env=env,
+                                         cwd=workdir, process_group=0)  # fmt: skip
+        except BaseException:
+            for a, _ in ends.values():
+                a.close()
+            for fd in (pids_r, self._hold_w):
+                os.close(fd)
+            raise
+        finally:  # the child's ends: the zygote holds them now (or nobody does)
+            for _, b in ends.values():
+                b.close()
+            os.close(pids_w)
+            os.close(hold_r)
         self._pids_r: int | None = pids_r
         self._buffer = b""
         self.pids: dict[str, int] = {}
@@ -132,7 +140,7 @@ class Zygote:
         return self.pids.get(name)
 
     def ended(self, name: str) -> None:
-        """The child was killed: once none is left the zygote is let go (it kills what remains and exits)."""
+        """The child was killed: once none is left the zygote is let go (its process group killed whole)."""
         self.live.discard(name)
         if not self.live:
             self.release()
