@@ -55,6 +55,7 @@ from runners.ipc.protocol import (
     RTestReference,
 )
 from runners.ipc.wire import socket_pair
+from runners.ipc.wiring import SOCKET_FD_ENV, WARM_ENV, WARM_TOOLCHAIN_ONLY
 from runners.oracle.base import HELPER_THREADS_ENV, JOB_FD_ENV, PRESTART_ENV, REPORT_FD_ENV
 from runners.sandbox import (
     Handover,
@@ -64,7 +65,6 @@ from runners.sandbox import (
     python_ro_paths,
     run_sandboxed,
 )
-from runners.submission.serve import SOCKET_FD_ENV, WARM_ENV
 from runners.validation import error_message
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -309,7 +309,8 @@ class Launch:
         )
         sub_env = {**dict(shape.submission_env), SOCKET_FD_ENV: str(sock_sub.fileno())}
         if gpu:
-            sub_env[WARM_ENV] = (sysinfo.compute_arch(shape.gpu.index) if shape.gpu is not None else "") or "1"
+            arch = sysinfo.compute_arch(shape.gpu.index) if shape.gpu is not None else ""
+            sub_env[WARM_ENV] = arch or WARM_TOOLCHAIN_ONLY
         self.submission = SandboxSpec(
             argv=[*shape.prefix, shape.python, "-m", "runners.submission"],
             workdir=dirs.submission,

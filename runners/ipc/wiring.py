@@ -10,7 +10,12 @@ SOCKET_FD_ENV = "KERNELCUP_SUBMISSION_FD"
 """The descriptor of the socket between an evaluator and its submission process (each side has its own end)."""
 WARM_ENV = "KERNELCUP_WARM_TOOLCHAIN"
 """Set for a GPU run's submission process: it prepares what Triton does once per process before its job. The value:
-the GPU's compute capability as digits ("90"), to compile the platform's own kernel for it too, or "1"."""
+the GPU's compute capability as digits ("90"), to compile the platform's own kernel for it too, or
+``WARM_TOOLCHAIN_ONLY`` where the parent could not read it (Triton's set-up then, no kernel)."""
+WARM_TOOLCHAIN_ONLY = "toolchain"
+"""``WARM_ENV``'s value when the architecture is unknown. Not digits: "1" was once used here and read as sm_1, for
+which LLVM refused the platform's kernel with a Triton crash report in the submission's stderr (seen on the lent
+H200, 2026-11-29)."""
 HEADERS_ENV = "KERNELCUP_LANGUAGE_HEADERS"
 """The submission process's list (os.pathsep) of the include folders its language's library was found in."""
 RANK_FDS_ENV = "KERNELCUP_RANK_FDS"

@@ -63,6 +63,9 @@ from runners.ipc.wiring import (  # the process wiring: the evaluator reads it t
 )
 
 _TRACE_CHARS = 4000
+_OLDEST_ARCH = 70
+"""The oldest compute capability (7.0) the warm-up compiles the platform's kernel for; below it, or for a value that
+is no GPU's (WARM_TOOLCHAIN_ONLY), only Triton's per-process set-up is done."""
 _NEEDS_CUDA = re.compile(
     r"not compiled with cuda|no cuda gpus|nvidia driver|cuda driver|cuda.{0,40}not available|cuda_home|nvcc"
     r"|cannot access accelerator|libcuda|cuda error|cudagetdevice|invalid device|device type cuda"
@@ -425,7 +428,7 @@ def warm_toolchain(arch: str = "") -> None:
         lambda: importlib.import_module("triton.runtime.cache").triton_key(),
         lambda: importlib.import_module("triton.backends.nvidia.driver").CudaUtils(),
     ]
-    if arch.isdigit():
+    if arch.isdigit() and int(arch) >= _OLDEST_ARCH:
         steps.append(lambda: importlib.import_module("runners.submission.warm_kernel").compile_for(int(arch)))
     for step in steps:  # each on its own: one failing (no CUDA library, say) takes none of the others along
         with contextlib.suppress(Exception):

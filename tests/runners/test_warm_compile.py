@@ -16,7 +16,7 @@ from runners.contract import Mode, RunRequest, SubmissionFile
 from runners.entry.admission import job_dirs
 from runners.entry.session import Launch, make_shape
 from runners.gpus import Gpu
-from runners.ipc.wiring import WARM_ENV
+from runners.ipc.wiring import WARM_ENV, WARM_TOOLCHAIN_ONLY
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +57,9 @@ def _request(device: str) -> RunRequest:
                       submission=SubmissionFile(name="s.py", content=b"x = 1\n"))  # fmt: skip
 
 
-@pytest.mark.parametrize(("device", "arch", "expected"), [("cuda", "90", "90"), ("cuda", "", "1"), ("cpu", "90", None)])
+@pytest.mark.parametrize(
+    ("device", "arch", "expected"), [("cuda", "90", "90"), ("cuda", "", WARM_TOOLCHAIN_ONLY), ("cpu", "90", None)]
+)
 def test_a_gpu_runs_submission_process_is_told_its_architecture(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, arch: str, expected: str | None
 ) -> None:
@@ -85,7 +87,9 @@ def test_the_warm_up_compiles_the_platforms_kernel_into_the_jobs_own_cache(
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     serve.warm_toolchain("")  # no architecture: nothing compiled
-    assert not any(p.name.endswith(".cubin") for p in cache.rglob("*"))
+    serve.warm_toolchain(WARM_TOOLCHAIN_ONLY)  # the parent could not read it: Triton's set-up only
+    serve.warm_toolchain("1")  # no GPU's: once read as sm_1, which LLVM refused with a crash report
+    assert not any(p.name.endswith((".cubin", ".ptx")) for p in cache.rglob("*"))
     serve.warm_toolchain("90")
     cubins = list(cache.rglob("*.cubin"))
     assert [p.name for p in cubins] == ["_scale.cubin"]  # ours, for sm_90, in this job's cache only
