@@ -2,9 +2,11 @@
 call, stored at once, followed by one id.
 
 - ``submit_batch`` checks what concerns the whole batch first (the leaderboard, the device, the mode, the GPU budget,
-  the hourly limit with the batch's size as its cost, the pending-job quota, the daily new-file cap) and refuses the
-  batch as a whole when one fails: nothing is stored. Then each candidate is checked alone (its name, size, text,
-  language, the screening hook): one that fails is kept as a refused item with its error, the others are stored as
+  the hourly limit with every file sent as its cost, the pending-job quota) and refuses the batch as a whole when one
+  fails: nothing is stored, and no candidate was compiled, fingerprinted or screened. Then each candidate is checked
+  alone (its name, size, text, language, syntax, the screening hook): one that fails is kept as a refused item with
+  its error; when none is left the batch is refused whole (``no_candidate_can_run``). The whole batch's checks run
+  again with the candidates that can run as the cost, with the daily new-file cap, and those are stored as
   submissions with their job, all in one transaction. A candidate identical to one the account sent a moment ago
   (the duplicate window) answers with that earlier submission, as ``submit`` does; ``force`` runs it again.
 - The pending-job quota of a batch is the larger of the account's quota and the batch size, so a program whose
@@ -38,7 +40,7 @@ from leaderboards.models import (
 )
 from leaderboards.results import SubmissionMode, UserRef
 from leaderboards.reward import reward_record
-from leaderboards.service_base import ServiceBase
+from leaderboards.service_base import ServiceBase, check_file_language
 from runners.contract import Mode, RunResult
 
 if TYPE_CHECKING:
@@ -175,36 +177,36 @@ class BatchesMixin(ServiceBase):
             raise InvalidSubmission("Name the leaderboard of the batch.", code="no_leaderboard", field="leaderboard")
         chosen_mode = _batch_mode(mode)
         now = self.clock()
+        # What concerns the whole batch first, with every file sent counted: it costs a few reads, and a batch it
+        # refuses costs no compile, fingerprint or screening of 64 candidates (red team, 2026-11-29).
+        with self.db.transaction() as s:
+            _, lb, dev, _ = self._admit_batch(s, user, leaderboard, device, chosen_mode, len(files), token_id, now)
+            board, lang = lb.name, lb.lang
         checked: list[tuple[str, bytes, UserError | None, Screening | None]] = []
         for name, content in files:
             try:
                 safe = self._check_content(name, content)
+                check_file_language(board, lang, safe)
                 screening = self._screen(user, leaderboard, safe, chosen_mode.value, content)  # before any lock
                 checked.append((safe, content, None, screening))
             except UserError as exc:
                 checked.append((name[-255:] or "(no name)", content, exc, None))
-        with self.db.transaction() as s:
-            u, lb = self._open_board(s, user, leaderboard)
-            (dev,) = self._one_device(lb, device)
-            self._check_budget(s, u.id, token_id, now)
-            late = now >= lb.deadline
-            good = [c for c in checked if c[2] is None]
-            if late:  # every candidate counts against the practice limit, as each single submission does
-                self._check_practice(s, u, lb, now, cost=max(len(good), 1))
-            elif good:
-                self._check_batch_rate(s, u, lb, SubmissionMode(chosen_mode.value), now, len(good))
-            self._check_batch_pending(s, u, len(good))
+        good = [c for c in checked if c[2] is None]
+        if not good:  # nothing would run: refused whole, nothing stored
+            reasons = "; ".join(f"{name}: {error.message}" for name, _, error, _ in checked if error is not None)
+            raise InvalidSubmission(
+                f"None of the {len(checked)} candidates can run, so nothing was stored: {_bounded(reasons)}",
+                code="no_candidate_can_run",
+                field="files",
+            )
+        with self.db.transaction() as s:  # the same checks again under the user's row lock, counting what runs
+            u, lb, dev, late = self._admit_batch(s, user, leaderboard, device, chosen_mode, len(good), token_id, now)
             self._check_new_files(s, u, sorted({hashlib.sha256(c[1]).hexdigest() for c in good}), now)
             batch = Batch(user_id=u.id, token_id=token_id, leaderboard_id=lb.id, device=dev, mode=chosen_mode.value)
             batch.created_at = now
             s.add(batch)
             s.flush()
             for position, (name, content, error, screening) in enumerate(checked):
-                if error is None:
-                    try:
-                        self._check_language(lb, name)
-                    except UserError as exc:
-                        error = exc
                 if error is not None:
                     s.add(BatchItem(batch_id=batch.id, position=position, file_name=name, error=_error(error)))
                     continue
@@ -232,6 +234,30 @@ class BatchesMixin(ServiceBase):
                 )
             s.flush()
             return self._batch_view(s, batch)
+
+    def _admit_batch(
+        self,
+        s: Session,
+        user: UserRef,
+        leaderboard: str,
+        device: str | None,
+        mode: Mode,
+        size: int,
+        token_id: int | None,
+        now: datetime,
+    ) -> tuple[User, Leaderboard, str, bool]:
+        """The board (and a ban), the device, the budget, the hourly or practice limit and the pending quota for a
+        batch of ``size`` candidates; the user, the board, the device and whether it is late."""
+        u, lb = self._open_board(s, user, leaderboard)
+        (dev,) = self._one_device(lb, device)
+        self._check_budget(s, u.id, token_id, now)
+        late = now >= lb.deadline
+        if late:  # every candidate counts against the practice limit, as each single submission does
+            self._check_practice(s, u, lb, now, cost=size)
+        else:
+            self._check_batch_rate(s, u, lb, SubmissionMode(mode.value), now, size)
+        self._check_batch_pending(s, u, size)
+        return u, lb, dev, late
 
     def _check_batch_rate(
         self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, size: int
@@ -408,6 +434,10 @@ def _batch_mode(mode: Mode | str | None) -> Mode:
             code="unknown_mode",
             field="mode",
         ) from None
+
+
+def _bounded(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _error(exc: UserError) -> dict[str, Any]:

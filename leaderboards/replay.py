@@ -30,6 +30,9 @@ from leaderboards.results import SubmissionMode, SubmissionReceipt, UserRef
 from leaderboards.service_base import ServiceBase
 from runners.contract import RunResult, TimingStats
 
+if TYPE_CHECKING:
+    from leaderboards.moderation import Screening
+
 Z95 = 1.959964
 MEDIAN_EFFICIENCY = 1.2533
 """The standard error of a median of normal samples is about 1.2533 times the standard error of their mean."""
@@ -98,6 +101,10 @@ class ReplayMixin(ServiceBase):
         def _owned(self, s: Session, submission_id: int, user: UserRef | None, *, admin: bool) -> Submission: ...
         def _open_board(self, s: Session, user: UserRef, leaderboard: str) -> tuple[User, Leaderboard]: ...
         def _check_budget(self, s: Session, user_id: int, token_id: int | None, now: datetime) -> None: ...
+        def _screen(
+            self, user: UserRef, leaderboard: str, file_name: str, mode: str, content: bytes
+        ) -> Screening | None: ...
+        def _flag_screened(self, s: Session, sub: Submission, screening: Screening | None) -> None: ...
         def _check_pending(self, s: Session, u: User, new_jobs: int, *, compare_rounds: int = 0) -> None: ...
         def _check_practice(self, s: Session, u: User, lb: Leaderboard, now: datetime, cost: int = 1) -> None: ...
         @staticmethod
@@ -120,36 +127,17 @@ class ReplayMixin(ServiceBase):
     ) -> SubmissionReceipt:
         """Queue a replay of a stored submission (see the module's text); answers the replay's receipt."""
         now = self.clock()
+        with self.db.transaction() as s:  # what it replays, read first: the screening hook may take seconds
+            original, _ = self._replay_source(s, submission_id, user, admin=admin)
+            board, name, mode = original.leaderboard.name, original.file_name, original.mode
+            content = original.code.content
+        # Screened as a new submission is: the operator's hook may refuse now what it passed then (a new rule, or a
+        # hook that was down), and a replay runs the file again (red team, 2026-11-29).
+        screening = self._screen(user, board, name, mode, content)
         with self.db.transaction() as s:
-            original = self._owned(s, submission_id, user, admin=admin)
-            root = replayed(s, original.id) or original.id  # a replay of a replay re-times the first original
-            if root != original.id:
-                original = self._owned(s, root, None, admin=True)
-            if original.mode == SubmissionMode.COMPARE.value:
-                raise InvalidSubmission(
-                    f"#{original.id} is a compare, which is not replayed: compare the two files again.",
-                    code="replay_of_compare",
-                )
-            if original.mode == SubmissionMode.RANKED.value and not admin:
-                raise ReplayNotAllowed(
-                    f"#{original.id} is a ranked submission: replaying it re-runs its secret-seed inputs, which only "
-                    "an admin may do. Replay a benchmark run of the same file instead (submit it with mode "
-                    "benchmark, then replay that)."
-                )
-            devices = sorted(
-                s.scalars(
-                    select(Job.device)
-                    .join(Run, Run.job_id == Job.id)
-                    .where(Job.submission_id == original.id, Run.secret.is_(False))
-                    .distinct()
-                )
-            )
-            if not devices:
-                raise InvalidSubmission(
-                    f"#{original.id} has no finished run to replay yet; wait for it to finish.",
-                    code="nothing_to_replay",
-                )
+            original, devices = self._replay_source(s, submission_id, user, admin=admin)
             u, lb = self._open_board(s, user, original.leaderboard.name)
+            devices = self._check_devices(lb, devices)  # a device the board no longer offers is refused, named
             late = now >= lb.deadline  # as a submission: practice, one per device, and marked late
             if late:
                 if not admin:
@@ -169,10 +157,46 @@ class ReplayMixin(ServiceBase):
             s.add(sub)
             s.flush()
             self._note_origin(s, sub.id, token_id, replay_of=original.id)
+            self._flag_screened(s, sub, screening)
             if late:
                 self._mark_late(s, sub)
             jobs = self._queue_jobs(s, sub, devices, now, detail=f"replay of #{original.id}")
             return self._receipt(s, sub, jobs=jobs)
+
+    def _replay_source(
+        self, s: Session, submission_id: int, user: UserRef, *, admin: bool
+    ) -> tuple[Submission, list[str]]:
+        """The submission a replay re-times (the first original of a replay of a replay) and its devices, after the
+        checks that refuse it: not the user's, a compare, a ranked one for anyone but an admin, nothing finished."""
+        original = self._owned(s, submission_id, user, admin=admin)
+        root = replayed(s, original.id) or original.id  # a replay of a replay re-times the first original
+        if root != original.id:
+            original = self._owned(s, root, None, admin=True)
+        if original.mode == SubmissionMode.COMPARE.value:
+            raise InvalidSubmission(
+                f"#{original.id} is a compare, which is not replayed: compare the two files again.",
+                code="replay_of_compare",
+            )
+        if original.mode == SubmissionMode.RANKED.value and not admin:
+            raise ReplayNotAllowed(
+                f"#{original.id} is a ranked submission: replaying it re-runs its secret-seed inputs, which only "
+                "an admin may do. Replay a benchmark run of the same file instead (submit it with mode "
+                "benchmark, then replay that)."
+            )
+        devices = sorted(
+            s.scalars(
+                select(Job.device)
+                .join(Run, Run.job_id == Job.id)
+                .where(Job.submission_id == original.id, Run.secret.is_(False))
+                .distinct()
+            )
+        )
+        if not devices:
+            raise InvalidSubmission(
+                f"#{original.id} has no finished run to replay yet; wait for it to finish.",
+                code="nothing_to_replay",
+            )
+        return original, devices
 
     def replay_report(self, submission_id: int, user: UserRef | None, *, admin: bool = False) -> ReplayReport:
         """A replay beside its original: verdicts, and each timed case's median against the original's interval."""

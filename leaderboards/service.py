@@ -86,12 +86,12 @@ from leaderboards.results import (
 )
 from leaderboards.retiming import RetimingMixin
 from leaderboards.scoring import roofline_score
-from leaderboards.service_base import ServiceBase
+from leaderboards.service_base import ServiceBase, check_file_language
 from leaderboards.similarity_index import prepare as prepare_fingerprint
 from leaderboards.snapshot import TaskSnapshot, template_file_name
 from leaderboards.stats import StatsMixin
 from leaderboards.viewing import ViewingMixin
-from runners.contract import LANGUAGES, Language, Mode, RankingRule
+from runners.contract import LANGUAGES, Mode, RankingRule
 
 __all__ = ["LeaderboardService", "UserRef", "harness_device", "secret_seed_for"]
 
@@ -189,8 +189,10 @@ class LeaderboardService(
         ``token_id``: the API token that sent it, whose GPU budget it spends (``leaderboards/budgets.py``).
         """
         now = self.clock()
-        name = self._check_content(file_name, content)
-        header = parse_directives(content.decode("utf-8"))
+        # The header is read leniently here (the content checks below refuse a file that is not UTF-8 text), so that
+        # the checks that cost a few reads (the board, a ban, the devices, the limits, the budget) come before the
+        # costly ones (compiling, fingerprinting, the screening hook): a refused request costs the service little.
+        header = parse_directives(content.decode("utf-8", errors="replace"))
         leaderboard = leaderboard or header.leaderboard
         if not leaderboard:
             raise InvalidSubmission(
@@ -200,30 +202,57 @@ class LeaderboardService(
                 field="leaderboard",
             )
         mode = _parse_mode(mode or header.mode or Mode.RANKED)
-        screening = self._screen(user, leaderboard, name, mode.value, content)  # before any lock: it may take seconds
+        wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
+        digest = hashlib.sha256(content).hexdigest()
         with self.db.transaction() as s:
-            u, lb = self._open_board(s, user, leaderboard)
-            wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
-            if [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
-                wanted = list(lb.devices)
-            chosen = self._check_devices(lb, wanted)
-            self._check_language(lb, name)
-            digest = hashlib.sha256(content).hexdigest()
-            if not force:
-                earlier = self._duplicate(s, u, lb, digest, mode, chosen, now)
-                if earlier is not None:
-                    return self._receipt(s, earlier, duplicate=True)
-            late = now >= lb.deadline  # practice: runs, ranks nowhere (leaderboards/late.py)
-            if late:
-                self._check_practice(s, u, lb, now)
-            else:
-                self._check_rate(s, u, lb, SubmissionMode(mode.value), now)
-            self._check_budget(s, u.id, token_id, now)
-            self._check_pending(s, u, len(chosen))
-            self._check_new_files(s, u, [digest], now)
+            self._admit(s, user, leaderboard, wanted, mode, digest, None, force, token_id, now)
+        name = self._check_content(file_name, content)
+        screening = self._screen(user, leaderboard, name, mode.value, content)  # before any lock: it may take seconds
+        with self.db.transaction() as s:  # the same checks again, under the user's row lock: these decide
+            admitted = self._admit(s, user, leaderboard, wanted, mode, digest, name, force, token_id, now)
+            if isinstance(admitted, Submission):
+                return self._receipt(s, admitted, duplicate=True)
+            u, lb, chosen, late = admitted
             sub = self._store_submission(s, u, lb, name, content, mode, now, token_id, late, licence, header.licence)
             self._flag_screened(s, sub, screening)
             return self._receipt(s, sub, jobs=self._queue_jobs(s, sub, chosen, now))
+
+    def _admit(
+        self,
+        s: Session,
+        user: UserRef,
+        leaderboard: str,
+        wanted: Sequence[str],
+        mode: Mode,
+        digest: str,
+        name: str | None,
+        force: bool,
+        token_id: int | None,
+        now: datetime,
+    ) -> Submission | tuple[User, Leaderboard, list[str], bool]:
+        """A submission's checks that need the database but not its content checked: the board (and a ban), the
+        devices, the file's language, a duplicate (answered by the earlier submission, which is returned), the
+        hourly or practice limit, the budget, the pending quota and the daily new-file cap. Else the user, the
+        board, the devices and whether it is late."""
+        u, lb = self._open_board(s, user, leaderboard)
+        if [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
+            wanted = list(lb.devices)
+        chosen = self._check_devices(lb, wanted)
+        if name is not None:  # (before the content checks the name is not yet known to be usable)
+            self._check_language(lb, name)
+        if not force:
+            earlier = self._duplicate(s, u, lb, digest, mode, chosen, now)
+            if earlier is not None:
+                return earlier
+        late = now >= lb.deadline  # practice: runs, ranks nowhere (leaderboards/late.py)
+        if late:
+            self._check_practice(s, u, lb, now)
+        else:
+            self._check_rate(s, u, lb, SubmissionMode(mode.value), now)
+        self._check_budget(s, u.id, token_id, now)
+        self._check_pending(s, u, len(chosen))
+        self._check_new_files(s, u, [digest], now)
+        return u, lb, chosen, late
 
     def _store_submission(
         self,
@@ -296,9 +325,7 @@ class LeaderboardService(
                 code="bad_rounds",
                 field="rounds",
             )
-        name_a = self._check_content(file_a, content_a)
-        name_b = self._check_content(file_b, content_b, field="against")
-        headers = [parse_directives(c.decode("utf-8")) for c in (content_a, content_b)]
+        headers = [parse_directives(c.decode("utf-8", errors="replace")) for c in (content_a, content_b)]
         leaderboard = leaderboard or headers[0].leaderboard or headers[1].leaderboard
         if not leaderboard:
             raise InvalidSubmission(
@@ -308,42 +335,21 @@ class LeaderboardService(
                 code="no_leaderboard",
                 field="leaderboard",
             )
+        wanted = [device] if device and device.strip() else list(headers[0].devices or headers[1].devices)
+        digests = [hashlib.sha256(c).hexdigest() for c in (content_a, content_b)]
+        with self.db.transaction() as s:  # the checks that cost a few reads first, as in ``submit``
+            self._admit_compare(s, user, leaderboard, wanted, None, rounds, profile, digests, token_id, now)
+        name_a = self._check_content(file_a, content_a)
+        name_b = self._check_content(file_b, content_b, field="against")
+        # Both files run on the runners: each is screened as a submission is (it was not; red team, 2026-11-29).
+        screenings = [
+            self._screen(user, leaderboard, name, SubmissionMode.COMPARE.value, content)
+            for name, content in ((name_a, content_a), (name_b, content_b))
+        ]
         with self.db.transaction() as s:
-            u, lb = self._open_board(s, user, leaderboard)
-            wanted = [device] if device and device.strip() else list(headers[0].devices or headers[1].devices)
-            several = len(wanted) > 1 or (not wanted and len(lb.devices) > 1)
-            if several or [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
-                raise InvalidSubmission(
-                    f"A compare runs on one device (both files on the same machine); name one of "
-                    f"{', '.join(lb.devices)} as `device` (on the command line, --device {lb.devices[0]}).",
-                    code="one_device",
-                    field="devices",
-                )
-            (chosen,) = self._check_devices(lb, wanted)
-            if profile and harness_device(chosen) == "cpu":
-                raise InvalidSubmission(
-                    f"A compare with profile runs Nsight Compute, which profiles GPU kernels; {chosen} is a CPU. "
-                    "Compare on a GPU device, or leave profile out.",
-                    code="profile_needs_gpu",
-                    field="profile",
-                )
-            self._check_language(lb, name_a)
-            self._check_language(lb, name_b)
-            if rounds is None:
-                rounds = COMPARE_CPU_ROUNDS if harness_device(chosen) == "cpu" else COMPARE_DEFAULT_ROUNDS
-            # each round times both files; with profile, each benchmark case is then profiled once per file (Nsight
-            # Compute runs, a session each), which the rate limit and the pending cap count as runs too
-            profiled = 2 * len(TaskSnapshot.load(lb.task).task.benchmarks) if profile else 0
-            cost = 2 * rounds + profiled
-            digests = [hashlib.sha256(c).hexdigest() for c in (content_a, content_b)]
-            late = now >= lb.deadline
-            if late:
-                self._check_practice(s, u, lb, now)
-            else:
-                self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost, profiled=profiled)
-            self._check_budget(s, u.id, token_id, now)
-            self._check_pending(s, u, cost, compare_rounds=rounds, profiled=profiled)
-            self._check_new_files(s, u, digests, now)
+            u, lb, chosen, rounds, late = self._admit_compare(
+                s, user, leaderboard, wanted, (name_a, name_b), rounds, profile, digests, token_id, now
+            )
             sub = Submission(
                 user_id=u.id,
                 leaderboard_id=lb.id,
@@ -355,6 +361,8 @@ class LeaderboardService(
             s.add(sub)
             s.flush()
             self._note_origin(s, sub.id, token_id)
+            for screening in screenings:
+                self._flag_screened(s, sub, screening)
             if late:
                 self._mark_late(s, sub)
             s.add(
@@ -369,6 +377,57 @@ class LeaderboardService(
             detail = f"compare: {rounds} rounds" + (", then kernel metrics" if profile else "")
             jobs = self._queue_jobs(s, sub, [chosen], now, detail=detail)
             return self._receipt(s, sub, jobs=jobs)
+
+    def _admit_compare(
+        self,
+        s: Session,
+        user: UserRef,
+        leaderboard: str,
+        wanted: list[str],
+        names: tuple[str, str] | None,
+        rounds: int | None,
+        profile: bool,
+        digests: list[str],
+        token_id: int | None,
+        now: datetime,
+    ) -> tuple[User, Leaderboard, str, int, bool]:
+        """A compare's checks that need the database but not the files' content checked (``names`` None: the
+        languages are not looked at yet); the user, the board, the device, the rounds and whether it is late."""
+        u, lb = self._open_board(s, user, leaderboard)
+        several = len(wanted) > 1 or (not wanted and len(lb.devices) > 1)
+        if several or [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
+            raise InvalidSubmission(
+                f"A compare runs on one device (both files on the same machine); name one of "
+                f"{', '.join(lb.devices)} as `device` (on the command line, --device {lb.devices[0]}).",
+                code="one_device",
+                field="devices",
+            )
+        (chosen,) = self._check_devices(lb, wanted)
+        if profile and harness_device(chosen) == "cpu":
+            raise InvalidSubmission(
+                f"A compare with profile runs Nsight Compute, which profiles GPU kernels; {chosen} is a CPU. "
+                "Compare on a GPU device, or leave profile out.",
+                code="profile_needs_gpu",
+                field="profile",
+            )
+        if names is not None:
+            self._check_language(lb, names[0])
+            self._check_language(lb, names[1])
+        if rounds is None:
+            rounds = COMPARE_CPU_ROUNDS if harness_device(chosen) == "cpu" else COMPARE_DEFAULT_ROUNDS
+        # each round times both files; with profile, each benchmark case is then profiled once per file (Nsight
+        # Compute runs, a session each), which the rate limit and the pending cap count as runs too
+        profiled = 2 * len(TaskSnapshot.load(lb.task).task.benchmarks) if profile else 0
+        cost = 2 * rounds + profiled
+        late = now >= lb.deadline
+        if late:
+            self._check_practice(s, u, lb, now)
+        else:
+            self._check_rate(s, u, lb, SubmissionMode.COMPARE, now, cost=cost, profiled=profiled)
+        self._check_budget(s, u.id, token_id, now)
+        self._check_pending(s, u, cost, compare_rounds=rounds, profiled=profiled)
+        self._check_new_files(s, u, digests, now)
+        return u, lb, chosen, rounds, late
 
     @staticmethod
     def _note_origin(s: Session, submission_id: int, token_id: int | None, replay_of: int | None = None) -> None:
@@ -509,12 +568,7 @@ class LeaderboardService(
         return name
 
     def _check_language(self, lb: Leaderboard, name: str) -> None:
-        lang = LANGUAGES[Language(lb.lang)]
-        if not lang.takes(name):
-            raise InvalidSubmission(
-                f"Leaderboard {lb.name!r} takes {lang.short} files ({', '.join(lang.suffixes)}); {name!r} is not one.",
-                code="wrong_file_type",
-            )
+        check_file_language(lb.name, lb.lang, name)
 
     def _check_rate(
         self,

@@ -19,6 +19,7 @@ from leaderboards import ranking
 from leaderboards.db import Database
 from leaderboards.errors import (
     DeviceNotAllowed,
+    InvalidSubmission,
     LeaderboardNotFound,
     SubmissionNotFound,
     UserNotFound,
@@ -51,7 +52,7 @@ from leaderboards.results import (
     UserRef,
 )
 from leaderboards.settings import CoreSettings
-from runners.contract import Comparison, Verdict
+from runners.contract import LANGUAGES, Comparison, Language, Verdict
 
 EVENTS_PER_JOB = 20
 """Latest progress events returned with each job's status."""
@@ -265,3 +266,13 @@ class ServiceBase:
             if canonical not in chosen:
                 chosen.append(canonical)
         return chosen
+
+
+def check_file_language(board: str, lang_name: str, name: str) -> None:
+    """Refuse a file of another language than the board's (``lang_name``, ``Leaderboard.lang``)."""
+    lang = LANGUAGES[Language(lang_name)]
+    if not lang.takes(name):
+        raise InvalidSubmission(
+            f"Leaderboard {board!r} takes {lang.short} files ({', '.join(lang.suffixes)}); {name!r} is not one.",
+            code="wrong_file_type",
+        )

@@ -6,8 +6,10 @@ reward record against its JSON Schema."""
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -25,7 +27,7 @@ from leaderboards.errors import (
     UserError,
 )
 from leaderboards.idempotency import IdempotencyKeyInUse, IdempotencyKeyReused, request_digest
-from leaderboards.models import Job, JobStatus, Submission
+from leaderboards.models import Batch, Job, JobStatus, Submission
 from leaderboards.queue import JobQueue
 from leaderboards.replay import ReplayNotAllowed, replayed
 from leaderboards.results import UserRef
@@ -112,6 +114,71 @@ def test_what_concerns_the_whole_batch_refuses_it_before_anything_is_stored(svc:
     with pytest.raises(RateLimited, match="3 test"):
         limited.submit_batch(BOT, [(f"{i}.py", code(i)) for i in range(2, 4)], "add", "cpu", "test")
     assert stored(svc) == 2
+
+
+def _count_checks(svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files whose content ``svc`` checks (compiles, fingerprints, screens): the costly part of a submission."""
+    checked: list[str] = []
+    real = svc._check_content
+
+    def spy(file_name: str, content: bytes, **options: Any) -> str:
+        checked.append(file_name)
+        return real(file_name, content, **options)
+
+    monkeypatch.setattr(svc, "_check_content", spy)
+    return checked
+
+
+def test_a_batch_the_board_or_the_limits_refuse_costs_no_compile(
+    svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team, 2026-11-29: every candidate was compiled, fingerprinted and screened before the board, the ban, the
+    budget and the hourly limit were looked at (64 files of 1 MiB: minutes of the API's CPU for a 429)."""
+    limited = LeaderboardService(svc.db, svc.settings.model_copy(update={"rate_limit_per_hour": 3}), clock=svc.clock)
+    checked = _count_checks(limited, monkeypatch)
+    with pytest.raises(NotFound):
+        limited.submit_batch(BOT, [("a.py", code(1))], "no-such-board", "cpu", "test")
+    limited.submit_batch(BOT, [("0.py", code(0)), ("1.py", code(1))], "add", "cpu", "test")
+    with pytest.raises(RateLimited):
+        limited.submit_batch(BOT, [("2.py", code(2)), ("3.py", code(3))], "add", "cpu", "test")
+    with pytest.raises(InvalidSubmission) as exc:  # every file sent needs room, a refused one too
+        limited.submit_batch(BOT, [("4.py", code(4)), ("bad.cu", b"x"), ("", b""), ("5.py", code(5))], "add", "cpu",
+                             "test")  # fmt: skip
+    assert exc.value.code == "batch_over_rate_limit"
+    token = limited.create_token(BOT, name="t").info.token_id
+    limited.set_budget(token_id=token, seconds=0.0, actor="admin")
+    with pytest.raises(BudgetExhausted):
+        limited.submit_batch(BOT, [("6.py", code(6))], "add", "cpu", "test", token_id=token)
+    assert checked == ["0.py", "1.py"] and stored(svc) == 2
+
+
+def test_a_batch_of_which_no_candidate_can_run_is_refused_whole_and_stores_nothing(svc: LeaderboardService) -> None:
+    """Red team, 2026-11-29: a batch of refused candidates skipped the hourly limit and was stored all the same (20
+    batches of 64 refused files: 1,280 rows for an account over its limit)."""
+    files = [("a.cu", b"__global__ void k() {}\n"), ("b.py", b"def custom_kernel(d:\n"), ("", b"")]
+    with pytest.raises(InvalidSubmission) as exc:
+        svc.submit_batch(BOT, files, "add", "cpu", "test")
+    assert exc.value.code == "no_candidate_can_run" and exc.value.field == "files"
+    said = exc.value.message
+    assert "None of the 3 candidates" in said and "a.cu" in said and "b.py" in said and "(no name)" in said
+    with svc.db.transaction() as s:
+        assert int(s.scalar(select(func.count()).select_from(Batch)) or 0) == 0
+    assert stored(svc) == 0
+
+
+def test_a_single_submission_the_limits_refuse_costs_no_compile(
+    svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limited = LeaderboardService(svc.db, svc.settings.model_copy(update={"rate_limit_per_hour": 1}), clock=svc.clock)
+    checked = _count_checks(limited, monkeypatch)
+    limited.submit(BOT, "a.py", code(1), "add", ["cpu"], "test")
+    with pytest.raises(RateLimited):
+        limited.submit(BOT, "b.py", code(2), "add", ["cpu"], "test")
+    with pytest.raises(NotFound):
+        limited.submit(BOT, "c.py", code(3), "no-such-board", ["cpu"], "test")
+    assert checked == ["a.py"]
+    dup = LeaderboardService(svc.db, limited.settings.model_copy(update={"duplicate_window_s": 60}), clock=svc.clock)
+    assert dup.submit(BOT, "a.py", code(1), "add", ["cpu"], "test").duplicate  # answered, at the limit as before
 
 
 def test_a_batch_may_fill_the_pending_quota_up_to_its_own_size(svc: LeaderboardService) -> None:
@@ -272,3 +339,21 @@ def test_correct_fraction_counts_test_and_benchmark_cases_so_an_accepted_benchma
     assert correct_fraction(ranked) == 0.75
     assert correct_fraction(RunResult(verdict=Verdict.COMPILE_ERROR, mode=Mode.BENCHMARK)) == 0.0
     assert correct_fraction(None) == 0.0
+
+
+def test_a_replay_is_screened_as_a_submission_is(
+    svc: LeaderboardService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team, 2026-11-29: a replay queued the stored file again without asking the screening hook, so a file the
+    operator's hook refuses now (a new rule, or a hook that was down when it came) ran again on the runners."""
+    bench = svc.submit(BOT, "k.py", code(1), "add", ["cpu"], "benchmark").submission_id
+    finish(svc, bench)
+    hook = tmp_path / "hook.py"
+    hook.write_text("import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'verdict': 'refuse', 'reason': 'x'}))\n")
+    screened = LeaderboardService(
+        svc.db, svc.settings.model_copy(update={"screen_command": f"{sys.executable} {hook}"}), clock=svc.clock
+    )
+    with pytest.raises(InvalidSubmission) as exc:
+        screened.replay(bench, BOT)
+    assert exc.value.code == "refused_by_screening"
+    assert stored(svc) == 1

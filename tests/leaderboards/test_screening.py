@@ -169,3 +169,14 @@ def test_an_unreachable_endpoint_fails_open(database: Database, settings: CoreSe
     service = make_service(database, settings, tmp_path, screen_url="http://127.0.0.1:9/screen", screen_timeout_s=2)
     state, _, reason = moderation(database, submit(service, PLAIN))
     assert state == "flagged" and "could not be reached" in (reason or "")
+
+
+def test_a_compare_screens_both_files(database: Database, settings: CoreSettings, tmp_path: Path, hook: str) -> None:
+    """Both files of a compare run on the runners: each is screened (red team, 2026-11-29: neither was)."""
+    service = make_service(database, settings, tmp_path, screen_command=hook, screen_timeout_s=20)
+    alice = UserRef("alice")
+    with pytest.raises(InvalidSubmission, match="patches the timer") as err:
+        service.compare(alice, "a.py", PLAIN, "b.py", kernel("torch.cuda.Event"), "add", "cpu")
+    assert err.value.code == "refused_by_screening" and stored(database) == 0
+    flagged = service.compare(alice, "a.py", kernel("cache"), "b.py", PLAIN, "add", "cpu").submission_id
+    assert moderation(database, flagged)[0] == "flagged"
