@@ -67,14 +67,19 @@ def _readable(path: str, root: Path) -> Path:
     could publish it (red team of the service, 2026-11-29). Resolved first, so a symlink cannot lead out."""
     given = Path(path).expanduser()
     try:
-        file = (given if given.is_absolute() else root / given).resolve(strict=True)
+        # Where it points is checked before whether it exists: otherwise a path outside answered "no such file" or
+        # "outside" as it existed or not, which tells whether a file there exists (newcomer's walk, 2026-11-29).
+        file = (given if given.is_absolute() else root / given).resolve(strict=False)
+        if not file.is_relative_to(root):
+            raise ToolError(
+                f"{path} is outside {root}: this server reads only files under it (its working directory, or the "
+                "directory `kernelcup mcp --files-dir DIR` names); give the file's text as code instead"
+            )
+        file = file.resolve(strict=True)
     except (OSError, RuntimeError) as exc:
         raise ToolError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not file.is_relative_to(root):
-        raise ToolError(
-            f"{path} is outside {root}: this server reads only files under it (its working directory, or the "
-            "directory `kernelcup mcp --files-dir DIR` names); give the file's text as code instead"
-        )
+    if not file.is_relative_to(root):  # (a link created between the two resolutions)
+        raise ToolError(f"{path} is outside {root}: this server reads only files under it")
     if any(part.startswith(".") for part in file.relative_to(root).parts):
         raise ToolError(f"{path} is a hidden file or in a hidden directory (a name starting with '.'): not sent")
     if not file.is_file():

@@ -144,11 +144,19 @@ def printable(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, cut after a whole word and marked with an ellipsis where it was cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;") + "…"
+
+
 def format_speedup(baseline: BaselineResult) -> str:
     """One line for a baseline: 'speedup over the reference: 2.15x (cases 2.34x, 1.96x; reference timed now)'.
     Above 1 the submission is faster. Where there is no speedup, the note says why."""
     if baseline.speedup is None:
-        note = (baseline.note.splitlines() or ["not measured"])[0][:200]
+        note = _clip((baseline.note.splitlines() or ["not measured"])[0], 400)
         return f"speedup over the {baseline.label}: - ({note})"
     cases = ", ".join("-" if s is None else f"{s:.2f}x" for s in baseline.speedups)
     when = baseline.measured_at.strftime("%Y-%m-%d %H:%M UTC") if baseline.measured_at else "an unknown time"

@@ -180,6 +180,8 @@ def test_a_path_names_only_a_plain_file_under_the_servers_directory(served: Serv
         str(root / ".ssh" / "id_rsa.py"),
         "sub",
         "sub/absent.py",
+        str(outside / "absent.py"),  # answered as an existing one outside is: whether it exists is not told
+        "../home/absent.py",
     ]
     answers = calls(
         served,
@@ -194,6 +196,7 @@ def test_a_path_names_only_a_plain_file_under_the_servers_directory(served: Serv
     assert "is outside" in texts[1] and "is outside" in texts[2]  # resolved: no way out through .. or a symlink
     assert "hidden" in texts[3] and "hidden" in texts[4]
     assert "not a regular file" in texts[5] and "cannot read" in texts[6]
+    assert "is outside" in texts[7] and "is outside" in texts[8]
     assert payload(answers[-2])["file_name"] == "k.py"
     assert answers[-1].is_error and "is outside" in texts[-1]
     assert "SECRET" not in " ".join(texts)

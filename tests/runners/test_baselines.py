@@ -60,6 +60,17 @@ def test_a_case_without_a_median_leaves_no_overall_speedup_and_says_why() -> Non
     assert "speedup over the reference: -" in format_speedup(got)
 
 
+def test_a_long_note_is_cut_after_a_whole_word_and_says_so() -> None:
+    """Newcomer's walk, 2026-11-29: the note was cut at 200 characters mid-word ('or too few samp)')."""
+    many = [_stats(100.0 * (i + 1), 0.5) for i in range(40)]
+    busy = baselines.result(REFERENCE_BASELINE, many, [_bench(i, 100.0) for i in range(40)], measured_at=None)
+    line = format_speedup(busy)
+    note = line.split(" - (", 1)[1].removesuffix(")")
+    assert len(busy.note) > 400 and note.endswith("…") and len(note) <= 400
+    kept = note.removesuffix("…")
+    assert busy.note.startswith(kept) and busy.note[len(kept)] in " ,;"  # cut after a whole word
+
+
 def test_no_speedup_is_given_where_the_two_times_spread_too_widely_to_compare() -> None:
     """Issue 31: on a loaded 2-core machine the reference's own operation read 0.13x-1.3x from one run to the next,
     the medians known only within 12-200% (their IQR over 6-40 samples). Where the ratio of the two medians is known
