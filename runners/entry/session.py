@@ -397,6 +397,10 @@ class Launch:
             sock.close()
 
 
+STARTUP_WAITS = {"baseline": "timing the reference (to compare with the submission)"}
+"""What a run's start-up heartbeat says it waits on, by the evaluator's last phase (else its processes' start)."""
+
+
 @dataclass(frozen=True)
 class SessionSpec:
     """What one session runs (the executor's, ``runners.entry._Execution._session``): the request, the evaluator's
@@ -539,10 +543,12 @@ class Session:
 
     def _heartbeat(self, step: Step, now: float) -> None:
         phase = self.report.phase if self.report.phase in {p.value for p in Phase} else Phase.STARTING.value
-        if step.kind == "startup":
+        what = step.what
+        if step.kind == "startup":  # the phase is 'starting' already: say what the start waits on
             phase = Phase.STARTING.value
+            what = STARTUP_WAITS.get(self.report.phase or "", "starting the run's processes")
         waited = now - step.since
-        self.emit(phase, f"{step.what}: {waited:.0f} s so far (limit {step.limit_s:.0f} s)", round(waited, 1))
+        self.emit(phase, f"{what}: {waited:.0f} s so far (limit {step.limit_s:.0f} s)", round(waited, 1))
 
     def _expire(self, step: Step, now: float, cancels: tuple[threading.Event, ...], launch: Launch | None) -> None:
         """A step ran out of its time: say whose fault it is and stop every process of the run."""

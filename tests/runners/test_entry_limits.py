@@ -297,3 +297,25 @@ def test_a_waiting_step_sends_a_line_at_least_every_10_s_with_its_time_and_its_n
     assert all(e.detail.endswith("s so far (limit 1 s)") and e.waited_s < 1.5 for e in waits), waits
     assert [e.waited_s for e in waits] == sorted(e.waited_s for e in waits)
     assert all(e.waited_s is None for e in events if e not in waits)  # only the heartbeat carries it
+
+
+@pytest.mark.parametrize(("evaluator_phase", "said"), [
+    ("baseline", "timing the reference (to compare with the submission)"),
+    ("starting", "starting the run's processes"),
+])
+def test_the_start_up_heartbeat_names_what_it_waits_on_without_repeating_the_phase(
+    evaluator_phase: str, said: str
+) -> None:
+    """Newcomer's walk, 2026-11-29: a benchmark run printed 'starting starting: 59 s so far' for a minute while the
+    evaluator timed the reference, which nothing said."""
+    request = build_request("submissions/correct_torch.py")
+    job = session_mod.Job(mode="test", device="cpu", lang="python", submission="submission.py",
+                          display_name="submission.py", tests=request.tests, benchmarks=[], timing={})  # fmt: skip
+    events: list[ProgressEvent] = []
+    shape = session_mod.make_shape(request, gpu=None, python="python", prefix=[], extra_ro=(), submission_env=None,
+                                   require_sandbox=False)  # fmt: skip
+    session = session_mod.Session(session_mod.SessionSpec(request, job, None, shape, on_progress=events.append))
+    session.report.phase = evaluator_phase
+    session._heartbeat(session_mod.Step("startup", 0.0, 60.0, "starting", 60.0), 59.0)
+    (event,) = events
+    assert event.phase.value == "starting" and event.detail == f"{said}: 59 s so far (limit 60 s)"
