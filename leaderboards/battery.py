@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -189,9 +189,12 @@ def problem_code_hint(message: str) -> str:
     return ""
 
 
-def battery_findings(problem: Problem, plan: list[Probe], result: RunResult) -> BatteryReport:
+def battery_findings(
+    problem: Problem, plan: list[Probe], result: RunResult, devices: Sequence[str] | None = None
+) -> BatteryReport:
     """What the battery's run says about ``problem``: an issue for each bad solution that passed (its first case),
-    warnings for the lint and for lower precisions a problem without a policy accepts."""
+    warnings for the lint and for lower precisions a problem without a policy accepts. ``devices``: the devices its
+    leaderboards run on, where a problem set names them (None: not known, every lint applies)."""
     task_yml, reference = str(problem.path / "task.yml"), str(problem.path / "reference.py")
     if result.verdict not in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER) or len(result.tests) != len(plan):
         message = result.message or result.verdict.label
@@ -229,7 +232,8 @@ def battery_findings(problem: Problem, plan: list[Probe], result: RunResult) -> 
         tried.setdefault(probe.item, []).append(probe)
         if test.verdict is Verdict.ACCEPTED:
             passed.setdefault(probe.item, []).append(probe)
-    lint += _launch_bound(problem, result.stdout)
+    if devices is None or any(d.strip().lower() != "cpu" for d in devices):  # (a CPU launches no kernel)
+        lint += _launch_bound(problem, result.stdout)
     lint += weak_reference_lint(problem, result.stdout)
     issues: list[FormatIssue] = []
     warnings: list[FormatIssue] = []
@@ -288,9 +292,11 @@ def run_battery(
     run: SubmissionRun,
     *,
     on_start: Callable[[Problem], None] | None = None,
+    devices: Mapping[Path, Sequence[str]] | None = None,
 ) -> BatteryReport:
     """The battery on each problem of one rank (once per folder); a problem of several ranks is skipped (its
-    reference runs on GPUs)."""
+    reference runs on GPUs). ``devices``: by resolved folder, the devices a problem set runs it on (the launch-bound
+    lint is left out for a problem that runs on the CPU alone)."""
     issues: list[FormatIssue] = []
     warnings: list[FormatIssue] = []
     seen: set[Path] = set()
@@ -309,7 +315,7 @@ def run_battery(
             result = run(request)
         except Exception as exc:  # the runner itself broke: say so instead of a traceback
             result = RunResult.infrastructure_error(Mode.TEST, f"{type(exc).__name__}: {exc}")
-        report = battery_findings(problem, plan, result)
+        report = battery_findings(problem, plan, result, (devices or {}).get(folder))
         issues += report.issues
         warnings += report.warnings
     return BatteryReport(tuple(issues), tuple(warnings))

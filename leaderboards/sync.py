@@ -20,7 +20,7 @@ changed since (``kernelcup admin deadline``), and ``SyncReport.changes`` says ea
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +33,7 @@ from leaderboards.problems import (
     FormatIssue,
     Problem,
     ProblemFormatError,
+    ProblemSet,
     _inside,
     deadline_warnings,
     load_problem,
@@ -142,6 +143,16 @@ def traceback_headline(message: str) -> str:
     return where + raised[-1]
 
 
+def devices_by_folder(pset: ProblemSet, problems: Mapping[str, Problem]) -> dict[Path, list[str]]:
+    """The devices a problem set runs each problem folder on (resolved; all of its entries' devices together)."""
+    found: dict[Path, list[str]] = {}
+    for entry in pset.problems:
+        problem = problems.get(entry.leaderboard_name)
+        if problem is not None:
+            found.setdefault(problem.path.resolve(), []).extend(entry.devices)
+    return found
+
+
 def _passed(problems: Iterable[Problem], issues: list[FormatIssue]) -> list[Problem]:
     """The problems whose reference passed its own check (no issue names their reference.py)."""
     failed = {issue.file for issue in issues}
@@ -196,7 +207,7 @@ def sync_problem_set(
         todo = {name: p for name, p in problems.items() if _changed(service, name, p)}
         issues = check_references(todo.values(), check, on_start=on_check)
         if not issues and battery is not None:
-            report = run_battery(todo.values(), battery)
+            report = run_battery(todo.values(), battery, devices=devices_by_folder(pset, problems))
             issues, warnings = list(report.issues), (*warnings, *report.warnings)
         if issues:
             raise ProblemFormatError(issues)
@@ -311,6 +322,7 @@ def validate_path(
     seen: dict[str, FormatIssue] = {str(e): e for e in outside}
     warned: dict[str, FormatIssue] = {}
     valid: list[Problem] = []
+    on_devices: dict[Path, list[str]] = {}
     folders = dict.fromkeys(str(d) for d in problem_dirs)
     for d in problem_dirs:
         try:
@@ -324,6 +336,8 @@ def validate_path(
             seen.update((str(e), e) for e in exc.errors)
             continue
         valid.extend(in_set.values())
+        for folder, devs in devices_by_folder(pset, in_set).items():
+            on_devices.setdefault(folder, []).extend(devs)
         folders.update(dict.fromkeys(str(p.path) for p in in_set.values()))
         warned.update((str(w), w) for w in deadline_warnings(f, pset, now or utcnow()))
     checked: list[str] = []
@@ -332,7 +346,7 @@ def validate_path(
         seen.update((str(e), e) for e in issues)
         checked = sorted({str(p.path) for p in valid})
         if battery is not None:
-            report = run_battery(_passed(valid, issues), battery, on_start=on_battery)
+            report = run_battery(_passed(valid, issues), battery, on_start=on_battery, devices=on_devices)
             seen.update((str(e), e) for e in report.issues)
             lint = seen if strict else warned
             lint.update((str(w), w) for w in report.warnings)

@@ -173,3 +173,13 @@ def test_the_battery_runs_in_the_sandboxed_evaluator(tmp_path: Path) -> None:
     report = validate_path(set_file, check=check_reference_in_process, battery=run_request)
     assert expect["error"] in "\n".join(str(i) for i in report.issues)
     assert len(report.issues) == len({str(i) for i in report.issues})
+
+
+def test_a_problem_the_set_runs_on_the_cpu_alone_is_not_launch_bound(tmp_path: Path) -> None:
+    """Newcomer's walk, 2026-11-29: a problem on `devices: [cpu]` was warned that its case is launch-bound on an H100.
+    The same folder in a set with a GPU is still warned (the case above)."""
+    set_file, expect = prepare("battery_launch_bound", tmp_path / "case")
+    set_file.write_text(set_file.read_text().replace("devices: [cpu, H100]", "devices: [cpu]"))
+    report = validate_path(set_file, check=check_reference_in_process, battery=run_in_process)
+    assert report.ok, report.issues
+    assert not any(expect["warning"] in str(w) for w in report.warnings), report.warnings
