@@ -747,7 +747,23 @@ def _parse_python(file: Path, source: str) -> tuple[ast.Module | None, FormatIss
     return tree, None
 
 
-def _check_reference(file: Path, source: str, task: Task | None = None) -> list[FormatIssue]:
+def _raw_cases(raw: object) -> tuple[dict[str, list[dict[str, Any]]], bool]:
+    """The cases of a task.yml that did not validate, where they are lists of mappings, and whether it runs as several
+    ranks (as ``Task.multi_rank`` reads them): so that ``_check_case_keys`` still looks at them, and one pass of
+    ``validate`` reports a misspelt case key beside a misspelt field."""
+    if not isinstance(raw, dict):
+        return {}, False
+    cases = {
+        kind: [c for c in raw[kind] if isinstance(c, dict) and all(isinstance(k, str) for k in c)]
+        for kind in ("tests", "benchmarks", "holdout")
+        if isinstance(raw.get(kind), list)
+    }
+    world = raw.get("world_size", 1)
+    multi = (isinstance(world, int) and world > 1) or any("world_size" in c for group in cases.values() for c in group)
+    return cases, multi
+
+
+def _check_reference(file: Path, source: str, task: Task | None = None, raw: object = None) -> list[FormatIssue]:
     tree, issue = _parse_python(file, source)
     if tree is None:
         return [issue] if issue else []
@@ -760,11 +776,16 @@ def _check_reference(file: Path, source: str, task: Task | None = None) -> list[
         if name not in defined
     ]
     if task is not None:
-        issues.extend(_check_case_keys(file, tree, task))
+        cases = {kind: list(getattr(task, kind)) for kind in ("tests", "benchmarks", "holdout")}
+        issues.extend(_check_case_keys(file, tree, cases, task.multi_rank))
+    elif raw is not None:
+        issues.extend(_check_case_keys(file, tree, *_raw_cases(raw)))
     return issues
 
 
-def _check_case_keys(file: Path, tree: ast.Module, task: Task) -> list[FormatIssue]:
+def _check_case_keys(
+    file: Path, tree: ast.Module, cases: dict[str, list[dict[str, Any]]], multi_rank: bool
+) -> list[FormatIssue]:
     """Every case's keys are keyword arguments ``generate_input`` takes, and no case lacks one it needs.
 
     Only a plain ``def generate_input(...)`` is checked (one that is assigned or imported is left to
@@ -780,12 +801,12 @@ def _check_case_keys(file: Path, tree: ast.Module, task: Task) -> list[FormatIss
     signature = f"generate_input({', '.join(a.arg for a in named)}{', **' + args.kwarg.arg if args.kwarg else ''})"
     task_file = str(file.with_name("task.yml"))
     issues = []
-    given = {"rank", "world_size"} if task.multi_rank else set()  # the harness passes them to each rank's call
+    given = {"rank", "world_size"} if multi_rank else set()  # the harness passes them to each rank's call
     if given and not args.kwarg and not given <= takes:
         what = f"a problem of several ranks needs generate_input(rank, world_size, ...); reference.py has {signature}"
         issues.append(FormatIssue(str(file), "generate_input", what))
-    for kind in ("tests", "benchmarks", "holdout"):
-        for i, case in enumerate(getattr(task, kind)):
+    for kind, group in cases.items():
+        for i, case in enumerate(group):
             unknown = [] if args.kwarg else sorted(set(case) - takes)
             missing = sorted(required - set(case) - given)
             where = f"{kind}.{i}"
@@ -835,7 +856,7 @@ def load_problem(path: Path | str) -> Problem:
         issues.extend(_read_into(templates, path, rel, task_file, f"templates.{label}", key=label))
         issues.extend(_check_template(path / rel, f"templates.{label}", templates.get(label)))
     if "reference.py" in files:
-        issues.extend(_check_reference(path / "reference.py", files["reference.py"], task))
+        issues.extend(_check_reference(path / "reference.py", files["reference.py"], task, raw))
     if task is not None and task.holdout:
         issues.extend(_holdout_leaks(path, task, files, templates))
     try:

@@ -3,6 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
+from helpers import write_problem
 from pydantic import ValidationError
 
 from leaderboards.problem_rules import check_case, problem_path_issue, text_issue
@@ -213,3 +215,29 @@ def test_a_problem_folder_name_is_capped_where_a_folder_is_loaded_alone(tmp_path
         f"{tmp_path}: the folder's name (starting {'q' * 20!r}) is 101 characters; a problem's name, its folder's, "
         "is at most 100: rename the folder"
     )
+
+
+def test_a_misspelt_field_and_a_misspelt_case_key_are_reported_in_one_pass(tmp_path: Path) -> None:
+    """Newcomer's walk, 2026-11-29: with a misspelt field in task.yml, a misspelt case key came out only once the
+    field was fixed (the case keys were checked against a Task that did not validate); docs/authoring.md says every
+    error of a folder is reported at once."""
+    folder = write_problem(tmp_path, tests=({"sise": 3, "seed": 1},))
+    task = yaml.safe_load((folder / "task.yml").read_text())
+    task["precison"] = "exact"
+    (folder / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    with pytest.raises(ProblemFormatError) as exc:
+        load_problem(folder)
+    said = "\n".join(str(e) for e in exc.value.errors)
+    assert "precison" in said and "'sise' is not a parameter" in said, said
+
+
+def test_odd_cases_in_a_task_yml_that_does_not_validate_are_reported_not_a_crash(tmp_path: Path) -> None:
+    folder = write_problem(tmp_path)
+    task = yaml.safe_load((folder / "task.yml").read_text())
+    task["precison"] = "exact"
+    task["tests"] = [{1: 2, "size": 3}, "x", None]
+    task["benchmarks"] = "not a list"
+    (folder / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    with pytest.raises(ProblemFormatError) as exc:
+        load_problem(folder)
+    assert "precison" in "\n".join(str(e) for e in exc.value.errors)
