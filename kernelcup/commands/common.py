@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from sqlalchemy.exc import DBAPIError
 
     from leaderboards.service import LeaderboardService
@@ -137,3 +139,17 @@ def shell_actor(command: str) -> str:
     except (KeyError, OSError):  # no name for this uid (a container)
         who = f"uid {os.getuid()}"
     return f"shell:{who} (kernelcup {command})"
+
+
+REPORT_WIDTH = 160
+"""The width of a report written to a file or a pipe (no terminal, and no ``COLUMNS``)."""
+
+
+def report_console() -> Console:
+    """A rich console for a command's report on stdout: the terminal's width on a terminal; into a file or a pipe
+    ``REPORT_WIDTH`` columns unless ``COLUMNS`` says otherwise, so that a table's rows stay rows (rich's default there,
+    80, wrapped a benchmark row's note one word per line; newcomer's walk, 2026-11-29)."""
+    from rich.console import Console
+
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else REPORT_WIDTH
+    return Console(width=width)

@@ -457,10 +457,10 @@ def save_ncu_report(report: bytes, path: Path) -> Path:
 def render(result: RunResult, problem: str, file_name: str, device: str) -> None:
     """A readable report of one run (Rich). Every outside text (names, messages, the submission's output) is
     escaped or printed without markup, and stripped of terminal control sequences."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from kernelcup.commands.common import report_console
     from kernelcup.commands.text import safe
     from leaderboards.formatting import (
         MIN_SAMPLES_FOR_SPREAD,
@@ -472,7 +472,7 @@ def render(result: RunResult, problem: str, file_name: str, device: str) -> None
         roofline_summary,
     )
 
-    console = Console()
+    console = report_console()
     colour = "green" if result.passed else ("yellow" if not result.verdict.user_fault else "red")
     console.print(f"[bold]{safe(problem)}[/] · {safe(file_name)} · {result.mode.value} · {safe(device)}")
     detail = result.message

@@ -152,3 +152,20 @@ def test_the_report_is_saved_without_overwriting_one_already_there(tmp_path: Pat
     second = save_ncu_report(b"two", tmp_path / "k.ncu-rep")
     assert (first.name, second.name) == ("k.ncu-rep", "k-2.ncu-rep")
     assert first.read_bytes() == b"one" and second.read_bytes() == b"two"
+
+
+def test_a_report_into_a_file_or_a_pipe_keeps_its_rows_wide(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Newcomer's walk, 2026-11-29: with stdout not a terminal rich drew the report 80 columns wide, and a benchmark
+    row's note wrapped one word per line; now 160 there (COLUMNS still decides where it is set)."""
+    from kernelcup.commands.common import REPORT_WIDTH, report_console
+
+    monkeypatch.delenv("COLUMNS")
+    assert report_console().width == REPORT_WIDTH
+    monkeypatch.setenv("COLUMNS", "100")
+    assert report_console().width == 100
+    monkeypatch.delenv("COLUMNS")
+    render(run_result(), "add", "k.py", "cpu")
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) > 80 and max(len(line) for line in lines) <= REPORT_WIDTH
