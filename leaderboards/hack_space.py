@@ -160,3 +160,13 @@ def hack_case_issues(space: HackSpace, case: Any) -> list[HackField]:
                 "is a correctness case: small inputs find what large ones do)"
             )))  # fmt: skip
     return issues
+
+
+def normal_case(space: HackSpace, case: dict[str, Any]) -> dict[str, Any]:
+    """A valid case (``hack_case_issues`` found nothing) as one value per case: a float parameter's value as a float,
+    -0.0 as 0.0, so that ``{"scale": 1}`` and ``{"scale": 1.0}`` are one case to the once-per-case rule and the
+    refund of a unit (red team, 2026-11-29: they hashed apart)."""
+    return {
+        name: float(value) + 0.0 if space.params[name].type is ParamType.FLOAT else value
+        for name, value in case.items()
+    }

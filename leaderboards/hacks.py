@@ -23,7 +23,7 @@ from typing import Any
 
 from leaderboards.battery import SubmissionRun
 from leaderboards.errors import UserError
-from leaderboards.hack_space import HackField, hack_case_issues
+from leaderboards.hack_space import HackField, hack_case_issues, normal_case
 from leaderboards.problems import Problem
 from runners.contract import Language, Limits, Mode, RunRequest, RunResult, Verdict
 
@@ -120,7 +120,7 @@ def check_hack(problem: Problem, case: Any) -> dict[str, Any]:
     if issues:
         raise HackRefused(f"not a case of {problem.name}'s hack space", issues)
     assert isinstance(case, dict)
-    return dict(case)
+    return normal_case(space, case)
 
 
 def hack_request(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from pydantic import ValidationError
 
-from leaderboards.hack_space import HackSpace, hack_case_issues
+from leaderboards.board_hacks import case_hash
+from leaderboards.hack_space import HackSpace, hack_case_issues, normal_case
+from leaderboards.hacks import check_hack
 from leaderboards.problems import Task
 
 SPACE = HackSpace.model_validate(
@@ -86,3 +90,14 @@ def test_the_space_must_name_the_parameters_of_the_tests() -> None:
         Task.model_validate({**task, "hack_space": {"params": both["params"]}})
     stored = Task.model_validate({**task, "hack_space": {"params": both["params"]}}, context={"stored": True})
     assert stored.hack_space is not None  # a board synced before the rule still loads (and takes no hack)
+
+
+def test_one_case_written_two_ways_is_one_case() -> None:
+    """Red team, 2026-11-29: {"scale": 1} and {"scale": 1.0} hashed apart, so a case ran twice (and -0.0 beside 0.0)."""
+    as_int, as_float, negative_zero, zero = (dict(GOOD, scale=v) for v in (1, 1.0, -0.0, 0))
+    assert not fields(as_int) and not fields(negative_zero)
+    assert case_hash(normal_case(SPACE, as_int)) == case_hash(normal_case(SPACE, as_float))
+    assert case_hash(normal_case(SPACE, negative_zero)) == case_hash(normal_case(SPACE, zero))
+    assert normal_case(SPACE, as_int)["rows"] == 33 and isinstance(normal_case(SPACE, as_int)["rows"], int)
+    problem = SimpleNamespace(name="p", task=SimpleNamespace(hack_space=SPACE))  # what check_hack reads
+    assert case_hash(check_hack(problem, as_int)) == case_hash(check_hack(problem, as_float))  # type: ignore[arg-type]
