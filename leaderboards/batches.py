@@ -116,7 +116,10 @@ class BatchesMixin(ServiceBase):
     if TYPE_CHECKING:  # defined by LeaderboardService and its other parts
 
         def _open_board(self, s: Session, user: UserRef, leaderboard: str) -> tuple[User, Leaderboard]: ...
-        def _check_content(self, file_name: str, content: bytes, *, field: str = "file") -> str: ...
+        def _check_content(
+            self, file_name: str, content: bytes, *, field: str = "file", costly: bool = True
+        ) -> str: ...
+        def _check_costly(self, name: str, content: bytes, *, field: str = "file") -> None: ...
         def _check_language(self, lb: Leaderboard, name: str) -> None: ...
         def _check_rate(
             self, s: Session, u: User, lb: Leaderboard, mode: SubmissionMode, now: datetime, *, cost: int = 1
@@ -177,20 +180,30 @@ class BatchesMixin(ServiceBase):
             raise InvalidSubmission("Name the leaderboard of the batch.", code="no_leaderboard", field="leaderboard")
         chosen_mode = _batch_mode(mode)
         now = self.clock()
-        # What concerns the whole batch first, with every file sent counted: it costs a few reads, and a batch it
-        # refuses costs no compile, fingerprint or screening of 64 candidates (red team, 2026-11-29).
+        # Each file's cheap checks (name, size, text), then what concerns the whole batch with every file sent
+        # counted (a few reads), then each file's costly checks: a batch refused as a whole costs no compile,
+        # fingerprint or screening of 64 candidates (red team, 2026-11-29).
+        cheap: list[tuple[str, bytes, UserError | None]] = []
+        for name, content in files:
+            try:
+                cheap.append((self._check_content(name, content, costly=False), content, None))
+            except UserError as exc:
+                cheap.append((name[-255:] or "(no name)", content, exc))
         with self.db.transaction() as s:
             _, lb, dev, _ = self._admit_batch(s, user, leaderboard, device, chosen_mode, len(files), token_id, now)
             board, lang = lb.name, lb.lang
         checked: list[tuple[str, bytes, UserError | None, Screening | None]] = []
-        for name, content in files:
+        for name, content, error in cheap:
+            if error is not None:
+                checked.append((name, content, error, None))
+                continue
             try:
-                safe = self._check_content(name, content)
-                check_file_language(board, lang, safe)
-                screening = self._screen(user, leaderboard, safe, chosen_mode.value, content)  # before any lock
-                checked.append((safe, content, None, screening))
+                check_file_language(board, lang, name)
+                self._check_costly(name, content)
+                screening = self._screen(user, leaderboard, name, chosen_mode.value, content)  # before any lock
+                checked.append((name, content, None, screening))
             except UserError as exc:
-                checked.append((name[-255:] or "(no name)", content, exc, None))
+                checked.append((name, content, exc, None))
         good = [c for c in checked if c[2] is None]
         if not good:  # nothing would run: refused whole, nothing stored
             reasons = "; ".join(f"{name}: {error.message}" for name, _, error, _ in checked if error is not None)

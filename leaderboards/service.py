@@ -189,10 +189,11 @@ class LeaderboardService(
         ``token_id``: the API token that sent it, whose GPU budget it spends (``leaderboards/budgets.py``).
         """
         now = self.clock()
-        # The header is read leniently here (the content checks below refuse a file that is not UTF-8 text), so that
-        # the checks that cost a few reads (the board, a ban, the devices, the limits, the budget) come before the
-        # costly ones (compiling, fingerprinting, the screening hook): a refused request costs the service little.
-        header = parse_directives(content.decode("utf-8", errors="replace"))
+        # The cheap checks of the file first (name, size, text), then those that cost a few reads (the board, a ban,
+        # the devices, the limits, the budget), then the costly ones (compiling, fingerprinting, the screening
+        # hook): a refused request costs the service little (red team, 2026-11-29).
+        name = self._check_content(file_name, content, costly=False)
+        header = parse_directives(content.decode("utf-8"))
         leaderboard = leaderboard or header.leaderboard
         if not leaderboard:
             raise InvalidSubmission(
@@ -205,8 +206,8 @@ class LeaderboardService(
         wanted = [d for d in (devices or ()) if d.strip()] or list(header.devices)
         digest = hashlib.sha256(content).hexdigest()
         with self.db.transaction() as s:
-            self._admit(s, user, leaderboard, wanted, mode, digest, None, force, token_id, now)
-        name = self._check_content(file_name, content)
+            self._admit(s, user, leaderboard, wanted, mode, digest, name, force, token_id, now)
+        self._check_costly(name, content)
         screening = self._screen(user, leaderboard, name, mode.value, content)  # before any lock: it may take seconds
         with self.db.transaction() as s:  # the same checks again, under the user's row lock: these decide
             admitted = self._admit(s, user, leaderboard, wanted, mode, digest, name, force, token_id, now)
@@ -325,7 +326,9 @@ class LeaderboardService(
                 code="bad_rounds",
                 field="rounds",
             )
-        headers = [parse_directives(c.decode("utf-8", errors="replace")) for c in (content_a, content_b)]
+        name_a = self._check_content(file_a, content_a, costly=False)
+        name_b = self._check_content(file_b, content_b, field="against", costly=False)
+        headers = [parse_directives(c.decode("utf-8")) for c in (content_a, content_b)]
         leaderboard = leaderboard or headers[0].leaderboard or headers[1].leaderboard
         if not leaderboard:
             raise InvalidSubmission(
@@ -338,9 +341,9 @@ class LeaderboardService(
         wanted = [device] if device and device.strip() else list(headers[0].devices or headers[1].devices)
         digests = [hashlib.sha256(c).hexdigest() for c in (content_a, content_b)]
         with self.db.transaction() as s:  # the checks that cost a few reads first, as in ``submit``
-            self._admit_compare(s, user, leaderboard, wanted, None, rounds, profile, digests, token_id, now)
-        name_a = self._check_content(file_a, content_a)
-        name_b = self._check_content(file_b, content_b, field="against")
+            self._admit_compare(s, user, leaderboard, wanted, (name_a, name_b), rounds, profile, digests, token_id, now)
+        self._check_costly(name_a, content_a)
+        self._check_costly(name_b, content_b, field="against")
         # Both files run on the runners: each is screened as a submission is (it was not; red team, 2026-11-29).
         screenings = [
             self._screen(user, leaderboard, name, SubmissionMode.COMPARE.value, content)
@@ -525,16 +528,28 @@ class LeaderboardService(
         if size > limit:
             raise FileTooLarge(_base_name(file_name) or "the file", size, limit)
 
-    def _check_content(self, file_name: str, content: bytes, *, field: str = "file") -> str:
-        """The file's safe base name, after the checks that need no leaderboard: name, size, text. ``field`` names
-        the input an error is about (a compare's second file is ``against``)."""
+    def _check_content(self, file_name: str, content: bytes, *, field: str = "file", costly: bool = True) -> str:
+        """The file's safe base name, after the checks that need no leaderboard: name, size, text, and (``costly``)
+        its Python's syntax and its fingerprint. ``field`` names the input an error is about (a compare's second
+        file is ``against``). The costly part (a compile and a fingerprint: seconds of CPU for a large file) is left
+        to ``_check_costly`` where the checks that cost a few database reads come first."""
         try:
             name = self._checked_name(file_name, content)
+            if costly:
+                self._check_costly(name, content)
         except InvalidSubmission as exc:
             exc.field = field
             raise
-        prepare_fingerprint(content, name)  # before any transaction: the near-clone index stores it (archive.py)
         return name
+
+    def _check_costly(self, name: str, content: bytes, *, field: str = "file") -> None:
+        """A checked file's Python syntax (compiled, where the setting asks) and its fingerprint, before any
+        transaction: the near-clone index stores it (archive.py)."""
+        if self.settings.check_python_syntax and name.lower().endswith(".py"):
+            refused = python_syntax_error(name, content.decode("utf-8"))
+            if refused:
+                raise InvalidSubmission(refused, code="syntax_error", field=field)
+        prepare_fingerprint(content, name)
 
     def _checked_name(self, file_name: str, content: bytes) -> str:
         name = _base_name(file_name)
@@ -561,10 +576,6 @@ class LeaderboardService(
             raise InvalidSubmission(
                 f"{name} contains NUL bytes; submit the source file, not a binary.", code="binary_file"
             )
-        if self.settings.check_python_syntax and name.lower().endswith(".py"):
-            refused = python_syntax_error(name, text)
-            if refused:
-                raise InvalidSubmission(refused, code="syntax_error")
         return name
 
     def _check_language(self, lb: Leaderboard, name: str) -> None:

@@ -91,11 +91,13 @@ def test_evaluate_test_and_benchmark_from_text_and_path(served: Served, tmp_path
 
 def test_evaluate_a_batch_answers_a_reward_record_per_candidate(served: Served, tmp_path: Path) -> None:
     codes = ["# median 500\n" + TEMPLATE, "# wrong 3\n" + TEMPLATE]
-    kernel = tmp_path / "k.cu"
+    kernel, good = tmp_path / "k.cu", tmp_path / "good.py"
     kernel.write_text("__global__ void k() {}\n")
-    batch, by_path, neither = calls(
+    good.write_text("# median 600\n" + TEMPLATE)
+    batch, by_path, none_runs, neither = calls(
         served,
         ("evaluate_batch", {"leaderboard": "add", "codes": codes, "device": "cpu"}),
+        ("evaluate_batch", {"leaderboard": "add", "paths": [str(good), str(kernel)], "device": "cpu"}),
         ("evaluate_batch", {"leaderboard": "add", "paths": [str(kernel)], "device": "cpu"}),
         ("evaluate_batch", {"leaderboard": "add", "device": "cpu"}),
         files_dir=tmp_path,
@@ -105,8 +107,10 @@ def test_evaluate_a_batch_answers_a_reward_record_per_candidate(served: Served, 
     fast, wrong = (c["reward"] for c in out["candidates"])
     assert fast["version"] == 2 and fast["accepted"] and fast["speedups"] == {"reference": 4.0}
     assert wrong["verdict"] == "wrong_answer" and wrong["correct_fraction"] == 0.25
-    refused = payload(by_path)["candidates"][0]
+    refused = payload(by_path)["candidates"][1]
     assert refused["status"] == "refused" and refused["reward"]["flags"] == ["refused"] and ".cu" in refused["error"]
+    said = none_runs.content[0].text  # a batch of which nothing can run is refused whole, naming each file
+    assert none_runs.is_error and "[no_candidate_can_run" in said and "k.cu" in said
     assert neither.is_error and "exactly one of codes" in neither.content[0].text
 
 

@@ -117,15 +117,15 @@ def test_what_concerns_the_whole_batch_refuses_it_before_anything_is_stored(svc:
 
 
 def _count_checks(svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The files whose content ``svc`` checks (compiles, fingerprints, screens): the costly part of a submission."""
+    """The files whose content ``svc`` compiles and fingerprints (then screens): the costly part of a submission."""
     checked: list[str] = []
-    real = svc._check_content
+    real = svc._check_costly
 
-    def spy(file_name: str, content: bytes, **options: Any) -> str:
-        checked.append(file_name)
-        return real(file_name, content, **options)
+    def spy(name: str, content: bytes, **options: Any) -> None:
+        checked.append(name)
+        real(name, content, **options)
 
-    monkeypatch.setattr(svc, "_check_content", spy)
+    monkeypatch.setattr(svc, "_check_costly", spy)
     return checked
 
 
