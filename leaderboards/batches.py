@@ -190,7 +190,8 @@ class BatchesMixin(ServiceBase):
             except UserError as exc:
                 cheap.append((name[-255:] or "(no name)", content, exc))
         with self.db.transaction() as s:
-            _, lb, dev, _ = self._admit_batch(s, user, leaderboard, device, chosen_mode, len(files), token_id, now)
+            u, lb, dev, _ = self._admit_batch(s, user, leaderboard, device, chosen_mode, len(files), token_id, now)
+            self._check_new_files(s, u, sorted({hashlib.sha256(c[1]).hexdigest() for c in cheap if c[2] is None}), now)
             board, lang = lb.name, lb.lang
         checked: list[tuple[str, bytes, UserError | None, Screening | None]] = []
         for name, content, error in cheap:
@@ -220,6 +221,11 @@ class BatchesMixin(ServiceBase):
             s.add(batch)
             s.flush()
             for position, (name, content, error, screening) in enumerate(checked):
+                if error is None:  # again under the lock: a resync may have changed the board's language meanwhile
+                    try:
+                        self._check_language(lb, name)
+                    except UserError as exc:
+                        error = exc
                 if error is not None:
                     s.add(BatchItem(batch_id=batch.id, position=position, file_name=name, error=_error(error)))
                     continue

@@ -127,8 +127,9 @@ class ReplayMixin(ServiceBase):
     ) -> SubmissionReceipt:
         """Queue a replay of a stored submission (see the module's text); answers the replay's receipt."""
         now = self.clock()
-        with self.db.transaction() as s:  # what it replays, read first: the screening hook may take seconds
-            original, _ = self._replay_source(s, submission_id, user, admin=admin)
+        with self.db.transaction() as s:  # what it replays, and the limits, first: the screening hook may take seconds
+            original, devices = self._replay_source(s, submission_id, user, admin=admin)
+            self._admit_replay(s, user, original, devices, admin=admin, token_id=token_id, now=now)
             board, name, mode = original.leaderboard.name, original.file_name, original.mode
             content = original.code.content
         # Screened as a new submission is: the operator's hook may refuse now what it passed then (a new rule, or a
@@ -136,16 +137,9 @@ class ReplayMixin(ServiceBase):
         screening = self._screen(user, board, name, mode, content)
         with self.db.transaction() as s:
             original, devices = self._replay_source(s, submission_id, user, admin=admin)
-            u, lb = self._open_board(s, user, original.leaderboard.name)
-            devices = self._check_devices(lb, devices)  # a device the board no longer offers is refused, named
-            late = now >= lb.deadline  # as a submission: practice, one per device, and marked late
-            if late:
-                if not admin:
-                    self._check_practice(s, u, lb, now, cost=len(devices))
-            elif not admin:
-                self._check_rate(s, u, lb, SubmissionMode(original.mode), now, cost=len(devices))
-            self._check_budget(s, u.id, token_id, now)
-            self._check_pending(s, u, len(devices))
+            u, lb, devices, late = self._admit_replay(
+                s, user, original, devices, admin=admin, token_id=token_id, now=now
+            )
             sub = Submission(
                 user_id=u.id,
                 leaderboard_id=lb.id,
@@ -162,6 +156,31 @@ class ReplayMixin(ServiceBase):
                 self._mark_late(s, sub)
             jobs = self._queue_jobs(s, sub, devices, now, detail=f"replay of #{original.id}")
             return self._receipt(s, sub, jobs=jobs)
+
+    def _admit_replay(
+        self,
+        s: Session,
+        user: UserRef,
+        original: Submission,
+        devices: list[str],
+        *,
+        admin: bool,
+        token_id: int | None,
+        now: datetime,
+    ) -> tuple[User, Leaderboard, list[str], bool]:
+        """A replay's checks as a submission's: the board (and a ban), its devices (one the board no longer offers
+        is refused, named), the hourly or practice limit (not for an admin), the budget and the pending quota."""
+        u, lb = self._open_board(s, user, original.leaderboard.name)
+        devices = self._check_devices(lb, devices)
+        late = now >= lb.deadline  # as a submission: practice, one per device, and marked late
+        if late:
+            if not admin:
+                self._check_practice(s, u, lb, now, cost=len(devices))
+        elif not admin:
+            self._check_rate(s, u, lb, SubmissionMode(original.mode), now, cost=len(devices))
+        self._check_budget(s, u.id, token_id, now)
+        self._check_pending(s, u, len(devices))
+        return u, lb, devices, late
 
     def _replay_source(
         self, s: Session, submission_id: int, user: UserRef, *, admin: bool

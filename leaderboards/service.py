@@ -345,10 +345,13 @@ class LeaderboardService(
         self._check_costly(name_a, content_a)
         self._check_costly(name_b, content_b, field="against")
         # Both files run on the runners: each is screened as a submission is (it was not; red team, 2026-11-29).
-        screenings = [
-            self._screen(user, leaderboard, name, SubmissionMode.COMPARE.value, content)
-            for name, content in ((name_a, content_a), (name_b, content_b))
-        ]
+        screenings = []
+        for name, content, field in ((name_a, content_a, "file"), (name_b, content_b, "against")):
+            try:
+                screenings.append(self._screen(user, leaderboard, name, SubmissionMode.COMPARE.value, content))
+            except InvalidSubmission as exc:
+                exc.field = field  # which of the two files the hook refused
+                raise
         with self.db.transaction() as s:
             u, lb, chosen, rounds, late = self._admit_compare(
                 s, user, leaderboard, wanted, (name_a, name_b), rounds, profile, digests, token_id, now

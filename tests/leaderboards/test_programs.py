@@ -150,6 +150,11 @@ def test_a_batch_the_board_or_the_limits_refuse_costs_no_compile(
     with pytest.raises(BudgetExhausted):
         limited.submit_batch(BOT, [("6.py", code(6))], "add", "cpu", "test", token_id=token)
     assert checked == ["0.py", "1.py"] and stored(svc) == 2
+    capped = LeaderboardService(svc.db, svc.settings.model_copy(update={"max_new_files_per_day": 3}), clock=svc.clock)
+    checked_capped = _count_checks(capped, monkeypatch)
+    with pytest.raises(UserError):  # 2 new files today already: 2 more are over the daily cap of 3
+        capped.submit_batch(BOT, [("7.py", code(7)), ("8.py", code(8))], "add", "cpu", "test")
+    assert checked_capped == []
 
 
 def test_a_batch_of_which_no_candidate_can_run_is_refused_whole_and_stores_nothing(svc: LeaderboardService) -> None:
@@ -357,3 +362,8 @@ def test_a_replay_is_screened_as_a_submission_is(
         screened.replay(bench, BOT)
     assert exc.value.code == "refused_by_screening"
     assert stored(svc) == 1
+    limited = LeaderboardService(
+        svc.db, screened.settings.model_copy(update={"rate_limit_per_hour": 1}), clock=svc.clock
+    )  # over its limit (the benchmark run): refused by the limit before the hook is asked
+    with pytest.raises(RateLimited):
+        limited.replay(bench, BOT)

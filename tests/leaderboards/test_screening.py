@@ -177,6 +177,6 @@ def test_a_compare_screens_both_files(database: Database, settings: CoreSettings
     alice = UserRef("alice")
     with pytest.raises(InvalidSubmission, match="patches the timer") as err:
         service.compare(alice, "a.py", PLAIN, "b.py", kernel("torch.cuda.Event"), "add", "cpu")
-    assert err.value.code == "refused_by_screening" and stored(database) == 0
+    assert err.value.code == "refused_by_screening" and err.value.field == "against" and stored(database) == 0
     flagged = service.compare(alice, "a.py", kernel("cache"), "b.py", PLAIN, "add", "cpu").submission_id
     assert moderation(database, flagged)[0] == "flagged"
