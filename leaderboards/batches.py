@@ -2,12 +2,13 @@
 call, stored at once, followed by one id.
 
 - ``submit_batch`` checks what concerns the whole batch first (the leaderboard, the device, the mode, the GPU budget,
-  the hourly limit with every file sent as its cost, the pending-job quota) and refuses the batch as a whole when one
-  fails: nothing is stored, and no candidate was compiled, fingerprinted or screened. Then each candidate is checked
-  alone (its name, size, text, language, syntax, the screening hook): one that fails is kept as a refused item with
-  its error; when none is left the batch is refused whole (``no_candidate_can_run``). The whole batch's checks run
-  again with the candidates that can run as the cost, with the daily new-file cap, and those are stored as
-  submissions with their job, all in one transaction. A candidate identical to one the account sent a moment ago
+  the hourly limit with every file sent as its cost, the pending-job quota, the daily new-file cap) after each
+  file's cheap checks (name, size, text) and refuses the batch as a whole when one fails: nothing is stored, and no
+  candidate was compiled, fingerprinted or screened. Then each candidate is checked alone (language, syntax, the
+  screening hook): one that fails is kept as a refused item with its error; when none is left the batch is refused
+  whole (``no_candidate_can_run``). The whole batch's checks run again under the user's row lock with the candidates
+  that can run as the cost (each one's language again), and those are stored as submissions with their job, all in
+  one transaction. A candidate identical to one the account sent a moment ago
   (the duplicate window) answers with that earlier submission, as ``submit`` does; ``force`` runs it again.
 - The pending-job quota of a batch is the larger of the account's quota and the batch size, so a program whose
   quota is 20 can still send a batch of 64 once its earlier work is done.
