@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from harness_helpers import build_request
 
-from runners.contract import Language, Mode, ProgressEvent, Verdict
+from runners.contract import Language, Mode, ProgressEvent, RunRequest, Verdict
 from runners.entry import OVERLOADED, run_request
 from runners.entry import clock as clock_mod
 from runners.entry import session as session_mod
@@ -261,6 +261,16 @@ def test_the_clock_names_the_step_and_whose_time_it_is() -> None:
     assert clock.step().what.startswith("benchmark 2 of 2") and clock.step().deadline == 750.0  # 800 s: past the run's
 
 
+def _session(request: RunRequest, events: list[ProgressEvent]) -> session_mod.Session:
+    """A test-mode session of ``request`` on the CPU that processes nothing (its report pipe is the test's to feed),
+    its progress events into ``events``."""
+    job = session_mod.Job(mode="test", device="cpu", lang="python", submission="submission.py",
+                          display_name="submission.py", tests=request.tests, benchmarks=[], timing={})  # fmt: skip
+    shape = session_mod.make_shape(request, gpu=None, python="python", prefix=[], extra_ro=(), submission_env=None,
+                                   require_sandbox=False)  # fmt: skip
+    return session_mod.Session(session_mod.SessionSpec(request, job, None, shape, on_progress=events.append))
+
+
 def test_a_waiting_step_sends_a_line_at_least_every_10_s_with_its_time_and_its_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -274,12 +284,8 @@ def test_a_waiting_step_sends_a_line_at_least_every_10_s_with_its_time_and_its_n
 
     monkeypatch.setattr(session_mod, "HEARTBEAT_S", 0.2)
     request = build_request("submissions/correct_torch.py", run_timeout_s=1.0, compile_timeout_s=0.0)
-    job = session_mod.Job(mode="test", device="cpu", lang="python", submission="submission.py",
-                          display_name="submission.py", tests=request.tests, benchmarks=[], timing={})  # fmt: skip
     events: list[ProgressEvent] = []
-    shape = session_mod.make_shape(request, gpu=None, python="python", prefix=[], extra_ro=(), submission_env=None,
-                                   require_sandbox=False)  # fmt: skip
-    session = session_mod.Session(session_mod.SessionSpec(request, job, None, shape, on_progress=events.append))
+    session = _session(request, events)
     read_end, write_end = os.pipe()
     for msg in (RHello(), RProgress(phase="compiling", detail="submission.py"), RProgress(phase="testing")):
         os.write(write_end, (msg.model_dump_json() + "\n").encode())
@@ -309,12 +315,8 @@ def test_the_start_up_heartbeat_names_what_it_waits_on_without_repeating_the_pha
     """Newcomer's walk, 2026-11-29: a benchmark run printed 'starting starting: 59 s so far' for a minute while the
     evaluator timed the reference, which nothing said."""
     request = build_request("submissions/correct_torch.py")
-    job = session_mod.Job(mode="test", device="cpu", lang="python", submission="submission.py",
-                          display_name="submission.py", tests=request.tests, benchmarks=[], timing={})  # fmt: skip
     events: list[ProgressEvent] = []
-    shape = session_mod.make_shape(request, gpu=None, python="python", prefix=[], extra_ro=(), submission_env=None,
-                                   require_sandbox=False)  # fmt: skip
-    session = session_mod.Session(session_mod.SessionSpec(request, job, None, shape, on_progress=events.append))
+    session = _session(request, events)
     session.report.phase = evaluator_phase
     session._heartbeat(session_mod.Step("startup", 0.0, 60.0, "starting", 60.0), 59.0)
     (event,) = events
