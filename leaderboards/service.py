@@ -226,12 +226,12 @@ class LeaderboardService(
         wanted: Sequence[str],
         mode: Mode,
         digest: str,
-        name: str | None,
+        name: str,
         force: bool,
         token_id: int | None,
         now: datetime,
     ) -> Submission | tuple[User, Leaderboard, list[str], bool]:
-        """A submission's checks that need the database but not its content checked: the board (and a ban), the
+        """A submission's checks that need the database but not its costly content checks: the board (and a ban), the
         devices, the file's language, a duplicate (answered by the earlier submission, which is returned), the
         hourly or practice limit, the budget, the pending quota and the daily new-file cap. Else the user, the
         board, the devices and whether it is late."""
@@ -239,8 +239,7 @@ class LeaderboardService(
         if [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
             wanted = list(lb.devices)
         chosen = self._check_devices(lb, wanted)
-        if name is not None:  # (before the content checks the name is not yet known to be usable)
-            self._check_language(lb, name)
+        self._check_language(lb, name)
         if not force:
             earlier = self._duplicate(s, u, lb, digest, mode, chosen, now)
             if earlier is not None:
@@ -390,15 +389,15 @@ class LeaderboardService(
         user: UserRef,
         leaderboard: str,
         wanted: list[str],
-        names: tuple[str, str] | None,
+        names: tuple[str, str],
         rounds: int | None,
         profile: bool,
         digests: list[str],
         token_id: int | None,
         now: datetime,
     ) -> tuple[User, Leaderboard, str, int, bool]:
-        """A compare's checks that need the database but not the files' content checked (``names`` None: the
-        languages are not looked at yet); the user, the board, the device, the rounds and whether it is late."""
+        """A compare's checks that need the database but not the files' costly content checks (their languages among
+        them); the user, the board, the device, the rounds and whether it is late."""
         u, lb = self._open_board(s, user, leaderboard)
         several = len(wanted) > 1 or (not wanted and len(lb.devices) > 1)
         if several or [d.strip().lower() for d in wanted] == [ALL_DEVICES]:
@@ -416,9 +415,8 @@ class LeaderboardService(
                 code="profile_needs_gpu",
                 field="profile",
             )
-        if names is not None:
-            self._check_language(lb, names[0])
-            self._check_language(lb, names[1])
+        self._check_language(lb, names[0])
+        self._check_language(lb, names[1])
         if rounds is None:
             rounds = COMPARE_CPU_ROUNDS if harness_device(chosen) == "cpu" else COMPARE_DEFAULT_ROUNDS
         # each round times both files; with profile, each benchmark case is then profiled once per file (Nsight
