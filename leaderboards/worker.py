@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -615,6 +615,7 @@ class Worker:
                     continue
                 deciding = job_id in self._yielding or job_id not in self._held  # a preemption kills it, if any
                 deciding = deciding or task in self._dying  # preempted, being killed: a second cancel cuts that short
+                deciding = deciding or task.cancelling() > 0  # killed already (the stop path): giving the job back
                 if not held and not task.done() and job_id not in self._storing and not deciding:
                     log.warning(
                         "lost the lease of job %s (cancelled, or expired and taken over); killing its run", job_id
@@ -722,11 +723,9 @@ class Worker:
             why = self._why_cancelled.pop(claim.job_id, "the worker stopped")
             if claim.job_id in self._preempted:  # already back in the queue, its lease revoked: just say so
                 self._preempted.discard(claim.job_id)
-                report = await asyncio.shield(self._after_preemption(claim, why))
-                self.reports.append(report)
+                await self._settle(self._after_preemption(claim, why))
                 raise
-            report = await asyncio.shield(self._after_kill(claim, why))
-            self.reports.append(report)
+            await self._settle(self._after_kill(claim, why))
             raise
         except Exception as exc:
             log.error(
@@ -738,6 +737,17 @@ class Worker:
         self.reports.append(report)
         log.info("job %s (%s): %s %s", claim.job_id, claim.device, report.status, report.message)
         return report
+
+    async def _settle(self, cleanup: Coroutine[Any, Any, JobReport]) -> None:
+        """Carry out a killed run's cleanup (its note, giving the job back) to its end and keep its report, even
+        when this task is cancelled again meanwhile (a second signal, a heartbeat that saw the job given back): the
+        cleanup is bounded (database calls give up once the worker is closing), and nothing of it is lost."""
+        done = asyncio.ensure_future(cleanup)
+        while not done.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(done)
+        if not done.cancelled() and done.exception() is None:
+            self.reports.append(done.result())
 
     async def _after_kill(self, claim: Claim, why: str) -> JobReport:
         """The job's run was killed (its coroutine cancelled: the launcher killed the process tree or cancelled the

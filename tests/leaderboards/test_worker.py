@@ -281,9 +281,7 @@ def test_lease_lost_before_storing_stores_nothing(svc: LeaderboardService) -> No
             s.execute(Job.__table__.update().where(Job.submission_id == sub).values(lease_owner="someone-else"))
         return run_result(mode=request.mode)
 
-    w = serve(
-        svc, scripted(overtaken), WorkerSettings(_env_file=None, heartbeat_s=30, lease_s=120, poll_s=0.01)
-    )
+    w = serve(svc, scripted(overtaken), WorkerSettings(_env_file=None, heartbeat_s=30, lease_s=120, poll_s=0.01))
     [job] = jobs_of(svc, sub)
     assert runs_of(svc, job.id) == []
     assert w.reports[0].status == "lease_lost"
@@ -356,12 +354,13 @@ def test_concurrency_serves_jobs_in_parallel(svc: LeaderboardService) -> None:
         assert jobs_of(svc, sub)[0].status == JobStatus.SUCCEEDED
 
 
+async def forever(request: RunRequest, job: JobHandle) -> RunResult:
+    await asyncio.sleep(3600)
+    raise AssertionError
+
+
 def test_graceful_stop_requeues_running_job(svc: LeaderboardService) -> None:
     sub = submit(svc, mode="test")
-
-    async def forever(request: RunRequest, job: JobHandle) -> RunResult:
-        await asyncio.sleep(3600)
-        raise AssertionError
 
     async def main() -> Worker:
         w = Worker(svc, lambda d: scripted(forever), FAST)
@@ -380,6 +379,42 @@ def test_graceful_stop_requeues_running_job(svc: LeaderboardService) -> None:
     assert job.status == JobStatus.QUEUED and job.attempts == 0 and job.lease_owner is None
     assert w.reports[0].status == "released"
     assert JobQueue(svc.db).alive_workers() == []  # it said goodbye
+
+
+def test_a_second_cancel_while_a_killed_run_is_being_given_back_loses_neither_the_job_nor_its_report(
+    svc: LeaderboardService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop path cancels a run, and while the run's cleanup gives the job back, something cancels it again (the
+    lease heartbeat saw the job already released, or a second signal): the job is back in the queue and the
+    worker's report of it still says so (found by a CI run where the heartbeat raced the release)."""
+    sub = submit(svc, mode="test")
+
+    async def main() -> Worker:
+        w = Worker(svc, lambda d: scripted(forever), FAST)
+        claim = w.queue.claim(w.worker_id, lease_s=60)
+        assert claim is not None
+        releasing, go_on = asyncio.Event(), asyncio.Event()
+        release = w._release_quietly
+
+        async def slow_release(c: Any, reason: str = "the worker stopped") -> bool:
+            releasing.set()
+            await go_on.wait()
+            return await release(c, reason)
+
+        monkeypatch.setattr(w, "_release_quietly", slow_release)
+        task = asyncio.create_task(w.process(claim))
+        await asyncio.sleep(0.3)  # the run is under way
+        task.cancel()
+        await asyncio.wait_for(releasing.wait(), 10)  # its cleanup is giving the job back ...
+        task.cancel()  # ... when a second cancel comes
+        go_on.set()
+        await asyncio.gather(task, return_exceptions=True)
+        return w
+
+    w = asyncio.run(main())
+    [job] = jobs_of(svc, sub)
+    assert job.status == JobStatus.QUEUED and job.attempts == 0 and job.lease_owner is None
+    assert [r.status for r in w.reports] == ["released"]
 
 
 def test_progress_events_are_capped(svc: LeaderboardService) -> None:
