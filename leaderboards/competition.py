@@ -16,17 +16,35 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from leaderboards.errors import InvalidChange, NotFound
-from leaderboards.holdout import SystemTestsMixin, SystemTestStatus, coverage_text, holdout_cases_on, top_entries
+from leaderboards.holdout import (
+    SystemTestsMixin,
+    SystemTestStatus,
+    coverage_text,
+    holdout_cases_on,
+    queue_system_test,
+    top_entries,
+)
 from leaderboards.late import late_notes
-from leaderboards.models import BestScore, FinalStanding, Leaderboard, Run, Submission, SystemTest, User
+from leaderboards.models import (
+    BestScore,
+    FinalStanding,
+    Job,
+    LateSubmission,
+    Leaderboard,
+    Run,
+    Submission,
+    SubmissionOrigin,
+    SystemTest,
+    User,
+)
 from leaderboards.moderation_states import ranks, ranks_condition
 from leaderboards.rejudge import drift_texts
-from leaderboards.results import UserRef
+from leaderboards.results import JobStatus, UserRef
 from leaderboards.retiming import RoundStatus, deadline_rounds, queue_rounds, round_entries
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, holdout_figure, rank
@@ -183,43 +201,52 @@ class StandingsMixin(SystemTestsMixin):
         return frozen
 
     def _finalists(self, s: Session, lb: Leaderboard, dev: str) -> tuple[list[Entry], list[dict[str, Any]]]:
-        """The entries the final standings of ``dev`` rank (the top ones that passed every held-out case), and those
-        left out (counts only). Raises ``InvalidChange`` while system tests are to run."""
+        """The entries the final standings of ``dev`` rank: each ranked person's current best entry, where the problem
+        has held-out cases only those whose system test since the deadline passed every one; and those left out
+        (counts only). Raises ``InvalidChange`` while a ranked job that counts or a system test is left to run."""
         problem = problem_from_snapshot(lb.task)
         task = problem.task
-        holdout = holdout_cases_on(problem, dev) > 0  # (none may run at this device's world size)
-        tests = s.scalars(select(SystemTest).where(SystemTest.leaderboard_id == lb.id, SystemTest.device == dev)).all()
-        pending = [t for t in tests if t.status in (SystemTestStatus.QUEUED, SystemTestStatus.RUNNING)]
-        if pending:
-            raise InvalidChange(f"{len(pending)} system tests of {lb.name!r} on {dev} have not run yet.")
-        unrun = [t for t in tests if t.status == SystemTestStatus.FAILED]
-        if unrun:  # the runner's failure, not the entries': they wait for a run rather than fall out
-            raise InvalidChange(f"{len(unrun)} system tests of {lb.name!r} on {dev} could not run (the runner failed); "
-                                "queue them again: kernelcup leaderboard system-test")  # fmt: skip
+        unsettled = unsettled_jobs(s, lb, dev)
+        if unsettled:
+            raise InvalidChange(
+                f"{_count(unsettled, 'ranked job')} of {lb.name!r} on {dev} made before the deadline (or admitted "
+                f"late) {'has' if unsettled == 1 else 'have'} not run yet: the final standings wait for "
+                f"{'it' if unsettled == 1 else 'them'}."
+            )
+        cases = holdout_cases_on(problem, dev)  # (none may run at this device's world size)
+        top = top_entries(s, lb, dev, None)  # every ranked person's best entry, banned users left out
+        tests: dict[int, SystemTest] = {}
+        if cases:
+            found = deadline_tests(s, lb, dev, cases)
+            missing = [b.submission_id for b, _ in top if b.submission_id not in found]
+            if missing:
+                raise InvalidChange(
+                    f"{_count(len(missing), 'ranked entry', 'ranked entries')} of {lb.name!r} on {dev} "
+                    f"{'has' if len(missing) == 1 else 'have'} no system test of its {cases} held-out cases since "
+                    "the deadline: kernelcup leaderboard system-test"
+                )
+            tests = {b.submission_id: found[b.submission_id] for b, _ in top}
+            pending = [t for t in tests.values() if t.status in (SystemTestStatus.QUEUED, SystemTestStatus.RUNNING)]
+            if pending:
+                raise InvalidChange(f"{len(pending)} system tests of {lb.name!r} on {dev} have not run yet.")
+            unrun = [t for t in tests.values() if t.status == SystemTestStatus.FAILED]
+            if unrun:  # the runner's failure, not the entries': they wait for a run rather than fall out
+                raise InvalidChange(f"{len(unrun)} system tests of {lb.name!r} on {dev} could not run (the runner "
+                                    "failed); queue them again: kernelcup leaderboard system-test")  # fmt: skip
         entries: list[Entry] = []
         excluded: list[dict[str, Any]] = []
-        candidates: list[tuple[SystemTest | None, Submission | None]]
-        if holdout:
-            if not tests:
-                raise InvalidChange(f"Run the system tests of {lb.name!r} first (kernelcup leaderboard system-test).")
-            candidates = [(t, s.get(Submission, t.submission_id)) for t in tests]
-        else:
-            top = top_entries(s, lb, dev, None)  # every ranked entry, as the deadline's system tests take them
-            candidates = [(None, s.get(Submission, b.submission_id)) for b, _ in top]
-        for test, sub in candidates:
+        for best, user in top:
+            sub = s.get(Submission, best.submission_id)
             if sub is None or sub.deleted or not ranks(sub.moderation):
                 continue
-            user = s.get(User, sub.user_id)
-            assert user is not None
-            if user.is_banned:
-                continue
+            test = tests.get(sub.id)
             coverage = (test.passed, test.cases) if test is not None and test.passed is not None else None
             if test is not None and (coverage is None or coverage[0] != coverage[1]):
                 text = coverage_text(test.passed, test.cases) or f"system test {test.status}"
                 excluded.append({"user_name": user.name, "submission_id": sub.id, "coverage": text})
                 continue
-            cases = entry_cases(s, sub.id, dev)
-            if not cases:
+            stats = entry_cases(s, sub.id, dev)
+            if not stats:
                 continue  # no ranked run with timings on this device (deleted, or ranked before runs were kept)
             timed: tuple[dict[str, Any], ...] = ()
             if task.holdout_timed and test is not None:
@@ -227,23 +254,24 @@ class StandingsMixin(SystemTestsMixin):
                     raise InvalidChange(f"The system test of #{sub.id} on {dev} passed without its held-out timings; "
                                         "queue it again: kernelcup leaderboard system-test")  # fmt: skip
                 timed = tuple(dict(run) for run in test.timings)
-            entries.append(Entry(user.id, user.name, sub.id, sub.file_name, cases, coverage, timed))
+            entries.append(Entry(user.id, user.name, sub.id, sub.file_name, stats, coverage, timed))
         return entries, excluded
 
     def competition_tick(self) -> list[str]:
-        """What the deadline does, for every leaderboard whose deadline has passed: queue its system tests (once,
-        for a problem with held-out cases), then freeze each device's final standings once none is left to run; and
-        every night of an open leaderboard with held-out cases, the system tests of its top entries (live standings
-        show their coverage). Returns what it did, one line each."""
+        """What the deadline does, for every leaderboard whose deadline has passed, device by device: once every
+        ranked job made in time has run, queue the system tests of each ranked person's best entry (a problem with
+        held-out cases; again for an entry whose test predates the deadline or a held-out case added since), then
+        freeze the final standings once none is left to run; and every night of an open leaderboard with held-out
+        cases, the system tests of its top entries (live standings show their coverage). Returns what it did, one
+        line each."""
         now = self.clock()
         done: list[str] = []
         with self.db.transaction() as s:
             boards = s.execute(select(Leaderboard.id, Leaderboard.name).where(Leaderboard.deadline < now)).all()
             frozen = {(b, d) for b, d in s.execute(select(FinalStanding.leaderboard_id, FinalStanding.device))}
-            triggered = set(s.scalars(select(SystemTest.leaderboard_id).where(SystemTest.trigger == DEADLINE_ACTOR)))
         for board_id, name in boards:
             try:
-                done.extend(self._tick_board(board_id, name, frozen, board_id in triggered))
+                done.extend(self._tick_board(board_id, name, frozen))
             except InvalidChange:
                 continue  # not ready yet (system tests still running)
             except Exception:
@@ -254,7 +282,7 @@ class StandingsMixin(SystemTestsMixin):
             except Exception:
                 log.exception("the nightly system tests of %r could not be queued", name)
                 continue
-            if not queued.already:
+            if queued.entries:
                 done.append(f"{name}: queued {len(queued.entries)} nightly system tests")
         return done
 
@@ -279,27 +307,48 @@ class StandingsMixin(SystemTestsMixin):
                     due.append((lb.name, task.system_test_top))
         return due
 
-    def _tick_board(self, board_id: int, name: str, frozen: set[tuple[int, str]], triggered: bool) -> list[str]:
+    def _tick_board(self, board_id: int, name: str, frozen: set[tuple[int, str]]) -> list[str]:
         with self.db.transaction() as s:
             lb = s.get(Leaderboard, board_id)
             if lb is None:
                 return []
             devices = [d for d in lb.devices if (board_id, d) not in frozen]
-            task = problem_from_snapshot(lb.task).task if devices else None
-        if task is None:
-            return []
-        if task.holdout and not triggered:  # every ranked entry (issue 29): an honest #11 may be the final #1
-            queued = self.queue_system_tests(name, actor=DEADLINE_ACTOR, trigger=DEADLINE_ACTOR, top=None)
-            if queued.already:
-                return []
-            return [f"{name}: queued {len(queued.entries)} system tests at the deadline"]
-        done = []
+        queued, ready = 0, []
         for d in devices:
+            count = self._queue_deadline_tests(name, d)
+            if count is None:
+                continue  # a ranked job made in time has not run yet
+            queued += count
+            if not count:
+                ready.append(d)
+        done = [f"{name}: queued {queued} system tests at the deadline"] if queued else []
+        for d in ready:
             if self.settings.deadline_retime_rounds and self._retime_finalists(name, d):
                 done.append(f"{name}: queued {self.settings.deadline_retime_rounds} re-timing rounds on {d}")
             elif self._try_freeze(name, d):
                 done.append(f"{name}: froze the final standings on {d}")
         return done
+
+    def _queue_deadline_tests(self, name: str, device: str) -> int | None:
+        """Queue the deadline's system tests of ``device`` (a problem with held-out cases): one for each ranked
+        person's best entry that has none since the deadline on the board's current held-out cases (an honest #11
+        may be the final #1, issue 29). None while a ranked job that counts is left to run (its entry may be a
+        best one); else how many were queued (0: none needed)."""
+        with self.db.transaction() as s:
+            lb = self._leaderboard(s, name, lock=True)  # (the row lock orders workers ticking at once)
+            if unsettled_jobs(s, lb, device):
+                return None
+            cases = holdout_cases_on(problem_from_snapshot(lb.task), device)
+            if not cases:
+                return 0
+            found = deadline_tests(s, lb, device, cases)
+            untested = [b.submission_id for b, _ in top_entries(s, lb, device, None) if b.submission_id not in found]
+            for submission_id in untested:
+                queue_system_test(s, lb, device, submission_id, cases, DEADLINE_ACTOR, self.clock())
+            if untested:
+                self._audit(s, DEADLINE_ACTOR, "system_test", lb.name, device=device, trigger=DEADLINE_ACTOR,
+                            entries=len(untested))  # fmt: skip
+            return len(untested)
 
     def _retime_finalists(self, name: str, device: str) -> bool:
         """Queue the deadline's re-timing of ``device``'s finalists (those the final standings would rank), once,
@@ -362,10 +411,63 @@ def with_late_notes(s: Session, view: StandingsView) -> StandingsView:
 
 
 def moderated_out(s: Session, frozen: FinalStanding) -> set[int]:
-    """The frozen entries quarantined or judged hacked since (``leaderboards/moderation.py``): they leave the final
-    standings when read, and the others are ranked again from their stored statistics."""
+    """The frozen entries that no longer rank (``leaderboards/moderation.py``): quarantined or judged hacked since,
+    deleted, or their author banned. They leave the final standings when read, and the others are ranked again from
+    their stored statistics."""
     ids = [int(e["submission_id"]) for e in frozen.entries]
-    return set(s.scalars(select(Submission.id).where(Submission.id.in_(ids), ~ranks_condition()))) if ids else set()
+    if not ids:
+        return set()
+    gone = or_(~ranks_condition(), Submission.deleted.is_(True), User.is_banned.is_(True))
+    return set(
+        s.scalars(select(Submission.id).join(User, User.id == Submission.user_id).where(Submission.id.in_(ids), gone))
+    )
+
+
+def unsettled_jobs(s: Session, lb: Leaderboard, device: str) -> int:
+    """How many ranked jobs of ``device`` that could still rank are queued or running: of a submission made in time
+    (or a late one an admin admitted), not deleted, not a replay, of a user not banned. The final standings wait for
+    them: one made at 23:59 behind a busy queue runs after the deadline and may be its winner."""
+    practice = select(LateSubmission.submission_id).where(
+        LateSubmission.submission_id == Submission.id, LateSubmission.admitted_by.is_(None)
+    )
+    replay = select(SubmissionOrigin.submission_id).where(
+        SubmissionOrigin.submission_id == Submission.id, SubmissionOrigin.replay_of.is_not(None)
+    )
+    query = (
+        select(func.count())
+        .select_from(Job)
+        .join(Submission, Submission.id == Job.submission_id)
+        .join(User, User.id == Submission.user_id)
+        .where(
+            Submission.leaderboard_id == lb.id,
+            Submission.mode == Mode.RANKED.value,
+            Submission.deleted.is_(False),
+            User.is_banned.is_(False),
+            Job.device == device,
+            Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]),
+            ~practice.exists(),
+            ~replay.exists(),
+        )
+    )
+    return s.scalar(query) or 0
+
+
+def deadline_tests(s: Session, lb: Leaderboard, device: str, cases: int) -> dict[int, SystemTest]:
+    """The system tests of ``device`` that count for the final standings, by submission: queued since the deadline
+    (by it or by an admin), on as many held-out cases as the board has now (a hack may add one after a test ran)."""
+    rows = s.scalars(
+        select(SystemTest).where(
+            SystemTest.leaderboard_id == lb.id,
+            SystemTest.device == device,
+            SystemTest.created_at >= lb.deadline,
+            SystemTest.cases == cases,
+        )
+    )
+    return {t.submission_id: t for t in rows}
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def _final_view(name: str, frozen: FinalStanding, *, removed: Collection[int] = ()) -> StandingsView:

@@ -104,8 +104,6 @@ class SystemTestsQueued:
     """How many of each device's best entries were taken (None: every ranked entry, as at the deadline)."""
     cases: int
     entries: tuple[Coverage, ...]
-    already: bool = False
-    """The deadline's system tests were queued before (by another worker): nothing was queued again."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +169,27 @@ def could_not_run(row: SystemTest | Rejudge | RetimeRound | Hack, attempts: int,
     row.finished_at = now if done else None
 
 
+def queue_system_test(
+    s: Session, lb: Leaderboard, device: str, submission_id: int, cases: int, trigger: str, now: datetime
+) -> SystemTest:
+    """(Re)queue the system test of one entry on one device at ``now`` (the service's clock): its counts are cleared
+    until it has run."""
+    test = s.scalar(
+        select(SystemTest).where(
+            SystemTest.leaderboard_id == lb.id, SystemTest.device == device, SystemTest.submission_id == submission_id
+        )
+    )
+    if test is None:
+        test = SystemTest(leaderboard_id=lb.id, device=device, submission_id=submission_id)
+        s.add(test)
+    test.status, test.trigger, test.cases, test.passed = SystemTestStatus.QUEUED, trigger, cases, None
+    test.timings, test.score_ns, test.created_at = None, None, now  # created_at: when it was (last) queued
+    test.attempts, test.lease_owner, test.lease_expires_at, test.note = 0, None, None, None
+    test.finished_at = None
+    s.flush()
+    return test
+
+
 def _coverage(test: SystemTest, user_name: str) -> Coverage:
     return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed, test.score_ns)
 
@@ -181,9 +200,10 @@ class SystemTestsMixin(RecordingMixin):
     def queue_system_tests(
         self, name: str, *, actor: str, top: int | None = SYSTEM_TEST_TOP, trigger: str = "admin"
     ) -> SystemTestsQueued:
-        """Queue a system test of each device's ``top`` entries (None: every ranked entry, as the deadline does;
-        again for an entry tested before: its counts are cleared until it has run). ``trigger``: admin, deadline
-        (once) or nightly (``competition_tick``). Raises ``InvalidChange`` when the problem has no held-out cases."""
+        """Queue a system test of each device's ``top`` entries (None: every ranked entry; again for an entry tested
+        before: its counts are cleared until it has run). ``trigger``: admin or nightly (``competition_tick``; the
+        deadline's own are queued there, per device). Raises ``InvalidChange`` when the problem has no held-out
+        cases."""
         if top is not None and not 1 <= top <= 1000:
             raise InvalidChange(f"--top must be from 1 to 1000, not {top}.")
         with self.db.transaction() as s:
@@ -191,31 +211,13 @@ class SystemTestsMixin(RecordingMixin):
             problem = problem_from_snapshot(lb.task)
             if not problem.task.holdout:
                 raise InvalidChange(f"Leaderboard {lb.name!r} has no held-out cases (holdout: in its task.yml).")
-            deadline = select(SystemTest.id).where(SystemTest.leaderboard_id == lb.id, SystemTest.trigger == trigger)
-            if trigger == "deadline" and s.scalar(deadline.limit(1)) is not None:  # once (the row lock orders workers)
-                return SystemTestsQueued(lb.name, top, len(problem.task.holdout), (), already=True)
             queued = []
             for device in lb.devices:
                 cases = holdout_cases_on(problem, device)
                 if not cases:
                     continue
                 for best, user in top_entries(s, lb, device, top):
-                    test = s.scalar(
-                        select(SystemTest).where(
-                            SystemTest.leaderboard_id == lb.id,
-                            SystemTest.device == device,
-                            SystemTest.submission_id == best.submission_id,
-                        )
-                    )
-                    if test is None:
-                        test = SystemTest(leaderboard_id=lb.id, device=device, submission_id=best.submission_id)
-                        s.add(test)
-                    test.status, test.trigger, test.cases, test.passed = SystemTestStatus.QUEUED, trigger, cases, None
-                    test.timings, test.score_ns = None, None
-                    test.created_at = self.clock()  # when it was (last) queued, by the service's clock
-                    test.attempts, test.lease_owner, test.lease_expires_at, test.note = 0, None, None, None
-                    test.finished_at = None
-                    s.flush()
+                    test = queue_system_test(s, lb, device, best.submission_id, cases, trigger, self.clock())
                     queued.append(_coverage(test, user.name))
             self._audit(s, actor, "system_test", lb.name, top=top, trigger=trigger, entries=len(queued))
             total = len(problem.task.holdout)

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from leaderboards import ranking
 from leaderboards.errors import InvalidChange, LeaderboardClosed, RateLimited, SubmissionNotFound
-from leaderboards.holdout import SystemTestStatus, holdout_cases_on
+from leaderboards.holdout import holdout_cases_on, queue_system_test
 from leaderboards.models import (
     FinalStanding,
     Job,
@@ -33,7 +33,6 @@ from leaderboards.models import (
     Leaderboard,
     Run,
     Submission,
-    SystemTest,
     User,
 )
 from leaderboards.moderation_states import ranks_condition
@@ -242,16 +241,7 @@ class LateMixin(ServiceBase):
             cases = holdout_cases_on(problem, device)
             if not cases:
                 continue
-            test = s.scalar(
-                select(SystemTest).where(
-                    SystemTest.leaderboard_id == lb.id, SystemTest.device == device, SystemTest.submission_id == sub.id
-                )
-            )
-            if test is None:
-                test = SystemTest(leaderboard_id=lb.id, device=device, submission_id=sub.id, trigger="admin")
-                s.add(test)
-            test.status, test.cases, test.passed, test.attempts = SystemTestStatus.QUEUED, cases, None, 0
-            test.lease_owner, test.lease_expires_at, test.note, test.finished_at = None, None, None, None
+            queue_system_test(s, lb, device, sub.id, cases, "admin", self.clock())
         s.flush()
         return sorted(frozen)
 

@@ -170,21 +170,26 @@ def test_a_system_test_the_runner_fails_is_retried_then_marked_not_the_entrys(
     launcher = FakeLauncher(respond)
     submit_all(svc)
     serve(svc, launcher)
-    svc.queue_system_tests("add", actor="admin", top=1)
-    launcher.respond = lambda r: (
-        RunResult.infrastructure_error(r.mode, "the GPU fell off") if r.tests == HELD_OUT else respond(r)
-    )
-    serve(svc, launcher)
-    (coverage,) = svc.system_test_coverage("add")
-    assert (coverage.status, coverage.passed) == ("failed", None)
-    assert sum(r.tests == HELD_OUT for r in launcher.requests) == 3  # three attempts
     clock.now += timedelta(days=2)
+    launcher.respond = lambda r: (
+        RunResult.infrastructure_error(r.mode, "the GPU fell off")
+        if r.tests == HELD_OUT and r.submission.content == CHEAT
+        else respond(r)
+    )
+    assert svc.competition_tick() == ["add: queued 3 system tests at the deadline"]
+    serve(svc, launcher)
+    coverage = {c.user_name: (c.status, c.passed) for c in svc.system_test_coverage("add")}
+    assert coverage == {"cheat": ("failed", None), "honest": ("done", 3), "third": ("done", 3)}
+    assert sum(r.tests == HELD_OUT and r.submission.content == CHEAT for r in launcher.requests) == 3  # three attempts
     with pytest.raises(InvalidChange, match="could not run"):  # the entry waits for a run rather than fall out
         svc.freeze_standings("add", "cpu", actor="admin")
+    assert svc.competition_tick() == []  # nor does the deadline freeze without it
     svc.queue_system_tests("add", actor="admin", top=1)
     launcher.respond = respond
     serve(svc, launcher)
-    assert [(r.user_name, r.coverage) for r in svc.freeze_standings("add", "cpu", actor="admin").rows] == []
+    final = svc.freeze_standings("add", "cpu", actor="admin")
+    assert [(r.user_name, r.coverage) for r in final.rows] == [
+        ("honest", "3 of 3 held-out cases"), ("third", "3 of 3 held-out cases")]  # fmt: skip
     assert [e.coverage for e in svc.standings("add", final=True).excluded] == ["2 of 3 held-out cases"]
 
 

@@ -37,9 +37,6 @@ class SystemTestsOut(Model):
     top: int
     cases: int
     entries: tuple[CoverageOut, ...]
-    already: bool = Field(
-        default=False, description="The system tests had been queued before: nothing was queued again."
-    )
 
 
 @router.get(

@@ -1,0 +1,153 @@
+"""The final standings are made from the board as it stands once everything made in time has run (a red team's
+findings, 2026-11-29): a ranked job still queued at the deadline is waited for, each person holds one place (the
+current best entry, never an older one that a system test happened to cover), a board with no entry freezes empty
+and quietly, and a user banned or an entry deleted after the freeze leaves the standings when they are read."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import write_problem
+from sqlalchemy import func, select
+from test_system_tests import HELD_OUT, Clock, serve
+
+from leaderboards.db import Database
+from leaderboards.errors import InvalidChange
+from leaderboards.models import AuditLog
+from leaderboards.problems import load_problem
+from leaderboards.results import UserRef
+from leaderboards.service import LeaderboardService
+from leaderboards.settings import CoreSettings
+from runners.contract import Mode
+from runners.launchers.fake import FakeLauncher, accepted_result
+
+SLOW = b"def custom_kernel(data):\n    return list(data)\n"
+FAST = b"def custom_kernel(data):\n    return data\n"
+MIDDLE = b"def custom_kernel(data):\n    return [*data]\n"
+SPEED = {SLOW: 1000.0, FAST: 500.0, MIDDLE: 1100.0}
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def board(database: Database, settings: CoreSettings, root: Path, clock: Clock, *, holdout: bool) -> LeaderboardService:
+    service = LeaderboardService(database, settings, clock=clock)
+    path = write_problem(root / "problems")
+    if holdout:
+        task = yaml.safe_load((path / "task.yml").read_text())
+        task["holdout"] = HELD_OUT
+        (path / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    service.create_leaderboard(load_problem(path), deadline=clock.now + timedelta(days=1), devices=["cpu"])
+    return service
+
+
+def runner() -> FakeLauncher:
+    return FakeLauncher(lambda r: accepted_result(r, SPEED[r.submission.content]))
+
+
+def submit(service: LeaderboardService, user: str, code: bytes) -> int:
+    return service.submit(UserRef(user), "k.py", code, "add", ["cpu"], Mode.RANKED).submission_id
+
+
+def final_rows(service: LeaderboardService) -> list[tuple[int, bool, str, int]]:
+    return [(r.rank, r.tied, r.user_name, r.submission_id) for r in service.standings("add", final=True).rows]
+
+
+@pytest.mark.parametrize("holdout", [False, True], ids=["no-holdout", "holdout"])
+def test_a_ranked_job_made_in_time_and_still_queued_at_the_deadline_is_waited_for(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock, holdout: bool
+) -> None:
+    service = board(database, settings, tmp_path, clock, holdout=holdout)
+    launcher = runner()
+    submit(service, "ann", SLOW)
+    serve(service, launcher)
+    clock.now += timedelta(hours=23, minutes=59)
+    bob = submit(service, "bob", FAST)  # one minute before the deadline, behind a busy queue
+    clock.now += timedelta(minutes=2)
+    assert service.competition_tick() == []  # bob's ranked job has not run: nothing is queued or frozen yet
+    with pytest.raises(InvalidChange, match=r"1 ranked job of 'add' on cpu made before the deadline \(or admitted late\) has not run yet"):
+        service.freeze_standings("add", "cpu", actor="admin")
+    serve(service, launcher)  # bob's job runs after the deadline
+    if holdout:
+        assert service.competition_tick() == ["add: queued 2 system tests at the deadline"]
+        serve(service, launcher)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [(u, s) for _, _, u, s in final_rows(service)] == [("bob", bob), ("ann", 1)]
+
+
+def test_each_person_holds_one_final_place_their_current_best(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
+) -> None:
+    """Ann's first entry was system-tested while the board was open; then she beat it. Only her best ranks, and it is
+    the one the deadline tests."""
+    service = board(database, settings, tmp_path, clock, holdout=True)
+    launcher = runner()
+    submit(service, "ann", SLOW)
+    submit(service, "carl", MIDDLE)
+    serve(service, launcher)
+    assert len(service.queue_system_tests("add", actor="admin", top=10).entries) == 2
+    serve(service, launcher)
+    best = submit(service, "ann", FAST)
+    serve(service, launcher)
+    clock.now += timedelta(days=2)
+    assert service.competition_tick() == ["add: queued 2 system tests at the deadline"]
+    serve(service, launcher)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [(u, s) for _, _, u, s in final_rows(service)] == [("ann", best), ("carl", 2)]
+
+
+def test_an_entry_whose_system_test_predates_a_held_out_case_added_since_is_tested_again(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
+) -> None:
+    service = board(database, settings, tmp_path, clock, holdout=True)
+    launcher = runner()
+    submit(service, "ann", SLOW)
+    serve(service, launcher)
+    clock.now += timedelta(days=2)
+    assert service.competition_tick() == ["add: queued 1 system tests at the deadline"]
+    serve(service, launcher)
+    from leaderboards.models import SystemTest
+
+    with service.db.transaction() as s:  # as if a hack had added a held-out case after the test ran
+        for test in s.scalars(select(SystemTest)):
+            test.cases -= 1
+            test.passed = test.cases
+    assert service.competition_tick() == ["add: queued 1 system tests at the deadline"]
+    serve(service, launcher)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [u for _, _, u, _ in final_rows(service)] == ["ann"]
+
+
+def test_a_held_out_board_with_no_entry_freezes_empty_once_and_quietly(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
+) -> None:
+    service = board(database, settings, tmp_path, clock, holdout=True)
+    clock.now += timedelta(days=2)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert service.competition_tick() == []
+    assert final_rows(service) == []
+    with service.db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(AuditLog).where(AuditLog.action == "system_test")) == 0
+
+
+def test_a_user_banned_or_an_entry_deleted_after_the_freeze_leaves_the_final_standings(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
+) -> None:
+    service = board(database, settings, tmp_path, clock, holdout=False)
+    launcher = runner()
+    ann = submit(service, "ann", SLOW)
+    submit(service, "bob", FAST)
+    carl = submit(service, "carl", MIDDLE)
+    serve(service, launcher)
+    clock.now += timedelta(days=2)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [u for _, _, u, _ in final_rows(service)] == ["bob", "ann", "carl"]
+    service.ban_user(UserRef("bob"), reason="cheating", actor="admin")
+    assert [(u, s) for _, _, u, s in final_rows(service)] == [("ann", ann), ("carl", carl)]
+    service.delete_submission(carl, actor="admin")
+    assert [(r, u, s) for r, _, u, s in final_rows(service)] == [(1, "ann", ann)]
