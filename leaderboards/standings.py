@@ -10,14 +10,16 @@ the same floats bit for bit (``math.fsum``, fixed order, no randomness).
   within what two evaluations of one file differ by, else the secret run's. Its variance (of the log) is what that
   figure carries: the process offset of a fresh evaluation (``runners.compare.process_offset_sd``, 0.25 µs and 0.1% in
   quadrature) and each median's standard error (``runners.compare.median_se``); pooling two readings halves it; where
-  the two readings disagree (the secret run's taken), the square of their log ratio is added.
+  the secret run read clearly slower (its reading taken, flagged), the square of their log ratio is added; where the
+  public run did, nothing is (the secret reading, the faster, stands on its own noise).
 - **An entry's score** is the problem's rule over the figures (geometric mean, mean or last) and the variance of its
   log the figures' variances weighted as the rule weighs them (``runners.compare.score_weights``). Where the problem
   times its held-out cases (``holdout_timed``), their figures (one reading each, from the entry's system test) follow
   the benchmark cases' in that list.
 - **Two entries are told apart** when the 95% interval of the log of their scores' ratio, ``±1.96 sqrt(va + vb)``,
   excludes 0. An entry's rank is 1 + the number of entries told apart from it and faster: entries none of which is
-  clearly faster than the other share a rank (tied).
+  clearly faster than the other share a rank (tied); and never better than the rank of the entry above it in the
+  scores' order (a wide interval ties an entry at best with the one just above it, never lifts it past one).
 """
 
 from __future__ import annotations
@@ -113,12 +115,18 @@ def case_figure(index: int, runs: Sequence[Mapping[str, Any]]) -> tuple[float, f
         return readings[0].median_ns, _reading_var(readings[0])
     public, secret = readings[0], readings[-1]
     pooled = pool_case(index, public, secret)
-    if pooled.outcome != Outcome.POOLED:
+    if pooled.outcome == Outcome.SECRET_SLOWER:
         # The secret run's reading, as the ranking takes it; but two evaluations of this file disagreed by more than
-        # their noise (an outlier run, or inputs it is slower on), so how far apart they were counts in its variance:
-        # without it one slow run of one case told an account apart from its own file under another name.
+        # their noise (an outlier run, or inputs it is slower on; flagged for an admin), so how far apart they were
+        # counts in its variance: without it one slow run of one case told an account apart from its own file under
+        # another name.
         gap = math.log(secret.median_ns / public.median_ns)
         return pooled.ranked_ns, _reading_var(secret) + gap * gap
+    if pooled.outcome == Outcome.PUBLIC_SLOWER:
+        # The secret run's reading, which is the faster one: the public run's slowness is no reason to doubt it, and
+        # its gap must not widen the interval (a kernel that recognises the public inputs and runs slow on them only
+        # would otherwise buy a tie with whoever leads).
+        return pooled.ranked_ns, _reading_var(secret)
     offset = process_offset_sd(max(public.median_ns, secret.median_ns)) ** 2
     wp, ws = 1.0 / (offset + median_se(public) ** 2), 1.0 / (offset + median_se(secret) ** 2)
     return pooled.ranked_ns, 1.0 / (wp + ws)
@@ -192,10 +200,12 @@ def rank(entries: Iterable[Entry], rule: RankingRule, *, gpu: bool = True) -> tu
     retimed = [e for e in entries if len(e.rounds) >= 2]
     if retimed:
         by_rounds = sorted(((rounds_score(e), e) for e in retimed), key=lambda p: (p[0][0], p[1].submission_id))
-        ranks = [
-            1 + sum(1 for _, other in by_rounds[:i] if rounds_told_apart(other, mine, rule, gpu))
-            for i, (_, mine) in enumerate(by_rounds)
-        ]
+        ranks = _monotone(
+            [
+                1 + sum(1 for _, other in by_rounds[:i] if rounds_told_apart(other, mine, rule, gpu))
+                for i, (_, mine) in enumerate(by_rounds)
+            ]
+        )
         head = _standings(ranks, by_rounds)
         rest = [e for e in entries if len(e.rounds) < 2]
         if not rest:
@@ -205,11 +215,23 @@ def rank(entries: Iterable[Entry], rule: RankingRule, *, gpu: bool = True) -> tu
         tail = rank(rest, rule, gpu=gpu)
         return head + tuple(replace(t, rank=t.rank + len(head)) for t in tail)
     scored = sorted(((entry_score(e, rule), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
-    ranks = [
-        1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])
-        for i, (mine, _) in enumerate(scored)
-    ]
+    ranks = _monotone(
+        [
+            1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])
+            for i, (mine, _) in enumerate(scored)
+        ]
+    )
     return _standings(ranks, scored)
+
+
+def _monotone(ranks: list[int]) -> list[int]:
+    """Ranks in the entries' point order made never to improve down the list: an entry that cannot be told from
+    the leader (a wide interval) but is slower than the entry above it shares that entry's rank at best, never a
+    better one than an entry faster than it."""
+    out: list[int] = []
+    for r in ranks:
+        out.append(max(r, out[-1]) if out else r)
+    return out
 
 
 def _standings(ranks: list[int], scored: list[tuple[tuple[float, float], Entry]]) -> tuple[Standing, ...]:

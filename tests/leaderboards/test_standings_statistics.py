@@ -120,3 +120,56 @@ def test_re_timed_finalists_rank_first_and_the_others_follow_in_their_runs_order
     standings = rank([with_rounds(a, 1.1), with_rounds(b, 1.0), d, c], RankingRule.GEOMEAN)
     assert [s.entry.user_name for s in standings] == ["u2", "u1", "u3", "u4"]
     assert [s.rank for s in standings] == [1, 2, 3, 4]
+
+
+def tight(median_ns: float) -> TimingStats:
+    """A precise reading: 1,000 samples, 1% spread."""
+    m = median_ns
+    return TimingStats(samples=1000, median_ns=m, mean_ns=m, std_ns=m * 0.01, stderr_ns=m * 0.01 / 31.6,
+                       min_ns=m * 0.98, max_ns=m * 1.05, p25_ns=m * 0.995, p75_ns=m * 1.005)  # fmt: skip
+
+
+def two_runs(user: int, public: Sequence[float], secret: Sequence[float]) -> Entry:
+    pairs = zip(public, secret, strict=True)
+    cases = tuple((tight(p).model_dump(mode="json"), tight(s).model_dump(mode="json")) for p, s in pairs)
+    return Entry(user_id=user, user_name=f"u{user}", submission_id=user, file_name="k.py", cases=cases)
+
+
+def test_an_entry_cannot_buy_a_tie_at_the_top_by_making_its_own_runs_disagree() -> None:
+    """A red team's finding: the public inputs come from public seeds, so a kernel can recognise them and run 100x
+    slower on them only. Its runs then disagree, and that disagreement must not widen its interval into a tie with
+    the leader: the secret run's reading is the one it ranks by, and it is 50% slower than the leader."""
+    cases = (100_000.0, 200_000.0, 400_000.0)
+    leader = two_runs(1, cases, cases)
+    honest = two_runs(2, [c * 1.10 for c in cases], [c * 1.10 for c in cases])
+    slow_on_public = [cases[0] * 150, *(c * 1.5 for c in cases[1:])]
+    cheat = two_runs(3, slow_on_public, [c * 1.5 for c in cases])
+    standings = rank([cheat, honest, leader], RankingRule.GEOMEAN)
+    assert [(s.entry.user_id, s.rank, s.tied) for s in standings] == [(1, 1, False), (2, 2, False), (3, 3, False)]
+
+
+def test_a_slower_entry_never_ranks_above_a_faster_one() -> None:
+    """An imprecise entry (few samples, a wide spread) may be impossible to tell from the leader, but it never takes a
+    better rank than an entry faster than it: at best it shares the rank of the entry just above it."""
+    cases = (100_000.0, 200_000.0, 400_000.0)
+    leader = two_runs(1, cases, cases)
+    second = two_runs(2, [c * 1.10 for c in cases], [c * 1.10 for c in cases])
+    wide = [
+        TimingStats(
+            samples=3,
+            median_ns=c * 1.5,
+            mean_ns=c * 1.5,
+            std_ns=c,
+            stderr_ns=c / 1.7,
+            min_ns=c * 0.6,
+            max_ns=c * 3,
+            p25_ns=c * 0.8,
+            p75_ns=c * 2.5,
+        ).model_dump(mode="json")
+        for c in cases
+    ]
+    imprecise = Entry(3, "u3", 3, "k.py", tuple((w, w) for w in wide))
+    scores = {e.user_id: entry_score(e, RankingRule.GEOMEAN) for e in (leader, second, imprecise)}
+    assert not told_apart(scores[1], scores[3]) and told_apart(scores[1], scores[2])
+    standings = rank([imprecise, second, leader], RankingRule.GEOMEAN)
+    assert [(s.entry.user_id, s.rank, s.tied) for s in standings] == [(1, 1, False), (2, 2, True), (3, 2, True)]
