@@ -140,6 +140,7 @@ class StandingsMixin(SystemTestsMixin):
                     select(SystemTest).where(SystemTest.leaderboard_id == lb.id, SystemTest.device == dev)
                 )
             }
+            closed = self.clock() >= lb.deadline  # a held-out figure is shown from the deadline on (below)
             rows = []
             for i, (best, user) in enumerate(top_entries(s, lb, dev, 100)):
                 sub = s.get(Submission, best.submission_id)
@@ -156,7 +157,7 @@ class StandingsMixin(SystemTestsMixin):
                         None,
                         None,
                         coverage,
-                        holdout_ns=test.score_ns if test is not None else None,
+                        holdout_ns=test.score_ns if test is not None and closed else None,
                     )
                 )
             live = with_late_notes(s, StandingsView(lb.name, dev, False, None, tuple(rows)))

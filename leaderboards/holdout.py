@@ -190,8 +190,11 @@ def queue_system_test(
     return test
 
 
-def _coverage(test: SystemTest, user_name: str) -> Coverage:
-    return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed, test.score_ns)
+def _coverage(test: SystemTest, user_name: str, *, timed: bool) -> Coverage:
+    """What anyone may see of a system test: its counts, and its timed figure only with ``timed`` (from the board's
+    deadline on: while it is open, a file run on the held-out inputs could encode them in its own timing)."""
+    score_ns = test.score_ns if timed else None
+    return Coverage(test.device, test.submission_id, user_name, test.status, test.cases, test.passed, score_ns)
 
 
 class SystemTestsMixin(RecordingMixin):
@@ -218,7 +221,7 @@ class SystemTestsMixin(RecordingMixin):
                     continue
                 for best, user in top_entries(s, lb, device, top):
                     test = queue_system_test(s, lb, device, best.submission_id, cases, trigger, self.clock())
-                    queued.append(_coverage(test, user.name))
+                    queued.append(_coverage(test, user.name, timed=False))  # (nothing timed yet)
             self._audit(s, actor, "system_test", lb.name, top=top, trigger=trigger, entries=len(queued))
             total = len(problem.task.holdout)
             return SystemTestsQueued(lb.name, top, total, tuple(queued))
@@ -235,7 +238,9 @@ class SystemTestsMixin(RecordingMixin):
             )
             if device is not None:
                 stmt = stmt.where(SystemTest.device == device)
-            return tuple(_coverage(t, n) for t, n in s.execute(stmt.order_by(SystemTest.device, SystemTest.id)))
+            rows = s.execute(stmt.order_by(SystemTest.device, SystemTest.id))
+            closed = self.clock() >= lb.deadline
+            return tuple(_coverage(t, n, timed=closed) for t, n in rows)
 
     def claim_system_test(
         self,

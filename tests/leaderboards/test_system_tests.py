@@ -291,6 +291,27 @@ def test_timed_held_out_cases_rank_the_final_standings_and_show_one_figure(
     assert svc.standings(name, final=True) == final  # recomputed from the frozen statistics: the same floats
 
 
+def test_a_timed_held_out_figure_stays_hidden_until_the_deadline(
+    svc: LeaderboardService, clock: Clock, tmp_path: Path
+) -> None:
+    """A system test while the board is open (nightly, or an admin's) runs the competitor's file on the held-out
+    inputs: an exact timing shown back would let that file tell its author about them (it can sleep by an amount
+    that encodes a shape). Until the deadline only the counts are shown; the figure, after."""
+    name = timed_board(svc, tmp_path, clock)
+    launcher = FakeLauncher(keyed_to_the_benchmarks)
+    svc.submit(UserRef("honest"), "k.py", HONEST, name, ["cpu"], Mode.RANKED)
+    serve(svc, launcher)
+    svc.queue_system_tests(name, actor="admin", top=5)
+    serve(svc, launcher)
+    [row] = svc.standings(name).rows
+    assert (row.coverage, row.holdout_ns) == ("3 of 3 held-out cases", None)
+    assert [(c.passed, c.score_ns) for c in svc.system_test_coverage(name)] == [(3, None)]
+    clock.now += timedelta(days=2)
+    [row] = svc.standings(name).rows
+    assert row.holdout_ns == pytest.approx(1000.0)
+    assert [c.score_ns for c in svc.system_test_coverage(name)] == [pytest.approx(1000.0)]
+
+
 def test_timed_held_out_cases_need_seeds_and_stay_off_the_public_folder(tmp_path: Path) -> None:
     from leaderboards.problems import ProblemFormatError
     from leaderboards.public_problem import SECRET_TASK_FIELDS

@@ -230,7 +230,10 @@ def test_standings_late_and_join_surfaces_show_no_held_out_case(held_world: Worl
     system_tests(w)
     r = c.post(f"/api/v1/admin/submissions/{late}/admit", headers=w.auth(w.admin), json={"reason": "an outage"})
     assert r.status_code == 200, r.text
-    assert w.service.competition_tick() == ["held: queued 2 system tests at the deadline"]  # bob's among them
+    assert w.service.competition_tick() == [  # bob's (ann's ran after the deadline); no entry on H100
+        "held: queued 1 system tests at the deadline",
+        "held: froze the final standings on H100",
+    ]
     launcher = FakeLauncher()
     settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0)
     runner = SystemTestRunner(w.service, lambda _d: launcher, 10.0)
