@@ -63,13 +63,23 @@ def leaderboard_name_issue(name: str) -> str | None:
     )
 
 
+PROBLEM_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_-]{{0,{MAX_PROBLEM_NAME - 1}}}")
+"""A problem's name, its folder's: what the client fetches a problem folder by (``kernelcup/problem_cache.py``), and
+what every run, log and message carries."""
+
+
 def problem_name_issue(name: str) -> str | None:
     """Why a problem folder's name ``name`` cannot name a problem, or None (it is shown in part, never whole)."""
-    if len(name) <= MAX_PROBLEM_NAME:
+    if PROBLEM_NAME.fullmatch(name):
         return None
+    if len(name) > MAX_PROBLEM_NAME:
+        return (
+            f"the folder's name (starting {name[:20]!a}) is {len(name)} characters; a problem's name, its folder's, "
+            f"is at most {MAX_PROBLEM_NAME}: rename the folder"
+        )
     return (
-        f"the folder's name (starting {name[:20]!a}) is {len(name)} characters; a problem's name, its folder's, "
-        f"is at most {MAX_PROBLEM_NAME}: rename the folder"
+        f"the folder's name {name[:40]!a} is not a usable problem name: ASCII letters, digits, '-' and '_', starting "
+        "with a letter or digit (it names the problem in every run, message and download): rename the folder"
     )
 
 
@@ -109,6 +119,11 @@ def problem_path_issue(rel: str) -> str | None:
         return (
             f"{rel!r} must be a relative path inside the problem folder in normal form "
             "(like 'reference.py' or 'sub/harness.cu': no '..', no leading '/' or './', no '//')"
+        )
+    if any(part.startswith(".") for part in path.parts):
+        return (
+            f"{rel!r} names a hidden file or folder (a part starting with '.'): competitors' clients refuse such "
+            "paths in a problem folder they download, so rename it"
         )
     return None
 

@@ -20,7 +20,7 @@ changed since (``kernelcup admin deadline``), and ``SyncReport.changes`` says ea
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,6 +179,24 @@ class SyncReport:
     @property
     def refused(self) -> tuple[SyncItem, ...]:
         return tuple(i for i in self.items if i.action is SyncAction.NEEDS_FORCE)
+
+
+def check_one_problem(
+    problem: Problem | None,
+    devices: Sequence[str],
+    *,
+    check: ReferenceCheck | None = None,
+    device_check: DeviceCheck | None = None,
+) -> None:
+    """What ``sync_problem_set`` checks of a set, for a leaderboard created or changed one at a time (the admin
+    routes): each device against the runner's routes (given ``device_check``), then the problem's reference on its
+    own cases (given ``check`` and a ``problem``). Raises ``ProblemFormatError`` naming each issue."""
+    where = str(problem.path) if problem is not None else ""
+    issues = [FormatIssue(where, "devices", why) for d in devices if device_check and (why := device_check(d))]
+    if not issues and problem is not None and check is not None:
+        issues = check_references([problem], check)
+    if issues:
+        raise ProblemFormatError(issues)
 
 
 def sync_problem_set(

@@ -411,6 +411,11 @@ class CreateLeaderboardIn(Model):
     visible: bool = True
     rate_limit_per_hour: int | None = Field(default=None, ge=1, le=RATE_LIMIT_MAX)
     code_public_after_deadline: bool = False
+    skip_run: bool = Field(
+        default=False,
+        description="Open it without running the problem's reference on its own cases first (the check of "
+        "`problems sync`); the devices are checked against the runner's routes either way.",
+    )
 
 
 class UpdateLeaderboardIn(Model):
@@ -426,6 +431,11 @@ class UpdateLeaderboardIn(Model):
     visible: bool | None = None
     code_public_after_deadline: bool | None = None
     force: bool = False
+    skip_run: bool = Field(
+        default=False,
+        description="With a new problem: take it without running its reference on its own cases first (the check "
+        "of `problems sync`); new devices are checked against the runner's routes either way.",
+    )
 
 
 class LeaderboardUpdateOut(Model):

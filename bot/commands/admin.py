@@ -9,8 +9,8 @@ changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import discord
 from discord import app_commands
@@ -30,10 +30,10 @@ from leaderboards.errors import InvalidChange
 from leaderboards.invites import MAX_INVITE_DAYS, MAX_INVITE_USES
 from leaderboards.moderation import ModerationState
 from leaderboards.paths import inside
-from leaderboards.problems import ProblemFormatError, load_problem
+from leaderboards.problems import Problem, ProblemFormatError, load_problem
 from leaderboards.results import UserRef
 from leaderboards.retiming import DEFAULT_RETIME_ROUNDS, MAX_RETIME_ROUNDS
-from leaderboards.sync import SyncAction, SyncReport, sync_problem_set
+from leaderboards.sync import SyncAction, SyncReport, check_one_problem, sync_problem_set
 
 NOT_ADMIN = "Sorry, only this server's kernelcup admins can use admin commands. Nothing was changed."
 ID_MAX = 2**63 - 1
@@ -62,11 +62,16 @@ def actor(interaction: discord.Interaction) -> str:
     return f"discord:{interaction.user.id} ({interaction.user.name})"
 
 
-def _load(root: Path, text: str):
+def _load(bot: BotContext, text: str | None, devices: Sequence[str], skip_run: bool) -> Problem | None:
+    """The problem folder ``text`` (None: no new problem), checked as ``/admin sync`` checks a set: the devices
+    against the runner's routes, and the reference on its own cases unless ``skip_run``."""
     try:
-        return load_problem(inside(root, text))
+        problem = load_problem(inside(bot.settings.problems_dir, text)) if text else None
+        check = bot.reference_check() if bot.reference_check is not None and not skip_run else None
+        check_one_problem(problem, devices, check=check, device_check=bot.device_check)
     except ProblemFormatError as exc:
-        raise InvalidChange(f"The problem folder has errors:\n{exc}") from None
+        raise InvalidChange(f"Not done, the problem or its devices have errors:\n{exc}") from None
+    return problem
 
 
 def sync_text(report: SyncReport) -> str:
@@ -150,19 +155,27 @@ class AdminCommands(app_commands.Group):
         deadline=DATE_HELP,
         devices="Device names, separated by commas (e.g. H100,cpu)",
         name="The leaderboard's name (default: the folder's name)",
+        skip_run="Do not run the problem's reference on its own cases first",
     )
     async def create(
-        self, interaction: discord.Interaction, problem: str, deadline: str, devices: str, name: str | None = None
+        self,
+        interaction: discord.Interaction,
+        problem: str,
+        deadline: str,
+        devices: str,
+        name: str | None = None,
+        skip_run: bool = False,
     ) -> None:
         await defer(interaction)
         bot = self.ctx
-        loaded = await call(_load, bot.settings.problems_dir, problem)
+        chosen = parse_devices(devices) or []
+        loaded = await call(_load, bot, problem, chosen, skip_run)
         summary = await call(
             bot.service.create_leaderboard,
             loaded,
             name=name,
             deadline=parse_when(deadline),
-            devices=parse_devices(devices) or [],
+            devices=chosen,
             creator=actor(interaction),
         )
         await send(
@@ -183,6 +196,7 @@ class AdminCommands(app_commands.Group):
         devices="Device names, separated by commas",
         visible="Show it in /leaderboard list",
         force="Confirm a change to a live leaderboard (rename, deadline in the past) or one that resets its ranking",
+        skip_run="With a new problem: do not run its reference on its own cases first",
     )
     @app_commands.autocomplete(leaderboard=_leaderboards)
     async def update(
@@ -195,10 +209,12 @@ class AdminCommands(app_commands.Group):
         devices: str | None = None,
         visible: bool | None = None,
         force: bool = False,
+        skip_run: bool = False,
     ) -> None:
         await defer(interaction)
         bot = self.ctx
-        loaded = await call(_load, bot.settings.problems_dir, problem) if problem else None
+        chosen = parse_devices(devices)
+        loaded = await call(_load, bot, problem, chosen or (), skip_run)
         # On a live leaderboard a rename or a deadline in the past is refused with what it affects (the error's
         # message, shown as it is); running the command again with force: True confirms it.
         result = await call(
@@ -207,7 +223,7 @@ class AdminCommands(app_commands.Group):
             new_name=name,
             problem=loaded,
             deadline=parse_when(deadline) if deadline else None,
-            devices=parse_devices(devices),
+            devices=chosen,
             visible=visible,
             force=force,
             actor=actor(interaction),

@@ -102,6 +102,33 @@ async def test_sync_runs_changed_references_first_unless_told_not_to(world) -> N
     assert [type(e) for e in raised(world)] == [InvalidChange]
 
 
+async def test_create_and_update_check_devices_and_the_reference_as_sync_does(world) -> None:
+    from helpers import check_reference_in_process
+
+    world.bot.context.reference_check = lambda: check_reference_in_process
+    world.bot.context.device_check = lambda d: None if d in ("cpu", "H100") else f"no runner serves {d}"
+    unknown = await world.admin.slash(
+        world.channel, "admin create", problem="addone", deadline="2099-06-30 12:00", devices="cpu,NOPE9", name="a2"
+    )
+    assert "Not done, the problem or its devices have errors" in unknown.response.content
+    assert "devices: no runner serves NOPE9" in unknown.response.content
+    reference = world.bot.settings.problems_dir / "addone" / "reference.py"
+    reference.write_text(reference.read_text().replace("return [x + 1 for x in data[0]]", "return data[0] + 1"))
+    broken = await world.admin.slash(
+        world.channel, "admin create", problem="addone", deadline="2099-06-30 12:00", devices="cpu", name="a2"
+    )
+    assert "ref_kernel raised TypeError" in broken.response.content
+    assert [b.name for b in world.service.list_leaderboards(include_hidden=True)] == ["addone"]  # nothing made
+    made = await world.admin.slash(
+        world.channel, "admin create", problem="addone", deadline="2099-06-30 12:00", devices="cpu", name="a2",
+        skip_run=True,
+    )  # fmt: skip
+    assert made.response.content.startswith("Created **a2** on cpu")
+    moved = await world.admin.slash(world.channel, "admin update", leaderboard="a2", devices="NOPE9")
+    assert "devices: no runner serves NOPE9" in moved.response.content
+    assert [type(e) for e in raised(world)] == [InvalidChange] * 3
+
+
 async def test_sync_refuses_a_path_outside_the_problems_folder(world) -> None:
     result = await world.admin.slash(world.channel, "admin sync", path="../../etc/passwd")
     assert "is outside the problems folder" in result.response.content

@@ -70,7 +70,8 @@ def test_a_ranked_job_made_in_time_and_still_queued_at_the_deadline_is_waited_fo
     bob = submit(service, "bob", FAST)  # one minute before the deadline, behind a busy queue
     clock.now += timedelta(minutes=2)
     assert service.competition_tick() == []  # bob's ranked job has not run: nothing is queued or frozen yet
-    with pytest.raises(InvalidChange, match=r"1 ranked job of 'add' on cpu made before the deadline \(or admitted late\) has not run yet"):
+    waiting = r"1 ranked job of 'add' on cpu made before the deadline \(or admitted late\) has not run yet"
+    with pytest.raises(InvalidChange, match=waiting):
         service.freeze_standings("add", "cpu", actor="admin")
     serve(service, launcher)  # bob's job runs after the deadline
     if holdout:

@@ -247,3 +247,37 @@ def test_no_secret_in_any_response_or_log_line(
     logs = "\n".join(r.getMessage() for r in caplog.records) + caplog.text
     for secret in [*secrets, created]:
         assert secret not in logs
+
+
+def test_creating_or_changing_one_board_checks_its_devices_and_reference_as_a_sync_does(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A red team, 2026-11-29: the create route opened a board on a device no runner serves, with a reference that
+    raised, which the sync route refuses."""
+    from runners.contract import RunRequest, RunResult, Verdict
+
+    c, admin = world.client, world.auth(world.admin)
+    ran: list[RunRequest] = []
+
+    def check(request: RunRequest) -> RunResult:
+        ran.append(request)
+        return RunResult(verdict=Verdict.RUNTIME_ERROR, mode=request.mode, message="generate_input raised: boom")
+
+    state = c.app.state  # type: ignore[attr-defined]
+    monkeypatch.setattr(state, "reference_check", lambda: check)
+    monkeypatch.setattr(state, "device_check", lambda d: None if d in ("cpu", "A100") else f"no runner serves {d}")
+    write_problem(world.problems, "mul")
+    board = {"problem": "mul", "name": "mul-2", "deadline": "2099-06-01T12:00:00"}
+    r = c.post("/api/v1/admin/leaderboards", headers=admin, json={**board, "devices": ["cpu", "NOPE9"]})
+    assert r.status_code == 422 and "devices: no runner serves NOPE9" in error_of(r)["message"] and not ran
+    r = c.post("/api/v1/admin/leaderboards", headers=admin, json={**board, "devices": ["cpu"]})
+    assert r.status_code == 422 and "boom" in error_of(r)["message"] and len(ran) == 1
+    assert c.get("/api/v1/admin/leaderboards", headers=admin).json()[-1]["name"] != "mul-2"  # nothing was made
+    r = c.post("/api/v1/admin/leaderboards", headers=admin, json={**board, "devices": ["cpu"], "skip_run": True})
+    assert r.status_code == 201 and len(ran) == 1
+    r = c.patch("/api/v1/admin/leaderboards/mul-2", headers=admin, json={"devices": ["NOPE9"]})
+    assert r.status_code == 422 and "no runner serves NOPE9" in error_of(r)["message"]
+    r = c.patch("/api/v1/admin/leaderboards/mul-2", headers=admin, json={"problem": "mul"})
+    assert r.status_code == 422 and "boom" in error_of(r)["message"] and len(ran) == 2
+    r = c.patch("/api/v1/admin/leaderboards/mul-2", headers=admin, json={"problem": "mul", "skip_run": True})
+    assert r.status_code == 200 and len(ran) == 2

@@ -3,16 +3,17 @@ change is recorded in the audit log under the acting user and token (``Principal
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from leaderboards.errors import InvalidChange
 from leaderboards.paths import inside
-from leaderboards.problems import load_problem
+from leaderboards.problems import Problem, load_problem
 from leaderboards.results import Principal
 from leaderboards.service import LeaderboardService
-from leaderboards.sync import sync_problem_set
+from leaderboards.sync import check_one_problem, sync_problem_set
 from web.auth import admin, service_of
 from web.routes.common import SubmissionId, TokenId, UserName, parse_user
 from web.schemas import (
@@ -82,6 +83,7 @@ def create_leaderboard(
     service: LeaderboardService = Depends(service_of),
 ) -> LeaderboardOut:
     problem = load_problem(inside(request.app.state.settings.problems_dir, body.problem))
+    _check(request, problem, body.devices, body.skip_run)
     summary = service.create_leaderboard(
         problem,
         name=body.name,
@@ -106,6 +108,7 @@ def update_leaderboard(
     service: LeaderboardService = Depends(service_of),
 ) -> LeaderboardUpdateOut:
     problem = load_problem(inside(request.app.state.settings.problems_dir, body.problem)) if body.problem else None
+    _check(request, problem, body.devices or (), body.skip_run)
     result = service.update_leaderboard(
         name,
         new_name=body.name,
@@ -120,6 +123,15 @@ def update_leaderboard(
     )
     forget_cached_reads(request)
     return LeaderboardUpdateOut.model_validate(result)
+
+
+def _check(request: Request, problem: Problem | None, devices: Sequence[str], skip_run: bool) -> None:
+    """What the sync route checks, for one leaderboard: its devices against the runner's routes, and a new problem's
+    reference on its own cases (unless ``skip_run``); a 422 naming each issue (a red team opened a board on a device
+    no runner serves, with a reference that raised)."""
+    state = request.app.state
+    check = state.reference_check() if state.reference_check is not None and not skip_run else None
+    check_one_problem(problem, devices, check=check, device_check=state.device_check)
 
 
 @router.delete("/leaderboards/{name}", summary="Delete a leaderboard with all its submissions")
