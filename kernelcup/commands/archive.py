@@ -123,3 +123,8 @@ def account_cmd(
     else:
         shown = repr(view.author_name) if view.author_name else "anonymous"
     typer.echo(f"default licence: {view.default_licence}; named as: {shown}")
+    if view.author_name == "":
+        typer.echo(
+            "note: the archive names no author, but a ranked entry's number and score are public on its board's "
+            "rankings under your leaderboard name (docs/archive.md)"
+        )

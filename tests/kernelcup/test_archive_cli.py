@@ -60,5 +60,6 @@ def test_export_policy_license_and_withdraw(env: Path) -> None:
     assert account.exit_code == 0 and "default licence: CC0-1.0; named as: anonymous" in account.output
     shown = run("archive", "account", "--user", "ann")
     assert shown.exit_code == 0 and "default licence: CC0-1.0; named as: anonymous" in shown.output
+    assert "a ranked entry's number and score are public on its board's rankings" in shown.output  # what it hides
     bad = run("archive", "account", "--default-license", "GPL", "--user", "ann")
     assert bad.exit_code == 1 and "Unknown license 'GPL'" in bad.output

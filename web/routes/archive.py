@@ -123,13 +123,19 @@ class LicenceIn(BaseModel):
 
 class ArchiveAccountOut(Model):
     default_licence: str
-    author_name: str | None = Field(description="null: named as on the leaderboards; '': anonymous.")
+    author_name: str | None = Field(
+        description="null: named as on the leaderboards; '': anonymous in the archive (a ranked entry's number and "
+        "score are public on the rankings, under the leaderboard name: docs/archive.md)."
+    )
 
 
 class ArchiveAccountIn(BaseModel):
     default_license: str | None = Field(None, max_length=32, description=f"Kept when left out. {LICENCE_TEXT}")
     author_name: str | None = Field(
-        None, max_length=MAX_AUTHOR_NAME, description="Kept when left out; '' anonymous; '-' your leaderboard name."
+        None,
+        max_length=MAX_AUTHOR_NAME,
+        description="Kept when left out; '' anonymous in the archive (not on the rankings, where a ranked entry's "
+        "number and score appear under your leaderboard name); '-' your leaderboard name.",
     )
 
 
