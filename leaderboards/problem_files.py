@@ -187,7 +187,10 @@ def check_shape(data: Any) -> None:
         nonlocal count
         count += 1
         if count > MAX_VALUES:
-            raise ValueError(f"expands to more than {MAX_VALUES:,} values (aliases repeating aliases?)")
+            raise ValueError(
+                f"holds more than {MAX_VALUES:,} values once its aliases (if any) are expanded: keep long data out of "
+                "it (generate_input makes the inputs), and do not nest aliases inside aliases"
+            )
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{where or 'the document'}: {value} is not a number kernelcup can store")
         if not isinstance(value, dict | list):

@@ -744,7 +744,8 @@ def _parse_python(file: Path, source: str) -> tuple[ast.Module | None, FormatIss
         where = f"line {exc.lineno}" if exc.lineno else ""
         return None, FormatIssue(str(file), where, f"syntax error: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:  # absurd nesting
-        return None, FormatIssue(str(file), "", f"cannot be parsed as Python ({type(exc).__name__})")
+        return None, FormatIssue(str(file), "", f"cannot be parsed as Python ({type(exc).__name__}: an expression "
+                                 "nested or chained too deeply for the parser): split it into statements")  # fmt: skip
     return tree, None
 
 

@@ -65,3 +65,19 @@ def test_a_hidden_file_in_a_problem_is_refused_as_clients_refuse_it(tmp_path: Pa
     (path / rel).write_text("X = 1\n")
     message = refused(path)
     assert f"{rel!r} names a hidden file or folder" in message and "rename it" in message
+
+
+def test_a_long_list_without_aliases_is_refused_for_its_length_not_blamed_on_aliases() -> None:
+    from leaderboards.problem_files import load_yaml
+
+    with pytest.raises(ValueError) as exc:
+        load_yaml("[" + "1, " * 21_000 + "1]")
+    assert "holds more than 20,000 values" in str(exc.value) and "keep long data out of it" in str(exc.value)
+
+
+def test_an_expression_too_deep_for_the_parser_says_so_and_what_to_do(tmp_path: Path) -> None:
+    path = problem(tmp_path)
+    reference = path / "reference.py"
+    reference.write_text(reference.read_text() + "\nX = " + "1 + " * 200_000 + "1\n")
+    message = refused(path)
+    assert "reference.py" in message and "nested or chained too deeply" in message and "split it" in message
