@@ -56,6 +56,7 @@ from leaderboards.snapshot import (
     incomparable_changes,
     snapshot,
 )
+from leaderboards.thaw import thaw_missing
 from runners.contract import SPEED_OF_LIGHT, Verdict
 
 IMPOSSIBLE_SHOWN = 5
@@ -475,6 +476,11 @@ class AdminMixin(ServiceBase):
             u.is_banned, u.ban_reason = False, None
             self._audit(s, actor or "system", "unban", u.identity)
             s.flush()
+            thawed = thaw_missing(s, u.id)  # their best entries back where standings froze without them
+            if thawed:
+                names = dict(s.execute(select(Leaderboard.id, Leaderboard.name)).all())
+                self._audit(s, actor or "system", "thaw_standings", u.identity,
+                            boards=sorted(f"{names.get(b, b)}:{d}" for b, d in thawed))  # fmt: skip
             return self._user_view(u)
 
     def set_rate_limit(self, name: str, per_hour: int | None, *, actor: str = "") -> LeaderboardSummary:

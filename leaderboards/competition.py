@@ -45,9 +45,9 @@ from leaderboards.models import (
 from leaderboards.moderation_states import ranks, ranks_condition
 from leaderboards.rejudge import drift_texts
 from leaderboards.results import JobStatus, UserRef
-from leaderboards.retiming import RoundStatus, deadline_rounds, queue_rounds, round_entries
+from leaderboards.retiming import RoundStatus, deadline_rounds, queue_rounds, round_entries, wrong_in_a_round
 from leaderboards.snapshot import problem_from_snapshot
-from leaderboards.standings import Entry, holdout_figure, rank
+from leaderboards.standings import Entry, entry_score, holdout_figure, rank
 from runners.contract import Mode, RankingRule
 
 log = logging.getLogger(__name__)
@@ -188,12 +188,13 @@ class StandingsMixin(SystemTestsMixin):
 
     def _freeze(self, s: Session, lb: Leaderboard, dev: str, actor: str) -> FinalStanding:
         entries, excluded = self._finalists(s, lb, dev)
+        entries, wrong = _with_rounds(s, lb, dev, entries)
         frozen = FinalStanding(
             leaderboard_id=lb.id,
             device=dev,
             ranking_by=lb.ranking_by,
-            entries=[e.to_json() for e in _with_rounds(s, lb, dev, entries)],
-            excluded=excluded,
+            entries=[e.to_json() for e in entries],
+            excluded=[*excluded, *wrong],
             frozen_by=actor,
             created_at=self.clock(),
         )
@@ -381,18 +382,34 @@ class StandingsMixin(SystemTestsMixin):
         return True
 
 
-def _with_rounds(s: Session, lb: Leaderboard, dev: str, entries: list[Entry]) -> list[Entry]:
+def _with_rounds(
+    s: Session, lb: Leaderboard, dev: str, entries: list[Entry]
+) -> tuple[list[Entry], list[dict[str, Any]]]:
     """The entries with their rounds of the deadline's re-timing of ``dev`` where it ran (``Entry.rounds``: the final
-    standings then rank by them). Raises ``InvalidChange`` while rounds are left to run."""
+    standings then rank the re-timed ones by them), and those left out for a wrong answer (or a crash) in a round. The
+    rounds count only while the entries they re-timed, each in two rounds at least, are still the top ones by their
+    runs: after a late entry was admitted, an entry came back from moderation, or a re-timed one failed a round for a
+    reason that may be the machine's, every entry ranks by its runs. Raises ``InvalidChange`` while rounds are left to
+    run."""
     rows = deadline_rounds(s, lb, dev)
     if not rows:
-        return entries
+        return entries, []
     waiting = [r for r in rows if r.status in (RoundStatus.QUEUED, RoundStatus.RUNNING)]
     if waiting:
         raise InvalidChange(f"{len(waiting)} re-timing rounds of {lb.name!r} on {dev} have not run yet.")
+    wrong = set(wrong_in_a_round(rows))
+    excluded = [
+        {"user_name": e.user_name, "submission_id": e.submission_id, "coverage": "wrong answer in a re-timing round"}
+        for e in entries
+        if e.submission_id in wrong
+    ]
+    entries = [e for e in entries if e.submission_id not in wrong]
     retimed, _ = round_entries(rows, {})
-    rounds = {e.submission_id: e.rounds for e in retimed}
-    return [replace(e, rounds=rounds.get(e.submission_id, ())) for e in entries]
+    rounds = {e.submission_id: e.rounds for e in retimed if len(e.rounds) >= 2}
+    top = [e.submission_id for e in sorted(entries, key=lambda e: entry_score(e, RankingRule(lb.ranking_by))[0])]
+    if set(top[: len(rounds)]) != set(rounds):
+        return entries, excluded  # the rounds no longer cover the top entries: ranked by their runs
+    return [replace(e, rounds=rounds.get(e.submission_id, ())) for e in entries], excluded
 
 
 def with_drift_notes(view: StandingsView, drifts: dict[int, str]) -> StandingsView:

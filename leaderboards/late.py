@@ -19,14 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from leaderboards import ranking
 from leaderboards.errors import InvalidChange, LeaderboardClosed, RateLimited, SubmissionNotFound
-from leaderboards.holdout import holdout_cases_on, queue_system_test
 from leaderboards.models import (
-    FinalStanding,
     Job,
     JobStatus,
     LateSubmission,
@@ -38,7 +36,7 @@ from leaderboards.models import (
 from leaderboards.moderation_states import ranks_condition
 from leaderboards.results import SubmissionMode, UserRef
 from leaderboards.service_base import ServiceBase, hour_full_until
-from leaderboards.snapshot import problem_from_snapshot
+from leaderboards.thaw import thaw_missing
 
 LATE_LIST_MAX = 200
 """Most rows of one page of the "after the deadline" list."""
@@ -218,7 +216,7 @@ class LateMixin(ServiceBase):
             late.admitted_by, late.admitted_reason, late.admitted_at = actor, reason, now
             s.flush()
             ranking.rebuild(s, lb, user_id=sub.user_id)
-            thawed = self._thaw(s, lb, sub, [j.device for j in jobs])
+            thawed = sorted(device for _, device in thaw_missing(s, sub.user_id, [lb.id]))
             self._audit(
                 s, actor, "admit_late", lb.name, submission_id=sub.id, user=sub.user.name, reason=reason,
                 thawed=thawed,
@@ -227,23 +225,6 @@ class LateMixin(ServiceBase):
                 sub.id, lb.name, sub.user.name, sub.file_name, SubmissionMode(sub.mode), sub.created_at,
                 _late_jobs(s, [sub.id]).get(sub.id, ()), actor, reason, now,
             )  # fmt: skip
-
-    def _thaw(self, s: Session, lb: Leaderboard, sub: Submission, devices: list[str]) -> list[str]:
-        """Unfreeze the final standings of ``devices`` where they are frozen, and queue the entry's system test on
-        each where the problem has held-out cases; the devices thawed."""
-        here = (FinalStanding.leaderboard_id == lb.id, FinalStanding.device.in_(devices))
-        frozen = set(s.scalars(select(FinalStanding.device).where(*here)))
-        if not frozen:
-            return []
-        s.execute(delete(FinalStanding).where(*here))
-        problem = problem_from_snapshot(lb.task)
-        for device in sorted(frozen):
-            cases = holdout_cases_on(problem, device)
-            if not cases:
-                continue
-            queue_system_test(s, lb, device, sub.id, cases, "admin", self.clock())
-        s.flush()
-        return sorted(frozen)
 
 
 def _late_jobs(s: Session, submission_ids: list[int]) -> dict[int, tuple[LateJob, ...]]:

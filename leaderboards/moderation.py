@@ -36,6 +36,7 @@ from leaderboards.moderation_states import ALLOWED_FROM, ModerationState, ranks
 from leaderboards.results import UserRef
 from leaderboards.screening import SCREENING_ACTOR, Screening, ScreenRequest, ScreenVerdict, screen, screener_from
 from leaderboards.service_base import ServiceBase
+from leaderboards.thaw import thaw_missing
 
 MAX_REASON = 1000
 """Longest reason kept (it is shown to the author)."""
@@ -153,6 +154,11 @@ class ModerationMixin(ServiceBase):
             sub = self._submission(s, submission_id)
             s.execute(select(Leaderboard.id).where(Leaderboard.id == sub.leaderboard_id).with_for_update())
             before = set_state(s, sub, target, actor=actor, reason=reason, now=self.clock())
+            if ranks(target.value) and not ranks(before):  # back in the ranking: where frozen without it, thawed
+                thawed = thaw_missing(s, sub.user_id, [sub.leaderboard_id])
+                if thawed:
+                    self._audit(s, actor, "thaw_standings", sub.leaderboard.name, submission=sub.id,
+                                devices=sorted(d for _, d in thawed))  # fmt: skip
             if target is ModerationState.CLEARED and before != ModerationState.CLEARED:
                 withdrawn = withdraw_credits(s, sub)
                 if withdrawn:

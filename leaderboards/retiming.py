@@ -45,7 +45,7 @@ from leaderboards.rejudge import runtime_of, runtime_text
 from leaderboards.scoring import aggregate
 from leaderboards.snapshot import problem_from_snapshot
 from leaderboards.standings import Entry, rank
-from runners.contract import Limits, Mode, RankingRule, RunRequest, RunResult
+from runners.contract import Limits, Mode, RankingRule, RunRequest, RunResult, Verdict
 from runners.launchers.base import Launcher
 
 DEFAULT_RETIME_ROUNDS = 6
@@ -266,7 +266,7 @@ class RetimingMixin(RecordingMixin):
             for sid, result in results.items():
                 stats = [b.stats for b in result.benchmarks if b.stats is not None and b.stats.median_ns > 0]
                 if not result.passed or len(stats) != len(dict(claim.runs)[sid].benchmarks):
-                    stored[str(sid)] = {"passed": False}
+                    stored[str(sid)] = {"passed": False, "verdict": result.verdict.value}
                     continue
                 score = aggregate([st.median_ns for st in stats], rule)
                 stored[str(sid)] = {"passed": True, "score_ns": score, "stats": [st.model_dump() for st in stats]}
@@ -297,6 +297,18 @@ class RetimingMixin(RecordingMixin):
                 ).all()
             )
             return _pooled(lb.name, dev, batch, rows, names, RankingRule(lb.ranking_by))
+
+
+WRONG_IN_A_ROUND = (Verdict.WRONG_ANSWER.value, Verdict.RUNTIME_ERROR.value)
+"""A re-timing round's verdicts that are the entry's own failure on fresh inputs (its answer, or its crash): such an
+entry leaves the final standings, as one that fails a held-out case does. A timeout or a lack of memory on one machine
+may be the machine's: the entry is then not re-timed, and the board ranks by runs."""
+
+
+def wrong_in_a_round(rows: Sequence[RetimeRound]) -> list[int]:
+    """The entries that answered wrong (or crashed) in a round that ran."""
+    done = [r for r in rows if r.status == RoundStatus.DONE and r.results]
+    return sorted({int(k) for r in done for k, v in (r.results or {}).items() if v.get("verdict") in WRONG_IN_A_ROUND})
 
 
 def round_entries(rows: Sequence[RetimeRound], names: dict[int, str]) -> tuple[list[Entry], list[int]]:

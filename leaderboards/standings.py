@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from leaderboards.pooling import Outcome, pool_case
@@ -168,12 +168,16 @@ def _round_result(stored: Mapping[str, Any]) -> RunResult:
 
 def rounds_score(entry: Entry) -> tuple[float, float]:
     """An entry's re-timed score: the geometric mean of its rounds' scores, and the sd of its log such that
-    ``rank``'s 95% interval (±1.96 sd) is the rounds' t interval (at least two rounds)."""
+    ``rank``'s 95% interval (±1.96 sd) is the rounds' t interval (at least two rounds), at least the process offset's
+    over the rounds."""
     logs = [math.log(float(r["score_ns"])) for r in entry.rounds]
     n = len(logs)
     mean = math.fsum(logs) / n
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in logs) / (n - 1))
-    return math.exp(mean), t975(n - 1) * sd / math.sqrt(n) / Z95
+    # Never narrower than the fresh processes' own offset over n rounds: rounds that read alike to the last digit
+    # (a red team's identical fakes; a quantised clock) are not a score known to zero width.
+    floor = process_offset_sd(math.exp(mean)) / math.sqrt(n)
+    return math.exp(mean), max(t975(n - 1) * sd / math.sqrt(n) / Z95, floor)
 
 
 def rounds_told_apart(faster: Entry, slower: Entry, rule: RankingRule, gpu: bool) -> bool:
@@ -192,36 +196,49 @@ def rounds_told_apart(faster: Entry, slower: Entry, rule: RankingRule, gpu: bool
 
 def rank(entries: Iterable[Entry], rule: RankingRule, *, gpu: bool = True) -> tuple[Standing, ...]:
     """The standings of ``entries``: fastest first (equal scores: the earlier submission), each entry's rank 1 + the
-    number told apart from it and faster, ``tied`` where another entry shares that rank. Where every entry was
-    re-timed (``Entry.rounds``, two rounds at least: the deadline's re-timing of the top K) they rank first, by their
-    rounds, told apart by the paired compare (``gpu``: widened to the cases' own noise, as on a GPU); the others
-    after them, by their runs' statistics."""
+    number told apart from it and faster, ``tied`` where another entry shares that rank. Where entries were re-timed
+    (``Entry.rounds``, two rounds at least: the deadline's re-timing of the top K) they rank first, by their rounds,
+    told apart by the paired compare (``gpu``: widened to the cases' own noise, as on a GPU); the others after them,
+    each by its runs' statistics against every entry (so one that no run tells from the last re-timed entries shares
+    their rank), never above the last re-timed one. The caller re-times the top K by runs
+    (``competition._with_rounds`` drops stale rounds)."""
     entries = list(entries)
     retimed = [e for e in entries if len(e.rounds) >= 2]
-    if retimed:
-        by_rounds = sorted(((rounds_score(e), e) for e in retimed), key=lambda p: (p[0][0], p[1].submission_id))
-        ranks = _monotone(
-            [
-                1 + sum(1 for _, other in by_rounds[:i] if rounds_told_apart(other, mine, rule, gpu))
-                for i, (_, mine) in enumerate(by_rounds)
-            ]
-        )
-        head = _standings(ranks, by_rounds)
-        rest = [e for e in entries if len(e.rounds) < 2]
-        if not rest:
-            return head
-        # The re-timed finalists (the top K) hold the first places; the others follow in their runs' order (an entry
-        # outside the top K was slower there, and one whose round failed has no re-timed score to stand on).
-        tail = rank(rest, rule, gpu=gpu)
-        return head + tuple(replace(t, rank=t.rank + len(head)) for t in tail)
-    scored = sorted(((entry_score(e, rule), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
+    if not retimed:
+        by_runs = _by_runs(entries, rule)
+        return _standings(_monotone(_ranks(by_runs)), by_runs)
+    by_rounds = sorted(((rounds_score(e), e) for e in retimed), key=lambda p: (p[0][0], p[1].submission_id))
     ranks = _monotone(
         [
-            1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])
-            for i, (mine, _) in enumerate(scored)
+            1 + sum(1 for _, other in by_rounds[:i] if rounds_told_apart(other, mine, rule, gpu))
+            for i, (_, mine) in enumerate(by_rounds)
         ]
     )
-    return _standings(ranks, scored)
+    # The re-timed finalists (the top K) hold the first places; the others follow in their runs' order, each ranked by
+    # its runs against every entry, re-timed ones included (an entry outside the top K was slower there, and one
+    # whose round failed has no re-timed score to stand on).
+    head_ids = {e.submission_id for e in retimed}
+    if len(head_ids) == len(entries):
+        return _standings(ranks, by_rounds)
+    by_runs = _by_runs(entries, rule)
+    tail = [(pair, e) for pair, e in by_runs if e.submission_id not in head_ids]
+    for pair, e in tail:
+        faster = sum(1 for other, o in by_runs if o is not e and other[0] < pair[0] and told_apart(other, pair))
+        ranks.append(max(1 + faster, ranks[-1]))
+    return _standings(ranks, [*by_rounds, *tail])
+
+
+def _by_runs(entries: list[Entry], rule: RankingRule) -> list[tuple[tuple[float, float], Entry]]:
+    """The entries with their runs' scores (``entry_score``), fastest first (equal scores: the earlier submission)."""
+    return sorted(((entry_score(e, rule), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
+
+
+def _ranks(scored: list[tuple[tuple[float, float], Entry]]) -> list[int]:
+    """Each entry's 1 + the number of entries before it told apart from it and faster (``scored`` fastest first)."""
+    return [
+        1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])
+        for i, (mine, _) in enumerate(scored)
+    ]
 
 
 def _monotone(ranks: list[int]) -> list[int]:

@@ -152,3 +152,36 @@ def test_a_user_banned_or_an_entry_deleted_after_the_freeze_leaves_the_final_sta
     assert [(u, s) for _, _, u, s in final_rows(service)] == [("ann", ann), ("carl", carl)]
     service.delete_submission(carl, actor="admin")
     assert [(r, u, s) for r, _, u, s in final_rows(service)] == [(1, "ann", ann)]
+
+
+def test_an_entry_left_out_at_the_freeze_and_back_since_thaws_the_standings_and_returns(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
+) -> None:
+    """A red team: an entry quarantined when the standings froze, then cleared, stayed missing for good while the live
+    ranking showed it; so did the entry of a user banned then and unbanned since. Each thaws its device's standings
+    (audited), and the deadline's housekeeping freezes them again with it."""
+    service = board(database, settings, tmp_path, clock, holdout=False)
+    launcher = runner()
+    submit(service, "ann", SLOW)
+    bob = submit(service, "bob", FAST)
+    carl = submit(service, "carl", MIDDLE)
+    serve(service, launcher)
+    service.moderate(bob, "quarantined", actor="admin", reason="looks odd")
+    service.ban_user(UserRef("carl"), reason="spam", actor="admin")
+    clock.now += timedelta(days=2)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [u for _, _, u, _ in final_rows(service)] == ["ann"]
+    service.moderate(bob, "cleared", actor="admin", reason="it was fine")
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [(u, s) for _, _, u, s in final_rows(service)] == [("bob", bob), ("ann", 1)]
+    service.unban_user(UserRef("carl"), actor="admin")
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [(u, s) for _, _, u, s in final_rows(service)] == [("bob", bob), ("ann", 1), ("carl", carl)]
+    with service.db.transaction() as s:
+        thaws = s.scalars(select(AuditLog.actor).where(AuditLog.action == "thaw_standings")).all()
+    assert thaws == ["admin", "admin"]
+    service.moderate(bob, "quarantined", actor="admin", reason="looked again")  # leaves when read, no thaw
+    service.moderate(bob, "cleared", actor="admin", reason="fine after all")  # it is in the frozen list: no thaw
+    with service.db.transaction() as s:
+        assert len(s.scalars(select(AuditLog.actor).where(AuditLog.action == "thaw_standings")).all()) == 2
+    assert [u for _, _, u, _ in final_rows(service)] == ["bob", "ann", "carl"]

@@ -169,6 +169,8 @@ def test_admitting_after_the_freeze_thaws_the_standings_and_tests_the_entry_firs
     svc.admit_late(late, actor="admin", reason="a platform outage")
     with svc.db.transaction() as s:
         assert s.scalars(select(FinalStanding)).all() == []
+    assert svc.competition_tick() == ["add: queued 1 system tests at the deadline"]  # its own, first
+    with svc.db.transaction() as s:
         test = s.scalars(select(SystemTest).where(SystemTest.submission_id == late)).one()
         assert (test.status, test.cases) == ("queued", len(HELD_OUT))
     assert svc.competition_tick() == []  # not before its system test ran

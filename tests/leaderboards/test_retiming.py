@@ -188,3 +188,56 @@ def test_the_deadline_retimes_the_finalists_and_the_final_standings_rank_by_the_
         assert [len(e["rounds"]) for e in frozen.entries] == [4, 4, 4]
         assert {r["machine"] for r in frozen.entries[0]["rounds"]} == {"box-1 (torch 2.6.0)", "box-2 (torch 2.6.0)"}
     assert svc.standings("add", final=True) == final  # recomputed from the frozen rounds: the same floats
+
+
+FASTEST = b"def custom_kernel(data):\n    return data  # dan, ten times faster\n"
+SPEED[FASTEST] = 100.0
+
+
+def deadline_rounds_run(svc: LeaderboardService, clock: Clock, launcher: FakeLauncher) -> None:
+    """Past the deadline with two re-timing rounds of the top entries, run on one machine."""
+    svc.settings.deadline_retime_rounds = 2
+    clock.now += timedelta(days=2)
+    JobQueue(svc.db, clock=svc.clock).register_worker("box-1", ["cpu"])
+    assert svc.competition_tick() == ["add: queued 2 re-timing rounds on cpu"]
+    assert asyncio.run(drain(svc, "box-1", launcher)) == 2
+
+
+def test_an_entry_wrong_on_the_re_timings_inputs_leaves_the_final_standings(
+    svc: LeaderboardService, clock: Clock
+) -> None:
+    """A red team: ann answered wrong in every round and still ranked (below the slower cy, with no note)."""
+
+    def respond(request: RunRequest) -> RunResult:
+        if request.submission.content == A:
+            return RunResult(verdict=Verdict.WRONG_ANSWER, mode=request.mode, message="wrong")
+        return accepted_result(request, SPEED[request.submission.content])
+
+    deadline_rounds_run(svc, clock, FakeLauncher(respond))
+    assert svc.competition_tick() == ["add: froze the final standings on cpu"]
+    final = svc.standings("add", final=True)
+    assert [(r.rank, r.user_name) for r in final.rows] == [(1, "bob"), (2, "cy")]
+    assert [(e.user_name, e.coverage) for e in final.excluded] == [("ann", "wrong answer in a re-timing round")]
+
+
+def test_rounds_that_no_longer_cover_the_top_entries_give_way_to_the_runs(
+    svc: LeaderboardService, clock: Clock
+) -> None:
+    """A red team: dan, ten times faster, admitted late after the re-timing (or back from a quarantine), ranked below
+    every re-timed entry. When the re-timed entries are no longer the top ones by runs, every entry ranks by its
+    runs."""
+    deadline_rounds_run(svc, clock, machine("2.6.0", 1.0, 5))
+    assert svc.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [r.user_name for r in svc.standings("add", final=True).rows] == ["ann", "bob", "cy"]
+    late = svc.submit(UserRef("dan"), "k.py", FASTEST, "add", ["cpu"], Mode.RANKED).submission_id
+    from test_system_tests import serve
+
+    serve(svc, FakeLauncher(lambda r: accepted_result(r, SPEED[r.submission.content])))
+    svc.admit_late(late, actor="admin", reason="an outage")
+    assert svc.competition_tick() == ["add: froze the final standings on cpu"]
+    final = svc.standings("add", final=True)
+    assert [r.user_name for r in final.rows] == ["dan", "ann", "bob", "cy"] and final.rows[0].rank == 1
+    assert [r.rank for r in final.rows] == sorted(r.rank for r in final.rows)  # (100 ns is within 0.25 µs of 1 µs)
+    with svc.db.transaction() as s:  # frozen without the stale rounds
+        [frozen] = s.scalars(select(FinalStanding)).all()
+        assert all("rounds" not in e for e in frozen.entries)

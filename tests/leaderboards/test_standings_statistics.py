@@ -122,6 +122,27 @@ def test_re_timed_finalists_rank_first_and_the_others_follow_in_their_runs_order
     assert [s.rank for s in standings] == [1, 2, 3, 4]
 
 
+def test_an_entry_just_outside_the_re_timed_top_k_that_runs_cannot_tell_from_them_shares_their_rank() -> None:
+    """A red team: with K = 2 and three byte-identical files, the third (not re-timed) came 3rd while the two re-timed
+    shared 1st, though nothing told it from them. A tail entry ranks by its runs against every entry, never above the
+    last re-timed one."""
+    rng = random.Random(11)
+    same = [steady(u, VECTORADD) for u in (1, 2, 3)]
+
+    def with_rounds(e: Entry) -> Entry:
+        rounds = []
+        for r in range(4):
+            stats = [case_stats(rng, t, QUIET).model_dump(mode="json") for t in VECTORADD]
+            score = math.exp(math.fsum(math.log(st["median_ns"]) for st in stats) / len(stats))
+            rounds.append({"round": r, "machine": "m", "score_ns": score, "stats": stats})
+        return Entry(e.user_id, e.user_name, e.submission_id, e.file_name, e.cases, rounds=tuple(rounds))
+
+    slower = steady(4, [t * 1.5 for t in VECTORADD])
+    standings = rank([with_rounds(same[0]), with_rounds(same[1]), same[2], slower], RankingRule.GEOMEAN)
+    assert sorted((s.entry.user_id, s.rank, s.tied) for s in standings) == [
+        (1, 1, True), (2, 1, True), (3, 1, True), (4, 4, False)]  # fmt: skip
+
+
 def tight(median_ns: float) -> TimingStats:
     """A precise reading: 1,000 samples, 1% spread."""
     m = median_ns
@@ -173,3 +194,11 @@ def test_a_slower_entry_never_ranks_above_a_faster_one() -> None:
     assert not told_apart(scores[1], scores[3]) and told_apart(scores[1], scores[2])
     standings = rank([imprecise, second, leader], RankingRule.GEOMEAN)
     assert [(s.entry.user_id, s.rank, s.tied) for s in standings] == [(1, 1, False), (2, 2, True), (3, 2, True)]
+
+
+def test_re_timed_rounds_that_read_alike_to_the_last_digit_still_show_an_interval() -> None:
+    from leaderboards.standings import rounds_score
+
+    rounds = tuple({"round": r, "machine": "m", "score_ns": 1000.0, "stats": []} for r in range(4))
+    score, log_sd = rounds_score(Entry(1, "u1", 1, "k.py", (), rounds=rounds))
+    assert score == pytest.approx(1000.0) and log_sd > 0.1  # 0.25 µs of offset is a quarter of 1 µs
