@@ -162,9 +162,9 @@ def build_worker(
     service = platform.service
     launchers = launcher_for(launcher, local=local, runner=runner)
 
-    def housekeeping() -> None:
+    def housekeeping() -> list[str]:
         sweep(runner)
-        service.competition_tick()  # the deadline's system tests, then the final standings (issue 29)
+        return service.competition_tick()  # the deadline's system tests, then the final standings (issue 29)
 
     return Worker(
         service,

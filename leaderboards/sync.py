@@ -111,6 +111,7 @@ def check_references(
         case = request.tests[0]
         if on_start is not None:
             on_start(problem, case)
+        what = f"on the test case {case}, then each benchmark case's inputs"
         try:
             result = check(request)
         except Exception as exc:  # the checker itself broke: say so instead of a traceback
@@ -120,11 +121,25 @@ def check_references(
                 continue
             message = result.message or result.verdict.label
             message += problem_code_hint(message)
-        what = f"on the test case {case}, then each benchmark case's inputs"
+            what = _failed_where(problem, request, result)
         lead = traceback_headline(message)
         text = f"{lead} ({what}); in full:\n{message}" if lead else f"{what}: {message}"
         issues.append(FormatIssue(str(problem.path / "reference.py"), REFERENCE_STEPS, text))
     return issues
+
+
+def _failed_where(problem: Problem, request: RunRequest, result: RunResult) -> str:
+    """Which case of a reference check failed, as far as its result says: the evaluator reports each case as it
+    passes (or fails its check) and stops at the first that raises, so the first case not reported as passed is the
+    one. The request's cases are the test cases, then the held-out ones (``reference_request``)."""
+    held_out = len(problem.task.cases("holdout", problem.task.world_size))
+    tests = len(request.tests) - held_out
+    failed = next((t.index for t in result.tests if not t.verdict.passed), None)
+    index = failed if failed is not None else len(result.tests)
+    if index >= len(request.tests):
+        return "after every test and held-out case passed: a baseline, or a benchmark case's inputs"
+    kind = "test case" if index < tests else "held-out case"
+    return f"on the {kind} {request.tests[index]}"
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')

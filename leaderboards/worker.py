@@ -161,7 +161,11 @@ class WorkerSettings(BaseSettings):
     probe_s: float = Field(default=30.0, gt=0, description="How often an unhealthy worker probes its runner again.")
     probe_timeout_s: float = Field(default=60.0, gt=0, description="Bound of one probe of a launcher (its check).")
     sweep_s: float = Field(
-        default=600.0, gt=0, description="How often stale job folders and cgroups of dead runs are swept."
+        default=600.0,
+        gt=0,
+        description="How often the housekeeping runs: stale job folders and cgroups of dead runs are swept, and "
+        "the deadlines' work is done (system tests queued, final standings frozen); it also runs soon after a "
+        "system test or re-timing round ends.",
     )
     spool_dir: Path | None = Field(
         default=None,
@@ -204,6 +208,11 @@ class JobReport:
     status: str
     recorded: tuple[RecordedRun, ...] = ()
     message: str = ""
+
+
+ONCE_HOUSEKEEPING_PASSES = 5
+"""With ``run(once=True)``: how many end-of-run housekeeping passes (each followed by serving what it queued) at most;
+a board's end takes three (system tests, re-timing rounds, the freeze)."""
 
 
 def launch_timeout_s(request: RunRequest, margin_s: float, launcher: Launcher | None = None) -> float:
@@ -249,8 +258,11 @@ class QueueJobHandle:
 class Worker:
     """Serves jobs from the queue. Build it with the service and a device->launcher function; ``run`` it.
 
-    ``housekeeping`` (optional, blocking) runs on a thread at start and every ``sweep_s``: the composition root
-    passes the sweep of stale job folders and cgroups (``runners.cleanup``) for workers with a local runner.
+    ``housekeeping`` (optional, blocking) runs on a thread at start, every ``sweep_s``, and soon after a system test
+    or re-timing round ends (the competition's end waits on it): the composition root passes the sweep of stale job
+    folders and cgroups (``runners.cleanup``) and the deadline's work (``competition_tick``). What it returns, when a
+    list of lines (what it did), is logged; with ``run(once=True)`` it runs again at the end, serving what it queued,
+    until it does nothing.
     """
 
     def __init__(
@@ -310,6 +322,7 @@ class Worker:
         self._busy_lock = threading.Lock()  # writes of it go out in order, each with the list as it is then
         self._pool: ThreadPoolExecutor | None = None
         self._wake = asyncio.Event()
+        self._housekeep_now = asyncio.Event()  # an idle item ended: the competition's end may be due
         self._closing = threading.Event()  # set when the worker stops: endless database retries give up
         self._failed_jobs: set[int] = set()  # distinct jobs that failed in a row on this worker
         self._unhealthy: str | None = None
@@ -349,19 +362,24 @@ class Worker:
         self._recovering = asyncio.Lock()
         if not await self._register(stop):
             return self.reports
-        background = [
-            asyncio.create_task(self._heartbeats(stop), name="kc-heartbeat"),
-            asyncio.create_task(self._housekeeping(stop), name="kc-housekeeping"),
-        ]
+        background = [asyncio.create_task(self._heartbeats(stop), name="kc-heartbeat")]
+        if not once:  # (once: its passes run in order, before and after the slots)
+            background.append(asyncio.create_task(self._housekeeping(stop), name="kc-housekeeping"))
         slots: list[asyncio.Task[None]] = []
         try:
             await self._store_spooled()
             await self._self_check()
+            if once and self.housekeeping is not None:
+                await self._housekeep()
             slots = [
                 asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{i}")
                 for i in range(self.settings.concurrency)
             ]
             await asyncio.gather(*slots)
+            for _ in range(ONCE_HOUSEKEEPING_PASSES if once and self.housekeeping is not None else 0):
+                if not await self._housekeep():  # e.g. froze the final standings once the system tests ran
+                    break
+                await self._slot(stop, once, until)  # what it queued (system tests, re-timing rounds)
         finally:
             self._closing.set()
             for task in slots:
@@ -529,6 +547,7 @@ class Worker:
                 continue
             try:
                 if await self._run_idle_item(what, runner):
+                    self._housekeep_now.set()  # the last system test or round of a board may have ended
                     return True
             except Exception as exc:
                 log.warning("a %s could not be claimed or stored (%s)", what, _why(exc))
@@ -627,12 +646,27 @@ class Worker:
         if self.housekeeping is None:
             return
         while not stop.is_set():
+            self._housekeep_now.clear()
+            await self._housekeep()
+            waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._housekeep_now.wait())]
             try:
-                await asyncio.to_thread(self.housekeeping)
-            except Exception:
-                log.exception("housekeeping (sweeping stale job folders and cgroups) failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.settings.sweep_s)
+                await asyncio.wait(waiters, timeout=self.settings.sweep_s, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+
+    async def _housekeep(self) -> bool:
+        """One pass of ``housekeeping`` on a thread, its lines logged; whether it said it did something."""
+        assert self.housekeeping is not None
+        try:
+            done = await asyncio.to_thread(self.housekeeping)
+        except Exception:
+            log.exception("housekeeping (sweeping stale job folders and cgroups, the deadlines' work) failed")
+            return False
+        lines = [str(line) for line in done] if isinstance(done, list) else []
+        for line in lines:
+            log.info("%s", line)
+        return bool(lines)
 
     # -- health -----------------------------------------------------------------------------------------------------
 

@@ -38,7 +38,10 @@ def _warn(warnings: tuple[FormatIssue, ...]) -> None:
 
 
 def _announce(problem: Problem, case: dict) -> None:
-    typer.echo(f"running the reference of {problem.path} on {case} …", err=True)
+    held_out = len(problem.task.cases("holdout", problem.task.world_size))
+    also = f", its {held_out} held-out cases" if held_out else ""
+    typer.echo(f"running the reference of {problem.path} on its test cases (from {case}){also} and each benchmark "
+               "case's inputs …", err=True)  # fmt: skip
 
 
 def _announce_battery(problem: Problem) -> None:

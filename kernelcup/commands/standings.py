@@ -144,6 +144,32 @@ def register(app: typer.Typer) -> None:
         for e in queued.entries:
             typer.echo(f"  {safe(e.device)}: {safe(e.user_name)} #{e.submission_id}")
 
+    @lb_app.command("freeze")
+    def freeze_cmd(
+        name: str = typer.Argument(..., help="The leaderboard."),
+        device: list[str] = typer.Option(None, "--device", "-d", help="Only this device (repeatable)."),
+    ) -> None:
+        """Freeze a leaderboard's final standings by hand, after its deadline (the workers' housekeeping does it on
+        its own once the system tests have run): each device's, or says why not yet (the server's own database)."""
+        from leaderboards.errors import UserError
+
+        service = open_service()
+        with user_errors():
+            devices = device or list(service.leaderboard(name).devices)
+        refused = 0
+        for d in devices:
+            try:
+                view = service.freeze_standings(name, d, actor=_actor("freeze"))
+            except UserError as exc:
+                refused += 1
+                typer.echo(f"{safe(name)} on {safe(d)}: not frozen: {exc}")
+                continue
+            typer.echo(f"{safe(view.leaderboard)} on {safe(view.device)}: froze {len(view.rows)} entries "
+                       f"({len(view.excluded)} left out); see: kernelcup leaderboard standings {safe(name)} "
+                       "--final")  # fmt: skip
+        if refused:
+            raise typer.Exit(1)
+
     @lb_app.command("retime")
     def retime_cmd(
         name: str = typer.Argument(..., help="The leaderboard."),

@@ -73,10 +73,16 @@ def test_system_test_then_live_and_final_standings(env: Path) -> None:
 
     early = run("leaderboard", "standings", "add", "--final")
     assert early.exit_code == 1 and "no final standings on cpu yet" in early.output
+    assert "kernelcup worker --once" in early.output and "kernelcup leaderboard freeze add" in early.output
+    not_yet = run("leaderboard", "freeze", "add")
+    assert not_yet.exit_code == 1 and "add on cpu: not frozen:" in not_yet.output and "open until" in not_yet.output
     past = datetime.now(UTC) - timedelta(minutes=1)
     service.update_leaderboard("add", deadline=past, force=True, actor="test")
-    # the system tests ran after the (moved) deadline, so they count: the deadline freezes at once
-    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    # the system tests ran after the (moved) deadline, so they count: an admin can freeze at once
+    frozen = run("leaderboard", "freeze", "add")
+    assert frozen.exit_code == 0 and "add on cpu: froze 1 entries (1 left out)" in frozen.output, frozen.output
+    again = run("leaderboard", "freeze", "add")
+    assert again.exit_code == 1 and "frozen already" in again.output
     service.db.dispose()
 
     final = run("leaderboard", "standings", "add", "--final")

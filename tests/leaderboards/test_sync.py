@@ -228,7 +228,7 @@ def test_validate_run_and_sync_run_each_reference_on_every_case_the_smallest_fir
     assert "ref_kernel raised TypeError" in result.stderr
     assert [a[0] for a in asked] == ["add", "broken"]
     # each check says so as it starts, as validate --run does (a newcomer's walk: sync was silent for ~110 s)
-    assert f"running the reference of {root / 'add'} on {{'size': 2, 'seed': 9}}" in result.stderr
+    assert f"running the reference of {root / 'add'} on its test cases (from {{'size': 2, 'seed': 9}})" in result.stderr
     assert f"running the reference of {broken} on" in result.stderr
     service = LeaderboardService(database, CoreSettings(_env_file=None))
     assert service.list_leaderboards(include_hidden=True) == ()  # nothing applied

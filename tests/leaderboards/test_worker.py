@@ -537,3 +537,26 @@ def test_an_accepted_result_that_says_nothing_ran_is_not_excused_from_the_sandbo
     [job] = jobs_of(svc, sub)
     assert job.status != JobStatus.SUCCEEDED and "without its sandbox" in (job.error or ""), job.error
     assert svc.ranking("add", "cpu").entries == ()
+
+
+def test_a_once_worker_runs_its_housekeeping_again_at_the_end_and_serves_what_it_queued(
+    svc: LeaderboardService, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An organizer's walk: `kernelcup worker --once` after a deadline ran the system tests, but the freeze needed a
+    second call, and the log said nothing of either. A once worker now runs its housekeeping before and after its
+    slots, serving what a pass queued, until a pass does nothing; each line a pass returns is logged."""
+    passes: list[int] = []
+
+    def housekeeping() -> list[str]:
+        passes.append(len(passes))
+        if len(passes) == 2:  # the pass after the first slots: queue something, as a deadline queues system tests
+            submit(svc, user="late", mode="test")
+            return ["add: queued 1 job"]
+        return []
+
+    caplog.set_level("INFO", logger="leaderboards.worker")
+    w = Worker(svc, lambda d: scripted(), FAST, housekeeping=housekeeping)
+    asyncio.run(asyncio.wait_for(w.run(once=True), 60))
+    assert passes == [0, 1, 2]  # before, after (queued), after again (nothing: done)
+    assert [r.status for r in w.reports] == ["succeeded"]  # served in the same call
+    assert "add: queued 1 job" in caplog.text

@@ -213,3 +213,36 @@ def test_a_hang_message_says_how_its_steps_bound_was_made(what: str, said: str) 
 
     message = reference_hang_message(Step("reference", 0.0, 50.0, what, 50.0), "generate_input")
     assert message.startswith(f"{what}: generate_input did not return within 50 s") and said in message, message
+
+
+HELD_OUT_FAILS = """
+
+_gen = generate_input
+def generate_input(size, seed):
+    if size == 13:
+        raise ValueError('no inputs this size')
+    return _gen(size, seed)
+"""
+
+
+def test_the_refusal_names_the_case_that_failed_a_held_out_one_too(tmp_path: Path) -> None:
+    """An organizer's walk: a held-out case whose inputs could not be made was reported "on the test case {size: 1,
+    ...}", the first test case, whatever failed."""
+    import functools
+
+    import yaml
+
+    from leaderboards.sync import check_references
+
+    folder = tmp_path / "problem"
+    shutil.copytree(FIXTURE, folder)
+    task = yaml.safe_load((folder / "task.yml").read_text())
+    task["holdout"] = [{"size": 13, "seed": 7103}]
+    (folder / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
+    with (folder / "reference.py").open("a") as f:
+        f.write(HELD_OUT_FAILS)
+    settings = RunnerSettings(job_root=tmp_path / "jobs", allow_unsandboxed=True)
+    check = functools.partial(check_reference, settings=settings)
+    [issue] = check_references([load_problem(folder)], check)
+    assert "(on the held-out case {'size': 13, 'seed': 7103})" in issue.message, issue.message
+    assert "no inputs this size" in issue.message
