@@ -547,7 +547,8 @@ class Worker:
                 continue
             try:
                 if await self._run_idle_item(what, runner):
-                    self._housekeep_now.set()  # the last system test or round of a board may have ended
+                    if what in ("system test", "re-timing round"):  # a board's last may have ended: its freeze is due
+                        self._housekeep_now.set()
                     return True
             except Exception as exc:
                 log.warning("a %s could not be claimed or stored (%s)", what, _why(exc))

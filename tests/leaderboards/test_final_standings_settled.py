@@ -185,3 +185,42 @@ def test_an_entry_left_out_at_the_freeze_and_back_since_thaws_the_standings_and_
     with service.db.transaction() as s:
         assert len(s.scalars(select(AuditLog.actor).where(AuditLog.action == "thaw_standings")).all()) == 2
     assert [u for _, _, u, _ in final_rows(service)] == ["bob", "ann", "carl"]
+
+
+def test_a_serving_worker_freezes_soon_after_the_last_system_test_not_a_sweep_later(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock
+) -> None:
+    """An organizer's walk: the system tests ran at once, the freeze came only at the next sweep (600 s by default)."""
+    import asyncio
+
+    from leaderboards.holdout import SystemTestRunner
+    from leaderboards.worker import Worker, WorkerSettings
+
+    service = board(database, settings, tmp_path, clock, holdout=True)
+    launcher = runner()
+    submit(service, "ann", SLOW)
+    serve(service, launcher)
+    clock.now += timedelta(days=2)
+    said: list[str] = []
+
+    def housekeeping() -> list[str]:
+        lines = service.competition_tick()
+        said.extend(lines)
+        return lines
+
+    worker_settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0, sweep_s=600.0)
+    tests = SystemTestRunner(service, lambda _d: launcher, 10.0)
+    worker = Worker(service, lambda _d: launcher, worker_settings, system_tests=tests, housekeeping=housekeeping)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        for _ in range(1000):
+            await asyncio.sleep(0.02)
+            if any("froze" in line for line in said):
+                break
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(main())
+    assert said == ["add: queued 1 system tests at the deadline", "add: froze the final standings on cpu"]
