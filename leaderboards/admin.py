@@ -443,6 +443,7 @@ class AdminMixin(ServiceBase):
                 raise SubmissionNotFound(submission_id, mine=True)
             if sub.deleted:
                 raise SubmissionNotFound(submission_id)
+            s.execute(select(Leaderboard.id).where(Leaderboard.id == sub.leaderboard_id).with_for_update())
             sub.deleted, sub.deleted_at = True, now
             s.execute(
                 update(Job)
@@ -451,7 +452,9 @@ class AdminMixin(ServiceBase):
             )
             s.flush()
             ranking.rebuild(s, sub.leaderboard, user_id=sub.user_id)
-            self._audit(s, actor or (user.identity if user else "system"), "delete_submission", str(submission_id))
+            who = actor or (user.identity if user else "system")
+            thaw_missing(s, sub.user_id, [sub.leaderboard_id], actor=who, why=f"submission {sub.id} deleted")
+            self._audit(s, who, "delete_submission", str(submission_id))
 
     def user(self, user: UserRef) -> UserView:
         with self.db.transaction() as s:
@@ -473,14 +476,14 @@ class AdminMixin(ServiceBase):
     def unban_user(self, user: UserRef, *, actor: str = "") -> UserView:
         with self.db.transaction() as s:
             u = self._user(s, user, create=False)
+            if not u.is_banned:
+                return self._user_view(u)  # nothing to undo
+            boards = select(BestScore.leaderboard_id).where(BestScore.user_id == u.id)
+            s.execute(select(Leaderboard.id).where(Leaderboard.id.in_(boards)).with_for_update())  # as a freeze
             u.is_banned, u.ban_reason = False, None
             self._audit(s, actor or "system", "unban", u.identity)
             s.flush()
-            thawed = thaw_missing(s, u.id)  # their best entries back where standings froze without them
-            if thawed:
-                names = dict(s.execute(select(Leaderboard.id, Leaderboard.name)).all())
-                self._audit(s, actor or "system", "thaw_standings", u.identity,
-                            boards=sorted(f"{names.get(b, b)}:{d}" for b, d in thawed))  # fmt: skip
+            thaw_missing(s, u.id, actor=actor or "system", why=f"{u.identity} unbanned")  # back where frozen without
             return self._user_view(u)
 
     def set_rate_limit(self, name: str, per_hour: int | None, *, actor: str = "") -> LeaderboardSummary:

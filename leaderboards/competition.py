@@ -407,9 +407,11 @@ def _with_rounds(
     ]
     entries = [e for e in entries if e.submission_id not in wrong]
     retimed, _ = round_entries(rows, {})
-    rounds = {e.submission_id: e.rounds for e in retimed if len(e.rounds) >= 2}
+    here = {e.submission_id for e in entries}  # (a re-timed finalist banned, deleted or quarantined since: gone)
+    rounds = {e.submission_id: e.rounds for e in retimed if len(e.rounds) >= 2 and e.submission_id in here}
     top = [e.submission_id for e in sorted(entries, key=lambda e: entry_score(e, RankingRule(lb.ranking_by))[0])]
     if set(top[: len(rounds)]) != set(rounds):
+        log.info("%s on %s: the re-timing rounds no longer cover the top entries; ranked by their runs", lb.name, dev)
         return entries, excluded  # the rounds no longer cover the top entries: ranked by their runs
     return [replace(e, rounds=rounds.get(e.submission_id, ())) for e in entries], excluded
 

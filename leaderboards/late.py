@@ -216,7 +216,7 @@ class LateMixin(ServiceBase):
             late.admitted_by, late.admitted_reason, late.admitted_at = actor, reason, now
             s.flush()
             ranking.rebuild(s, lb, user_id=sub.user_id)
-            thawed = sorted(device for _, device in thaw_missing(s, sub.user_id, [lb.id]))
+            thawed = sorted(d for _, d in thaw_missing(s, sub.user_id, [lb.id], actor=actor, why=f"#{sub.id} admitted"))
             self._audit(
                 s, actor, "admit_late", lb.name, submission_id=sub.id, user=sub.user.name, reason=reason,
                 thawed=thawed,

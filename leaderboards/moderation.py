@@ -107,6 +107,7 @@ def set_state(
     if ranks(before) != ranks(state.value):
         s.flush()
         ranking.rebuild(s, lb, user_id=sub.user_id)
+        thaw_missing(s, sub.user_id, [lb.id], actor=actor, why=f"submission {sub.id} {state.value}")
     return before
 
 
@@ -154,11 +155,6 @@ class ModerationMixin(ServiceBase):
             sub = self._submission(s, submission_id)
             s.execute(select(Leaderboard.id).where(Leaderboard.id == sub.leaderboard_id).with_for_update())
             before = set_state(s, sub, target, actor=actor, reason=reason, now=self.clock())
-            if ranks(target.value) and not ranks(before):  # back in the ranking: where frozen without it, thawed
-                thawed = thaw_missing(s, sub.user_id, [sub.leaderboard_id])
-                if thawed:
-                    self._audit(s, actor, "thaw_standings", sub.leaderboard.name, submission=sub.id,
-                                devices=sorted(d for _, d in thawed))  # fmt: skip
             if target is ModerationState.CLEARED and before != ModerationState.CLEARED:
                 withdrawn = withdraw_credits(s, sub)
                 if withdrawn:

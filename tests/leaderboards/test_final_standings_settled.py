@@ -224,3 +224,33 @@ def test_a_serving_worker_freezes_soon_after_the_last_system_test_not_a_sweep_la
 
     asyncio.run(main())
     assert said == ["add: queued 1 system tests at the deadline", "add: froze the final standings on cpu"]
+
+
+@pytest.mark.parametrize("how", ["quarantined", "deleted"])
+def test_a_frozen_best_entry_taken_out_gives_its_author_their_next_best_not_no_place(
+    database: Database, settings: CoreSettings, tmp_path: Path, clock: Clock, how: str
+) -> None:
+    """A review of the thaw: ann's best entry quarantined (or deleted) after the freeze dropped her from the final
+    standings while her older entry still ranked live, and an unrelated unban of a user never banned brought her
+    back. Her ranking rows' rebuild thaws the standings; they freeze again with her older entry."""
+    service = board(database, settings, tmp_path, clock, holdout=False)
+    launcher = runner()
+    old = submit(service, "ann", SLOW)
+    carl = submit(service, "carl", MIDDLE)
+    serve(service, launcher)
+    best = submit(service, "ann", FAST)
+    serve(service, launcher)
+    clock.now += timedelta(days=2)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [(u, s) for _, _, u, s in final_rows(service)] == [("ann", best), ("carl", carl)]
+    if how == "quarantined":
+        service.moderate(best, "quarantined", actor="admin", reason="caches outputs")
+    else:
+        service.delete_submission(best, actor="admin")
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [(u, s) for _, _, u, s in final_rows(service)] == [("ann", old), ("carl", carl)]
+    service.unban_user(UserRef("carl"), actor="admin")  # never banned: nothing to undo, nothing thawed
+    assert service.competition_tick() == []
+    with service.db.transaction() as s:
+        assert s.scalars(select(AuditLog.action).where(AuditLog.action.in_(["unban", "thaw_standings"]))).all() == [
+            "thaw_standings"]  # fmt: skip

@@ -241,3 +241,17 @@ def test_rounds_that_no_longer_cover_the_top_entries_give_way_to_the_runs(
     with svc.db.transaction() as s:  # frozen without the stale rounds
         [frozen] = s.scalars(select(FinalStanding)).all()
         assert all("rounds" not in e for e in frozen.entries)
+
+
+def test_a_re_timed_finalist_gone_before_the_freeze_leaves_the_others_their_rounds(
+    svc: LeaderboardService, clock: Clock
+) -> None:
+    """A review: cy, re-timed with ann and bob, was banned before the freeze, and ann's and bob's rounds were dropped
+    with cy's (the rounds no longer matched the top entries, counting cy)."""
+    deadline_rounds_run(svc, clock, machine("2.6.0", 1.0, 5))
+    svc.ban_user(UserRef("cy"), reason="spam", actor="admin")
+    assert svc.competition_tick() == ["add: froze the final standings on cpu"]
+    assert [r.user_name for r in svc.standings("add", final=True).rows] == ["ann", "bob"]
+    with svc.db.transaction() as s:
+        [frozen] = s.scalars(select(FinalStanding)).all()
+        assert [len(e["rounds"]) for e in frozen.entries] == [2, 2]
