@@ -266,6 +266,8 @@ class JobQueue:
         self.clock = clock
         """None (every worker): the database's clock (``database_now``); a test's simulated clock stands in for it."""
         self.db_retry_s = db_retry_s
+        self.until: threading.Event | None = None
+        """Set (the worker's closing event): database retries give up at once instead of for ``db_retry_s``."""
         self.program_reserve_share = program_reserve_share
         self.max_preemptions = max_preemptions
 
@@ -276,7 +278,7 @@ class JobQueue:
         return self.clock() if self.clock is not None else database_now(s)
 
     def _retry(self, fn: Callable[[], T], what: str) -> T:
-        return with_db_retry(fn, budget_s=self.db_retry_s, what=what)
+        return with_db_retry(fn, budget_s=self.db_retry_s, what=what, until=self.until)
 
     # -- claiming -------------------------------------------------------------------------------------------
 
@@ -789,6 +791,7 @@ class JobQueue:
                 job.lease_expires_at = None
                 job.next_attempt_at = now + timedelta(seconds=delay)
                 job.remote_ref = None  # that remote run failed; the next attempt starts a fresh one
+                job.started_at = None  # not charged: the platform's failure, and its wait in the queue (as _revoke)
                 job.error = _clip(f"infrastructure error ({NOT_YOUR_FAULT}): {reason}")
                 message = (
                     f"infrastructure error ({NOT_YOUR_FAULT}): {reason}; "
@@ -830,6 +833,7 @@ class JobQueue:
                 job.lease_expires_at = None
                 job.next_attempt_at = None
                 job.remote_ref = None  # the run was killed (launchers cancel their remote run when stopped)
+                job.started_at = None  # a compare's budget is spent from the attempt that completes it (as _revoke)
                 s.add(JobEvent(job_id=job.id, phase="queued", detail=_clip(f"requeued: {reason}"), created_at=now))
                 return True
 

@@ -183,6 +183,8 @@ class RecordingMixin(ServiceBase):
     def _held_job(self, s: Session, job_id: int, owner: str | None) -> Job:
         """The job's row, locked; with ``owner``, only while that lease holds the running job (else ``LeaseLost``)."""
         job = s.scalar(select(Job).where(Job.id == job_id).with_for_update())
+        if job is None and owner is not None:  # deleted with its board while it ran: nobody holds it any more, and
+            raise LeaseLost(job_id, owner)  # its result (live, or replayed from the spool) is dropped, not kept
         if job is None:
             raise NotFound(f"There is no job {job_id}.")
         if owner is not None and (job.lease_owner != owner or job.status != JobStatus.RUNNING.value):

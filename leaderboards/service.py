@@ -30,6 +30,7 @@ from leaderboards.batches import BatchesMixin
 from leaderboards.board_hacks import BoardHacksMixin
 from leaderboards.budgets import BudgetsMixin
 from leaderboards.competition import StandingsMixin
+from leaderboards.db import lease_now
 from leaderboards.directives import parse_directives
 from leaderboards.errors import (
     AlreadyFinished,
@@ -747,8 +748,8 @@ class LeaderboardService(
         job is charged to the GPU budgets of the account and the token that sent it from its start to now (the
         budgets count a cancelled job's start to end, ``budgets.spent_seconds``); a queued one is charged nothing
         (its start is cleared: nothing of it runs now)."""
-        now = self.clock()
         with self.db.transaction() as s:
+            now = lease_now(s, self.clock)  # the clock its start was written by (the database's), not this host's
             sub = self._submission(s, submission_id)
             if sub.user.identity != user.identity or sub.deleted:
                 raise SubmissionNotFound(submission_id, mine=True)

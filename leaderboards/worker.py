@@ -324,6 +324,8 @@ class Worker:
         self._wake = asyncio.Event()
         self._housekeep_now = asyncio.Event()  # an idle item ended: the competition's end may be due
         self._closing = threading.Event()  # set when the worker stops: endless database retries give up
+        if queue is None:  # its own queue: a stop at once (a second signal) cuts its database retries short too
+            self.queue.until = self._closing
         self._failed_jobs: set[int] = set()  # distinct jobs that failed in a row on this worker
         self._unhealthy: str | None = None
         self._suspects: dict[str, Launcher] = {}
@@ -375,7 +377,12 @@ class Worker:
                 asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{i}")
                 for i in range(self.settings.concurrency)
             ]
-            await asyncio.gather(*slots)
+            # ``wait``, not ``gather``: a task awaiting ``gather`` that is cancelled (a stop at once, the second
+            # signal) gets its CancelledError only once every slot has ended, so ``_closing`` below would wait for
+            # their runs' clean-ups; ``wait`` lets it through at once. A slot's error still ends the run.
+            done, _ = await asyncio.wait(slots, return_when=asyncio.FIRST_EXCEPTION)
+            for finished in done:
+                finished.result()
             for _ in range(ONCE_HOUSEKEEPING_PASSES if once and self.housekeeping is not None else 0):
                 if not await self._housekeep():  # e.g. froze the final standings once the system tests ran
                     break

@@ -90,3 +90,30 @@ def test_a_replay_after_the_deadline_is_practice_within_its_limit(svc: Leaderboa
     closed = LeaderboardService(svc.db, svc.settings.model_copy(update={"late_submissions_per_hour": 0}), clock=clock)
     with pytest.raises(LeaderboardClosed):
         closed.replay(bench, BOT)
+
+
+@pytest.mark.parametrize("how", ["released", "retried"])
+def test_a_compare_is_charged_for_the_attempt_that_completes_it_not_its_waits_in_the_queue(
+    svc: LeaderboardService, how: str
+) -> None:
+    """A fault campaign: a compare given back by a stopping worker (or failed by the platform and retried) kept its
+    first start, and two hours in the queue were charged to its author's budget."""
+    clock: Clock = svc.clock  # type: ignore[assignment]
+    svc.compare(BOT, "a.py", code(1), "b.py", code(2), "add", "cpu", rounds=2)
+    svc.set_budget(user=BOT, seconds=600.0, period_s=86400, actor="admin")
+    queue = JobQueue(svc.db, clock=svc.clock)
+    first = queue.claim("w1", lease_s=600, devices=["cpu"])
+    assert first is not None
+    clock.now += timedelta(seconds=10)
+    if how == "released":
+        assert queue.release(first, reason="the worker stopped")
+    else:
+        queue.retry_or_fail(first, "launcher: boom", backoff_base_s=300, backoff_max_s=300)
+    clock.now += timedelta(hours=2)
+    second = queue.claim("w2", lease_s=600, devices=["cpu"])
+    assert second is not None
+    clock.now += timedelta(seconds=20)
+    with svc.db.transaction() as s:
+        queue.complete(s, second)
+    (view,) = svc.budgets_of(BOT)
+    assert view.spent_s == pytest.approx(20.0)

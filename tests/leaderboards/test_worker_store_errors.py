@@ -118,3 +118,64 @@ def test_a_result_the_database_always_refuses_fails_the_job_instead_of_holding_i
         assert job.attempts == job.max_attempts
     assert len(calls) == STORE_TRIES * job.max_attempts
     assert [r.status for r in worker.reports][-1] == JobStatus.FAILED.value
+
+
+def test_a_spooled_result_whose_job_was_deleted_is_dropped_not_kept_forever(
+    service: LeaderboardService, tmp_path: Path
+) -> None:
+    """A fault campaign: a result spooled for a job deleted since (with its leaderboard) was tried again, and kept,
+    at every start of the worker."""
+    from datetime import UTC, datetime
+
+    from leaderboards.queue import Claim
+    from leaderboards.spool import ResultSpool
+
+    spool = ResultSpool(tmp_path / "spool")
+    now = datetime.now(UTC)
+    claim = Claim(job_id=999, submission_id=999, device="cpu", attempt=1, max_attempts=3, owner="dead:1:x#y",
+                  remote_ref=None, claimed_at=now, queued_at=now)  # fmt: skip
+    path = spool.put(claim, False, True, run_result())
+    settings = WorkerSettings(_env_file=None, lease_s=30, heartbeat_s=5, db_retry_s=2, spool_dir=tmp_path / "spool")
+    worker = Worker(service, lambda d: FakeLauncher(), settings, spool=spool)
+    asyncio.run(worker._store_spooled())
+    assert not path.exists()
+
+
+def test_a_second_stop_while_the_database_is_down_stops_at_once(
+    service: LeaderboardService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault campaign: a stop at once (a second signal) while the database was down waited out the killed run's
+    clean-up retries (``db_retry_s`` per call, 60 s by default). The worker's queue now gives up once it is closing;
+    the job's lease covers it."""
+    import time
+
+    service.create_leaderboard(make_problem(tmp_path), name="add", deadline=future(), devices=["cpu"])
+    service.submit(UserRef("ann"), "s.py", b"x = 1\n", "add", ["cpu"], "test")
+    started = asyncio.Event()
+
+    async def hang(request: Any, job: Any) -> Any:
+        started.set()
+        await asyncio.sleep(3600)
+
+    def down(*a: Any, **k: Any) -> Any:
+        raise OperationalError("UPDATE jobs", {}, Exception("server closed the connection unexpectedly"))
+
+    launcher = FakeLauncher(name="hang", steps=[hang], progress=(), remote_refs=False)
+    settings = WorkerSettings(_env_file=None, lease_s=30, heartbeat_s=5, poll_s=0.05, db_retry_s=20, stop_grace_s=0,
+                              spool_dir=tmp_path / "spool")  # fmt: skip
+    worker = Worker(service, lambda d: launcher, settings)
+
+    async def main() -> float:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        await asyncio.wait_for(started.wait(), 30)
+        monkeypatch.setattr(worker.queue, "add_note", lambda *a, **k: worker.queue._retry(down, "add_note"))
+        monkeypatch.setattr(worker.queue, "release", lambda *a, **k: worker.queue._retry(down, "release"))
+        stop.set()
+        task.cancel()  # the second signal
+        t0 = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - t0
+
+    assert asyncio.run(main()) < 10  # 40 s of retries before
