@@ -210,6 +210,9 @@ class JobReport:
     message: str = ""
 
 
+HOUSEKEEP_COALESCE_S = 2.0
+"""After a system test or re-timing round ends, how long the housekeeping waits before its early pass, so that a
+deadline's wave of them costs a pass every few seconds, not one per item."""
 ONCE_HOUSEKEEPING_PASSES = 5
 """With ``run(once=True)``: how many end-of-run housekeeping passes (each followed by serving what it queued) at most;
 a board's end takes three (system tests, re-timing rounds, the freeze)."""
@@ -662,6 +665,9 @@ class Worker:
             finally:
                 for w in waiters:
                     w.cancel()
+            if self._housekeep_now.is_set():  # woken by an item's end: let a wave of them end first (one pass)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), HOUSEKEEP_COALESCE_S)
 
     async def _housekeep(self) -> bool:
         """One pass of ``housekeeping`` on a thread, its lines logged; whether it said it did something."""
