@@ -132,8 +132,8 @@ class StandingsMixin(SystemTestsMixin):
                     raise NotFound(
                         f"Leaderboard {lb.name!r} has no final standings on {dev} yet: they are made after "
                         "its deadline, once its system tests have run, by a worker's housekeeping (at its start, "
-                        "every KERNELCUP_WORKER_SWEEP_S and after each system test; `kernelcup worker --once` runs "
-                        f"it to the end), or by an admin: kernelcup leaderboard freeze {lb.name}"
+                        "every KERNELCUP_WORKER_SWEEP_S and within 30 s of a system test; `kernelcup worker --once` "
+                        f"runs it to the end), or by an admin: kernelcup leaderboard freeze {lb.name}"
                     )
                 return with_late_notes(s, _final_view(lb.name, frozen, removed=moderated_out(s, frozen)))
             tests = {

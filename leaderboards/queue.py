@@ -385,7 +385,8 @@ class JobQueue:
         job.lease_expires_at = now + timedelta(seconds=lease_s)
         job.heartbeat_at = now
         job.next_attempt_at = None
-        job.started_at = job.started_at or now
+        job.started_at = now  # this attempt's start: an earlier one (released, retried, preempted, or its worker
+        # dead) is not the submission's, and a compare's budget is spent from the attempt that completes it
         user_id = select(Submission.user_id).where(Submission.id == job.submission_id).scalar_subquery()
         s.execute(
             update(User)

@@ -164,8 +164,8 @@ class WorkerSettings(BaseSettings):
         default=600.0,
         gt=0,
         description="How often the housekeeping runs: stale job folders and cgroups of dead runs are swept, and "
-        "the deadlines' work is done (system tests queued, final standings frozen); it also runs soon after a "
-        "system test or re-timing round ends.",
+        "the deadlines' work is done (system tests queued, final standings frozen); it also runs early (at most "
+        "once per 30 s) when a system test or re-timing round ends.",
     )
     spool_dir: Path | None = Field(
         default=None,
@@ -210,9 +210,10 @@ class JobReport:
     message: str = ""
 
 
-HOUSEKEEP_COALESCE_S = 2.0
-"""After a system test or re-timing round ends, how long the housekeeping waits before its early pass, so that a
-deadline's wave of them costs a pass every few seconds, not one per item."""
+HOUSEKEEP_GAP_S = 30.0
+"""After a system test or re-timing round ends, the housekeeping runs early, but at most once per this many seconds
+since its last pass: a deadline's wave of them costs a pass every 30 s, not one per item (each pass locks the rows
+of the boards past their deadline)."""
 ONCE_HOUSEKEEPING_PASSES = 5
 """With ``run(once=True)``: how many end-of-run housekeeping passes (each followed by serving what it queued) at most;
 a board's end takes three (system tests, re-timing rounds, the freeze)."""
@@ -319,6 +320,8 @@ class Worker:
         self._yielding: dict[int, asyncio.Future[bool]] = {}  # program jobs whose preemption is being decided
         self._preempted: set[int] = set()  # jobs given up for a person's: their killed runs end in the background
         self._dying: set[asyncio.Task[Any]] = set()
+        self.housekeep_gap_s = HOUSEKEEP_GAP_S
+        """The least time between two housekeeping passes when an item's end wakes it early (tests shorten it)."""
         self.preempt_kill_wait_s = PREEMPT_KILL_WAIT_S
         """The bound on waiting for a preempted run's kill before the person's run starts (tests shorten it)."""
         self._busy: list[str] = []  # work besides jobs running now (``workers.busy_with``): one label per item
@@ -374,22 +377,25 @@ class Worker:
         try:
             await self._store_spooled()
             await self._self_check()
-            if once and self.housekeeping is not None:
+            passes = ONCE_HOUSEKEEPING_PASSES if once and self.housekeeping is not None else 0
+            if passes and not stop.is_set():
                 await self._housekeep()
-            slots = [
-                asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{i}")
-                for i in range(self.settings.concurrency)
-            ]
-            # ``wait``, not ``gather``: a task awaiting ``gather`` that is cancelled (a stop at once, the second
-            # signal) gets its CancelledError only once every slot has ended, so ``_closing`` below would wait for
-            # their runs' clean-ups; ``wait`` lets it through at once. A slot's error still ends the run.
-            done, _ = await asyncio.wait(slots, return_when=asyncio.FIRST_EXCEPTION)
-            for finished in done:
-                finished.result()
-            for _ in range(ONCE_HOUSEKEEPING_PASSES if once and self.housekeeping is not None else 0):
-                if not await self._housekeep():  # e.g. froze the final standings once the system tests ran
+            for round_ in range(passes + 1):
+                if round_ and (stop.is_set() or (until is not None and until()) or not await self._housekeep()):
+                    break  # stopped, or the pass did nothing (once: e.g. it froze the final standings)
+                serving = [
+                    asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{round_}-{i}")
+                    for i in range(self.settings.concurrency)
+                ]
+                slots += serving
+                # ``wait``, not ``gather``: a task awaiting ``gather`` that is cancelled (a stop at once, the second
+                # signal) gets its CancelledError only once every slot has ended, so ``_closing`` below would wait
+                # for their runs' clean-ups; ``wait`` lets it through at once. A slot's error still ends the run.
+                done, _ = await asyncio.wait(serving, return_when=asyncio.FIRST_EXCEPTION)
+                for finished in done:
+                    finished.result()
+                if not once:
                     break
-                await self._slot(stop, once, until)  # what it queued (system tests, re-timing rounds)
         finally:
             self._closing.set()
             for task in slots:
@@ -658,6 +664,7 @@ class Worker:
             return
         while not stop.is_set():
             self._housekeep_now.clear()
+            last = asyncio.get_running_loop().time()
             await self._housekeep()
             waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._housekeep_now.wait())]
             try:
@@ -665,9 +672,10 @@ class Worker:
             finally:
                 for w in waiters:
                     w.cancel()
-            if self._housekeep_now.is_set():  # woken by an item's end: let a wave of them end first (one pass)
+            if self._housekeep_now.is_set():  # woken by an item's end: at most one early pass per gap
+                gap = self.housekeep_gap_s - (asyncio.get_running_loop().time() - last)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), HOUSEKEEP_COALESCE_S)
+                    await asyncio.wait_for(stop.wait(), max(0.0, gap))
 
     async def _housekeep(self) -> bool:
         """One pass of ``housekeeping`` on a thread, its lines logged; whether it said it did something."""

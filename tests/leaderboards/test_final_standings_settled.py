@@ -211,6 +211,7 @@ def test_a_serving_worker_freezes_soon_after_the_last_system_test_not_a_sweep_la
     worker_settings = WorkerSettings(_env_file=None, poll_s=0.01, heartbeat_s=1.0, lease_s=30.0, sweep_s=600.0)
     tests = SystemTestRunner(service, lambda _d: launcher, 10.0)
     worker = Worker(service, lambda _d: launcher, worker_settings, system_tests=tests, housekeeping=housekeeping)
+    worker.housekeep_gap_s = 1.0  # (30 s in service: at most one early pass per gap)
 
     async def main() -> None:
         stop = asyncio.Event()

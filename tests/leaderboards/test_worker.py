@@ -560,3 +560,24 @@ def test_a_once_worker_runs_its_housekeeping_again_at_the_end_and_serves_what_it
     assert passes == [0, 1, 2]  # before, after (queued), after again (nothing: done)
     assert [r.status for r in w.reports] == ["succeeded"]  # served in the same call
     assert "add: queued 1 job" in caplog.text
+
+
+def test_a_once_worker_asked_to_stop_runs_no_more_housekeeping_passes(svc: LeaderboardService) -> None:
+    """A review: after a graceful stop a once worker still ran its end-of-run passes (each may queue system tests or
+    freeze final standings after the operator asked it to stop)."""
+    passes: list[int] = []
+
+    def housekeeping() -> list[str]:
+        passes.append(len(passes))
+        return [f"pass {len(passes)}: queued something"]
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        w = Worker(svc, lambda d: scripted(), FAST, housekeeping=housekeeping)
+        task = asyncio.create_task(w.run(stop, once=True))
+        await asyncio.sleep(0)
+        stop.set()
+        await asyncio.wait_for(task, 60)
+
+    asyncio.run(main())
+    assert len(passes) <= 1, passes

@@ -141,16 +141,27 @@ def test_a_spooled_result_whose_job_was_deleted_is_dropped_not_kept_forever(
     assert not path.exists()
 
 
+@pytest.mark.parametrize("queued_by", ["a person", "a once worker's housekeeping pass"])
 def test_a_second_stop_while_the_database_is_down_stops_at_once(
-    service: LeaderboardService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    service: LeaderboardService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, queued_by: str
 ) -> None:
     """A fault campaign: a stop at once (a second signal) while the database was down waited out the killed run's
     clean-up retries (``db_retry_s`` per call, 60 s by default). The worker's queue now gives up once it is closing;
-    the job's lease covers it."""
+    the job's lease covers it. (A review: so too for a job a once worker serves after a housekeeping pass.)"""
     import time
 
     service.create_leaderboard(make_problem(tmp_path), name="add", deadline=future(), devices=["cpu"])
-    service.submit(UserRef("ann"), "s.py", b"x = 1\n", "add", ["cpu"], "test")
+    passes: list[int] = []
+
+    def housekeeping() -> list[str]:
+        passes.append(len(passes))
+        if queued_by != "a person" and len(passes) == 2:
+            service.submit(UserRef("ann"), "s.py", b"x = 1\n", "add", ["cpu"], "test")
+            return ["queued a job"]
+        return []
+
+    if queued_by == "a person":
+        service.submit(UserRef("ann"), "s.py", b"x = 1\n", "add", ["cpu"], "test")
     started = asyncio.Event()
 
     async def hang(request: Any, job: Any) -> Any:
@@ -163,11 +174,11 @@ def test_a_second_stop_while_the_database_is_down_stops_at_once(
     launcher = FakeLauncher(name="hang", steps=[hang], progress=(), remote_refs=False)
     settings = WorkerSettings(_env_file=None, lease_s=30, heartbeat_s=5, poll_s=0.05, db_retry_s=20, stop_grace_s=0,
                               spool_dir=tmp_path / "spool")  # fmt: skip
-    worker = Worker(service, lambda d: launcher, settings)
+    worker = Worker(service, lambda d: launcher, settings, housekeeping=housekeeping)
 
     async def main() -> float:
         stop = asyncio.Event()
-        task = asyncio.create_task(worker.run(stop))
+        task = asyncio.create_task(worker.run(stop, once=queued_by != "a person"))
         await asyncio.wait_for(started.wait(), 30)
         monkeypatch.setattr(worker.queue, "add_note", lambda *a, **k: worker.queue._retry(down, "add_note"))
         monkeypatch.setattr(worker.queue, "release", lambda *a, **k: worker.queue._retry(down, "release"))
