@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,10 @@ from leaderboards.queue import Claim
 from runners.contract import Comparison, RunResult
 
 log = logging.getLogger(__name__)
+
+PARTIAL_AGE_S = 600.0
+"""How old a temporary file of an unfinished write must be before a worker's start removes it (a fault campaign found
+them left forever by a process killed between its write and its rename)."""
 
 
 @dataclass(frozen=True)
@@ -95,11 +100,23 @@ class ResultSpool:
             with contextlib.suppress(OSError):
                 path.unlink()
 
+    def _sweep_partial(self) -> None:
+        """Remove the temporary files of writes that never finished (a process killed between writing and renaming:
+        nothing of them was complete), once ``PARTIAL_AGE_S`` old, so that a worker writing one now keeps its own."""
+        assert self.directory is not None
+        now = time.time()
+        for path in self.directory.glob(".spool-*"):
+            with contextlib.suppress(OSError):
+                if now - path.stat().st_mtime > PARTIAL_AGE_S:
+                    path.unlink()
+                    log.info("removed the unfinished spool write %s", path.name)
+
     def pending(self) -> list[Spooled]:
         """Every result left on disk, oldest job first; unreadable files are moved aside (``.bad``), not lost."""
         if not self._usable():
             return []
         assert self.directory is not None
+        self._sweep_partial()
         found: list[Spooled] = []
         for path in sorted(self.directory.glob("*.json")):
             try:

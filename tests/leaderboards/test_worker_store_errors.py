@@ -190,3 +190,22 @@ def test_a_second_stop_while_the_database_is_down_stops_at_once(
         return time.monotonic() - t0
 
     assert asyncio.run(main()) < 10  # 40 s of retries before
+
+
+def test_an_unfinished_spool_write_is_swept_once_old_and_a_fresh_one_kept(tmp_path: Path) -> None:
+    """A fault campaign: a process killed between writing a result to its temporary name and renaming it left the
+    temporary file for good (only finished ``*.json`` files are read)."""
+    import os
+    import time
+
+    from leaderboards.spool import PARTIAL_AGE_S, ResultSpool
+
+    folder = tmp_path / "spool"
+    folder.mkdir()
+    old, fresh = folder / ".spool-old", folder / ".spool-fresh"
+    old.write_text('{"claim": ')
+    fresh.write_text('{"claim": ')
+    long_ago = time.time() - PARTIAL_AGE_S - 60
+    os.utime(old, (long_ago, long_ago))
+    assert ResultSpool(folder).pending() == []
+    assert not old.exists() and fresh.exists()
