@@ -34,15 +34,14 @@ from leaderboards.models import (
     BestScore,
     FinalStanding,
     Job,
-    LateSubmission,
     Leaderboard,
     Run,
     Submission,
-    SubmissionOrigin,
     SystemTest,
     User,
 )
 from leaderboards.moderation_states import ranks, ranks_condition
+from leaderboards.ranking import practice_condition
 from leaderboards.rejudge import drift_texts
 from leaderboards.results import JobStatus, UserRef
 from leaderboards.retiming import RoundStatus, deadline_rounds, queue_rounds, round_entries, wrong_in_a_round
@@ -447,14 +446,9 @@ def moderated_out(s: Session, frozen: FinalStanding) -> set[int]:
 
 def unsettled_jobs(s: Session, lb: Leaderboard, device: str) -> int:
     """How many ranked jobs of ``device`` that could still rank are queued or running: of a submission made in time
-    (or a late one an admin admitted), not deleted, not a replay, of a user not banned. The final standings wait for
-    them: one made at 23:59 behind a busy queue runs after the deadline and may be its winner."""
-    practice = select(LateSubmission.submission_id).where(
-        LateSubmission.submission_id == Submission.id, LateSubmission.admitted_by.is_(None)
-    )
-    replay = select(SubmissionOrigin.submission_id).where(
-        SubmissionOrigin.submission_id == Submission.id, SubmissionOrigin.replay_of.is_not(None)
-    )
+    (or a late one an admin admitted), not deleted, not a replay, not moderated out, of a user not banned (the
+    ranking's own conditions, ``ranking._eligible``). The final standings wait for them: one made at 23:59 behind a
+    busy queue runs after the deadline and may be its winner."""
     query = (
         select(func.count())
         .select_from(Job)
@@ -464,11 +458,11 @@ def unsettled_jobs(s: Session, lb: Leaderboard, device: str) -> int:
             Submission.leaderboard_id == lb.id,
             Submission.mode == Mode.RANKED.value,
             Submission.deleted.is_(False),
+            ranks_condition(),
+            ~practice_condition(),
             User.is_banned.is_(False),
             Job.device == device,
             Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]),
-            ~practice.exists(),
-            ~replay.exists(),
         )
     )
     return s.scalar(query) or 0

@@ -58,7 +58,7 @@ def ranked_score(public: float, secret: float) -> float:
     return max(public, secret)
 
 
-def _practice() -> ColumnElement[bool]:
+def practice_condition() -> ColumnElement[bool]:
     """SQL: the submission was made after its deadline and no admin admitted it (``leaderboards/late.py``), or it is
     a replay (``leaderboards/replay.py``): neither ranks."""
     late = (
@@ -95,7 +95,7 @@ def _eligible(leaderboard: Leaderboard, device: str | None, user_id: int | None)
         Submission.mode == Mode.RANKED.value,
         Submission.deleted.is_(False),
         ranks_condition(),  # quarantined and hacked entries rank nowhere (leaderboards/moderation.py)
-        ~_practice(),  # made after the deadline and not admitted: practice (leaderboards/late.py)
+        ~practice_condition(),  # made after the deadline and not admitted: practice (leaderboards/late.py)
     ]
     if device is not None:
         conditions.append(Job.device == device)

@@ -24,6 +24,7 @@ the same floats bit for bit (``math.fsum``, fixed order, no randomness).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -207,7 +208,7 @@ def rank(entries: Iterable[Entry], rule: RankingRule, *, gpu: bool = True) -> tu
     if not retimed:
         by_runs = _by_runs(entries, rule)
         return _standings(_monotone(_ranks(by_runs)), by_runs)
-    by_rounds = sorted(((rounds_score(e), e) for e in retimed), key=lambda p: (p[0][0], p[1].submission_id))
+    by_rounds = _fastest_first((rounds_score(e), e) for e in retimed)
     ranks = _monotone(
         [
             1 + sum(1 for _, other in by_rounds[:i] if rounds_told_apart(other, mine, rule, gpu))
@@ -228,12 +229,21 @@ def rank(entries: Iterable[Entry], rule: RankingRule, *, gpu: bool = True) -> tu
     return _standings(ranks, [*by_rounds, *tail])
 
 
-def _by_runs(entries: list[Entry], rule: RankingRule) -> list[tuple[tuple[float, float], Entry]]:
-    """The entries with their runs' scores (``entry_score``), fastest first (equal scores: the earlier submission)."""
-    return sorted(((entry_score(e, rule), e) for e in entries), key=lambda p: (p[0][0], p[1].submission_id))
+Scored = tuple[tuple[float, float], Entry]
+"""An entry with its score (ns) and the sd of its log."""
 
 
-def _ranks(scored: list[tuple[tuple[float, float], Entry]]) -> list[int]:
+def _fastest_first(scored: Iterable[Scored]) -> list[Scored]:
+    """Fastest first; equal scores: the earlier submission."""
+    return sorted(scored, key=lambda p: (p[0][0], p[1].submission_id))
+
+
+def _by_runs(entries: list[Entry], rule: RankingRule) -> list[Scored]:
+    """The entries with their runs' scores (``entry_score``), fastest first."""
+    return _fastest_first((entry_score(e, rule), e) for e in entries)
+
+
+def _ranks(scored: list[Scored]) -> list[int]:
     """Each entry's 1 + the number of entries before it told apart from it and faster (``scored`` fastest first)."""
     return [
         1 + sum(1 for other, _ in scored[:i] if told_apart(other, mine) and other[0] < mine[0])
@@ -245,13 +255,10 @@ def _monotone(ranks: list[int]) -> list[int]:
     """Ranks in the entries' point order made never to improve down the list: an entry that cannot be told from
     the leader (a wide interval) but is slower than the entry above it shares that entry's rank at best, never a
     better one than an entry faster than it."""
-    out: list[int] = []
-    for r in ranks:
-        out.append(max(r, out[-1]) if out else r)
-    return out
+    return list(itertools.accumulate(ranks, max))
 
 
-def _standings(ranks: list[int], scored: list[tuple[tuple[float, float], Entry]]) -> tuple[Standing, ...]:
+def _standings(ranks: list[int], scored: list[Scored]) -> tuple[Standing, ...]:
     return tuple(
         Standing(rank=r, tied=ranks.count(r) > 1, entry=e, score_ns=score, log_sd=sd)
         for r, ((score, sd), e) in zip(ranks, scored, strict=True)
