@@ -380,22 +380,11 @@ class Worker:
             passes = ONCE_HOUSEKEEPING_PASSES if once and self.housekeeping is not None else 0
             if passes and not stop.is_set():
                 await self._housekeep()
-            for round_ in range(passes + 1):
-                if round_ and (stop.is_set() or (until is not None and until()) or not await self._housekeep()):
-                    break  # stopped, or the pass did nothing (once: e.g. it froze the final standings)
-                serving = [
-                    asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{round_}-{i}")
-                    for i in range(self.settings.concurrency)
-                ]
-                slots += serving
-                # ``wait``, not ``gather``: a task awaiting ``gather`` that is cancelled (a stop at once, the second
-                # signal) gets its CancelledError only once every slot has ended, so ``_closing`` below would wait
-                # for their runs' clean-ups; ``wait`` lets it through at once. A slot's error still ends the run.
-                done, _ = await asyncio.wait(serving, return_when=asyncio.FIRST_EXCEPTION)
-                for finished in done:
-                    finished.result()
-                if not once:
+            await self._run_slots(slots, stop, once, until)
+            for _ in range(passes):  # once: serve what each pass queued, until a pass does nothing
+                if stop.is_set() or (until is not None and until()) or not await self._housekeep():
                     break
+                await self._run_slots(slots, stop, once, until)
         finally:
             self._closing.set()
             for task in slots:
@@ -411,6 +400,22 @@ class Worker:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
         return self.reports
+
+    async def _run_slots(
+        self, slots: list[asyncio.Task[None]], stop: asyncio.Event, once: bool, until: Callable[[], bool] | None
+    ) -> None:
+        """Start ``concurrency`` slots (added to ``slots``, which ``run`` lets go of as it ends) and wait for them.
+        ``wait``, not ``gather``: a task awaiting ``gather`` that is cancelled (a stop at once, the second signal) gets
+        its CancelledError only once every slot has ended, so ``run``'s ``_closing`` would wait for their runs'
+        clean-ups; ``wait`` lets it through at once. A slot's error still ends the run."""
+        serving = [
+            asyncio.create_task(self._slot(stop, once, until), name=f"kc-slot-{len(slots) + i}")
+            for i in range(self.settings.concurrency)
+        ]
+        slots += serving
+        done, _ = await asyncio.wait(serving, return_when=asyncio.FIRST_EXCEPTION)
+        for finished in done:
+            finished.result()
 
     async def _register(self, stop: asyncio.Event) -> bool:
         """Register in the ``workers`` table, waiting for the database as long as it takes (False: stopped)."""
@@ -615,12 +620,7 @@ class Worker:
 
     async def _idle(self, stop: asyncio.Event, timeout_s: float | None = None) -> None:
         self._wake.clear()
-        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
-        try:
-            await asyncio.wait(waiters, timeout=timeout_s or self.settings.poll_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waiters:
-                w.cancel()
+        await _first_set(stop, self._wake, timeout_s=timeout_s or self.settings.poll_s)
 
     async def _until_done_or_stopped(self, task: asyncio.Task[Any], stop: asyncio.Event) -> None:
         stopping = asyncio.ensure_future(stop.wait())
@@ -666,12 +666,7 @@ class Worker:
             self._housekeep_now.clear()
             last = asyncio.get_running_loop().time()
             await self._housekeep()
-            waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._housekeep_now.wait())]
-            try:
-                await asyncio.wait(waiters, timeout=self.settings.sweep_s, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waiters:
-                    w.cancel()
+            await _first_set(stop, self._housekeep_now, timeout_s=self.settings.sweep_s)
             if self._housekeep_now.is_set():  # woken by an item's end: at most one early pass per gap
                 gap = self.housekeep_gap_s - (asyncio.get_running_loop().time() - last)
                 with contextlib.suppress(TimeoutError):
@@ -1118,6 +1113,16 @@ class Worker:
     def _complete_only(self, claim: Claim, verdict: str) -> None:
         with self.service.db.transaction() as s:
             self.queue.complete(s, claim, detail=verdict)
+
+
+async def _first_set(*events: asyncio.Event, timeout_s: float) -> None:
+    """Wait until one of ``events`` is set, or ``timeout_s``."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
 
 
 def _job_of(task: asyncio.Task[Any]) -> int:

@@ -153,8 +153,8 @@ def register(app: typer.Typer) -> None:
         its own once the system tests have run): each device's, or says why not yet (the server's own database)."""
         from leaderboards.errors import UserError
 
-        service = open_service()
         with user_errors():
+            service = open_service()
             devices = device or list(service.leaderboard(name).devices)
         refused = 0
         for d in devices:
