@@ -54,6 +54,14 @@ def submit(service: LeaderboardService, user: str, code: bytes) -> int:
     return service.submit(UserRef(user), "k.py", code, "add", ["cpu"], Mode.RANKED).submission_id
 
 
+def ended(service: LeaderboardService, launcher: FakeLauncher, tests: int = 0) -> None:
+    """The deadline's housekeeping run to the freeze: ``tests`` system tests queued and run first (held-out cases)."""
+    if tests:
+        assert service.competition_tick() == [f"add: queued {tests} system tests at the deadline"]
+        serve(service, launcher)
+    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+
+
 def final_rows(service: LeaderboardService) -> list[tuple[int, bool, str, int]]:
     return [(r.rank, r.tied, r.user_name, r.submission_id) for r in service.standings("add", final=True).rows]
 
@@ -74,10 +82,7 @@ def test_a_ranked_job_made_in_time_and_still_queued_at_the_deadline_is_waited_fo
     with pytest.raises(InvalidChange, match=waiting):
         service.freeze_standings("add", "cpu", actor="admin")
     serve(service, launcher)  # bob's job runs after the deadline
-    if holdout:
-        assert service.competition_tick() == ["add: queued 2 system tests at the deadline"]
-        serve(service, launcher)
-    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    ended(service, launcher, tests=2 if holdout else 0)
     assert [(u, s) for _, _, u, s in final_rows(service)] == [("bob", bob), ("ann", 1)]
 
 
@@ -96,9 +101,7 @@ def test_each_person_holds_one_final_place_their_current_best(
     best = submit(service, "ann", FAST)
     serve(service, launcher)
     clock.now += timedelta(days=2)
-    assert service.competition_tick() == ["add: queued 2 system tests at the deadline"]
-    serve(service, launcher)
-    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    ended(service, launcher, tests=2)
     assert [(u, s) for _, _, u, s in final_rows(service)] == [("ann", best), ("carl", 2)]
 
 
@@ -118,9 +121,7 @@ def test_an_entry_whose_system_test_predates_a_held_out_case_added_since_is_test
         for test in s.scalars(select(SystemTest)):
             test.cases -= 1
             test.passed = test.cases
-    assert service.competition_tick() == ["add: queued 1 system tests at the deadline"]
-    serve(service, launcher)
-    assert service.competition_tick() == ["add: froze the final standings on cpu"]
+    ended(service, launcher, tests=1)
     assert [u for _, _, u, _ in final_rows(service)] == ["ann"]
 
 
